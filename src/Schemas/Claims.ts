@@ -1,0 +1,38 @@
+/**
+ * The claims table as the daemon holds it in memory. The on-disk shape (PER-1, PER-2) is
+ * `Schemas/ClaimsFile.ts`; this is the decoded, typed form.
+ */
+import { Data, type DateTime, type Option, type Redacted } from "effect"
+import type { ClaimId } from "./Ids.ts"
+
+export interface ClaimRecord {
+  readonly id: ClaimId
+  /** The per-sandbox release credential: Redacted from the claim response to the file write. */
+  readonly token: Redacted.Redacted<string>
+  /** sandboxd's `owner_addr` ("" when unknown). */
+  readonly address: string
+  /** UID of the Pod generation that last held the claim (forensics; written even when ""). */
+  readonly podUID: string
+  /** None only before the load back-fill (PER-8). */
+  readonly claimedAt: Option.Option<DateTime.Utc>
+  /** The lease end; None = no known expiry. */
+  readonly deadline: Option.Option<DateTime.Utc>
+}
+
+/**
+ * The state of one row (ARCHITECTURE.md §3). Status and adoption read only `Durable`;
+ * release reads all three.
+ * - Tentative: a fresh claim whose own commit has not landed yet; in no write but that one.
+ * - Quarantined: loaded from disk, not yet vouched for by a sandboxd listing.
+ */
+export type ClaimState = Data.TaggedEnum<{
+  Durable: {}
+  Tentative: {}
+  Quarantined: {}
+}>
+export const ClaimState = Data.taggedEnum<ClaimState>()
+
+export interface ClaimRow {
+  readonly record: ClaimRecord
+  readonly state: ClaimState
+}

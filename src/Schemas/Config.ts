@@ -1,0 +1,90 @@
+/**
+ * The validated daemon configuration (CFG-2 plus our additions). `src/Cli/` parses flags and
+ * env vars into it; tests build it directly with `Config.layerTest` / `testConfig`.
+ */
+import { Context, Duration, Layer, Redacted } from "effect"
+
+export interface ListenAddr {
+  /** "" = all interfaces */
+  readonly host: string
+  readonly port: number
+}
+
+export type LogFormat = "json" | "text"
+export type LogLevelName = "trace" | "debug" | "info" | "warn" | "error"
+
+export interface AppConfigShape {
+  readonly nodeName: string
+  readonly nodeIp: string
+  readonly listenAddr: ListenAddr
+  readonly tlsCert: string
+  readonly tlsKey: string
+  readonly clientCaFile: string
+  /** Kubernetes quantities as given (validated): written to capacity/allocatable verbatim. */
+  readonly nodeCpu: string
+  readonly nodeMemory: string
+  readonly nodePods: string
+  readonly nodeLabels: Readonly<Record<string, string>>
+  readonly kubeApiQps: number
+  readonly kubeApiBurst: number
+  /** An explicit --kubeconfig; "" = in-cluster, then $KUBECONFIG. */
+  readonly kubeconfig: string
+  /** Without a trailing "/". */
+  readonly sandboxdUrl: string
+  /** --sandboxd-advertise-addr, or derived from --sandboxd-url (CFG-9). */
+  readonly sandboxdAdvertiseAddr: string
+  readonly sandboxdTokenFile: string
+  /** Read once from the token file and trimmed; "" = no Authorization header. */
+  readonly sandboxdToken: Redacted.Redacted<string>
+  readonly sandboxdTimeout: Duration.Duration
+  readonly sandboxdMaxConcurrency: number
+  readonly statePath: string
+  /** Zero disables the scan. */
+  readonly orphanScanInterval: Duration.Duration
+  readonly publishInventory: boolean
+  readonly publishInterval: Duration.Duration
+  readonly leaseWatchInterval: Duration.Duration
+  readonly claimVerifyInterval: Duration.Duration
+  readonly shutdownTimeout: Duration.Duration
+  readonly metricsAddr: ListenAddr
+  readonly logLevel: LogLevelName
+  readonly logFormat: LogFormat
+}
+
+export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("vk-sandbox/AppConfig") {
+  static readonly layer = (config: AppConfigShape) => Layer.succeed(AppConfig, config)
+}
+
+/** Defaults of every flag (CFG-2), with a node name and paths suitable for tests. */
+export const testConfig = (overrides: Partial<AppConfigShape> = {}): AppConfigShape => ({
+  nodeName: "vk-sandboxd",
+  nodeIp: "",
+  listenAddr: { host: "", port: 10260 },
+  tlsCert: "",
+  tlsKey: "",
+  clientCaFile: "",
+  nodeCpu: "4000",
+  nodeMemory: "8Ti",
+  nodePods: "2000",
+  nodeLabels: { "sandbox.cocoonstack.io/runtime": "sandboxd" },
+  kubeApiQps: 200,
+  kubeApiBurst: 400,
+  kubeconfig: "",
+  sandboxdUrl: "http://127.0.0.1:7777",
+  sandboxdAdvertiseAddr: "127.0.0.1:7777",
+  sandboxdTokenFile: "",
+  sandboxdToken: Redacted.make(""),
+  sandboxdTimeout: Duration.seconds(10),
+  sandboxdMaxConcurrency: 64,
+  statePath: "/var/lib/vk-sandbox/claims.json",
+  orphanScanInterval: Duration.seconds(60),
+  publishInventory: false,
+  publishInterval: Duration.seconds(30),
+  leaseWatchInterval: Duration.seconds(30),
+  claimVerifyInterval: Duration.seconds(15),
+  shutdownTimeout: Duration.seconds(10),
+  metricsAddr: { host: "", port: 10261 },
+  logLevel: "info",
+  logFormat: "json",
+  ...overrides
+})

@@ -1,0 +1,116 @@
+/**
+ * Every apiserver call the daemon makes, and nothing else talks to the apiserver
+ * (ARCHITECTURE.md §3). Live layer: `Layers/KubeApiClientNode.ts` on @kubernetes/client-node 2.x.
+ * Test layer: `Layers/KubeApiMemory.ts` on the in-memory cluster model.
+ */
+import type { CoreV1Event, V1Lease, V1Node, V1Pod } from "@kubernetes/client-node"
+import { Context, type Effect, Schema, type Stream } from "effect"
+
+/** Status `details` exactly as the server wrote them; never filled in from the request. */
+export const StatusDetails = Schema.Struct({
+  name: Schema.optionalKey(Schema.String),
+  group: Schema.optionalKey(Schema.String),
+  kind: Schema.optionalKey(Schema.String),
+  uid: Schema.optionalKey(Schema.String)
+})
+export type StatusDetails = typeof StatusDetails.Type
+
+/** 404. `details` is absent for an endpoint-level 404 or a body that is not a Status. */
+export class KubeNotFound extends Schema.TaggedError<KubeNotFound>()("KubeNotFound", {
+  operation: Schema.String,
+  message: Schema.String,
+  details: Schema.optionalKey(StatusDetails)
+}) {}
+
+/** 409: a stale resourceVersion, a failed precondition, or an object that already exists. */
+export class KubeConflict extends Schema.TaggedError<KubeConflict>()("KubeConflict", {
+  operation: Schema.String,
+  message: Schema.String,
+  reason: Schema.String // "Conflict" | "AlreadyExists" | …
+}) {}
+
+/** 410: the resourceVersion is older than the server keeps; relist. */
+export class KubeGone extends Schema.TaggedError<KubeGone>()("KubeGone", {
+  operation: Schema.String,
+  message: Schema.String
+}) {}
+
+export class KubeForbidden extends Schema.TaggedError<KubeForbidden>()("KubeForbidden", {
+  operation: Schema.String,
+  message: Schema.String
+}) {}
+
+/** 422 (and 400): the server refused the object's content. */
+export class KubeInvalid extends Schema.TaggedError<KubeInvalid>()("KubeInvalid", {
+  operation: Schema.String,
+  message: Schema.String
+}) {}
+
+/** Anything else: 401, 5xx, 429, timeouts, transport failures. */
+export class KubeUnavailable extends Schema.TaggedError<KubeUnavailable>()("KubeUnavailable", {
+  operation: Schema.String,
+  status: Schema.Number, // 0 for transport failures and timeouts
+  message: Schema.String,
+  cause: Schema.optionalKey(Schema.Defect())
+}) {}
+
+export type KubeError = KubeNotFound | KubeConflict | KubeGone | KubeForbidden | KubeInvalid | KubeUnavailable
+
+/** No usable kubeconfig (explicit path, in-cluster, $KUBECONFIG): a startup error. */
+export class KubeConfigMissing extends Schema.TaggedError<KubeConfigMissing>()("KubeConfigMissing", {
+  message: Schema.String
+}) {}
+
+export interface PodList {
+  readonly items: ReadonlyArray<V1Pod>
+  readonly resourceVersion: string
+}
+
+export type PodWatchEvent =
+  | { readonly type: "ADDED" | "MODIFIED" | "DELETED"; readonly object: V1Pod }
+  | { readonly type: "BOOKMARK"; readonly resourceVersion: string }
+
+/** group "" is the core group (`/api/v1/...`). */
+export interface OwnerRef {
+  readonly group: string
+  readonly version: string
+  readonly plural: string
+  readonly namespace: string
+  readonly name: string
+}
+
+/** The parts of an owner object that delete authorization reads. */
+export interface OwnerObject {
+  readonly uid: string
+  readonly deletionTimestamp: string | undefined
+  readonly raw: unknown
+}
+
+export class KubeApi extends Context.Service<KubeApi, {
+  // pods
+  readonly listPods: (nodeName: string) => Effect.Effect<PodList, KubeError>
+  /** Bookmarks on; fails with KubeGone on 410 (HTTP or ERROR event); a clean server close ends the stream. */
+  readonly watchPods: (nodeName: string, resourceVersion: string) => Stream.Stream<PodWatchEvent, KubeError>
+  readonly getPod: (namespace: string, name: string) => Effect.Effect<V1Pod, KubeError>
+  /** PUT pods/status with the whole Pod and the resourceVersion it carries. */
+  readonly replacePodStatus: (pod: V1Pod) => Effect.Effect<V1Pod, KubeError>
+  /** DELETE with gracePeriodSeconds 0 and a UID precondition. 404 → KubeNotFound, 409 → KubeConflict. */
+  readonly deletePod: (namespace: string, name: string, uid: string) => Effect.Effect<void, KubeError>
+  // nodes
+  readonly getNode: (name: string) => Effect.Effect<V1Node, KubeError>
+  readonly createNode: (node: V1Node) => Effect.Effect<V1Node, KubeError>
+  /** Strategic-merge patch of nodes/status (Content-Type application/strategic-merge-patch+json). */
+  readonly patchNodeStatus: (name: string, patch: object) => Effect.Effect<V1Node, KubeError>
+  // leases in kube-node-lease
+  readonly getLease: (name: string) => Effect.Effect<V1Lease, KubeError>
+  readonly createLease: (lease: V1Lease) => Effect.Effect<V1Lease, KubeError>
+  /** PUT with the resourceVersion the lease carries; renewTime is written with six fractional digits. */
+  readonly replaceLease: (lease: V1Lease) => Effect.Effect<V1Lease, KubeError>
+  // events (core/v1)
+  readonly createEvent: (event: CoreV1Event) => Effect.Effect<CoreV1Event, KubeError>
+  readonly replaceEvent: (event: CoreV1Event) => Effect.Effect<CoreV1Event, KubeError>
+  // owners (a quorum GET, no cache)
+  readonly getOwner: (ref: OwnerRef) => Effect.Effect<OwnerObject, KubeError>
+  // NodeInventory (cluster-scoped, extensions.agents.x-k8s.io/v1beta1): server-side apply, force, fieldManager vk-sandbox
+  readonly applyNodeInventory: (inventory: object) => Effect.Effect<unknown, KubeError>
+}>()("vk-sandbox/KubeApi") {}

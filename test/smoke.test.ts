@@ -1,0 +1,11 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { AppConfig, testConfig } from "../src/Schemas/Config.ts"
+
+describe("toolchain", () => {
+  it.effect("builds the config service directly", () =>
+    Effect.gen(function*() {
+      const config = yield* AppConfig
+      assert.strictEqual(config.nodeName, "vk-sandboxd")
+    }).pipe(Effect.provide(AppConfig.layer(testConfig()))))
+})

@@ -1,0 +1,10 @@
+import { defineConfig } from "vitest/config"
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    exclude: ["test/k8s/**"],
+    testTimeout: 30_000,
+    hookTimeout: 30_000
+  }
+})
