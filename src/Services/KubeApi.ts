@@ -108,7 +108,8 @@ export class KubeApi extends Context.Service<KubeApi, {
   readonly replaceLease: (lease: V1Lease) => Effect.Effect<V1Lease, KubeError>
   // events (core/v1)
   readonly createEvent: (event: CoreV1Event) => Effect.Effect<CoreV1Event, KubeError>
-  readonly replaceEvent: (event: CoreV1Event) => Effect.Effect<CoreV1Event, KubeError>
+  /** A repeat of an aggregated event: merge patch (`count`, `lastTimestamp`, `message`), as client-go's recorder does (RBAC: events patch). */
+  readonly patchEvent: (namespace: string, name: string, patch: object) => Effect.Effect<CoreV1Event, KubeError>
   // owners (a quorum GET, no cache)
   readonly getOwner: (ref: OwnerRef) => Effect.Effect<OwnerObject, KubeError>
   // NodeInventory (cluster-scoped, extensions.agents.x-k8s.io/v1beta1): server-side apply, force, fieldManager vk-sandbox
