@@ -1,0 +1,156 @@
+/**
+ * Events through KubeApi, aggregated like client-go's recorder: the first occurrence of
+ * (object, type, reason) is created, repeats patch `count`/`lastTimestamp`/`message` of that
+ * same Event. Writes happen on a background fiber every flush interval, so a retrying create
+ * makes one Event with a growing count rather than one per retry, and the claim path never
+ * waits on the events endpoint.
+ */
+import type { CoreV1Event } from "@kubernetes/client-node"
+import { DateTime, Duration, Effect, Layer, Option, Ref, Schedule } from "effect"
+import { AppConfig } from "../Schemas/Config.ts"
+import { EventRecorder, type EventType, type InvolvedObject } from "../Services/EventRecorder.ts"
+import { KubeApi } from "../Services/KubeApi.ts"
+
+interface Aggregate {
+  readonly involved: InvolvedObject
+  readonly type: EventType
+  readonly reason: string
+  readonly message: string
+  readonly count: number
+  readonly first: DateTime.Utc
+  readonly last: DateTime.Utc
+  /** The Event written for this key, if any. */
+  readonly written: Option.Option<{ readonly name: string; readonly namespace: string; readonly count: number }>
+  readonly dirty: boolean
+}
+
+const keyOf = (involved: InvolvedObject, type: EventType, reason: string) =>
+  `${involved.kind}/${involved.namespace}/${involved.name}/${involved.uid}/${type}/${reason}`
+
+/** Node events live in "default", as the kubelet's do. */
+const eventNamespace = (involved: InvolvedObject) => (involved.kind === "Node" ? "default" : involved.namespace)
+
+/** At most this many aggregates are kept; the oldest written ones are forgotten first. */
+const MAX_AGGREGATES = 4096
+
+export interface EventRecorderOptions {
+  readonly flushInterval: Duration.Duration
+}
+
+export const make = (options: EventRecorderOptions = { flushInterval: Duration.seconds(1) }) =>
+  Effect.gen(function*() {
+    const kube = yield* KubeApi
+    const config = yield* AppConfig
+    const state = yield* Ref.make(new Map<string, Aggregate>())
+    const component = "vk-sandbox"
+
+    const record = (involved: InvolvedObject, type: EventType, reason: string, message: string) =>
+      Effect.gen(function*() {
+        const now = yield* DateTime.now
+        yield* Ref.update(state, (current) => {
+          const next = new Map(current)
+          const key = keyOf(involved, type, reason)
+          const previous = next.get(key)
+          next.set(key, previous === undefined
+            ? { involved, type, reason, message, count: 1, first: now, last: now, written: Option.none(), dirty: true }
+            : { ...previous, message, count: previous.count + 1, last: now, dirty: true })
+          if (next.size > MAX_AGGREGATES) {
+            for (const [k, agg] of next) {
+              if (!agg.dirty) {
+                next.delete(k)
+                break
+              }
+            }
+          }
+          return next
+        })
+      })
+
+    const eventBody = (agg: Aggregate, name: string): CoreV1Event => ({
+      metadata: { name, namespace: eventNamespace(agg.involved) },
+      involvedObject: {
+        kind: agg.involved.kind,
+        apiVersion: agg.involved.apiVersion ?? "v1",
+        name: agg.involved.name,
+        uid: agg.involved.uid,
+        ...(agg.involved.namespace !== "" ? { namespace: agg.involved.namespace } : {})
+      },
+      reason: agg.reason,
+      message: agg.message,
+      type: agg.type,
+      count: agg.count,
+      firstTimestamp: DateTime.toDateUtc(agg.first),
+      lastTimestamp: DateTime.toDateUtc(agg.last),
+      source: { component, host: config.nodeName },
+      reportingComponent: component,
+      reportingInstance: config.nodeName
+    })
+
+    const create = (agg: Aggregate) =>
+      Effect.gen(function*() {
+        const millis = DateTime.toEpochMillis(agg.last)
+        const name = `${agg.involved.name}.${(BigInt(millis) * 1_000_000n + BigInt(agg.count)).toString(16)}`
+        yield* kube.createEvent(eventBody(agg, name))
+        return { name, namespace: eventNamespace(agg.involved), count: agg.count }
+      })
+
+    const writeOne = (key: string, agg: Aggregate) =>
+      Option.match(agg.written, {
+        onNone: () => create(agg),
+        onSome: (written) =>
+          kube.patchEvent(written.namespace, written.name, {
+            count: agg.count,
+            message: agg.message,
+            lastTimestamp: DateTime.formatIso(agg.last).replace(/\.\d+Z$/, "Z")
+          }).pipe(
+            Effect.as({ ...written, count: agg.count }),
+            // the Event expired or was removed: start a fresh one
+            Effect.catchTag("KubeNotFound", () => create(agg))
+          )
+      }).pipe(
+        Effect.flatMap((written) =>
+          Ref.update(state, (current) => {
+            const latest = current.get(key)
+            if (latest === undefined) return current
+            const next = new Map(current)
+            // a record() that arrived during the write keeps the key dirty
+            next.set(key, { ...latest, written: Option.some(written), dirty: latest.count !== written.count })
+            return next
+          })
+        ),
+        Effect.catch((error) =>
+          Effect.gen(function*() {
+            yield* Effect.logWarning("event write failed").pipe(
+              Effect.annotateLogs({ reason: agg.reason, object: `${agg.involved.namespace}/${agg.involved.name}`, error })
+            )
+            // Best-effort: drop this round; a later record() retries with the aggregate count.
+            yield* Ref.update(state, (current) => {
+              const latest = current.get(key)
+              if (latest === undefined || latest.count !== agg.count) return current
+              const next = new Map(current)
+              next.set(key, { ...latest, dirty: false })
+              return next
+            })
+          })
+        )
+      )
+
+    const flush = Effect.gen(function*() {
+      const dirty = [...(yield* Ref.get(state)).entries()].filter(([, agg]) => agg.dirty)
+      yield* Effect.forEach(dirty, ([key, agg]) => writeOne(key, agg), { concurrency: 8, discard: true })
+    })
+
+    yield* flush.pipe(
+      Effect.repeat(Schedule.spaced(options.flushInterval)),
+      Effect.forkScoped
+    )
+    // Events still pending at shutdown get one last, time-boxed chance.
+    yield* Effect.addFinalizer(() => flush.pipe(Effect.timeout(Duration.seconds(2)), Effect.ignore))
+
+    return EventRecorder.of({ record })
+  })
+
+export const layer = (options?: EventRecorderOptions) => Layer.effect(EventRecorder, make(options))
+
+/** Drops every event (tests that do not look at events; the demo without an apiserver). */
+export const layerDiscard = Layer.succeed(EventRecorder, EventRecorder.of({ record: () => Effect.void }))

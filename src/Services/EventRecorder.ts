@@ -1,0 +1,21 @@
+/**
+ * Kubernetes Events for what the daemon decided (ARCHITECTURE.md §6.11). Best-effort: recording
+ * never fails and never waits for the apiserver; a failed write is logged. The live layer
+ * (`Layers/EventRecorderKube.ts`) aggregates repeats per object and reason into one Event with a
+ * growing count and writes at most one update per key per flush interval.
+ */
+import { Context, type Effect } from "effect"
+
+export interface InvolvedObject {
+  readonly kind: "Pod" | "Node"
+  readonly namespace: string // "" for the Node
+  readonly name: string
+  readonly uid: string
+  readonly apiVersion?: string
+}
+
+export type EventType = "Normal" | "Warning"
+
+export class EventRecorder extends Context.Service<EventRecorder, {
+  readonly record: (involved: InvolvedObject, type: EventType, reason: string, message: string) => Effect.Effect<void>
+}>()("vk-sandbox/EventRecorder") {}
