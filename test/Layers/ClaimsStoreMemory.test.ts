@@ -1,0 +1,72 @@
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Effect, Exit, Fiber, Layer, Option, Redacted } from "effect"
+import * as ClaimsStoreMemory from "../../src/Layers/ClaimsStoreMemory.ts"
+import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
+import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
+import { ClaimsStore } from "../../src/Services/ClaimsStore.ts"
+
+const record = (n: number): ClaimRecord => ({
+  id: `sb_${n.toString(16).padStart(16, "0")}` as ClaimId,
+  token: Redacted.make(`tok-${n}`),
+  address: "10.0.0.1:7777",
+  podUID: `uid-${n}`,
+  claimedAt: Option.some(DateTime.makeUnsafe(1_780_000_000_000 + n * 1000)),
+  deadline: Option.none()
+})
+const key = (n: number): PodKey => podKeyOf("ns", `pod-${n}`)
+
+const TestLayer = (options?: ClaimsStoreMemory.ClaimsStoreMemoryOptions) =>
+  ClaimsStoreMemory.layer(options).pipe(Layer.provideMerge(ClaimsStoreMemory.testSnapshotLayer))
+
+describe("ClaimsStoreMemory", () => {
+  it.effect("commits, records writes and batches concurrent commits", () =>
+    Effect.gen(function*() {
+      const store = yield* ClaimsStore
+      const control = yield* ClaimsStoreMemory.ClaimsStoreMemoryControl
+      const table = yield* ClaimsStoreMemory.TestClaimsTable
+      yield* store.commit(Option.none())
+      assert.strictEqual(yield* control.writeCount, 1)
+      assert.strictEqual((yield* control.writes)[0]!.text, `{"claims":{}}`)
+
+      yield* control.pause
+      for (let n = 0; n < 10; n++) yield* table.put(key(n), record(n), { tentative: true })
+      const fibers = yield* Effect.forEach(
+        Array.from({ length: 10 }, (_, n) => n),
+        (n) => Effect.forkChild(store.commit(Option.some(key(n))), { startImmediately: true })
+      )
+      yield* Effect.yieldNow
+      yield* control.resume
+      yield* Effect.forEach(fibers, Fiber.join)
+      const writes = yield* control.writes
+      assert.isAtMost(writes.length, 3) // the empty write, then at most two batches for ten commits
+      assert.strictEqual((yield* control.disk).size, 10)
+      assert.strictEqual((yield* table.tentative).size, 0)
+    }).pipe(Effect.provide(TestLayer())))
+
+  it.effect("an injected failure fails the batch and leaves the disk and the tentative row alone", () =>
+    Effect.gen(function*() {
+      const store = yield* ClaimsStore
+      const control = yield* ClaimsStoreMemory.ClaimsStoreMemoryControl
+      const table = yield* ClaimsStoreMemory.TestClaimsTable
+      yield* table.put(key(1), record(1), { tentative: true })
+      yield* control.failNext(1, "rename")
+      const exit = yield* Effect.exit(store.commit(Option.some(key(1))))
+      assert.isTrue(Exit.isFailure(exit))
+      yield* store.commit(Option.none())
+      assert.strictEqual((yield* control.disk).size, 0)
+      assert.deepStrictEqual([...(yield* table.tentative)], [key(1)])
+      const writes = yield* control.writes
+      assert.deepStrictEqual(writes.map((w) => Option.getOrNull(w.failed)), ["rename", null])
+      assert.strictEqual(writes[1]!.rows.size, 0)
+    }).pipe(Effect.provide(TestLayer())))
+
+  it.effect("load returns the initial table or the configured load error", () =>
+    Effect.gen(function*() {
+      const loaded = yield* ClaimsStore.use((s) => s.load).pipe(
+        Effect.provide(TestLayer({ initial: new Map([[key(1), record(1)]]) }))
+      )
+      assert.strictEqual(loaded.get(key(1))?.id, record(1).id)
+      const error = yield* Effect.flip(ClaimsStore.use((s) => s.load).pipe(Effect.provide(TestLayer({ loadError: "boom" }))))
+      assert.strictEqual(error._tag, "ClaimsLoadError")
+    }))
+})
