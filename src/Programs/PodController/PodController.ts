@@ -1,0 +1,458 @@
+/**
+ * The pod half of what the Go virtual-kubelet library gives a provider (virtual-kubelet §2,
+ * ARCHITECTURE.md §6.7, §6.8, §6.14, §6.15): list + watch the Pods bound to this node, reconcile
+ * each key level-triggered and serialized, write the provider's status pushes, and send the
+ * final grace-0 delete.
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { Clock, Duration, Effect, Option, Ref, Schedule, type Scope, Stream } from "effect"
+import { AppConfig } from "../../Schemas/Config.ts"
+import type { PodKey } from "../../Schemas/Ids.ts"
+import { EventRecorder, type InvolvedObject } from "../../Services/EventRecorder.ts"
+import { KubeApi, type KubeError, type PodWatchEvent } from "../../Services/KubeApi.ts"
+import { PodLifecycle, type ProviderFailure } from "../../Services/PodLifecycle.ts"
+import * as KeyedQueue from "./KeyedQueue.ts"
+import {
+  isDeleting,
+  isRunning,
+  isTerminal,
+  keyOfPod,
+  podsEqual,
+  shouldReconcile,
+  statusWriteIsNoop,
+  uidOf
+} from "./PodFacts.ts"
+
+export interface PodControllerOptions {
+  readonly resyncInterval: Duration.Duration
+  readonly backoff: KeyedQueue.BackoffPolicy
+  /** Delay before re-watching after a clean close (guards against a server that closes at once). */
+  readonly rewatchDelay: Duration.Duration
+}
+
+export const defaultOptions: PodControllerOptions = {
+  resyncInterval: Duration.seconds(60),
+  backoff: KeyedQueue.defaultBackoff,
+  rewatchDelay: Duration.millis(100)
+}
+
+export interface PodControllerHandle {
+  /** True once the first complete list succeeded and every Pod was handed to the workers. */
+  readonly synced: Effect.Effect<boolean>
+  /** The Pods this controller currently knows from the apiserver. */
+  readonly cachedPods: Effect.Effect<ReadonlyArray<V1Pod>>
+  /** Stop admitting reconciles and wait, at most `timeout`, for those in flight. */
+  readonly drain: (timeout: Duration.Duration) => Effect.Effect<void>
+}
+
+const podObject = (pod: V1Pod): InvolvedObject => ({
+  kind: "Pod",
+  namespace: pod.metadata?.namespace ?? "",
+  name: pod.metadata?.name ?? "",
+  uid: uidOf(pod)
+})
+
+const splitKey = (key: PodKey): readonly [string, string] => {
+  const slash = key.indexOf("/")
+  return [key.slice(0, slash), key.slice(slash + 1)]
+}
+
+const failureCause = (failure: ProviderFailure): unknown => ("cause" in failure ? (failure as { cause: unknown }).cause : undefined)
+
+/** A NoWarmCapacity anywhere in the failure is an event of its own (issue 10). */
+const isNoWarmCapacity = (failure: ProviderFailure): boolean => {
+  const cause = failureCause(failure)
+  return failure._tag === "NoWarmCapacity" ||
+    (typeof cause === "object" && cause !== null && "_tag" in cause && cause._tag === "NoWarmCapacity")
+}
+
+export const make = (
+  options: PodControllerOptions = defaultOptions
+): Effect.Effect<PodControllerHandle, never, AppConfig | KubeApi | PodLifecycle | EventRecorder | Scope.Scope> =>
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const kube = yield* KubeApi
+    const provider = yield* PodLifecycle
+    const events = yield* EventRecorder
+    const nodeName = config.nodeName
+
+    /** The apiserver's view of this node's Pods (the informer cache). */
+    const cache = yield* Ref.make(new Map<PodKey, V1Pod>())
+    const synced = yield* Ref.make(false)
+    /** The newest provider push per key not yet written (coalescing: the newest wins). */
+    const pendingPush = yield* Ref.make(new Map<PodKey, V1Pod>())
+    /** The last push written or found already in place, per key (status repair, PC-05). */
+    const lastPushed = yield* Ref.make(new Map<PodKey, V1Pod>())
+
+    const cached = (key: PodKey) => Ref.get(cache).pipe(Effect.map((m) => Option.fromNullishOr(m.get(key))))
+    const setCached = (pod: V1Pod) =>
+      Ref.update(cache, (m) => new Map(m).set(keyOfPod(pod), pod))
+
+    const logFor = (key: PodKey) => Effect.annotateLogs({ pod: key, node: nodeName })
+
+    // ---- writes to the apiserver -----------------------------------------------------------
+
+    /**
+     * PUT pods/status of `body` with the resourceVersion the controller holds; on 409 re-read and
+     * try again (a few times, then the caller retries with backoff). 404 means the Pod is gone.
+     */
+    const putStatus = (key: PodKey, body: (apiPod: V1Pod) => V1Pod) =>
+      Effect.gen(function*() {
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const apiPod = yield* cached(key)
+          if (Option.isNone(apiPod)) return "Gone" as const
+          const written = yield* kube.replacePodStatus(body(apiPod.value)).pipe(
+            Effect.map(Option.some),
+            Effect.catchTag("KubeConflict", () =>
+              kube.getPod(...splitKey(key)).pipe(
+                Effect.tap((fresh) => (uidOf(fresh) === uidOf(apiPod.value) ? setCached(fresh) : Effect.void)),
+                Effect.as(Option.none<V1Pod>()),
+                Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<V1Pod>()))
+              ))
+          )
+          if (Option.isSome(written)) {
+            // Keep the newer resourceVersion unless the watch already brought something newer.
+            yield* Ref.update(cache, (m) => {
+              const current = m.get(key)
+              if (current === undefined || current.metadata?.resourceVersion !== apiPod.value.metadata?.resourceVersion) return m
+              return new Map(m).set(key, written.value)
+            })
+            return "Written" as const
+          }
+        }
+        return "Conflicted" as const
+      })
+
+    /** CU-05: the create failure is visible on the Pod (Pending, or Failed with restartPolicy Never). */
+    const writeProviderFailed = (key: PodKey, failure: ProviderFailure) =>
+      putStatus(key, (apiPod) => ({
+        ...apiPod,
+        status: {
+          ...apiPod.status,
+          phase: apiPod.spec?.restartPolicy === "Never" ? "Failed" : "Pending",
+          reason: "ProviderFailed",
+          message: failure.message
+        }
+      })).pipe(
+        Effect.catch((error: KubeError) =>
+          Effect.logWarning("could not record the create failure on the pod").pipe(Effect.annotateLogs({ error }))
+        ),
+        Effect.asVoid
+      )
+
+    /** DEL-01/DEL-02: the final delete; 404 and 409 (the UID precondition) mean done. */
+    const finalDelete = (key: PodKey, uid: string) =>
+      kube.deletePod(...splitKey(key), uid).pipe(
+        Effect.tap(() => Effect.logInfo("pod removed from the apiserver")),
+        Effect.catchTag("KubeNotFound", () => Effect.void),
+        Effect.catchTag("KubeConflict", () =>
+          Effect.logWarning("final delete skipped: the pod was recreated under the same name").pipe(
+            Effect.annotateLogs({ uid })
+          )),
+        Effect.as<KeyedQueue.RunOutcome>("Done"),
+        Effect.catch((error: KubeError) =>
+          Effect.logWarning("final pod delete failed; retrying").pipe(
+            Effect.annotateLogs({ error }),
+            Effect.as<KeyedQueue.RunOutcome>("Retry")
+          )
+        )
+      )
+
+    // ---- reconcile one key -----------------------------------------------------------------
+
+    const onCreateFailure = (key: PodKey, pod: V1Pod, failure: ProviderFailure) =>
+      Effect.gen(function*() {
+        yield* Effect.logWarning("create failed").pipe(
+          Effect.annotateLogs({ error: failure, retryable: failure.retryable })
+        )
+        yield* events.record(
+          podObject(pod),
+          "Warning",
+          isNoWarmCapacity(failure) ? "NoWarmCapacity" : "CreateFailed",
+          `${failure._tag}: ${failure.message}`
+        )
+        yield* writeProviderFailed(key, failure)
+        return failure.retryable ? "Retry" as const : "Park" as const
+      })
+
+    const reconcile = (key: PodKey): Effect.Effect<KeyedQueue.RunOutcome> =>
+      Effect.gen(function*() {
+        const apiPod = yield* cached(key)
+        // SY-02: gone from the apiserver → the provider lets go of it (deletePod is idempotent).
+        if (Option.isNone(apiPod)) {
+          const held = yield* provider.getPod(key)
+          if (Option.isNone(held)) return "Done" as const
+          return yield* provider.deletePod(held.value).pipe(
+            Effect.as<KeyedQueue.RunOutcome>("Done"),
+            Effect.catch((failure: ProviderFailure) =>
+              Effect.logWarning("delete in provider failed; retrying").pipe(
+                Effect.annotateLogs({ error: failure }),
+                Effect.as<KeyedQueue.RunOutcome>(failure.retryable ? "Retry" : "Park")
+              )
+            )
+          )
+        }
+        const pod = apiPod.value
+        if (isDeleting(pod)) {
+          // SY-03: nothing runs: remove the object now; the provider lets go when it is gone.
+          if (!isRunning(pod)) return yield* finalDelete(key, uidOf(pod))
+          // SY-06 with §6.14: the provider decides (release or preserve), then the final delete at once.
+          return yield* provider.deletePod(pod).pipe(
+            Effect.matchEffect({
+              onFailure: (failure: ProviderFailure) =>
+                Effect.gen(function*() {
+                  yield* Effect.logWarning("delete in provider failed; the pod object stays").pipe(
+                    Effect.annotateLogs({ error: failure })
+                  )
+                  return failure.retryable ? "Retry" as const : "Park" as const
+                }),
+              onSuccess: () => finalDelete(key, uidOf(pod))
+            })
+          )
+        }
+        // SY-07: terminal Pods are left alone.
+        if (isTerminal(pod)) return "Done" as const
+        const held = yield* provider.getPod(key)
+        if (Option.isSome(held) && uidOf(held.value) === uidOf(pod)) {
+          if (podsEqual(held.value, pod)) return "Done" as const
+          return yield* provider.updatePod(pod).pipe(
+            Effect.as<KeyedQueue.RunOutcome>("Done"),
+            Effect.catch((failure: ProviderFailure) =>
+              Effect.logWarning("update in provider failed").pipe(
+                Effect.annotateLogs({ error: failure }),
+                Effect.as<KeyedQueue.RunOutcome>(failure.retryable ? "Retry" : "Park")
+              )
+            )
+          )
+        }
+        return yield* provider.createPod(pod).pipe(
+          Effect.matchEffect({
+            onFailure: (failure: ProviderFailure) => onCreateFailure(key, pod, failure),
+            onSuccess: (outcome) =>
+              events.record(
+                podObject(pod),
+                "Normal",
+                outcome._tag,
+                outcome._tag === "Claimed" ? `claimed sandbox ${outcome.claimId}` : `adopted sandbox ${outcome.claimId}`
+              ).pipe(Effect.as<KeyedQueue.RunOutcome>("Done"))
+          })
+        )
+      }).pipe(logFor(key), Effect.withSpan("PodController.reconcile", { attributes: { pod: key } }))
+
+    const podQueue = yield* KeyedQueue.make<PodKey>(reconcile, options.backoff)
+
+    // ---- status writes (provider pushes) ---------------------------------------------------
+
+    const writePush = (key: PodKey): Effect.Effect<KeyedQueue.RunOutcome> =>
+      Effect.gen(function*() {
+        const push = (yield* Ref.get(pendingPush)).get(key)
+        if (push === undefined) return "Done" as const
+        const apiPod = yield* cached(key)
+        const forget = Ref.update(pendingPush, (m) => {
+          if (m.get(key) !== push) return m
+          const next = new Map(m)
+          next.delete(key)
+          return next
+        })
+        // ST-04 and ST-11: not for a Pod we do not know, another generation, or a terminal Pod.
+        if (Option.isNone(apiPod) || uidOf(apiPod.value) !== uidOf(push) || isTerminal(apiPod.value)) {
+          yield* forget
+          return "Done" as const
+        }
+        if (statusWriteIsNoop(apiPod.value, push)) {
+          yield* Ref.update(lastPushed, (m) => new Map(m).set(key, push))
+          yield* forget
+          return "Done" as const
+        }
+        const result = yield* putStatus(key, (current) => ({
+          ...push,
+          metadata: { ...push.metadata, resourceVersion: current.metadata?.resourceVersion ?? "" }
+        })).pipe(
+          Effect.catchTag("KubeInvalid", (error) =>
+            Effect.logError("status write refused by the apiserver").pipe(
+              Effect.annotateLogs({ error }),
+              Effect.as("Refused" as const)
+            )),
+          Effect.catch((error: KubeError) =>
+            Effect.logWarning("status write failed; retrying").pipe(Effect.annotateLogs({ error }), Effect.as("Failed" as const))
+          )
+        )
+        if (result === "Failed" || result === "Conflicted") return "Retry" as const
+        if (result === "Written") yield* Ref.update(lastPushed, (m) => new Map(m).set(key, push))
+        yield* forget
+        return "Done" as const
+      }).pipe(logFor(key), Effect.withSpan("PodController.writeStatus", { attributes: { pod: key } }))
+
+    const statusQueue = yield* KeyedQueue.make<PodKey>(writePush, options.backoff)
+
+    yield* provider.statusPushes.pipe(
+      Stream.runForEach((pod) => {
+        const key = keyOfPod(pod)
+        return Ref.update(pendingPush, (m) => new Map(m).set(key, pod)).pipe(
+          Effect.andThen(statusQueue.enqueue(key, "change"))
+        )
+      }),
+      Effect.forkScoped
+    )
+
+    yield* provider.retryNow.pipe(
+      Stream.runForEach((key) => podQueue.enqueue(key, "now")),
+      Effect.forkScoped
+    )
+
+    /** PC-05 repair: someone else rewrote what we last pushed; write it again. */
+    const repairStatus = (pod: V1Pod) =>
+      Effect.gen(function*() {
+        const key = keyOfPod(pod)
+        const pushed = (yield* Ref.get(lastPushed)).get(key)
+        if (pushed === undefined || uidOf(pushed) !== uidOf(pod) || isTerminal(pod)) return
+        if (statusWriteIsNoop(pod, pushed)) return
+        yield* Ref.update(pendingPush, (m) => (m.has(key) ? m : new Map(m).set(key, pushed)))
+        yield* statusQueue.enqueue(key, "resync")
+      })
+
+    // ---- list + watch ----------------------------------------------------------------------
+
+    const applyEvent = (event: PodWatchEvent) =>
+      Effect.gen(function*() {
+        if (event.type === "BOOKMARK") return
+        const pod = event.object
+        const key = keyOfPod(pod)
+        if (event.type === "DELETED") {
+          yield* Ref.update(cache, (m) => {
+            const next = new Map(m)
+            next.delete(key)
+            return next
+          })
+          yield* Ref.update(lastPushed, (m) => {
+            const next = new Map(m)
+            next.delete(key)
+            return next
+          })
+          yield* podQueue.enqueue(key, "change")
+          return
+        }
+        const previous = (yield* Ref.get(cache)).get(key)
+        yield* setCached(pod)
+        if (previous === undefined || shouldReconcile(previous, pod)) yield* podQueue.enqueue(key, "change")
+        yield* repairStatus(pod)
+      })
+
+    /** A list replaces the cache: vanished keys and changed Pods are reconciled. */
+    const applyList = (items: ReadonlyArray<V1Pod>) =>
+      Effect.gen(function*() {
+        const previous = yield* Ref.get(cache)
+        const next = new Map<PodKey, V1Pod>()
+        for (const pod of items) next.set(keyOfPod(pod), pod)
+        yield* Ref.set(cache, next)
+        for (const key of previous.keys()) if (!next.has(key)) yield* podQueue.enqueue(key, "change")
+        for (const [key, pod] of next) {
+          const before = previous.get(key)
+          if (before === undefined || shouldReconcile(before, pod)) yield* podQueue.enqueue(key, "change")
+        }
+      })
+
+    /** DG-01..DG-03: provider Pods absent from a successful complete list are deleted (by ns/name). */
+    const danglingSweep = Effect.gen(function*() {
+      const known = yield* Ref.get(cache)
+      const held = yield* provider.getPods
+      const dangling = held.filter((pod) => !known.has(keyOfPod(pod)))
+      if (dangling.length > 0) yield* Effect.logInfo("dangling pods at startup").pipe(Effect.annotateLogs({ count: dangling.length }))
+      yield* Effect.forEach(dangling, (pod) =>
+        provider.deletePod(pod).pipe(
+          Effect.catch((failure: ProviderFailure) =>
+            Effect.logWarning("dangling pod delete failed").pipe(Effect.annotateLogs({ pod: keyOfPod(pod), error: failure }))
+          )
+        ), { concurrency: 8, discard: true })
+    })
+
+    /** Jittered exponential from 1 s capped at 30 s, forever (ARCHITECTURE.md §6.8). */
+    const watchBackoff = Schedule.exponential(options.backoff.initial, 2).pipe(
+      Schedule.jittered,
+      Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, options.backoff.max)))
+    )
+
+    /** Watch from `rv` until the stream fails or the server closes it; returns the newest rv. */
+    const watchFrom = (rv: string) =>
+      Effect.gen(function*() {
+        const latest = yield* Ref.make(rv)
+        const outcome = yield* kube.watchPods(nodeName, rv).pipe(
+          Stream.runForEach((event) =>
+            applyEvent(event).pipe(
+              Effect.andThen(
+                Ref.set(latest, event.type === "BOOKMARK" ? event.resourceVersion : (event.object.metadata?.resourceVersion ?? rv))
+              )
+            )
+          ),
+          Effect.as({ _tag: "Closed" as const }),
+          Effect.catchTag("KubeGone", () => Effect.succeed({ _tag: "Gone" as const })),
+          Effect.catch((error: KubeError) => Effect.succeed({ _tag: "Failed" as const, error }))
+        )
+        return { outcome, rv: yield* Ref.get(latest) }
+      })
+
+    const listOnce = kube.listPods(nodeName).pipe(
+      Effect.tapError((error) => Effect.logWarning("pod list failed; retrying").pipe(Effect.annotateLogs({ error }))),
+      Effect.retry(watchBackoff)
+    )
+
+    const informer = Effect.gen(function*() {
+      while (true) {
+        const list = yield* listOnce
+        yield* applyList(list.items)
+        if (!(yield* Ref.get(synced))) {
+          // Only after a successful complete list: never sweep on a failed or partial one (DG-03).
+          yield* danglingSweep
+          yield* Ref.set(synced, true)
+          yield* Effect.logInfo("pod controller synced").pipe(Effect.annotateLogs({ pods: list.items.length }))
+        }
+        let rv = list.resourceVersion
+        let failures = 0
+        while (true) {
+          const result = yield* watchFrom(rv)
+          rv = result.rv
+          if (result.outcome._tag === "Gone") {
+            yield* Effect.logInfo("watch resourceVersion expired; relisting")
+            break
+          }
+          if (result.outcome._tag === "Closed") {
+            failures = 0
+            yield* Effect.sleep(options.rewatchDelay)
+            continue
+          }
+          failures++
+          yield* Effect.logWarning("pod watch failed; re-watching").pipe(Effect.annotateLogs({ error: result.outcome.error }))
+          const delay = yield* KeyedQueue.backoffDelay(options.backoff, failures)
+          yield* Effect.sleep(delay)
+        }
+      }
+    })
+
+    yield* Effect.forkScoped(informer)
+
+    // PC-01 resync: re-examine every known Pod; also the status repair check.
+    yield* Effect.gen(function*() {
+      const pods = [...(yield* Ref.get(cache)).values()]
+      yield* Effect.forEach(pods, (pod) => podQueue.enqueue(keyOfPod(pod), "resync").pipe(Effect.andThen(repairStatus(pod))), {
+        discard: true
+      })
+    }).pipe(
+      Effect.delay(options.resyncInterval),
+      Effect.forever,
+      Effect.forkScoped
+    )
+
+    const started = yield* Clock.currentTimeMillis
+    yield* Effect.logDebug("pod controller started").pipe(Effect.annotateLogs({ node: nodeName, at: started }))
+
+    return {
+      synced: Ref.get(synced),
+      cachedPods: Ref.get(cache).pipe(Effect.map((m) => [...m.values()])),
+      drain: (timeout: Duration.Duration) =>
+        Effect.gen(function*() {
+          yield* podQueue.drain(timeout)
+          // Statuses of creates that just finished still get written, within the same bound.
+          yield* statusQueue.drain(Duration.millis(Math.max(0, Duration.toMillis(timeout) / 2)))
+        })
+    }
+  })
