@@ -1,0 +1,150 @@
+/**
+ * The kubelet HTTPS API on `--listen-addr` (virtual-kubelet.md §3, ARCHITECTURE.md §6.9): TLS 1.2
+ * minimum, HTTP/1.1 only, a 30 s header timeout, optional client-certificate verification. Upgrade
+ * requests (exec, attach, port-forward) reach Node's `upgrade` event; effect's Node server hands
+ * them to the same app, and since the app never asks to upgrade they get a plain HTTP answer.
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { HttpServerRequest } from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as https from "node:https"
+import type { AddressInfo } from "node:net"
+import { AppConfig } from "../../Schemas/Config.ts"
+import { type KubeletTlsError, type KubeletTlsMaterial, loadKubeletTls } from "./Tls.ts"
+import {
+  matchRoute,
+  notFoundBody,
+  notImplementedBody,
+  podsForbiddenBody,
+  prometheusContentType
+} from "./Routes.ts"
+
+/** The provider's pods, for `/pods` and `/runningpods/`. */
+export class KubeletPods extends Context.Service<KubeletPods, {
+  readonly getPods: Effect.Effect<ReadonlyArray<V1Pod>>
+}>()("vk-sandbox/KubeletPods") {}
+
+/** The listen address cannot be bound (in use, not local, or port 0 outside tests). */
+export class KubeletListenError extends Schema.TaggedError<KubeletListenError>()("KubeletListenError", {
+  address: Schema.String,
+  message: Schema.String
+}) {}
+
+export interface KubeletServerOptions {
+  /** Port 0 (an ephemeral port) is for tests only. */
+  readonly allowEphemeralPort?: boolean
+  /** Header timeout in milliseconds; 30 s unless a test needs it shorter. */
+  readonly headersTimeoutMillis?: number
+}
+
+export class KubeletServer extends Context.Service<KubeletServer, {
+  /** The address actually bound (the port matters when the configured one is 0). */
+  readonly host: string
+  readonly port: number
+  readonly tls: Pick<KubeletTlsMaterial, "source" | "certPem">
+  readonly clientCertificatesRequired: boolean
+}>()("vk-sandbox/KubeletServer") {
+  static readonly layer = (
+    options: KubeletServerOptions = {}
+  ): Layer.Layer<KubeletServer, KubeletTlsError | KubeletListenError, AppConfig | KubeletPods> =>
+    Layer.effect(KubeletServer, make(options))
+}
+
+/**
+ * The eight TLS 1.2 suites of the Go library's defaults (TLS-01), then OpenSSL's TLS 1.3 suites,
+ * which stay on as long as the list names them.
+ */
+export const kubeletCiphers = [
+  "ECDHE-ECDSA-AES128-GCM-SHA256",
+  "ECDHE-RSA-AES128-GCM-SHA256",
+  "ECDHE-ECDSA-AES256-GCM-SHA384",
+  "ECDHE-RSA-AES256-GCM-SHA384",
+  "ECDHE-ECDSA-AES128-SHA",
+  "ECDHE-RSA-AES128-SHA",
+  "ECDHE-ECDSA-AES256-SHA",
+  "ECDHE-RSA-AES256-SHA",
+  "TLS_AES_128_GCM_SHA256",
+  "TLS_AES_256_GCM_SHA384",
+  "TLS_CHACHA20_POLY1305_SHA256"
+].join(":")
+
+const formatAddress = (host: string, port: number) => `${host.includes(":") ? `[${host}]` : host}:${port}`
+
+const make = Effect.fnUntraced(function*(options: KubeletServerOptions) {
+  const config = yield* AppConfig
+  const pods = yield* KubeletPods
+  const { host, port } = config.listenAddr
+  const configured = formatAddress(host, port)
+  if (port === 0 && options.allowEphemeralPort !== true) {
+    return yield* new KubeletListenError({ address: configured, message: "the kubelet port must not be 0" })
+  }
+  const tls = yield* loadKubeletTls(config)
+  const clientCa = Option.getOrUndefined(tls.clientCaPem)
+
+  const server = https.createServer({
+    cert: tls.certPem,
+    key: tls.keyPem,
+    minVersion: "TLSv1.2",
+    ciphers: kubeletCiphers,
+    honorCipherOrder: true,
+    // HTTP/1.1 only: SPDY and WebSocket upgrades do not exist in HTTP/2 (H-01).
+    ALPNProtocols: ["http/1.1"],
+    ...(clientCa === undefined
+      ? { requestCert: false, rejectUnauthorized: false }
+      : { requestCert: true, rejectUnauthorized: true, ca: clientCa }),
+    headersTimeout: options.headersTimeoutMillis ?? 30_000,
+    // The Go server has no timeout besides the header one (H-01).
+    requestTimeout: 0
+  })
+
+  const httpServer = yield* NodeHttpServer.make(
+    () => server,
+    { port, ...(host === "" ? {} : { host }), disablePreemptiveShutdown: true }
+  ).pipe(
+    Effect.mapError((e) =>
+      new KubeletListenError({
+        address: configured,
+        message: `cannot listen on ${configured}: ${e.cause instanceof Error ? e.cause.message : String(e.cause)}`
+      })
+    )
+  )
+
+  const app = Effect.gen(function*() {
+    const request = yield* HttpServerRequest
+    const pathname = new URL(request.url, "https://kubelet.invalid").pathname
+    const route = matchRoute(request.method, pathname)
+    switch (route._tag) {
+      case "Healthz":
+        return HttpServerResponse.text("ok")
+      case "NotImplemented":
+        return HttpServerResponse.text(notImplementedBody, { status: 501 })
+      case "StatsSummary":
+        return yield* HttpServerResponse.json({ node: { nodeName: config.nodeName, startTime: null }, pods: [] })
+      case "MetricsResource":
+        return HttpServerResponse.text("", { contentType: prometheusContentType })
+      case "Pods": {
+        if (clientCa === undefined) return HttpServerResponse.text(podsForbiddenBody, { status: 403 })
+        const items = yield* pods.getPods
+        return yield* HttpServerResponse.json({ kind: "PodList", apiVersion: "v1", metadata: {}, items })
+      }
+      case "MethodNotAllowed":
+        return HttpServerResponse.empty({ status: 405, headers: { allow: route.allow.join(", ") } })
+      case "NotFound":
+        return HttpServerResponse.text(notFoundBody, { status: 404 })
+    }
+  })
+  yield* httpServer.serve(app)
+
+  const bound = server.address() as AddressInfo
+  yield* Effect.logInfo("kubelet API listening").pipe(
+    Effect.annotateLogs({ address: formatAddress(bound.address, bound.port), tls: tls.source })
+  )
+  return KubeletServer.of({
+    host: bound.address,
+    port: bound.port,
+    tls: { source: tls.source, certPem: tls.certPem },
+    clientCertificatesRequired: clientCa !== undefined
+  })
+})

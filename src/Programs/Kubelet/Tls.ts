@@ -1,0 +1,85 @@
+/**
+ * The kubelet port's TLS material (virtual-kubelet.md §3.7, reference-behaviour.md §5): the
+ * operator's `--tls-cert`/`--tls-key` when both are regular files, else a self-signed certificate
+ * made in memory; plus the optional `--client-ca-file`. A pair or CA file that is present but
+ * cannot be used is a startup error, never a silent fallback.
+ */
+import { Effect, Option, Schema } from "effect"
+import { X509Certificate } from "node:crypto"
+import { readFile, stat } from "node:fs/promises"
+import { createSecureContext } from "node:tls"
+import type { AppConfigShape } from "../../Schemas/Config.ts"
+import { generateSelfSigned } from "./SelfSigned.ts"
+
+/** The certificate, key or client CA cannot be loaded; the daemon must not start. */
+export class KubeletTlsError extends Schema.TaggedError<KubeletTlsError>()("KubeletTlsError", {
+  path: Schema.String, // "" for the self-signed certificate
+  message: Schema.String
+}) {}
+
+export interface KubeletTlsMaterial {
+  readonly certPem: string
+  readonly keyPem: string
+  readonly source: "files" | "self-signed"
+  /** PEM bundle of the CAs client certificates must chain to; None = no client certificates asked for. */
+  readonly clientCaPem: Option.Option<string>
+}
+
+export type KubeletTlsConfig = Pick<AppConfigShape, "nodeName" | "nodeIp" | "tlsCert" | "tlsKey" | "clientCaFile">
+
+/** A stat, not a read test (TLS-2): a missing path or a directory means "not configured". */
+const isRegularFile = (path: string): Effect.Effect<boolean> =>
+  path === "" ? Effect.succeed(false) : Effect.promise(() => stat(path).then((s) => s.isFile(), () => false))
+
+const readText = (path: string, what: string): Effect.Effect<string, KubeletTlsError> =>
+  Effect.tryPromise({
+    try: () => readFile(path, "utf8"),
+    catch: (cause) => new KubeletTlsError({ path, message: `cannot read ${what} ${path}: ${errorText(cause)}` })
+  })
+
+const errorText = (cause: unknown): string => cause instanceof Error ? cause.message : String(cause)
+
+const loadKeyPair = Effect.fnUntraced(function*(certPath: string, keyPath: string) {
+  const certPem = yield* readText(certPath, "the kubelet certificate")
+  const keyPem = yield* readText(keyPath, "the kubelet key")
+  // createSecureContext parses both and checks that the key belongs to the certificate.
+  yield* Effect.try({
+    try: () => createSecureContext({ cert: certPem, key: keyPem }),
+    catch: (cause) =>
+      new KubeletTlsError({
+        path: certPath,
+        message: `cannot use the key pair ${certPath} / ${keyPath}: ${errorText(cause)}`
+      })
+  })
+  return { certPem, keyPem }
+})
+
+const loadClientCa = Effect.fnUntraced(function*(path: string) {
+  const pem = yield* readText(path, "the client CA file")
+  if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
+    return yield* new KubeletTlsError({ path, message: `the client CA file ${path} holds no PEM certificate` })
+  }
+  yield* Effect.try({
+    try: () => new X509Certificate(pem),
+    catch: (cause) =>
+      new KubeletTlsError({ path, message: `cannot parse the client CA file ${path}: ${errorText(cause)}` })
+  })
+  return pem
+})
+
+export const loadKubeletTls = Effect.fn("Kubelet.loadTls")(function*(config: KubeletTlsConfig) {
+  const clientCaPem = config.clientCaFile === ""
+    ? Option.none<string>()
+    : Option.some(yield* loadClientCa(config.clientCaFile))
+  const haveFiles = config.tlsCert !== "" && config.tlsKey !== "" &&
+    (yield* isRegularFile(config.tlsCert)) && (yield* isRegularFile(config.tlsKey))
+  if (haveFiles) {
+    const pair = yield* loadKeyPair(config.tlsCert, config.tlsKey)
+    return { ...pair, source: "files", clientCaPem } satisfies KubeletTlsMaterial
+  }
+  yield* Effect.logInfo("kubelet cert absent; self-signing").pipe(Effect.annotateLogs({ node: config.nodeName }))
+  const generated = yield* generateSelfSigned(config.nodeName, config.nodeIp).pipe(
+    Effect.mapError((e) => new KubeletTlsError({ path: "", message: e.message }))
+  )
+  return { ...generated, source: "self-signed", clientCaPem } satisfies KubeletTlsMaterial
+})

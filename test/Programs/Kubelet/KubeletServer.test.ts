@@ -1,0 +1,420 @@
+import "../../../src/Programs/Kubelet/ReflectMetadata.ts"
+import type { V1Pod } from "@kubernetes/client-node"
+import { assert, describe, it } from "@effect/vitest"
+import * as x509 from "@peculiar/x509"
+import { Effect, Exit, Layer } from "effect"
+import { randomBytes, webcrypto, X509Certificate } from "node:crypto"
+import { mkdtemp, rm, writeFile } from "node:fs/promises"
+import * as https from "node:https"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as tls from "node:tls"
+import { KubeletPods, KubeletServer } from "../../../src/Programs/Kubelet/KubeletServer.ts"
+import { generateSelfSigned } from "../../../src/Programs/Kubelet/SelfSigned.ts"
+import { AppConfig, type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
+
+// ---- helpers ----------------------------------------------------------------------------------
+
+const pod: V1Pod = {
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name: "web", namespace: "default", uid: "u-1" },
+  spec: { containers: [{ name: "c", image: "i" }], nodeName: "vk-sandboxd" }
+}
+
+const serverConfig = (overrides: Partial<AppConfigShape> = {}) =>
+  testConfig({ listenAddr: { host: "127.0.0.1", port: 0 }, nodeIp: "10.1.2.3", ...overrides })
+
+const withServer = <A, E>(
+  config: AppConfigShape,
+  use: (server: KubeletServer["Service"]) => Effect.Effect<A, E>
+) =>
+  Effect.gen(function*() {
+    const server = yield* KubeletServer
+    return yield* use(server)
+  }).pipe(
+    Effect.provide(
+      KubeletServer.layer({ allowEphemeralPort: true }).pipe(
+        Layer.provide(AppConfig.layer(config)),
+        Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([pod]) }))
+      ),
+      { local: true }
+    )
+  )
+
+interface Reply {
+  readonly status: number
+  readonly headers: Record<string, string | Array<string> | undefined>
+  readonly body: string
+}
+
+const request = (
+  port: number,
+  method: string,
+  path: string,
+  extra: https.RequestOptions = {}
+): Effect.Effect<Reply, Error> =>
+  Effect.callback<Reply, Error>((resume) => {
+    const req = https.request(
+      { host: "127.0.0.1", port, method, path, rejectUnauthorized: false, agent: false, ...extra },
+      (res) => {
+        const chunks: Array<Buffer> = []
+        res.on("data", (chunk: Buffer) => chunks.push(chunk))
+        res.on("end", () =>
+          resume(Effect.succeed({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString("utf8")
+          })))
+        res.on("error", (e) => resume(Effect.fail(e)))
+      }
+    )
+    req.on("error", (e) => resume(Effect.fail(e)))
+    req.end()
+  })
+
+interface Handshake {
+  readonly protocol: string | null
+  readonly alpn: string | false | null
+  readonly peerCertificate: Buffer
+}
+
+const handshake = (port: number, options: tls.ConnectionOptions): Effect.Effect<Handshake, Error> =>
+  Effect.callback<Handshake, Error>((resume) => {
+    const socket = tls.connect({ host: "127.0.0.1", port, rejectUnauthorized: false, ...options }, () => {
+      const result = {
+        protocol: socket.getProtocol(),
+        alpn: socket.alpnProtocol,
+        peerCertificate: socket.getPeerCertificate().raw
+      }
+      socket.end()
+      resume(Effect.succeed(result))
+    })
+    socket.on("error", (e) => resume(Effect.fail(e)))
+  })
+
+/** A raw request on a TLS socket, read until the server closes: what a SPDY client sees. */
+const rawExchange = (port: number, requestText: string): Effect.Effect<string, Error> =>
+  Effect.callback<string, Error>((resume) => {
+    const chunks: Array<Buffer> = []
+    const socket = tls.connect({ host: "127.0.0.1", port, rejectUnauthorized: false }, () => {
+      socket.write(requestText)
+    })
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk))
+    socket.on("end", () => resume(Effect.succeed(Buffer.concat(chunks).toString("utf8"))))
+    socket.on("error", (e) => resume(Effect.fail(e)))
+  })
+
+const tempDir = Effect.acquireRelease(
+  Effect.promise(() => mkdtemp(join(tmpdir(), "kubelet-tls-"))),
+  (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true }))
+)
+
+const writeText = (path: string, text: string) => Effect.promise(() => writeFile(path, text))
+
+// A CA and a client certificate it signed, for the client-CA mode.
+const ecdsa = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const
+type LibraryCrypto = NonNullable<Parameters<typeof x509.X509CertificateGenerator.createSelfSigned>[1]>
+const libraryCrypto = webcrypto as unknown as LibraryCrypto
+
+const toPem = (label: string, der: ArrayBuffer) =>
+  `-----BEGIN ${label}-----\n${Buffer.from(der).toString("base64").match(/.{1,64}/g)!.join("\n")}\n-----END ${label}-----\n`
+
+const makeClientPki = Effect.promise(async () => {
+  const now = Date.now()
+  const caKeys = await libraryCrypto.subtle.generateKey(ecdsa, true, ["sign", "verify"])
+  const ca = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: randomBytes(8).toString("hex"),
+    name: "CN=test-client-ca",
+    notBefore: new Date(now - 3600_000),
+    notAfter: new Date(now + 3600_000),
+    signingAlgorithm: ecdsa,
+    keys: caKeys,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.digitalSignature, true)
+    ]
+  }, libraryCrypto)
+  const clientKeys = await libraryCrypto.subtle.generateKey(ecdsa, true, ["sign", "verify"])
+  const client = await x509.X509CertificateGenerator.create({
+    serialNumber: randomBytes(8).toString("hex"),
+    subject: "CN=system:kube-apiserver",
+    issuer: ca.subject,
+    notBefore: new Date(now - 3600_000),
+    notAfter: new Date(now + 3600_000),
+    signingAlgorithm: ecdsa,
+    publicKey: clientKeys.publicKey,
+    signingKey: caKeys.privateKey,
+    extensions: [new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth])]
+  }, libraryCrypto)
+  return {
+    caPem: ca.toString("pem") + "\n",
+    clientCertPem: client.toString("pem") + "\n",
+    clientKeyPem: toPem("PRIVATE KEY", await libraryCrypto.subtle.exportKey("pkcs8", clientKeys.privateKey))
+  }
+})
+
+// ---- TLS --------------------------------------------------------------------------------------
+
+describe("KubeletServer TLS", () => {
+  it.live("accepts TLS 1.2 and TLS 1.3 and offers only http/1.1 in ALPN", () =>
+    withServer(serverConfig(), (server) =>
+      Effect.gen(function*() {
+        const v12 = yield* handshake(server.port, { minVersion: "TLSv1.2", maxVersion: "TLSv1.2" })
+        assert.strictEqual(v12.protocol, "TLSv1.2")
+        const v13 = yield* handshake(server.port, { minVersion: "TLSv1.3", maxVersion: "TLSv1.3" })
+        assert.strictEqual(v13.protocol, "TLSv1.3")
+        const alpn = yield* handshake(server.port, { ALPNProtocols: ["h2", "http/1.1"] })
+        assert.strictEqual(alpn.alpn, "http/1.1")
+        const h2Only = yield* Effect.exit(handshake(server.port, { ALPNProtocols: ["h2"] }))
+        // A client that insists on h2 gets no protocol or no connection, never h2.
+        if (Exit.isSuccess(h2Only)) assert.notStrictEqual(h2Only.value.alpn, "h2")
+      })))
+
+  it.live("refuses TLS 1.1 from a client that can speak it", () =>
+    Effect.gen(function*() {
+      const tls11Client = {
+        minVersion: "TLSv1.1",
+        maxVersion: "TLSv1.1",
+        ciphers: "DEFAULT@SECLEVEL=0"
+      } as const
+      // Control: the same client completes a TLS 1.1 handshake with a server that allows it, so
+      // the refusal below is the kubelet server's doing.
+      const cert = yield* generateSelfSigned("control", "")
+      const control = tls.createServer({
+        cert: cert.certPem,
+        key: cert.keyPem,
+        minVersion: "TLSv1.1",
+        ciphers: "DEFAULT@SECLEVEL=0"
+      }, (socket) => socket.end())
+      const controlPort = yield* Effect.acquireRelease(
+        Effect.callback<number>((resume) => {
+          control.listen(0, "127.0.0.1", () => {
+            resume(Effect.succeed((control.address() as { port: number }).port))
+          })
+        }),
+        () =>
+          Effect.callback<void>((resume) => {
+            control.close(() => resume(Effect.void))
+          })
+      )
+      const accepted = yield* handshake(controlPort, tls11Client)
+      assert.strictEqual(accepted.protocol, "TLSv1.1")
+
+      yield* withServer(serverConfig(), (server) =>
+        Effect.gen(function*() {
+          const refused = yield* Effect.exit(handshake(server.port, tls11Client))
+          assert.isTrue(Exit.isFailure(refused))
+        }))
+    }))
+
+  it.live("self-signs an ECDSA P-256 certificate with the node's SANs, valid for ten years", () =>
+    withServer(serverConfig({ nodeName: "vk-sandboxd", nodeIp: "10.1.2.3" }), (server) =>
+      Effect.gen(function*() {
+        assert.strictEqual(server.tls.source, "self-signed")
+        const presented = yield* handshake(server.port, {})
+        const cert = new X509Certificate(presented.peerCertificate)
+        assert.strictEqual(cert.publicKey.asymmetricKeyType, "ec")
+        assert.strictEqual(cert.publicKey.asymmetricKeyDetails?.namedCurve, "prime256v1")
+        assert.strictEqual(cert.subjectAltName, "DNS:vk-sandboxd, IP Address:10.1.2.3, IP Address:127.0.0.1")
+        assert.strictEqual(cert.subject, "CN=vk-sandbox")
+        assert.isFalse(cert.ca)
+        assert.deepStrictEqual(cert.keyUsage, ["1.3.6.1.5.5.7.3.1"]) // extended key usage: serverAuth
+        const notBefore = Date.parse(cert.validFrom)
+        const notAfter = Date.parse(cert.validTo)
+        const now = Date.now()
+        assert.isTrue(notBefore <= now - 3_500_000 && notBefore >= now - 3_700_000, cert.validFrom)
+        assert.strictEqual(notAfter - notBefore, (3650 * 24 + 1) * 3600_000)
+        assert.isTrue(cert.checkHost("vk-sandboxd") !== undefined)
+        assert.isTrue(cert.checkIP("127.0.0.1") !== undefined)
+        assert.strictEqual(cert.toString().trim(), server.tls.certPem.trim())
+      })))
+
+  it.live("an IP node name becomes an IP SAN", () =>
+    withServer(serverConfig({ nodeName: "192.168.7.7", nodeIp: "" }), (server) =>
+      Effect.gen(function*() {
+        const cert = new X509Certificate(server.tls.certPem)
+        assert.strictEqual(cert.subjectAltName, "IP Address:192.168.7.7, IP Address:127.0.0.1")
+      })))
+
+  it.live("serves the --tls-cert/--tls-key pair when both are regular files", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const pair = yield* generateSelfSigned("from-files", "")
+      yield* writeText(join(dir, "tls.crt"), pair.certPem)
+      yield* writeText(join(dir, "tls.key"), pair.keyPem)
+      yield* withServer(
+        serverConfig({ tlsCert: join(dir, "tls.crt"), tlsKey: join(dir, "tls.key") }),
+        (server) =>
+          Effect.gen(function*() {
+            assert.strictEqual(server.tls.source, "files")
+            const presented = yield* handshake(server.port, {})
+            assert.strictEqual(
+              new X509Certificate(presented.peerCertificate).fingerprint256,
+              new X509Certificate(pair.certPem).fingerprint256
+            )
+          })
+      )
+      // Only one of the two set, or a directory: self-signed, as the reference does.
+      yield* withServer(serverConfig({ tlsCert: join(dir, "tls.crt"), tlsKey: "" }), (server) =>
+        Effect.sync(() => assert.strictEqual(server.tls.source, "self-signed")))
+      yield* withServer(serverConfig({ tlsCert: join(dir, "tls.crt"), tlsKey: dir }), (server) =>
+        Effect.sync(() => assert.strictEqual(server.tls.source, "self-signed")))
+    }))
+
+  it.live("refuses to start with a present but unloadable key pair", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const one = yield* generateSelfSigned("one", "")
+      const other = yield* generateSelfSigned("other", "")
+      yield* writeText(join(dir, "tls.crt"), one.certPem)
+      yield* writeText(join(dir, "wrong.key"), other.keyPem)
+      yield* writeText(join(dir, "garbage.key"), "not a key\n")
+      const mismatched = yield* Effect.flip(
+        withServer(serverConfig({ tlsCert: join(dir, "tls.crt"), tlsKey: join(dir, "wrong.key") }), () => Effect.void)
+      )
+      assert.strictEqual(mismatched._tag, "KubeletTlsError")
+      const garbage = yield* Effect.flip(
+        withServer(serverConfig({ tlsCert: join(dir, "tls.crt"), tlsKey: join(dir, "garbage.key") }), () => Effect.void)
+      )
+      assert.strictEqual(garbage._tag, "KubeletTlsError")
+      assert.include(garbage.message, "garbage.key")
+    }))
+
+  it.live("refuses port 0 unless the options allow it", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        Effect.provide(
+          Effect.gen(function*() {
+            return yield* KubeletServer
+          }),
+          KubeletServer.layer().pipe(
+            Layer.provide(AppConfig.layer(serverConfig())),
+            Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([]) }))
+          ),
+          { local: true }
+        )
+      )
+      assert.strictEqual(error._tag, "KubeletListenError")
+    }))
+})
+
+// ---- routes -----------------------------------------------------------------------------------
+
+describe("KubeletServer routes", () => {
+  it.live("logs and an exec upgrade get a 501 pointing at the sandbox SDK", () =>
+    withServer(serverConfig(), (server) =>
+      Effect.gen(function*() {
+        const logs = yield* request(server.port, "GET", "/containerLogs/default/web/c?follow=true&tailLines=10")
+        assert.strictEqual(logs.status, 501)
+        assert.include(logs.body, "sandbox SDK")
+        assert.include(logs.body, "preview URLs")
+
+        for (const path of ["/exec/default/web/c?command=sh&input=1&output=1&tty=1", "/portForward/default/web"]) {
+          const raw = yield* rawExchange(
+            server.port,
+            `POST ${path} HTTP/1.1\r\nHost: kubelet\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n` +
+              `X-Stream-Protocol-Version: v4.channel.k8s.io\r\nContent-Length: 0\r\n\r\n`
+          )
+          assert.match(raw, /^HTTP\/1\.1 501 /, raw)
+          assert.include(raw, "sandbox SDK")
+        }
+        const websocket = yield* rawExchange(
+          server.port,
+          "GET /attach/default/web/c?output=1 HTTP/1.1\r\nHost: kubelet\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
+            "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+        )
+        assert.match(websocket, /^HTTP\/1\.1 501 /, websocket)
+
+        const plainExec = yield* request(server.port, "POST", "/exec/default/web/c?command=ls&output=1")
+        assert.strictEqual(plainExec.status, 501)
+        assert.include(plainExec.body, "sandbox SDK")
+      })))
+
+  it.live("stats and metrics are empty", () =>
+    withServer(serverConfig(), (server) =>
+      Effect.gen(function*() {
+        const stats = yield* request(server.port, "GET", "/stats/summary")
+        assert.strictEqual(stats.status, 200)
+        assert.deepStrictEqual(JSON.parse(stats.body), { node: { nodeName: "vk-sandboxd", startTime: null }, pods: [] })
+        const metrics = yield* request(server.port, "GET", "/metrics/resource")
+        assert.strictEqual(metrics.status, 200)
+        assert.strictEqual(metrics.body, "")
+        assert.strictEqual(metrics.headers["content-type"], "text/plain; version=0.0.4")
+        const healthz = yield* request(server.port, "GET", "/healthz")
+        assert.strictEqual(healthz.status, 200)
+        assert.strictEqual(healthz.body, "ok")
+      })))
+
+  it.live("unknown paths are 404 and wrong methods 405", () =>
+    withServer(serverConfig(), (server) =>
+      Effect.gen(function*() {
+        for (const path of ["/metrics", "/spec", "/configz", "/logs/", "/exec/default/web", "/containerLogs/a/b/c/d"]) {
+          const reply = yield* request(server.port, "GET", path)
+          assert.strictEqual(reply.status, 404, path)
+          assert.strictEqual(reply.body, "404 request not found\n")
+        }
+        const deleteLogs = yield* request(server.port, "DELETE", "/containerLogs/default/web/c")
+        assert.strictEqual(deleteLogs.status, 405)
+        assert.strictEqual(deleteLogs.body, "")
+        const putExec = yield* request(server.port, "PUT", "/exec/default/web/c")
+        assert.strictEqual(putExec.status, 405)
+        assert.strictEqual(putExec.headers["allow"], "GET, POST")
+        const postStats = yield* request(server.port, "POST", "/stats/summary")
+        assert.strictEqual(postStats.status, 405)
+      })))
+
+  it.live("/pods is refused without a client CA", () =>
+    withServer(serverConfig(), (server) =>
+      Effect.gen(function*() {
+        assert.isFalse(server.clientCertificatesRequired)
+        for (const path of ["/pods", "/runningpods/"]) {
+          const reply = yield* request(server.port, "GET", path)
+          assert.strictEqual(reply.status, 403, path)
+          assert.notInclude(reply.body, "web")
+        }
+      })))
+
+  it.live("client-CA mode: no certificate is refused, a certificate from the CA gets /pods", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const pki = yield* makeClientPki
+      const otherPki = yield* makeClientPki
+      yield* writeText(join(dir, "ca.crt"), pki.caPem)
+      yield* withServer(serverConfig({ clientCaFile: join(dir, "ca.crt") }), (server) =>
+        Effect.gen(function*() {
+          assert.isTrue(server.clientCertificatesRequired)
+          const anonymous = yield* Effect.exit(request(server.port, "GET", "/healthz"))
+          assert.isTrue(Exit.isFailure(anonymous))
+          const stranger = yield* Effect.exit(
+            request(server.port, "GET", "/pods", { cert: otherPki.clientCertPem, key: otherPki.clientKeyPem })
+          )
+          assert.isTrue(Exit.isFailure(stranger))
+
+          const client = { cert: pki.clientCertPem, key: pki.clientKeyPem }
+          for (const path of ["/pods", "/runningpods/"]) {
+            const reply = yield* request(server.port, "GET", path, client)
+            assert.strictEqual(reply.status, 200, path)
+            assert.strictEqual(reply.headers["content-type"], "application/json")
+            const list = JSON.parse(reply.body)
+            assert.strictEqual(list.kind, "PodList")
+            assert.strictEqual(list.apiVersion, "v1")
+            assert.deepStrictEqual(list.items.map((p: V1Pod) => p.metadata?.name), ["web"])
+          }
+        }))
+    }))
+
+  it.live("an unparsable client CA file is a startup error", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* writeText(join(dir, "ca.crt"), "nonsense\n")
+      const error = yield* Effect.flip(
+        withServer(serverConfig({ clientCaFile: join(dir, "ca.crt") }), () => Effect.void)
+      )
+      assert.strictEqual(error._tag, "KubeletTlsError")
+      const missing = yield* Effect.flip(
+        withServer(serverConfig({ clientCaFile: join(dir, "absent.crt") }), () => Effect.void)
+      )
+      assert.strictEqual(missing._tag, "KubeletTlsError")
+    }))
+})
