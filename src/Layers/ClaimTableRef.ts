@@ -1,0 +1,167 @@
+/**
+ * ClaimTable in one `Ref` (ST-1), plus the ClaimsSnapshot the store writes from. Every
+ * operation is a single `Ref.modify` with a pure function: nothing awaits inside, so no other
+ * fiber can observe or change the state half-way through a check-and-set (CC-2).
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { Context, Effect, Layer, Option, Ref } from "effect"
+import { type ClaimRecord, type ClaimRow, ClaimState } from "../Schemas/Claims.ts"
+import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
+import { ClaimsSnapshot } from "../Services/ClaimsStore.ts"
+import {
+  ClaimTable,
+  type ClaimTableState,
+  podUidIsCurrent,
+  type QuarantineJudgement,
+  type StorePodOutcome
+} from "../Services/ClaimTable.ts"
+
+/** Pods are mutable client-node objects: the table keeps its own copies and hands out copies. */
+const copyPod = (pod: V1Pod): V1Pod => structuredClone(pod)
+
+const withRow = (state: ClaimTableState, key: PodKey, row: ClaimRow): ClaimTableState => ({
+  ...state,
+  rows: new Map(state.rows).set(key, row)
+})
+
+const withoutRow = (state: ClaimTableState, key: PodKey): ClaimTableState => {
+  const rows = new Map(state.rows)
+  rows.delete(key)
+  return { ...state, rows }
+}
+
+const withPod = (state: ClaimTableState, key: PodKey, pod: V1Pod): ClaimTableState => ({
+  ...state,
+  pods: new Map(state.pods).set(key, pod)
+})
+
+const withoutPod = (state: ClaimTableState, key: PodKey): ClaimTableState => {
+  const pods = new Map(state.pods)
+  pods.delete(key)
+  return { ...state, pods }
+}
+
+const rowWithId = (state: ClaimTableState, key: PodKey, id: ClaimId): ClaimRow | undefined => {
+  const row = state.rows.get(key)
+  return row !== undefined && row.record.id === id ? row : undefined
+}
+
+export const emptyClaimTableState: ClaimTableState = { pods: new Map(), rows: new Map() }
+
+export const makeClaimTable = Effect.gen(function*() {
+  const ref = yield* Ref.make<ClaimTableState>(emptyClaimTableState)
+  const modify = <A>(f: (state: ClaimTableState) => readonly [A, ClaimTableState]): Effect.Effect<A> =>
+    Ref.modify(ref, (state) => {
+      const [a, next] = f(state)
+      return [a, next]
+    })
+  const read = <A>(f: (state: ClaimTableState) => A): Effect.Effect<A> => Effect.map(Ref.get(ref), f)
+
+  const table = ClaimTable.of({
+    state: Ref.get(ref),
+    pod: (key) => read((s) => Option.map(Option.fromUndefinedOr(s.pods.get(key)), copyPod)),
+    durable: (key) =>
+      read((s) => {
+        const row = s.rows.get(key)
+        return row !== undefined && row.state._tag === "Durable" ? Option.some(row.record) : Option.none()
+      }),
+    held: (key) => read((s) => Option.fromUndefinedOr(s.rows.get(key))),
+    quarantinedKeys: read((s) =>
+      Array.from(s.rows).filter(([, row]) => row.state._tag === "Quarantined").map(([key]) => key)
+    ),
+
+    loadQuarantined: (loaded) =>
+      Ref.update(ref, (s) => ({
+        ...s,
+        rows: new Map(Array.from(loaded, ([key, record]) => [key, { record, state: ClaimState.Quarantined() }]))
+      })),
+
+    recordTentative: (key, record, pod) =>
+      Ref.update(ref, (s) => withPod(withRow(s, key, { record, state: ClaimState.Tentative() }), key, copyPod(pod))),
+
+    adopt: (key, pod, now) =>
+      modify((s) => {
+        const row = s.rows.get(key)
+        if (row === undefined || row.state._tag !== "Durable") return [Option.none<ClaimRecord>(), s]
+        const record: ClaimRecord = {
+          ...row.record,
+          podUID: pod.metadata?.uid ?? "",
+          claimedAt: Option.isSome(row.record.claimedAt) ? row.record.claimedAt : Option.some(now)
+        }
+        return [Option.some(record), withPod(withRow(s, key, { record, state: row.state }), key, copyPod(pod))]
+      }),
+
+    withdraw: (key, id) =>
+      modify((s) => rowWithId(s, key, id) === undefined ? [false, s] : [true, withoutPod(withoutRow(s, key), key)]),
+
+    refreshDeadline: (key, id, deadline) =>
+      modify((s) => {
+        const row = rowWithId(s, key, id)
+        if (row === undefined) return [false, s]
+        return [true, withRow(s, key, { record: { ...row.record, deadline }, state: row.state })]
+      }),
+
+    dropClaim: (key, id) => modify((s) => rowWithId(s, key, id) === undefined ? [false, s] : [true, withoutRow(s, key)]),
+
+    judgeQuarantined: (snapshot, listed) =>
+      modify((s): readonly [QuarantineJudgement, ClaimTableState] => {
+        const lifted: Array<PodKey> = []
+        const dropped: Array<{ key: PodKey; id: ClaimId }> = []
+        const rows = new Map(s.rows)
+        for (const [key, id] of snapshot) {
+          const row = rows.get(key)
+          // Replaced, removed, or already judged by a concurrent pass: this listing cannot judge it.
+          if (row === undefined || row.record.id !== id || row.state._tag !== "Quarantined") continue
+          const listedDeadline = listed.get(id)
+          if (listedDeadline !== undefined) {
+            const deadline = Option.isNone(row.record.deadline) ? listedDeadline : row.record.deadline
+            rows.set(key, { record: { ...row.record, deadline }, state: ClaimState.Durable() })
+            lifted.push(key)
+          } else {
+            rows.delete(key)
+            dropped.push({ key, id })
+          }
+        }
+        return [{ lifted, dropped }, { ...s, rows }]
+      }),
+
+    storePod: (key, pod) =>
+      modify((s): readonly [StorePodOutcome, ClaimTableState] =>
+        podUidIsCurrent(s, key, pod.metadata?.uid ?? "") ? ["Stored", withPod(s, key, copyPod(pod))] : ["StaleUid", s]
+      ),
+
+    modify
+  })
+
+  const snapshot = ClaimsSnapshot.of({
+    rowsForWrite: (committing) =>
+      read((s) => {
+        const out = new Map<PodKey, ClaimRecord>()
+        for (const [key, row] of s.rows) {
+          if (row.state._tag !== "Tentative" || committing.has(key)) out.set(key, row.record)
+        }
+        return out
+      }),
+    landed: (written) =>
+      Ref.update(ref, (s) => {
+        let rows: Map<PodKey, ClaimRow> | undefined
+        for (const [key, id] of written) {
+          const row = s.rows.get(key)
+          if (row !== undefined && row.state._tag === "Tentative" && row.record.id === id) {
+            rows ??= new Map(s.rows)
+            rows.set(key, { record: row.record, state: ClaimState.Durable() })
+          }
+        }
+        return rows === undefined ? s : { ...s, rows }
+      })
+  })
+
+  return { table, snapshot }
+})
+
+/** ClaimTable and the ClaimsSnapshot view of the same state. */
+export const ClaimTableRefLayer: Layer.Layer<ClaimTable | ClaimsSnapshot> = Layer.effectContext(
+  Effect.map(makeClaimTable, ({ snapshot, table }) =>
+    Context.make(ClaimTable, table).pipe(Context.add(ClaimsSnapshot, snapshot))
+  )
+)

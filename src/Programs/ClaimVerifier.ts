@@ -1,0 +1,75 @@
+/**
+ * Quarantine and verification (reference VER-1…VER-6, with ARCHITECTURE.md §6.13: a listing
+ * that does not decode, `{}` included, is a failure and drops nothing).
+ *
+ * Only rows loaded from disk are ever Quarantined, and only they are judged: rows this process
+ * created, including while a listing was in flight, are never dropped here (VER-3).
+ */
+import { Effect, Option, Schedule } from "effect"
+import { AppConfig } from "../Schemas/Config.ts"
+import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
+import { ClaimTable, type QuarantineJudgement } from "../Services/ClaimTable.ts"
+import { ProviderEvents } from "../Services/Provider.ts"
+import { SandboxdClient } from "../Services/SandboxdClient.ts"
+
+const nothingJudged: QuarantineJudgement = { lifted: [], dropped: [] }
+
+/**
+ * One pass (VER-2). Snapshots (key → id) of the quarantined rows, lists once, then judges
+ * only the rows that still carry the snapshotted id. Fails with SandboxdListError when the
+ * listing fails, having changed nothing. Lifted keys are published so their Pods are retried.
+ */
+export const verifyQuarantinedClaims = Effect.gen(function*() {
+  const table = yield* ClaimTable
+  const sandboxd = yield* SandboxdClient
+  const events = yield* ProviderEvents
+  const state = yield* table.state
+  const snapshot = new Map<PodKey, ClaimId>()
+  for (const [key, row] of state.rows) {
+    if (row.state._tag === "Quarantined") snapshot.set(key, row.record.id)
+  }
+  if (snapshot.size === 0) return nothingJudged
+  const listing = yield* sandboxd.listSandboxes.pipe(
+    Effect.tapError((err) =>
+      Effect.logWarning("sandboxd list failed; claims stay unverified").pipe(Effect.annotateLogs({ err: err.message }))
+    )
+  )
+  const listed = new Map(listing.map((row) => [row.id, row.deadline] as const))
+  const judgement = yield* table.judgeQuarantined(snapshot, listed)
+  for (const { id, key } of judgement.dropped) {
+    yield* Effect.logInfo("dropping a claim whose sandbox the node no longer holds").pipe(
+      Effect.annotateLogs({ pod: key, claim: id })
+    )
+  }
+  yield* events.publishUnquarantined(judgement.lifted)
+  return judgement
+}).pipe(Effect.withSpan("ClaimVerifier.pass"))
+
+/**
+ * VER-6: a pass every `--claim-verify-interval`, the first one interval after start (startup
+ * already ran one). Keeps going while a pass fails or anything is still quarantined; stops for
+ * good once a pass succeeds with nothing left quarantined. Independent of the orphan scan.
+ */
+export const runClaimVerification = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const table = yield* ClaimTable
+  const settled = Effect.gen(function*() {
+    const passed = yield* verifyQuarantinedClaims.pipe(
+      Effect.as(true),
+      Effect.catchTag("SandboxdListError", () => Effect.succeed(false))
+    )
+    const remaining = yield* table.quarantinedKeys
+    return passed && remaining.length === 0
+  })
+  yield* settled.pipe(
+    Effect.delay(config.claimVerifyInterval),
+    Effect.repeat({ schedule: Schedule.spaced(config.claimVerifyInterval), until: (done: boolean) => done })
+  )
+  yield* Effect.logDebug("claim verification settled; loop stopped")
+}).pipe(Effect.annotateLogs({ component: "claim-verifier" }))
+
+/** The held row for `key` is Quarantined. */
+export const isQuarantined = (key: PodKey) =>
+  ClaimTable.use((table) => table.held(key)).pipe(
+    Effect.map((row) => Option.isSome(row) && row.value.state._tag === "Quarantined")
+  )

@@ -1,0 +1,249 @@
+/**
+ * CreatePod: the ordered procedure of reference CRT-3, with the undo rule (CRT-15), the
+ * stranded-claim rule (CRT-9) and the expiry settlement (LEASE-5).
+ *
+ * Nothing here retries into sandboxd; every failure is a tagged error that says whether a retry
+ * can help, and the pod controller decides. From the claim to the Running push the work is
+ * uninterruptible (ARCHITECTURE.md §6.15): a claimed VM is always either recorded durably and
+ * reported, or returned, or kept in memory as a tentative row.
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { DateTime, Effect, Option, Result } from "effect"
+import type { ClaimRecord } from "../../Schemas/Claims.ts"
+import { type PodKey, podKeyOf } from "../../Schemas/Ids.ts"
+import {
+  ClaimFailed,
+  ClaimNotPersisted,
+  ClaimUnverifiable,
+  ExpiredClaimUnlistable,
+  InvalidTtl,
+  MissingTemplate,
+  RuntimeMismatch,
+  StrandedClaimNotReturned
+} from "../../Schemas/ProviderErrors.ts"
+import { ClaimsStore } from "../../Services/ClaimsStore.ts"
+import { ClaimTable } from "../../Services/ClaimTable.ts"
+import { SandboxdClient } from "../../Services/SandboxdClient.ts"
+import { verifyQuarantinedClaims } from "../ClaimVerifier.ts"
+import {
+  annotation,
+  NetAnnotation,
+  parseTtlSeconds,
+  RuntimeAnnotation,
+  ServedRuntime,
+  SizeAnnotation,
+  TemplateAnnotation,
+  TtlAnnotation
+} from "./Annotations.ts"
+import { detachedRelease } from "./DetachedRelease.ts"
+import { pushRunning } from "./Push.ts"
+import { formatSeconds } from "./Status.ts"
+
+/** CRT-8. */
+export const podKeyOfPod = (pod: V1Pod): PodKey => podKeyOf(pod.metadata?.namespace ?? "", pod.metadata?.name ?? "")
+
+/** PER-7 `saveState`: a write whose failure can only be logged (nothing left to undo). */
+export const saveState = Effect.gen(function*() {
+  const store = yield* ClaimsStore
+  yield* store.commit(Option.none()).pipe(
+    Effect.catchTag("ClaimsWriteError", (err) =>
+      Effect.logError("persist claims state").pipe(Effect.annotateLogs({ err: err.message, path: err.path }))
+    )
+  )
+})
+
+/** CRT-3 step 2: a quarantined key is judged by a full pass before anything else happens to it. */
+const resolveQuarantined = Effect.fnUntraced(function*(key: PodKey) {
+  const table = yield* ClaimTable
+  const held = yield* table.held(key)
+  if (Option.isNone(held) || held.value.state._tag !== "Quarantined") return
+  const claimId = held.value.record.id
+  yield* verifyQuarantinedClaims.pipe(
+    Effect.mapError((cause) =>
+      new ClaimUnverifiable({
+        pod: key,
+        claimId,
+        cause,
+        message:
+          `pod ${key} holds claim ${claimId} that sandboxd has not confirmed, and sandboxd cannot be listed: not claiming over a possibly live sandbox`
+      })
+    )
+  )
+})
+
+/** LEASE-5: a settled claim past its cached deadline is refreshed (still listed) or dropped. */
+const settleExpiredClaim = Effect.fnUntraced(function*(key: PodKey) {
+  const table = yield* ClaimTable
+  const sandboxd = yield* SandboxdClient
+  const claim = yield* table.durable(key)
+  if (Option.isNone(claim) || Option.isNone(claim.value.deadline)) return
+  const { deadline, id } = claim.value
+  const now = yield* DateTime.now
+  if (DateTime.isLessThan(now, deadline.value)) return
+  const listing = yield* sandboxd.listSandboxes.pipe(
+    Effect.mapError((cause) =>
+      new ExpiredClaimUnlistable({
+        pod: key,
+        claimId: id,
+        deadline: formatSeconds(deadline.value),
+        cause,
+        message:
+          `pod ${key} holds claim ${id} past its cached deadline ${formatSeconds(deadline.value)}, and sandboxd cannot be listed: not overwriting what may be a live sandbox's only credential`
+      })
+    )
+  )
+  const listed = listing.find((row) => row.id === id)
+  if (listed !== undefined) {
+    // Archiving rewrites leases: the listing's deadline wins, whatever it is (LEASE-6).
+    yield* table.refreshDeadline(key, id, listed.deadline)
+  } else {
+    yield* table.dropClaim(key, id)
+    yield* Effect.logInfo("dropped an expired claim the node no longer holds").pipe(
+      Effect.annotateLogs({ pod: key, claim: id })
+    )
+  }
+})
+
+/** CRT-9: a tentative row left by a create whose commit and undo both failed is returned first. */
+const clearStrandedClaim = Effect.fnUntraced(function*(key: PodKey) {
+  const table = yield* ClaimTable
+  const held = yield* table.held(key)
+  if (Option.isNone(held) || held.value.state._tag !== "Tentative") return
+  const { id, token } = held.value.record
+  yield* detachedRelease(id, token).pipe(
+    Effect.mapError((cause) =>
+      new StrandedClaimNotReturned({
+        pod: key,
+        claimId: id,
+        cause,
+        message: `pod ${key}: the previous sandbox ${id} could not be returned before reusing the key: ${cause.message}`
+      })
+    )
+  )
+  yield* table.withdraw(key, id)
+  yield* Effect.logInfo("returned a stranded sandbox before reusing its pod key").pipe(
+    Effect.annotateLogs({ pod: key, claim: id })
+  )
+})
+
+/**
+ * CRT-3 steps 8–11: claim, record tentatively, commit, push. Uninterruptible as one piece so a
+ * shutdown cannot leave a claimed VM neither recorded nor returned.
+ */
+const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: number) =>
+  Effect.gen(function*() {
+    const table = yield* ClaimTable
+    const sandboxd = yield* SandboxdClient
+    const store = yield* ClaimsStore
+    const claimed = yield* sandboxd.claim({
+      template,
+      net: annotation(pod, NetAnnotation),
+      size: annotation(pod, SizeAnnotation),
+      ttlSeconds,
+      claimRef: key
+    }).pipe(
+      Effect.mapError((cause) =>
+        new ClaimFailed({
+          pod: key,
+          template,
+          cause,
+          message: `claim for pod ${key} (template ${template}) failed: ${cause._tag}: ${cause.message}`
+        })
+      )
+    )
+    const record: ClaimRecord = {
+      id: claimed.id,
+      token: claimed.token,
+      address: claimed.ownerAddr,
+      podUID: pod.metadata?.uid ?? "",
+      claimedAt: Option.some(yield* DateTime.now),
+      deadline: claimed.deadline
+    }
+    yield* table.recordTentative(key, record, pod)
+    const committed = yield* Effect.result(store.commit(Option.some(key)))
+    if (Result.isFailure(committed)) {
+      const writeError = committed.failure
+      const released = yield* Effect.result(detachedRelease(record.id, record.token))
+      if (Result.isSuccess(released)) {
+        yield* table.withdraw(key, record.id)
+        yield* Effect.logWarning("returned sandbox after its claim could not be persisted").pipe(
+          Effect.annotateLogs({ pod: key, claim: record.id, err: writeError.message })
+        )
+        return yield* new ClaimNotPersisted({
+          pod: key,
+          claimId: record.id,
+          cause: writeError,
+          message: `claim ${record.id} for pod ${key} could not be persisted (${writeError.message}); the sandbox was returned`
+        })
+      }
+      const releaseError = released.failure
+      yield* Effect.logError("could not return a sandbox whose claim failed to persist; keeping the credential in memory")
+        .pipe(Effect.annotateLogs({ pod: key, claim: record.id, err: writeError.message, releaseErr: releaseError.message }))
+      return yield* new ClaimNotPersisted({
+        pod: key,
+        claimId: record.id,
+        cause: writeError,
+        releaseError,
+        message:
+          `claim ${record.id} for pod ${key} could not be persisted (${writeError.message}), and returning it failed too (${releaseError._tag}: ${releaseError.message})`
+      })
+    }
+    yield* Effect.logInfo("claimed hot sandbox").pipe(
+      Effect.annotateLogs({ pod: key, claim: record.id, addr: record.address })
+    )
+    yield* pushRunning(pod, record)
+  }).pipe(Effect.uninterruptible)
+
+export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
+  const table = yield* ClaimTable
+  const key = podKeyOfPod(pod)
+
+  // 1. runtime: absent or empty means ours; anything else is someone else's Pod.
+  const runtime = annotation(pod, RuntimeAnnotation) || ServedRuntime
+  if (runtime !== ServedRuntime) {
+    return yield* new RuntimeMismatch({
+      pod: key,
+      requested: runtime,
+      served: ServedRuntime,
+      message: `pod ${key} asks for runtime ${JSON.stringify(runtime)}; this node serves ${JSON.stringify(ServedRuntime)}`
+    })
+  }
+  // 2. a claim loaded from disk is judged before it is adopted or replaced.
+  yield* resolveQuarantined(key)
+  // 3. a settled claim past its deadline: refreshed when still listed, dropped when not.
+  yield* settleExpiredClaim(key)
+  // 4. adopt in place: the same VM for the replacement Pod (no template/TTL checks here).
+  const adopted = yield* table.adopt(key, pod, yield* DateTime.now)
+  if (Option.isSome(adopted)) {
+    yield* saveState
+    yield* Effect.logInfo("adopted preserved sandbox for replacement pod").pipe(
+      Effect.annotateLogs({ pod: key, claim: adopted.value.id })
+    )
+    yield* pushRunning(pod, adopted.value)
+    return
+  }
+  // 5. an earlier create's in-memory-only claim is returned before the key is reused.
+  yield* clearStrandedClaim(key)
+  // 6. TTL before template (SUB-9).
+  const ttl = parseTtlSeconds(annotation(pod, TtlAnnotation))
+  if (Result.isFailure(ttl)) {
+    return yield* new InvalidTtl({
+      pod: key,
+      annotation: TtlAnnotation,
+      value: ttl.failure.value,
+      message:
+        `pod ${key}: annotation ${TtlAnnotation}=${JSON.stringify(ttl.failure.value)} is invalid (${ttl.failure.reason}); want a non-negative integer number of seconds`
+    })
+  }
+  // 7. a fresh claim needs a template.
+  const template = annotation(pod, TemplateAnnotation)
+  if (template === "") {
+    return yield* new MissingTemplate({
+      pod: key,
+      annotation: TemplateAnnotation,
+      message: `pod ${key} has no ${TemplateAnnotation} annotation; a fresh claim needs one`
+    })
+  }
+  // 8–11.
+  yield* claimAndCommit(key, pod, template, ttl.success)
+})

@@ -1,0 +1,45 @@
+/**
+ * Bringing the claims table up (reference PER-8, PER-9, VER-1): load, back-fill claimedAt,
+ * quarantine every loaded row, one verification pass, then the mandatory write. A load or
+ * that write failing is a startup error: a daemon that cannot persist would leak a VM per claim.
+ */
+import { DateTime, Effect, Option } from "effect"
+import type { ClaimRecord } from "../../Schemas/Claims.ts"
+import type { PodKey } from "../../Schemas/Ids.ts"
+import { ClaimsStore } from "../../Services/ClaimsStore.ts"
+import { ClaimTable } from "../../Services/ClaimTable.ts"
+import { verifyQuarantinedClaims } from "../ClaimVerifier.ts"
+
+export interface StartupSummary {
+  readonly loaded: number
+  readonly backfilled: number
+  /** False when the startup pass could not list: every loaded row stays quarantined. */
+  readonly verified: boolean
+  readonly quarantined: number
+}
+
+export const startClaims = Effect.gen(function*() {
+  const store = yield* ClaimsStore
+  const table = yield* ClaimTable
+  const loaded = yield* store.load
+  // One shared "now" for every back-filled row; the write below makes it the stable start time.
+  const now = yield* DateTime.now
+  let backfilled = 0
+  const rows = new Map<PodKey, ClaimRecord>()
+  for (const [key, record] of loaded) {
+    if (Option.isNone(record.claimedAt)) backfilled++
+    rows.set(key, Option.isNone(record.claimedAt) ? { ...record, claimedAt: Option.some(now) } : record)
+  }
+  yield* table.loadQuarantined(rows)
+  const verified = yield* verifyQuarantinedClaims.pipe(
+    Effect.as(true),
+    Effect.catchTag("SandboxdListError", () => Effect.succeed(false))
+  )
+  yield* store.commit(Option.none())
+  const quarantined = (yield* table.quarantinedKeys).length
+  yield* Effect.logInfo("claims table loaded").pipe(
+    Effect.annotateLogs({ path: store.path, loaded: loaded.size, backfilled, verified, quarantined })
+  )
+  const summary: StartupSummary = { loaded: loaded.size, backfilled, verified, quarantined }
+  return summary
+}).pipe(Effect.withSpan("Provider.startClaims"))

@@ -1,0 +1,100 @@
+/**
+ * The synthetic statuses the provider reports (reference CRT-20, CRT-21, LEASE-3, UPD-4).
+ * Pure builders: they take the Pod, the claim and the resolved IP, and return new objects.
+ */
+import type { V1ContainerStatus, V1Pod, V1PodStatus } from "@kubernetes/client-node"
+import { DateTime, Option } from "effect"
+import type { ClaimRecord } from "../../Schemas/Claims.ts"
+import { ClaimIdAnnotation } from "./Annotations.ts"
+import type { PodIp } from "./PodIp.ts"
+
+export const LeaseExpiredReason = "SandboxLeaseExpired"
+
+const toDate = (time: Option.Option<DateTime.Utc>): Date | undefined =>
+  Option.isSome(time) ? DateTime.toDateUtc(time.value) : undefined
+
+const imageId = (claim: ClaimRecord): string => `sandboxd://${claim.id}`
+
+/** RFC 3339 in UTC at second precision, as metav1.Time prints it. */
+export const formatSeconds = (time: DateTime.Utc): string =>
+  DateTime.formatIso(time).replace(/\.[0-9]+Z$/, "Z")
+
+/** CRT-21: Running, Ready, one ready container per spec container. */
+export const runningStatus = (pod: V1Pod, claim: ClaimRecord, ip: PodIp): V1PodStatus => {
+  const startedAt = toDate(claim.claimedAt)
+  const address = ip._tag === "None" ? "" : ip.ip
+  const containerStatuses: Array<V1ContainerStatus> = (pod.spec?.containers ?? []).map((container) => ({
+    name: container.name,
+    ready: true,
+    state: { running: startedAt === undefined ? {} : { startedAt } },
+    image: container.image ?? "",
+    imageID: imageId(claim),
+    restartCount: 0
+  }))
+  const status: V1PodStatus = {
+    phase: "Running",
+    hostIP: address,
+    conditions: [
+      { type: "Initialized", status: "True" },
+      { type: "Ready", status: "True" },
+      { type: "PodScheduled", status: "True" }
+    ],
+    containerStatuses
+  }
+  if (address !== "") {
+    status.podIP = address
+    status.podIPs = [{ ip: address }]
+  }
+  if (startedAt !== undefined) status.startTime = startedAt
+  return status
+}
+
+/** CRT-20: a copy of the Pod with the claim-id annotation and the Running status. */
+export const runningPod = (pod: V1Pod, claim: ClaimRecord, ip: PodIp): V1Pod => {
+  const copy = structuredClone(pod)
+  copy.metadata = {
+    ...copy.metadata,
+    annotations: { ...copy.metadata?.annotations, [ClaimIdAnnotation]: claim.id }
+  }
+  copy.status = runningStatus(pod, claim, ip)
+  return copy
+}
+
+/** UPD-4 step 2: the tracked Pod's own status with the phase forced to Pending. */
+export const pendingStatus = (pod: V1Pod): V1PodStatus => ({ ...structuredClone(pod.status ?? {}), phase: "Pending" })
+
+/** LEASE-3: Failed/SandboxLeaseExpired, every container terminated at the deadline; no IPs, no conditions. */
+export const leaseExpiredStatus = (pod: V1Pod, claim: ClaimRecord): V1PodStatus => {
+  const finishedAt = toDate(claim.deadline)
+  const endedAt = Option.isSome(claim.deadline) ? formatSeconds(claim.deadline.value) : "an unknown time"
+  const containerStatuses: Array<V1ContainerStatus> = (pod.spec?.containers ?? []).map((container) => ({
+    name: container.name,
+    ready: false,
+    state: {
+      terminated: {
+        exitCode: 1,
+        reason: LeaseExpiredReason,
+        ...(finishedAt === undefined ? {} : { finishedAt })
+      }
+    },
+    image: container.image ?? "",
+    imageID: imageId(claim),
+    restartCount: 0
+  }))
+  const status: V1PodStatus = {
+    phase: "Failed",
+    reason: LeaseExpiredReason,
+    message: `sandbox lease ended at ${endedAt}; sandboxd reaps the microVM at its deadline`,
+    containerStatuses
+  }
+  const startTime = toDate(claim.claimedAt)
+  if (startTime !== undefined) status.startTime = startTime
+  return status
+}
+
+/** LEASE-4 step 5: a copy of the tracked Pod carrying the lease-expired status (no claim-id added). */
+export const leaseExpiredPod = (pod: V1Pod, claim: ClaimRecord): V1Pod => {
+  const copy = structuredClone(pod)
+  copy.status = leaseExpiredStatus(pod, claim)
+  return copy
+}

@@ -1,0 +1,50 @@
+/** UpdatePod and the memory-only reads (reference UPD-1…UPD-4). None of them calls sandboxd or the apiserver. */
+import type { V1Pod, V1PodStatus } from "@kubernetes/client-node"
+import { DateTime, Effect, Option } from "effect"
+import { podKeyOf } from "../../Schemas/Ids.ts"
+import { ClaimTable } from "../../Services/ClaimTable.ts"
+import { podKeyOfPod } from "./CreatePod.ts"
+import { podIpFor } from "./Push.ts"
+import { leaseExpiredStatus, pendingStatus, runningStatus } from "./Status.ts"
+
+/** UPD-1: store the newer Pod unless it belongs to an older generation (ST-4). Always succeeds. */
+export const updatePod = Effect.fn("Provider.updatePod")(function*(pod: V1Pod) {
+  const table = yield* ClaimTable
+  const key = podKeyOfPod(pod)
+  const outcome = yield* table.storePod(key, pod)
+  if (outcome === "StaleUid") {
+    yield* Effect.logInfo("ignoring stale UpdatePod for previous pod generation").pipe(
+      Effect.annotateLogs({ pod: key, uid: pod.metadata?.uid ?? "" })
+    )
+  }
+})
+
+/** UPD-2. */
+export const getPod = (namespace: string, name: string) =>
+  ClaimTable.use((table) => table.pod(podKeyOf(namespace, name)))
+
+/** UPD-3. */
+export const getPods = ClaimTable.use((table) =>
+  Effect.map(table.state, (state) => Array.from(state.pods.values(), (pod) => structuredClone(pod)))
+)
+
+/**
+ * UPD-4: no Pod → None; no settled claim → the Pod's own status as Pending; a settled claim
+ * strictly past its deadline → lease expired (LEASE-8: at the instant itself still Running);
+ * otherwise Running.
+ */
+export const getPodStatus = Effect.fn("Provider.getPodStatus")(function*(namespace: string, name: string) {
+  const table = yield* ClaimTable
+  const key = podKeyOf(namespace, name)
+  const state = yield* table.state
+  const pod = state.pods.get(key)
+  if (pod === undefined) return Option.none<V1PodStatus>()
+  const row = state.rows.get(key)
+  if (row === undefined || row.state._tag !== "Durable") return Option.some(pendingStatus(pod))
+  const claim = row.record
+  const now = yield* DateTime.now
+  if (Option.isSome(claim.deadline) && DateTime.isGreaterThan(now, claim.deadline.value)) {
+    return Option.some(leaseExpiredStatus(pod, claim))
+  }
+  return Option.some(runningStatus(pod, claim, yield* podIpFor(claim)))
+})

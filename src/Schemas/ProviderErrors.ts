@@ -1,0 +1,157 @@
+/**
+ * Why a CreatePod did not produce a Running Pod (ARCHITECTURE.md §3, reference CRT-10).
+ *
+ * Each error says whether retrying the same Pod can help (`retryable: true`: sandboxd was
+ * unavailable, had no warm capacity, or could not vouch for a held claim) or only a change to
+ * the Pod can (`retryable: false`: wrong runtime, missing template, bad TTL). The pod
+ * controller reads it to choose between backoff and waiting for a change; the provider itself
+ * never retries into sandboxd.
+ */
+import { Schema } from "effect"
+import { ClaimsWriteError } from "../Services/ClaimsStore.ts"
+import {
+  NoWarmCapacity,
+  SandboxdDecodeError,
+  SandboxdHttpError,
+  SandboxdListError,
+  SandboxdTimeout,
+  SandboxdUnreachable
+} from "../Services/SandboxdClient.ts"
+
+const ClaimErrorSchema = Schema.Union([
+  NoWarmCapacity,
+  SandboxdHttpError,
+  SandboxdUnreachable,
+  SandboxdTimeout,
+  SandboxdDecodeError
+])
+const ReleaseErrorSchema = Schema.Union([SandboxdHttpError, SandboxdUnreachable, SandboxdTimeout, SandboxdDecodeError])
+
+// ---- only a Pod change helps ---------------------------------------------------------------
+
+/** The runtime annotation names a runtime this daemon does not serve (CRT-3 step 1). */
+export class RuntimeMismatch extends Schema.TaggedError<RuntimeMismatch>()("RuntimeMismatch", {
+  pod: Schema.String,
+  requested: Schema.String,
+  served: Schema.String,
+  message: Schema.String
+}) {
+  get retryable(): false {
+    return false
+  }
+}
+
+/** A fresh claim needs the template annotation (CRT-3 step 7). */
+export class MissingTemplate extends Schema.TaggedError<MissingTemplate>()("MissingTemplate", {
+  pod: Schema.String,
+  annotation: Schema.String,
+  message: Schema.String
+}) {
+  get retryable(): false {
+    return false
+  }
+}
+
+/** The TTL annotation is not a non-negative base-10 integer (CRT-6). */
+export class InvalidTtl extends Schema.TaggedError<InvalidTtl>()("InvalidTtl", {
+  pod: Schema.String,
+  annotation: Schema.String,
+  value: Schema.String,
+  message: Schema.String
+}) {
+  get retryable(): false {
+    return false
+  }
+}
+
+// ---- a retry can help ----------------------------------------------------------------------
+
+/** sandboxd refused or failed the claim; `cause` keeps NoWarmCapacity reachable (CRT-10). */
+export class ClaimFailed extends Schema.TaggedError<ClaimFailed>()("ClaimFailed", {
+  pod: Schema.String,
+  template: Schema.String,
+  cause: ClaimErrorSchema,
+  message: Schema.String
+}) {
+  get retryable(): true {
+    return true
+  }
+}
+
+/**
+ * The fresh claim could not be written durably (CRT-15). Without `releaseError` the sandbox
+ * was returned and the row withdrawn. With it, the release failed too: the credential stays in
+ * memory as a tentative row, and the next CreatePod for the key returns it first (CRT-9).
+ */
+export class ClaimNotPersisted extends Schema.TaggedError<ClaimNotPersisted>()("ClaimNotPersisted", {
+  pod: Schema.String,
+  claimId: Schema.String,
+  cause: ClaimsWriteError,
+  releaseError: Schema.optionalKey(ReleaseErrorSchema),
+  message: Schema.String
+}) {
+  get retryable(): true {
+    return true
+  }
+}
+
+/** A claim loaded from disk could not be checked against sandboxd; nothing is claimed over it (CRT-3 step 2). */
+export class ClaimUnverifiable extends Schema.TaggedError<ClaimUnverifiable>()("ClaimUnverifiable", {
+  pod: Schema.String,
+  claimId: Schema.String,
+  cause: SandboxdListError,
+  message: Schema.String
+}) {
+  get retryable(): true {
+    return true
+  }
+}
+
+/** The held claim is past its cached deadline and sandboxd cannot say whether it still lives (LEASE-5). */
+export class ExpiredClaimUnlistable extends Schema.TaggedError<ExpiredClaimUnlistable>()("ExpiredClaimUnlistable", {
+  pod: Schema.String,
+  claimId: Schema.String,
+  deadline: Schema.String,
+  cause: SandboxdListError,
+  message: Schema.String
+}) {
+  get retryable(): true {
+    return true
+  }
+}
+
+/** An earlier create's stranded sandbox could not be returned before reusing the key (CRT-9). */
+export class StrandedClaimNotReturned extends Schema.TaggedError<StrandedClaimNotReturned>()(
+  "StrandedClaimNotReturned",
+  {
+    pod: Schema.String,
+    claimId: Schema.String,
+    cause: ReleaseErrorSchema,
+    message: Schema.String
+  }
+) {
+  get retryable(): true {
+    return true
+  }
+}
+
+/** Errors that only a change to the Pod can fix: wait for a change or the periodic resync. */
+export type PodChangeRequired = RuntimeMismatch | MissingTemplate | InvalidTtl
+/** Errors that a later attempt at the same Pod can get past: back off and retry. */
+export type RetryableCreateError =
+  | ClaimFailed
+  | ClaimNotPersisted
+  | ClaimUnverifiable
+  | ExpiredClaimUnlistable
+  | StrandedClaimNotReturned
+
+export type CreatePodError = PodChangeRequired | RetryableCreateError
+
+/** DeletePod is implemented by the delete-authorization work; until then it fails with this. */
+export class DeletePodNotImplemented extends Schema.TaggedError<DeletePodNotImplemented>()(
+  "DeletePodNotImplemented",
+  {
+    pod: Schema.String,
+    message: Schema.String
+  }
+) {}

@@ -1,0 +1,80 @@
+/**
+ * The provider's in-memory state (reference ST-1): the last accepted Pod per key and the claim
+ * row per key, each row tagged Durable | Tentative | Quarantined (ARCHITECTURE.md §3).
+ *
+ * Every operation here is one atomic update with no await inside (CC-2 e): a check-and-set
+ * reads and writes the state in a single step, so nothing read can be stale when written back.
+ * Steps that wait on sandboxd snapshot (key, id) first and call the id-guarded operations
+ * afterwards. The live layer is `Layers/ClaimTableRef.ts`, which also provides ClaimsSnapshot.
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { Context, type DateTime, type Effect, type Option } from "effect"
+import type { ClaimRecord, ClaimRow } from "../Schemas/Claims.ts"
+import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
+
+export interface ClaimTableState {
+  /** The last accepted Pod per key (a private copy). */
+  readonly pods: ReadonlyMap<PodKey, V1Pod>
+  readonly rows: ReadonlyMap<PodKey, ClaimRow>
+}
+
+/** What one verification pass did to the quarantined rows it judged (VER-2 step 5). */
+export interface QuarantineJudgement {
+  /** Listed: now Durable. */
+  readonly lifted: ReadonlyArray<PodKey>
+  /** Not listed: removed from the table. */
+  readonly dropped: ReadonlyArray<{ readonly key: PodKey; readonly id: ClaimId }>
+}
+
+export type StorePodOutcome = "Stored" | "StaleUid"
+
+export class ClaimTable extends Context.Service<ClaimTable, {
+  /** An immutable snapshot of the whole state. */
+  readonly state: Effect.Effect<ClaimTableState>
+  /** A copy of the tracked Pod. */
+  readonly pod: (key: PodKey) => Effect.Effect<Option.Option<V1Pod>>
+  /** The durable lookup (ST-2 `claimFor`): the claim only when its row is settled (Durable). */
+  readonly durable: (key: PodKey) => Effect.Effect<Option.Option<ClaimRecord>>
+  /** The held lookup (ST-2 `heldClaimFor`): the row whatever its state; release paths use it. */
+  readonly held: (key: PodKey) => Effect.Effect<Option.Option<ClaimRow>>
+  /** Keys whose rows are still Quarantined. */
+  readonly quarantinedKeys: Effect.Effect<ReadonlyArray<PodKey>>
+
+  /** Startup: replace the table with the loaded rows, every one Quarantined (VER-1). */
+  readonly loadQuarantined: (rows: ReadonlyMap<PodKey, ClaimRecord>) => Effect.Effect<void>
+  /** CRT-3 step 9: the fresh claim and its Pod, the row Tentative until its own commit lands. */
+  readonly recordTentative: (key: PodKey, record: ClaimRecord, pod: V1Pod) => Effect.Effect<void>
+  /**
+   * CRT-4 adoption: only a Durable row is adopted. Rebinds podUID, fills a missing claimedAt
+   * with `now`, and tracks `pod`. Returns the adopted claim, or None when not adoptable.
+   */
+  readonly adopt: (key: PodKey, pod: V1Pod, now: DateTime.Utc) => Effect.Effect<Option.Option<ClaimRecord>>
+  /**
+   * CRT-13 withdrawal: when the row still carries `id`, remove it and the tracked Pod. A row
+   * that changed hands is left alone (its tentative marker belongs to the newer claim).
+   */
+  readonly withdraw: (key: PodKey, id: ClaimId) => Effect.Effect<boolean>
+  /** LEASE-6: when the row still carries `id`, set its deadline to the listing's (None = keep forever). */
+  readonly refreshDeadline: (key: PodKey, id: ClaimId, deadline: Option.Option<DateTime.Utc>) => Effect.Effect<boolean>
+  /** LEASE-5 drop: when the row still carries `id`, remove the claim (the tracked Pod stays). */
+  readonly dropClaim: (key: PodKey, id: ClaimId) => Effect.Effect<boolean>
+  /**
+   * VER-2 step 5, for the (key → id) pairs snapshotted before the listing. A pair whose row is
+   * gone, carries another id, or is no longer Quarantined is skipped. Listed → Durable, with the
+   * listed deadline filling a missing one; not listed → dropped.
+   */
+  readonly judgeQuarantined: (
+    snapshot: ReadonlyMap<PodKey, ClaimId>,
+    listed: ReadonlyMap<ClaimId, Option.Option<DateTime.Utc>>
+  ) => Effect.Effect<QuarantineJudgement>
+  /** UPD-1: store a copy of `pod` unless the stale-UID guard (ST-4) says it is an older generation. */
+  readonly storePod: (key: PodKey, pod: V1Pod) => Effect.Effect<StorePodOutcome>
+  /** Any other atomic check-and-set (DeletePod's converge). `f` must be pure. */
+  readonly modify: <A>(f: (state: ClaimTableState) => readonly [A, ClaimTableState]) => Effect.Effect<A>
+}>()("vk-sandbox/ClaimTable") {}
+
+/** ST-4: a request is current when no Pod is tracked for its key or the tracked Pod has its UID. */
+export const podUidIsCurrent = (state: ClaimTableState, key: PodKey, uid: string): boolean => {
+  const tracked = state.pods.get(key)
+  return tracked === undefined || (tracked.metadata?.uid ?? "") === uid
+}

@@ -1,0 +1,45 @@
+/**
+ * The provider as the pod controller sees it (reference §9–§10): create, update, delete and
+ * the memory-only reads, plus the channels the provider talks back on. The live layer is
+ * `Layers/ProviderLive.ts`; the behaviour is in `Programs/Provider/`.
+ */
+import type { V1Pod, V1PodStatus } from "@kubernetes/client-node"
+import { Context, type Effect, type Option, type PubSub, type Scope } from "effect"
+import type { PodKey } from "../Schemas/Ids.ts"
+import type { ClaimId } from "../Schemas/Ids.ts"
+import type { CreatePodError, DeletePodNotImplemented } from "../Schemas/ProviderErrors.ts"
+
+export class Provider extends Context.Service<Provider, {
+  /** CRT-3. Succeeds once the Pod is Running and its claim is on disk (or it was adopted). */
+  readonly createPod: (pod: V1Pod) => Effect.Effect<void, CreatePodError>
+  /** UPD-1: record the newer Pod (stale generations ignored); never touches sandboxd. */
+  readonly updatePod: (pod: V1Pod) => Effect.Effect<void>
+  /** TODO(delete authorization issue): DEL-1 with the AUTH-* verdicts. Fails until then. */
+  readonly deletePod: (pod: V1Pod) => Effect.Effect<void, DeletePodNotImplemented>
+  /** UPD-2: a copy of the tracked Pod, None when absent. Memory only. */
+  readonly getPod: (namespace: string, name: string) => Effect.Effect<Option.Option<V1Pod>>
+  /** UPD-3: copies of every tracked Pod. */
+  readonly getPods: Effect.Effect<ReadonlyArray<V1Pod>>
+  /** UPD-4: the status from memory only. */
+  readonly getPodStatus: (namespace: string, name: string) => Effect.Effect<Option.Option<V1PodStatus>>
+  /**
+   * UPD-6: pushed Pods (Running at create/adopt, Failed at lease expiry), each a full Pod whose
+   * status replaces the API's. Pushes made while nobody is subscribed are dropped.
+   */
+  readonly statusPushes: Effect.Effect<PubSub.Subscription<V1Pod>, never, Scope.Scope>
+  /** Keys whose quarantine a verification pass lifted: the pod controller retries them at once. */
+  readonly unquarantined: Effect.Effect<PubSub.Subscription<ReadonlyArray<PodKey>>, never, Scope.Scope>
+}>()("vk-sandbox/Provider") {}
+
+/**
+ * The provider's outgoing channels, shared by CreatePod, the lease watch and the verifier.
+ * Layer: `Layers/ProviderEventsPubSub.ts`.
+ */
+export class ProviderEvents extends Context.Service<ProviderEvents, {
+  readonly pushStatus: (pod: V1Pod) => Effect.Effect<void>
+  readonly statusPushes: Effect.Effect<PubSub.Subscription<V1Pod>, never, Scope.Scope>
+  readonly publishUnquarantined: (keys: ReadonlyArray<PodKey>) => Effect.Effect<void>
+  readonly unquarantined: Effect.Effect<PubSub.Subscription<ReadonlyArray<PodKey>>, never, Scope.Scope>
+  /** True the first time it is asked about `id`: the "no usable Pod IP" warning is logged once per claim. */
+  readonly firstIpWarning: (id: ClaimId) => Effect.Effect<boolean>
+}>()("vk-sandbox/ProviderEvents") {}
