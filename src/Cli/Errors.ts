@@ -1,0 +1,35 @@
+/**
+ * How the command line ends the process. A usage error (a bad flag or value, found before any I/O)
+ * exits 2; a startup error (the environment: an unreadable token file, …) exits 1. Both print one
+ * line on stderr; neither prints a stack trace.
+ */
+import { Runtime, Schema } from "effect"
+
+/** A bad flag, flag value or argument. `flag` is the flag's name without dashes ("" when none). */
+export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
+  flag: Schema.String,
+  message: Schema.String
+}) {
+  override readonly [Runtime.errorExitCode] = 2
+}
+
+/** The configuration is valid but the environment does not allow starting. */
+export class StartupError extends Schema.TaggedError<StartupError>()("StartupError", {
+  message: Schema.String
+}) {
+  override readonly [Runtime.errorExitCode] = 1
+}
+
+/**
+ * The process should end with `code`; whatever had to be said has been printed already, so the
+ * runtime must not log it again.
+ */
+export class ProcessExit extends Schema.TaggedError<ProcessExit>()("ProcessExit", {
+  code: Schema.Number,
+  message: Schema.String
+}) {
+  override get [Runtime.errorExitCode](): number {
+    return this.code
+  }
+  override readonly [Runtime.errorReported] = false
+}

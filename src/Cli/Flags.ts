@@ -1,0 +1,170 @@
+/**
+ * The daemon's flag table (CFG-2 plus our additions) and a tokenizer with Go `flag` package
+ * semantics (CFG-4): `-x` and `--x` are the same flag; `--x=v` and `--x v`; a boolean is set by the
+ * bare flag or `--x=<bool>` (never by a following word); `--` ends the flags; the last occurrence of
+ * a flag wins. Unlike Go, a leftover positional argument is an error rather than silently ignored:
+ * with subcommands, a misspelt one must not start the daemon.
+ */
+import { Result } from "effect"
+import { UsageError } from "./Errors.ts"
+
+export interface FlagSpec {
+  readonly name: string
+  /** The env var that supplies the default when set and non-empty (CFG-3). */
+  readonly env?: string
+  /** The default, as text (what the value parser receives when neither flag nor env var is set). */
+  readonly defaultText: string
+  readonly kind: "value" | "bool"
+  /** Shown in --help as the value's type. */
+  readonly valueName: string
+  readonly description: string
+}
+
+const value = (
+  name: string,
+  valueName: string,
+  defaultText: string,
+  description: string,
+  env?: string
+): FlagSpec => env === undefined
+  ? { name, kind: "value", valueName, defaultText, description }
+  : { name, kind: "value", valueName, defaultText, description, env }
+
+const bool = (name: string, description: string): FlagSpec => ({
+  name,
+  kind: "bool",
+  valueName: "",
+  defaultText: "false",
+  description
+})
+
+export const daemonFlags: ReadonlyArray<FlagSpec> = [
+  value("node-name", "string", "vk-sandboxd", "name of the virtual Node", "VK_NODE_NAME"),
+  value("node-ip", "string", "", "the Node's InternalIP (also the Pod IP fallback)", "VK_NODE_IP"),
+  value("listen-addr", "host:port", ":10260", "kubelet API listen address (port 1..65535)", "VK_LISTEN_ADDR"),
+  value("tls-cert", "path", "", "kubelet API serving certificate (self-signed when unset)", "VK_TLS_CERT"),
+  value("tls-key", "path", "", "kubelet API serving key", "VK_TLS_KEY"),
+  value("client-ca-file", "path", "", "CA bundle; when set, kubelet API clients must present a certificate it signed"),
+  value("node-cpu", "quantity", "4000", "Node cpu capacity (Kubernetes quantity)", "VK_NODE_CPU"),
+  value("node-memory", "quantity", "8Ti", "Node memory capacity (Kubernetes quantity)", "VK_NODE_MEMORY"),
+  value("node-pods", "quantity", "2000", "Node pods capacity (Kubernetes quantity)", "VK_NODE_PODS"),
+  value(
+    "node-labels",
+    "k=v,...",
+    "sandbox.cocoonstack.io/runtime=sandboxd",
+    "Node labels; replaces the default, so repeat the runtime label if you need it"
+  ),
+  value("kube-api-qps", "float", "200", "client-side rate limit for Kubernetes API requests (> 0)"),
+  value("kube-api-burst", "int", "400", "client-side burst for Kubernetes API requests (> 0)"),
+  value("kubeconfig", "path", "", "kubeconfig file; when unset: in-cluster config, then $KUBECONFIG"),
+  value("sandboxd-url", "url", "http://127.0.0.1:7777", "sandboxd base URL (http or https)", "SANDBOXD_URL"),
+  value(
+    "sandboxd-advertise-addr",
+    "host:port",
+    "",
+    "sandboxd address published in the NodeInventory (derived from --sandboxd-url when unset)",
+    "SANDBOXD_ADVERTISE_ADDR"
+  ),
+  value("sandboxd-token-file", "path", "", "file holding the sandboxd root token (read once at startup)", "SANDBOXD_TOKEN_FILE"),
+  value("sandboxd-timeout", "duration", "10s", "timeout of one sandboxd request"),
+  value("sandboxd-max-concurrency", "int", "64", "most sandboxd requests in flight at once (>= 1)"),
+  value("state-path", "path", "/var/lib/vk-sandbox/claims.json", "claims file (must not be empty)", "VK_STATE_PATH"),
+  value("orphan-scan-interval", "duration", "60s", "audit-only orphan scan period; 0 or negative disables it"),
+  bool("publish-inventory", "publish a NodeInventory object for this node"),
+  value("publish-interval", "duration", "30s", "NodeInventory publish period (> 0 with --publish-inventory)"),
+  value("lease-watch-interval", "duration", "30s", "period of the claim lease check (advanced)"),
+  value("claim-verify-interval", "duration", "15s", "period of the quarantined-claim verification (advanced)"),
+  value("shutdown-timeout", "duration", "10s", "how long shutdown waits for in-flight work"),
+  value("metrics-addr", "host:port", ":10261", "Prometheus metrics listen address (port 0 = any free port)"),
+  value("log-level", "level", "info", "trace, debug, info, warn or error"),
+  value("log-format", "format", "json", "json or text"),
+  bool("version", "print the version and exit")
+]
+
+const specByName: ReadonlyMap<string, FlagSpec> = new Map(daemonFlags.map((spec) => [spec.name, spec]))
+
+/** What the command line said, before any value is interpreted. */
+export interface Tokens {
+  /** Explicitly given flags, by name; booleans as "true"/"false". The last occurrence wins. */
+  readonly given: ReadonlyMap<string, string>
+  readonly help: boolean
+}
+
+/** Go's strconv.ParseBool. */
+const parseGoBool = (text: string): boolean | undefined => {
+  if (["1", "t", "T", "true", "TRUE", "True"].includes(text)) return true
+  if (["0", "f", "F", "false", "FALSE", "False"].includes(text)) return false
+  return undefined
+}
+
+export const tokenize = (argv: ReadonlyArray<string>): Result.Result<Tokens, UsageError> => {
+  const given = new Map<string, string>()
+  let i = 0
+  while (i < argv.length) {
+    const arg = argv[i]!
+    i++
+    if (arg === "--") break
+    if (arg.length < 2 || !arg.startsWith("-")) {
+      return Result.fail(new UsageError({ flag: "", message: `unexpected argument "${arg}" (see --help)` }))
+    }
+    const body = arg.startsWith("--") ? arg.slice(2) : arg.slice(1)
+    if (body === "" || body.startsWith("-") || body.startsWith("=")) {
+      return Result.fail(new UsageError({ flag: "", message: `bad flag syntax: ${arg}` }))
+    }
+    const equals = body.indexOf("=")
+    const name = equals < 0 ? body : body.slice(0, equals)
+    const inline = equals < 0 ? undefined : body.slice(equals + 1)
+    const spec = specByName.get(name)
+    if (spec === undefined) {
+      // Like Go, help ends parsing at once: nothing after it is looked at.
+      if (name === "help" || name === "h") return Result.succeed({ given, help: true })
+      return Result.fail(new UsageError({ flag: name, message: `flag provided but not defined: --${name} (see --help)` }))
+    }
+    if (spec.kind === "bool") {
+      const parsed = inline === undefined ? true : parseGoBool(inline)
+      if (parsed === undefined) {
+        return Result.fail(
+          new UsageError({ flag: name, message: `invalid boolean value "${inline}" for flag --${name}` })
+        )
+      }
+      given.set(name, String(parsed))
+      continue
+    }
+    if (inline !== undefined) {
+      given.set(name, inline)
+      continue
+    }
+    if (i >= argv.length) {
+      return Result.fail(new UsageError({ flag: name, message: `flag needs an argument: --${name}` }))
+    }
+    given.set(name, argv[i]!)
+    i++
+  }
+  if (i < argv.length) {
+    return Result.fail(new UsageError({ flag: "", message: `unexpected argument "${argv[i]}" (see --help)` }))
+  }
+  return Result.succeed({ given, help: false })
+}
+
+/** Where a flag's effective value came from; error messages name it. */
+export interface RawValue {
+  readonly text: string
+  readonly source: "flag" | "env" | "default"
+}
+
+/** The effective text of a flag: explicit flag, else its env var when set and non-empty, else the default. */
+export const rawValue = (
+  tokens: Tokens,
+  env: Readonly<Record<string, string | undefined>>,
+  name: string
+): RawValue => {
+  const spec = specByName.get(name)
+  if (spec === undefined) return { text: "", source: "default" }
+  const explicit = tokens.given.get(name)
+  if (explicit !== undefined) return { text: explicit, source: "flag" }
+  const fromEnv = spec.env === undefined ? undefined : env[spec.env]
+  if (fromEnv !== undefined && fromEnv !== "") return { text: fromEnv, source: "env" }
+  return { text: spec.defaultText, source: "default" }
+}
+
+export const flagSpec = (name: string): FlagSpec | undefined => specByName.get(name)
