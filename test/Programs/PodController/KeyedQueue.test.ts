@@ -1,0 +1,128 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Duration, Effect, Fiber, Ref } from "effect"
+import { TestClock } from "effect/testing"
+import * as KeyedQueue from "../../../src/Programs/PodController/KeyedQueue.ts"
+
+/** Lets forked fibers run to their next suspension point. */
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+
+describe("KeyedQueue", () => {
+  it.effect("runs one key at a time; an enqueue during a run reruns once with the newest state", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const runs = yield* Ref.make<ReadonlyArray<string>>([])
+      const concurrent = yield* Ref.make(0)
+      const maxConcurrent = yield* Ref.make(0)
+      const version = yield* Ref.make(0)
+      const queue = yield* KeyedQueue.make<string>((key) =>
+        Effect.gen(function*() {
+          const now = yield* Ref.updateAndGet(concurrent, (n) => n + 1)
+          yield* Ref.update(maxConcurrent, (m) => Math.max(m, now))
+          const seen = yield* Ref.get(version)
+          yield* Deferred.await(gate)
+          yield* Ref.update(runs, (r) => [...r, `${key}@${seen}`])
+          yield* Ref.update(concurrent, (n) => n - 1)
+          return "Done" as const
+        })
+      )
+      yield* queue.enqueue("a", "change")
+      yield* settle
+      // a burst of events while the first run is blocked: one more run, not three
+      for (let i = 1; i <= 3; i++) {
+        yield* Ref.set(version, i)
+        yield* queue.enqueue("a", "change")
+      }
+      yield* Deferred.succeed(gate, undefined)
+      yield* settle
+      assert.deepStrictEqual(yield* Ref.get(runs), ["a@0", "a@3"])
+      assert.strictEqual(yield* Ref.get(maxConcurrent), 1)
+      assert.strictEqual(yield* queue.size, 0)
+    }))
+
+  it.effect("different keys run concurrently", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const started = yield* Ref.make(0)
+      const queue = yield* KeyedQueue.make<string>(() =>
+        Ref.update(started, (n) => n + 1).pipe(Effect.andThen(Deferred.await(gate)), Effect.as("Done" as const))
+      )
+      for (const key of ["a", "b", "c"]) yield* queue.enqueue(key, "change")
+      yield* settle
+      assert.strictEqual(yield* Ref.get(started), 3)
+      assert.strictEqual(yield* queue.inFlight, 3)
+      yield* Deferred.succeed(gate, undefined)
+    }))
+
+  it.effect("retries with exponential backoff from 1 s capped at 30 s", () =>
+    Effect.gen(function*() {
+      const attempts = yield* Ref.make(0)
+      const queue = yield* KeyedQueue.make<string>(
+        () => Ref.update(attempts, (n) => n + 1).pipe(Effect.as("Retry" as const)),
+        // jitter is ±20 %: check the bounds, not exact instants
+        { initial: Duration.seconds(1), max: Duration.seconds(30) }
+      )
+      yield* queue.enqueue("a", "change")
+      yield* settle
+      assert.strictEqual(yield* Ref.get(attempts), 1)
+      yield* TestClock.adjust("799 millis")
+      yield* settle
+      assert.strictEqual(yield* Ref.get(attempts), 1, "not before 0.8 s")
+      yield* TestClock.adjust("401 millis")
+      yield* settle
+      assert.strictEqual(yield* Ref.get(attempts), 2, "by 1.2 s")
+      // attempts keep coming forever, never more than 30 s apart
+      for (let i = 0; i < 10; i++) {
+        const before = yield* Ref.get(attempts)
+        yield* TestClock.adjust("30 seconds")
+        yield* settle
+        assert.isAbove(yield* Ref.get(attempts), before)
+      }
+    }))
+
+  it.effect("a change resets the backoff and wakes a waiting key at once; a resync does not", () =>
+    Effect.gen(function*() {
+      const attempts = yield* Ref.make(0)
+      const queue = yield* KeyedQueue.make<string>(() => Ref.update(attempts, (n) => n + 1).pipe(Effect.as("Retry" as const)))
+      yield* queue.enqueue("a", "change")
+      yield* settle
+      yield* queue.enqueue("a", "resync")
+      yield* settle
+      assert.strictEqual(yield* Ref.get(attempts), 1, "a resync does not cut a backoff short")
+      yield* queue.enqueue("a", "change")
+      yield* settle
+      assert.strictEqual(yield* Ref.get(attempts), 2, "a change wakes it")
+    }))
+
+  it.effect("a parked key waits for a change or a resync, not for time", () =>
+    Effect.gen(function*() {
+      const attempts = yield* Ref.make(0)
+      const queue = yield* KeyedQueue.make<string>(() => Ref.update(attempts, (n) => n + 1).pipe(Effect.as("Park" as const)))
+      yield* queue.enqueue("a", "change")
+      yield* settle
+      yield* TestClock.adjust("1 hour")
+      yield* settle
+      assert.strictEqual(yield* Ref.get(attempts), 1)
+      yield* queue.enqueue("a", "resync")
+      yield* settle
+      assert.strictEqual(yield* Ref.get(attempts), 2)
+    }))
+
+  it.effect("drain stops admitting work and waits for the run in flight", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const finished = yield* Ref.make<ReadonlyArray<string>>([])
+      const queue = yield* KeyedQueue.make<string>((key) =>
+        Deferred.await(gate).pipe(Effect.andThen(Ref.update(finished, (f) => [...f, key])), Effect.as("Done" as const))
+      )
+      yield* queue.enqueue("a", "change")
+      yield* settle
+      const draining = yield* Effect.forkChild(queue.drain(Duration.seconds(10)))
+      yield* settle
+      yield* queue.enqueue("b", "change")
+      yield* Deferred.succeed(gate, undefined)
+      yield* settle
+      yield* TestClock.adjust("100 millis")
+      yield* Fiber.join(draining)
+      assert.deepStrictEqual(yield* Ref.get(finished), ["a"])
+    }))
+})
