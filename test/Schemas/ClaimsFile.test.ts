@@ -1,0 +1,134 @@
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Effect, Option, Redacted, Result } from "effect"
+import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
+import {
+  compareKeys,
+  decodeClaimsFile,
+  encodeClaimsFile,
+  formatTimestamp,
+  goJsonString,
+  parseTimestamp
+} from "../../src/Schemas/ClaimsFile.ts"
+import type { ClaimId, PodKey } from "../../src/Schemas/Ids.ts"
+
+const at = (iso: string) => DateTime.makeUnsafe(iso)
+const millisOf = (text: string): number | null => {
+  const parsed = parseTimestamp(text)
+  if (Result.isFailure(parsed)) return null
+  return Option.match(parsed.success, { onNone: () => -1, onSome: DateTime.toEpochMillis })
+}
+
+// A file exactly as the Go reference writes it: compact, sorted keys, fixed field order,
+// address omitted when empty, podUID always, timestamps at second precision.
+const referenceFile = `{"claims":{` +
+  `"default/a":{"id":"sb_00000000000000a1","token":"tok-a","address":"10.0.0.5:7777","podUID":"uid-a","claimedAt":"2026-07-27T02:15:00Z","deadline":"2026-07-28T02:15:00Z"},` +
+  `"default/b":{"id":"sb_00000000000000b2","token":"t\\u003cb\\u003e\\u0026\\"q\\"","podUID":"","claimedAt":"2026-07-27T02:16:01Z"},` +
+  `"team-x/z":{"id":"sb_00000000000000c3","token":"tok-z","address":"[fd00::1]:7777","podUID":"uid-z","claimedAt":"2026-01-02T03:04:05Z"}` +
+  `}}`
+
+describe("ClaimsFile", () => {
+  it.effect("a file in the reference's exact format decodes and re-encodes byte-identically", () =>
+    Effect.gen(function*() {
+      const rows = yield* decodeClaimsFile(referenceFile)
+      assert.strictEqual(rows.size, 3)
+      const b = rows.get("default/b" as PodKey)!
+      assert.strictEqual(Redacted.value(b.token), `t<b>&"q"`)
+      assert.strictEqual(b.address, "")
+      assert.isTrue(Option.isNone(b.deadline))
+      assert.strictEqual(String(b.token), "<redacted>")
+      assert.strictEqual(encodeClaimsFile(rows), referenceFile)
+    }))
+
+  it("encodes a fresh table as {\"claims\":{}}", () => {
+    assert.strictEqual(encodeClaimsFile(new Map()), `{"claims":{}}`)
+  })
+
+  it("writes fields in the reference's order, with its omissions, keys sorted, seconds cut", () => {
+    const row = (id: string, extra: Partial<ClaimRecord> = {}): ClaimRecord => ({
+      id: id as ClaimId,
+      token: Redacted.make("t"),
+      address: "",
+      podUID: "",
+      claimedAt: Option.none(),
+      deadline: Option.none(),
+      ...extra
+    })
+    const rows = new Map<PodKey, ClaimRecord>([
+      ["ns/b" as PodKey, row("2", { claimedAt: Option.some(at("2026-07-27T02:15:00.999Z")), address: "h:1" })],
+      ["ns/a" as PodKey, row("1", { deadline: Option.some(at("2026-07-27T02:15:59.5Z")) })]
+    ])
+    assert.strictEqual(
+      encodeClaimsFile(rows),
+      `{"claims":{"ns/a":{"id":"1","token":"t","podUID":"","deadline":"2026-07-27T02:15:59Z"},` +
+        `"ns/b":{"id":"2","token":"t","address":"h:1","podUID":"","claimedAt":"2026-07-27T02:15:00Z"}}}`
+    )
+  })
+
+  it.effect("loads indented files, fractional seconds, any offset, nulls, unknown keys", () =>
+    Effect.gen(function*() {
+      const rows = yield* decodeClaimsFile(`{
+  "version": 7,
+  "claims": {
+    "ns/p": {
+      "id": "sb_1", "token": "t", "address": null, "podUID": "u", "extra": {"x": [1]},
+      "claimedAt": "2026-07-27T04:15:00.123456789+02:00",
+      "deadline": null
+    },
+    "ns/q": { "id": "sb_2", "token": "t2", "claimedAt": "0001-01-01T00:00:00Z", "deadline": "2026-07-27T02:15:00-00:30" }
+  }
+}`)
+      const p = rows.get("ns/p" as PodKey)!
+      assert.strictEqual(DateTime.formatIso(Option.getOrThrow(p.claimedAt)), "2026-07-27T02:15:00.123Z")
+      assert.isTrue(Option.isNone(p.deadline))
+      assert.strictEqual(p.address, "")
+      const q = rows.get("ns/q" as PodKey)!
+      assert.isTrue(Option.isNone(q.claimedAt), "Go's zero time reads as none")
+      assert.strictEqual(DateTime.formatIso(Option.getOrThrow(q.deadline)), "2026-07-27T02:45:00.000Z")
+      assert.strictEqual(q.podUID, "")
+    }))
+
+  it.effect("a missing or null claims object is an empty table", () =>
+    Effect.gen(function*() {
+      assert.strictEqual((yield* decodeClaimsFile(`{}`)).size, 0)
+      assert.strictEqual((yield* decodeClaimsFile(`{"claims":null}`)).size, 0)
+      assert.strictEqual((yield* decodeClaimsFile(`{"other":1}`)).size, 0)
+    }))
+
+  it.effect("rejects empty text, truncated JSON, a top-level array, bad rows and bad timestamps", () =>
+    Effect.gen(function*() {
+      for (
+        const text of [
+          "",
+          `{"claims":{"ns/a":{"id":"x"`,
+          `[]`,
+          `null`,
+          `{"claims":[]}`,
+          `{"claims":{"ns/a":null}}`,
+          `{"claims":{"ns/a":{"token":"t"}}}`,
+          `{"claims":{"ns/a":{"id":1,"token":"t"}}}`,
+          `{"claims":{"ns/a":{"id":"x","token":"t","deadline":"tomorrow"}}}`,
+          `{"claims":{"ns/a":{"id":"x","token":"t","deadline":"2026-02-30T00:00:00Z"}}}`
+        ]
+      ) {
+        const error = yield* Effect.flip(decodeClaimsFile(text))
+        assert.strictEqual(error._tag, "ClaimsFileDecodeError", text)
+      }
+    }))
+
+  it("parses RFC 3339 like Go and formats at second precision in UTC", () => {
+    assert.strictEqual(millisOf("2026-07-27T02:15:00Z"), Date.UTC(2026, 6, 27, 2, 15, 0))
+    assert.strictEqual(millisOf("2026-07-27T02:15:00.5Z"), Date.UTC(2026, 6, 27, 2, 15, 0, 500))
+    assert.strictEqual(millisOf("2026-07-27T07:45:00+05:30"), Date.UTC(2026, 6, 27, 2, 15, 0))
+    assert.strictEqual(millisOf("2026-07-27 02:15:00Z"), null)
+    assert.strictEqual(millisOf("2026-07-27T02:15:00"), null)
+    assert.strictEqual(millisOf("2026-13-01T00:00:00Z"), null)
+    assert.strictEqual(formatTimestamp(at("2026-07-27T02:15:00.999Z")), "2026-07-27T02:15:00Z")
+    assert.strictEqual(formatTimestamp(at("1969-12-31T23:59:59.5Z")), "1969-12-31T23:59:59Z")
+  })
+
+  it("escapes strings as Go's encoding/json does and sorts keys by code point", () => {
+    assert.strictEqual(goJsonString(`a<b>&c\u2028\u2029"\\\n`), `"a\\u003cb\\u003e\\u0026c\\u2028\\u2029\\"\\\\\\n"`)
+    const keys = ["b", "a", "\uffff", "\u{1F600}", "B"].sort(compareKeys)
+    assert.deepStrictEqual(keys, ["B", "a", "b", "\uffff", "\u{1F600}"])
+  })
+})
