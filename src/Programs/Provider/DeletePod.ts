@@ -1,0 +1,135 @@
+/**
+ * DeletePod and delete authorization (reference-behaviour DEL-1, AUTH-1…AUTH-8). A Pod deletion
+ * is not VM authority: the verdict of the Pod's owner decides. Preserve drops only the Pod
+ * entry, so the claim and its release token stay for a same-name replacement to adopt.
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { Effect, Option, Schema } from "effect"
+import { DeleteVerdict } from "../../Schemas/DeleteVerdict.ts"
+import { type PodKey, podKeyOf } from "../../Schemas/Ids.ts"
+import { ClaimsStore } from "../../Services/ClaimsStore.ts"
+import { ClaimTable, type ClaimTableState, podUidIsCurrent } from "../../Services/ClaimTable.ts"
+import { EventRecorder, type InvolvedObject } from "../../Services/EventRecorder.ts"
+import { OwnerResolver } from "../../Services/OwnerResolver.ts"
+import {
+  SandboxdClient,
+  SandboxdDecodeError,
+  SandboxdHttpError,
+  SandboxdTimeout,
+  SandboxdUnreachable
+} from "../../Services/SandboxdClient.ts"
+
+/** An authorized release that sandboxd did not confirm: claim and Pod entry are kept for the retry. */
+export class ReleaseFailed extends Schema.TaggedError<ReleaseFailed>()("ReleaseFailed", {
+  pod: Schema.String,
+  claim: Schema.String,
+  cause: Schema.Union([SandboxdHttpError, SandboxdUnreachable, SandboxdTimeout, SandboxdDecodeError]),
+  message: Schema.String
+}) {
+  get retryable(): true {
+    return true
+  }
+}
+
+/** What a deletePod call ended in, for callers that report it (metrics, tests). */
+export type DeleteOutcome =
+  | { readonly _tag: "StaleUid" }
+  | { readonly _tag: "NoClaim" }
+  | { readonly _tag: "Preserved"; readonly verdict: DeleteVerdict }
+  | { readonly _tag: "Released"; readonly verdict: DeleteVerdict; readonly alreadyGone: boolean }
+
+const podObject = (pod: V1Pod): InvolvedObject => ({
+  kind: "Pod",
+  namespace: pod.metadata?.namespace ?? "",
+  name: pod.metadata?.name ?? "",
+  uid: pod.metadata?.uid ?? ""
+})
+
+const withoutPod = (state: ClaimTableState, key: PodKey): ClaimTableState => {
+  if (!state.pods.has(key)) return state
+  const pods = new Map(state.pods)
+  pods.delete(key)
+  return { ...state, pods }
+}
+
+export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
+  const table = yield* ClaimTable
+  const owners = yield* OwnerResolver
+  const sandboxd = yield* SandboxdClient
+  const store = yield* ClaimsStore
+  const events = yield* EventRecorder
+  const key = podKeyOf(pod.metadata?.namespace ?? "", pod.metadata?.name ?? "")
+  const uid = pod.metadata?.uid ?? ""
+
+  // 1. Stale-UID guard (ST-4): a previous generation's request touches nothing.
+  if (!podUidIsCurrent(yield* table.state, key, uid)) {
+    yield* Effect.logInfo("ignoring stale DeletePod for previous pod generation").pipe(Effect.annotateLogs({ uid }))
+    return { _tag: "StaleUid" } as DeleteOutcome
+  }
+  // 2–3. The held lookup: tentative and quarantined claims still hold live microVMs.
+  const held = yield* table.held(key)
+  if (Option.isNone(held)) {
+    yield* table.modify((state) => [undefined, withoutPod(state, key)] as const)
+    return { _tag: "NoClaim" } as DeleteOutcome
+  }
+  const claim = held.value.record
+  const claimId = claim.id
+  // 4. The owner decides.
+  const verdict = yield* owners.verdictFor(pod)
+  const annotations = { claim: claimId, verdict: `${verdict._tag}(${verdict.reason})`, reason: verdict.detail }
+
+  // The match is exhaustive: a new verdict kind cannot be forgotten here.
+  return yield* DeleteVerdict.$match(verdict, {
+    Preserve: () =>
+      Effect.gen(function*() {
+        // 5. Only the Pod entry goes; claim, token and state marker stay.
+        yield* Effect.logInfo("preserving sandbox: pod deletion is not VM authority").pipe(Effect.annotateLogs(annotations))
+        yield* table.modify((state) => [undefined, withoutPod(state, key)] as const)
+        yield* events.record(podObject(pod), "Normal", "Preserved", `sandbox ${claimId} preserved: ${verdict.detail}`)
+        return { _tag: "Preserved", verdict } as DeleteOutcome
+      }),
+    Release: () =>
+      Effect.gen(function*() {
+        // 6. Release with the claim's own token.
+        yield* Effect.logInfo("release authorized").pipe(Effect.annotateLogs(annotations))
+        const outcome = yield* sandboxd.release(claimId, claim.token).pipe(
+          Effect.mapError((cause) =>
+            new ReleaseFailed({
+              pod: key,
+              claim: claimId,
+              cause,
+              message: `release sandbox ${claimId} for ${key}: ${cause._tag}: ${cause.message}`
+            })
+          ),
+          Effect.tapError((error) =>
+            Effect.logWarning("release failed; claim kept for the retry").pipe(
+              Effect.annotateLogs({ ...annotations, error }),
+              Effect.andThen(events.record(podObject(pod), "Warning", "ReleaseFailed", error.message))
+            )
+          )
+        )
+        if (outcome === "AlreadyGone") {
+          yield* Effect.logInfo("sandbox already gone at release").pipe(Effect.annotateLogs({ claim: claimId }))
+        }
+        // 7. Converge: the row goes (only if it still carries this claim), then a log-only save.
+        yield* table.modify((state) => {
+          const row = state.rows.get(key)
+          const rows = new Map(state.rows)
+          if (row !== undefined && row.record.id === claimId) rows.delete(key)
+          return [undefined, withoutPod({ ...state, rows }, key)] as const
+        })
+        yield* store.commit(Option.none()).pipe(
+          Effect.catchTag("ClaimsWriteError", (error) =>
+            // DEL-2: the released row may stay on disk; the next start quarantines and then drops it.
+            Effect.logError("persist claims state").pipe(Effect.annotateLogs({ error })))
+        )
+        yield* events.record(
+          podObject(pod),
+          "Normal",
+          "Released",
+          `sandbox ${claimId} released (${verdict.detail})${outcome === "AlreadyGone" ? "; it was already gone" : ""}`
+        )
+        return { _tag: "Released", verdict, alreadyGone: outcome === "AlreadyGone" } as DeleteOutcome
+      })
+  })
+}, (effect, pod) => Effect.annotateLogs(effect, { pod: `${pod.metadata?.namespace ?? ""}/${pod.metadata?.name ?? ""}` }))
