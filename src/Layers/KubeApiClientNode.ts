@@ -1,0 +1,560 @@
+/**
+ * The live `KubeApi` on @kubernetes/client-node 2.0.1 (ANCHORS.md part C).
+ *
+ * Every call goes through one of two helpers, `call` (a generated client method) or `raw`
+ * (a request built here, where the generated client cannot express it or hides the body).
+ * Both take one token from the QPS/burst limiter, carry a span `KubeApi.<op>` and a timeout,
+ * and map failures to the typed errors of `Services/KubeApi.ts` from the HTTP status and the
+ * raw Status body (in 2.x, `ApiException.body` is the response *text*).
+ */
+import {
+  ApiException,
+  CoordinationV1Api,
+  type ConfigurationOptions,
+  type CoreV1Event,
+  CoreV1Api,
+  HttpMethod,
+  IsomorphicFetchHttpLibrary,
+  type KubeConfig,
+  Observable,
+  type ObservableMiddleware,
+  PatchStrategy,
+  RequestContext,
+  type ResponseContext,
+  setHeaderMiddleware,
+  V1MicroTime,
+  type V1Lease,
+  type V1Pod
+} from "@kubernetes/client-node"
+// Not re-exported from the package root in 2.0.1 (the package has no `exports` map, so the
+// path resolves). Used to give watched Pods the same shape (Date fields) as listed ones.
+import { ObjectSerializer } from "@kubernetes/client-node/dist/gen/models/ObjectSerializer.js"
+import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
+import { AppConfig } from "../Schemas/Config.ts"
+import {
+  KubeApi,
+  KubeConflict,
+  type KubeError,
+  KubeForbidden,
+  KubeGone,
+  KubeInvalid,
+  KubeNotFound,
+  KubeUnavailable,
+  type OwnerObject,
+  type OwnerRef,
+  type PodWatchEvent,
+  type StatusDetails
+} from "../Services/KubeApi.ts"
+import * as KubeConfigLoader from "./KubeConfigLoader.ts"
+import * as TokenBucket from "./TokenBucket.ts"
+
+export const leaseNamespace = "kube-node-lease"
+export const fieldManager = "vk-sandbox"
+export const nodeInventoryPath = "/apis/extensions.agents.x-k8s.io/v1beta1/nodeinventories"
+
+// ---------------------------------------------------------------------------------------------
+// Errors: status code + raw body → typed error
+// ---------------------------------------------------------------------------------------------
+
+/** The parts of a `Status` body we read. `kind: "Status"` is required: anything else is not one. */
+const K8sStatus = Schema.Struct({
+  kind: Schema.Literal("Status"),
+  reason: Schema.optionalKey(Schema.String),
+  message: Schema.optionalKey(Schema.String),
+  code: Schema.optionalKey(Schema.Number),
+  details: Schema.optionalKey(Schema.Struct({
+    name: Schema.optionalKey(Schema.String),
+    group: Schema.optionalKey(Schema.String),
+    kind: Schema.optionalKey(Schema.String),
+    uid: Schema.optionalKey(Schema.String)
+  }))
+})
+type K8sStatus = typeof K8sStatus.Type
+
+const decodeStatusText = Schema.decodeUnknownOption(Schema.fromJsonString(K8sStatus))
+const decodeStatusObject = Schema.decodeUnknownOption(K8sStatus)
+
+export const parseStatus = (body: unknown): Option.Option<K8sStatus> =>
+  typeof body === "string" ? decodeStatusText(body) : decodeStatusObject(body)
+
+/** Only the keys the server wrote; an empty `details: {}` counts as no details. */
+const detailsOf = (status: K8sStatus | undefined): StatusDetails | undefined => {
+  const details = status?.details
+  if (details === undefined) return undefined
+  const out: { -readonly [K in keyof StatusDetails]: StatusDetails[K] } = {}
+  if (details.name !== undefined) out.name = details.name
+  if (details.group !== undefined) out.group = details.group
+  if (details.kind !== undefined) out.kind = details.kind
+  if (details.uid !== undefined) out.uid = details.uid
+  return Object.keys(out).length === 0 ? undefined : out
+}
+
+const firstLine = (text: string): string => text.trim().split("\n")[0]!.slice(0, 300)
+
+/** Maps an HTTP failure. `body` is the response text (or a decoded Status from a watch ERROR event). */
+export const errorFromResponse = (operation: string, code: number, body: unknown): KubeError => {
+  const status = Option.getOrUndefined(parseStatus(body))
+  const message = status?.message ??
+    (typeof body === "string" && body.trim() !== "" ? firstLine(body) : `HTTP ${code}`)
+  switch (code) {
+    case 404: {
+      const details = detailsOf(status)
+      return new KubeNotFound({ operation, message, ...(details === undefined ? {} : { details }) })
+    }
+    case 409:
+      return new KubeConflict({ operation, message, reason: status?.reason ?? "Conflict" })
+    case 410:
+      return new KubeGone({ operation, message })
+    case 403:
+      return new KubeForbidden({ operation, message })
+    case 400:
+    case 422:
+      return new KubeInvalid({ operation, message })
+    default:
+      return new KubeUnavailable({ operation, status: code, message })
+  }
+}
+
+const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+/** A rejected client-node promise: an HTTP status (`ApiException`) or a transport failure. */
+export const errorFromCause = (operation: string) => (cause: unknown): KubeError =>
+  cause instanceof ApiException
+    ? errorFromResponse(operation, cause.code, cause.body)
+    : new KubeUnavailable({ operation, status: 0, message: describe(cause), cause })
+
+// ---------------------------------------------------------------------------------------------
+// MicroTime: exactly six fractional digits on the wire
+// ---------------------------------------------------------------------------------------------
+
+const rfc3339 = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/i
+
+/** RFC 3339 with exactly six fractional digits (padded or truncated); the apiserver parses MicroTime strictly. */
+export const formatMicroTime = (value: string | Date): string => {
+  const text = typeof value === "string" ? value : value.toISOString()
+  const match = rfc3339.exec(text)
+  if (match !== null) {
+    const fraction = (match[2] ?? "").padEnd(6, "0").slice(0, 6)
+    return `${match[1]}.${fraction}${match[3]!.toUpperCase()}`
+  }
+  const parsed = new Date(text)
+  // Unparseable: sent as given, so the server's 400 reports it rather than a guess of ours.
+  return Number.isNaN(parsed.getTime()) ? text : formatMicroTime(parsed.toISOString())
+}
+
+/**
+ * A `V1MicroTime` (a `Date`) that serialises to a fixed six-digit string. client-node 2.0.1 passes
+ * MicroTime fields to `JSON.stringify` untouched, so a plain `Date` would go out with three digits.
+ * It also deserialises them as bare strings; wrapping keeps the runtime value a `Date` as typed,
+ * and keeps any microseconds the server sent.
+ */
+export class MicroTimeText extends V1MicroTime {
+  readonly text: string
+  constructor(value: string | Date) {
+    const text = formatMicroTime(value)
+    super(Date.parse(text))
+    this.text = text
+  }
+  override toISOString(): string {
+    return this.text
+  }
+}
+
+const microTime = <A>(value: A): A | MicroTimeText =>
+  value instanceof MicroTimeText
+    ? value
+    : value instanceof Date || typeof value === "string"
+    ? new MicroTimeText(value)
+    : value
+
+export const withLeaseMicroTimes = (lease: V1Lease): V1Lease => {
+  const spec = lease.spec
+  if (spec === undefined) return lease
+  return {
+    ...lease,
+    spec: {
+      ...spec,
+      ...(spec.acquireTime == null ? {} : { acquireTime: microTime(spec.acquireTime) }),
+      ...(spec.renewTime == null ? {} : { renewTime: microTime(spec.renewTime) })
+    }
+  }
+}
+
+export const withEventMicroTimes = (event: CoreV1Event): CoreV1Event => ({
+  ...event,
+  ...(event.eventTime == null ? {} : { eventTime: microTime(event.eventTime) }),
+  ...(event.series?.lastObservedTime == null
+    ? {}
+    : { series: { ...event.series, lastObservedTime: microTime(event.series.lastObservedTime) } })
+})
+
+// ---------------------------------------------------------------------------------------------
+// The service
+// ---------------------------------------------------------------------------------------------
+
+export interface ClientOptions {
+  readonly qps: number
+  readonly burst: number
+  /** Per call, limiter wait excluded; for a watch, until the response headers. */
+  readonly callTimeout: Duration.Input
+  /** A watch that delivers no byte for this long is failed (a dead connection); the server is asked to end it sooner. */
+  readonly watchIdleTimeout: Duration.Input
+  /** `timeoutSeconds` sent with a watch: the server ends it cleanly after this. */
+  readonly watchTimeoutSeconds: number
+}
+
+export const defaultOptions = { callTimeout: "30 seconds", watchIdleTimeout: "330 seconds", watchTimeoutSeconds: 300 } as const
+
+const WatchEnvelope = Schema.fromJsonString(Schema.Struct({ type: Schema.String, object: Schema.Unknown }))
+const decodeWatchEnvelope = Schema.decodeUnknownOption(WatchEnvelope)
+
+const ObjectName = Schema.Struct({ metadata: Schema.Struct({ name: Schema.String }) })
+const decodeObjectName = Schema.decodeUnknownOption(ObjectName)
+
+const OwnerBody = Schema.Struct({
+  metadata: Schema.Struct({
+    uid: Schema.String,
+    deletionTimestamp: Schema.optionalKey(Schema.NullOr(Schema.String))
+  })
+})
+const decodeOwnerBody = Schema.decodeUnknownOption(OwnerBody)
+
+const BookmarkObject = Schema.Struct({ metadata: Schema.Struct({ resourceVersion: Schema.String }) })
+const decodeBookmark = Schema.decodeUnknownOption(BookmarkObject)
+
+const segment = encodeURIComponent
+
+/** Builds the live service on an already-loaded kubeconfig. */
+export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Effect<KubeApi["Service"], KubeUnavailable> =>
+  Effect.gen(function*() {
+    const clients = yield* Effect.try({
+      try: () => ({
+        core: kubeConfig.makeApiClient(CoreV1Api),
+        coordination: kubeConfig.makeApiClient(CoordinationV1Api),
+        server: (kubeConfig.getCurrentCluster()?.server ?? "").replace(/\/+$/, "")
+      }),
+      catch: (cause) => new KubeUnavailable({ operation: "connect", status: 0, message: describe(cause), cause })
+    })
+    const { core, coordination, server } = clients
+    const limiter = yield* TokenBucket.make(options.qps, options.burst)
+    const http = new IsomorphicFetchHttpLibrary()
+    const callTimeout = Duration.fromInputUnsafe(options.callTimeout)
+
+    const timedOut = (operation: string) => () =>
+      Effect.fail(
+        new KubeUnavailable({ operation, status: 0, message: `no response within ${Duration.format(callTimeout)}` })
+      )
+
+    /** Token, then the request under the call timeout, all inside the span. */
+    const limited = <A>(operation: string, request: Effect.Effect<A, KubeError>): Effect.Effect<A, KubeError> =>
+      limiter.take.pipe(
+        Effect.andThen(request.pipe(Effect.timeoutOrElse({ duration: callTimeout, orElse: timedOut(operation) }))),
+        Effect.withSpan(`KubeApi.${operation}`)
+      )
+
+    /** Aborts the fetch when the Effect is interrupted (timeout, caller gone). */
+    const abortOn = (signal: AbortSignal): ObservableMiddleware => ({
+      pre: (context) => {
+        context.setSignal(signal)
+        return new Observable(Promise.resolve(context))
+      },
+      post: (response) => new Observable(Promise.resolve(response))
+    })
+
+    /** A generated client call. `contentType` overrides the generated default (patches). */
+    const call = <A>(
+      operation: string,
+      run: (configuration: ConfigurationOptions) => Promise<A>,
+      contentType?: string
+    ): Effect.Effect<A, KubeError> =>
+      limited(
+        operation,
+        Effect.tryPromise({
+          try: (signal) =>
+            run({
+              middleware: contentType === undefined
+                ? [abortOn(signal)]
+                : [abortOn(signal), setHeaderMiddleware("Content-Type", contentType)],
+              middlewareMergeStrategy: "append"
+            }),
+          catch: errorFromCause(operation)
+        })
+      )
+
+    interface RawRequest {
+      readonly method: HttpMethod
+      readonly path: string
+      readonly query?: Readonly<Record<string, string>>
+      readonly body?: unknown
+      readonly contentType?: string
+    }
+
+    const send = async (request: RawRequest, signal: AbortSignal): Promise<ResponseContext> => {
+      const url = new URL(`${server}${request.path}`)
+      for (const [key, value] of Object.entries(request.query ?? {})) url.searchParams.set(key, value)
+      const context = new RequestContext(url.toString(), request.method)
+      await kubeConfig.applySecurityAuthentication(context)
+      context.setHeaderParam("Accept", "application/json")
+      if (request.body !== undefined) {
+        context.setBody(JSON.stringify(request.body))
+        context.setHeaderParam("Content-Type", request.contentType ?? "application/json")
+      }
+      context.setSignal(signal)
+      return http.send(context).toPromise()
+    }
+
+    const transport = (operation: string) => (cause: unknown) =>
+      new KubeUnavailable({ operation, status: 0, message: describe(cause), cause })
+
+    /** A request built here: the parsed JSON body on 2xx, the typed error from the raw body otherwise. */
+    const raw = (operation: string, request: RawRequest): Effect.Effect<unknown, KubeError> =>
+      limited(
+        operation,
+        Effect.tryPromise({
+          try: async (signal) => {
+            const response = await send(request, signal)
+            return { status: response.httpStatusCode, text: await response.body.text() }
+          },
+          catch: transport(operation)
+        }).pipe(
+          Effect.flatMap(({ status, text }) => {
+            if (status < 200 || status > 299) return Effect.fail(errorFromResponse(operation, status, text))
+            return Effect.try({
+              try: (): unknown => (text === "" ? undefined : JSON.parse(text)),
+              catch: () => new KubeUnavailable({ operation, status, message: `response is not JSON: ${firstLine(text)}` })
+            })
+          })
+        )
+      )
+
+    const invalid = (operation: string, message: string) => Effect.fail(new KubeInvalid({ operation, message }))
+
+    // ---- pods --------------------------------------------------------------------------------
+
+    const nodeSelector = (nodeName: string) => `spec.nodeName=${nodeName}`
+
+    const listPods = (nodeName: string) =>
+      call("listPods", (o) => core.listPodForAllNamespaces({ fieldSelector: nodeSelector(nodeName) }, o)).pipe(
+        Effect.map((list) => ({ items: list.items, resourceVersion: list.metadata?.resourceVersion ?? "" }))
+      )
+
+    const watchEvent = (operation: string) => (line: string): Effect.Effect<ReadonlyArray<PodWatchEvent>, KubeError> => {
+      const envelope = decodeWatchEnvelope(line)
+      if (Option.isNone(envelope)) {
+        return Effect.fail(
+          new KubeUnavailable({ operation, status: 0, message: `undecodable watch event: ${firstLine(line)}` })
+        )
+      }
+      const { object, type } = envelope.value
+      switch (type) {
+        case "ADDED":
+        case "MODIFIED":
+        case "DELETED": {
+          const pod: V1Pod = ObjectSerializer.deserialize(object, "V1Pod", "")
+          return Effect.succeed([{ type, object: pod }])
+        }
+        case "BOOKMARK": {
+          const bookmark = decodeBookmark(object)
+          return Option.isNone(bookmark)
+            ? Effect.fail(new KubeUnavailable({ operation, status: 0, message: "BOOKMARK without metadata.resourceVersion" }))
+            : Effect.succeed([{ type, resourceVersion: bookmark.value.metadata.resourceVersion }])
+        }
+        case "ERROR": {
+          const status = Option.getOrUndefined(parseStatus(object))
+          const message = status?.message ?? "watch ERROR event"
+          return Effect.fail(
+            status?.code === 410
+              ? new KubeGone({ operation, message })
+              : new KubeUnavailable({ operation, status: status?.code ?? 0, message })
+          )
+        }
+        default:
+          return Effect.succeed([]) // a type this client does not know: skip it
+      }
+    }
+
+    const watchPods = (nodeName: string, resourceVersion: string): Stream.Stream<PodWatchEvent, KubeError> => {
+      const operation = "watchPods"
+      const start = Effect.gen(function*() {
+        // The request is aborted when the stream's scope closes: consumer done, interrupted, or failed.
+        const controller = yield* Effect.acquireRelease(
+          Effect.sync(() => new AbortController()),
+          (controller) => Effect.sync(() => controller.abort())
+        )
+        const response = yield* limited(
+          operation,
+          Effect.tryPromise({
+            try: () =>
+              send({
+                method: HttpMethod.GET,
+                path: "/api/v1/pods",
+                query: {
+                  watch: "true",
+                  fieldSelector: nodeSelector(nodeName),
+                  resourceVersion,
+                  allowWatchBookmarks: "true",
+                  timeoutSeconds: String(options.watchTimeoutSeconds)
+                }
+              }, controller.signal),
+            catch: transport(operation)
+          }).pipe(
+            Effect.flatMap((response) =>
+              response.httpStatusCode === 200
+                ? Effect.succeed(response)
+                : Effect.tryPromise({ try: () => response.body.text(), catch: transport(operation) }).pipe(
+                  Effect.flatMap((text) => Effect.fail(errorFromResponse(operation, response.httpStatusCode, text)))
+                )
+            )
+          )
+        )
+        const body = response.body.stream()
+        if (body === null) return Stream.empty
+        return Stream.fromReadableStream({ evaluate: () => body, onError: transport(operation) }).pipe(
+          Stream.timeoutOrElse({
+            duration: options.watchIdleTimeout,
+            orElse: () =>
+              Stream.fail(
+                new KubeUnavailable({
+                  operation,
+                  status: 0,
+                  message: `watch idle for ${Duration.format(Duration.fromInputUnsafe(options.watchIdleTimeout))}`
+                })
+              )
+          }),
+          Stream.decodeText,
+          Stream.splitLines,
+          Stream.filter((line) => line.trim() !== ""),
+          Stream.mapEffect(watchEvent(operation)),
+          Stream.flattenIterable
+        )
+      })
+      return Stream.unwrap(start)
+    }
+
+    const getPod = (namespace: string, name: string) =>
+      call("getPod", (o) => core.readNamespacedPod({ namespace, name }, o))
+
+    const replacePodStatus = (pod: V1Pod) => {
+      const name = pod.metadata?.name
+      const namespace = pod.metadata?.namespace
+      if (name === undefined || namespace === undefined) {
+        return invalid("replacePodStatus", "pod without metadata.name/namespace")
+      }
+      return call("replacePodStatus", (o) => core.replaceNamespacedPodStatus({ namespace, name, body: pod }, o))
+    }
+
+    const deletePod = (namespace: string, name: string, uid: string) =>
+      call("deletePod", (o) =>
+        core.deleteNamespacedPod({
+          namespace,
+          name,
+          body: { apiVersion: "v1", kind: "DeleteOptions", gracePeriodSeconds: 0, preconditions: { uid } }
+        }, o)).pipe(Effect.asVoid)
+
+    // ---- nodes -------------------------------------------------------------------------------
+
+    const getNode = (name: string) => call("getNode", (o) => core.readNode({ name }, o))
+    const createNode = (node: Parameters<KubeApi["Service"]["createNode"]>[0]) =>
+      call("createNode", (o) => core.createNode({ body: node }, o))
+    const patchNodeStatus = (name: string, patch: object) =>
+      call("patchNodeStatus", (o) => core.patchNodeStatus({ name, body: patch }, o), PatchStrategy.StrategicMergePatch)
+
+    // ---- leases ------------------------------------------------------------------------------
+
+    const getLease = (name: string) =>
+      call("getLease", (o) => coordination.readNamespacedLease({ namespace: leaseNamespace, name }, o)).pipe(
+        Effect.map(withLeaseMicroTimes)
+      )
+    const createLease = (lease: V1Lease) =>
+      call("createLease", (o) =>
+        coordination.createNamespacedLease({ namespace: leaseNamespace, body: withLeaseMicroTimes(lease) }, o)).pipe(
+          Effect.map(withLeaseMicroTimes)
+        )
+    const replaceLease = (lease: V1Lease) => {
+      const name = lease.metadata?.name
+      if (name === undefined) return invalid("replaceLease", "lease without metadata.name")
+      return call("replaceLease", (o) =>
+        coordination.replaceNamespacedLease({ namespace: leaseNamespace, name, body: withLeaseMicroTimes(lease) }, o))
+        .pipe(Effect.map(withLeaseMicroTimes))
+    }
+
+    // ---- events (core/v1) --------------------------------------------------------------------
+
+    const createEvent = (event: CoreV1Event) => {
+      const namespace = event.metadata?.namespace ?? event.involvedObject?.namespace
+      if (namespace === undefined || namespace === "") return invalid("createEvent", "event without a namespace")
+      return call("createEvent", (o) => core.createNamespacedEvent({ namespace, body: withEventMicroTimes(event) }, o))
+    }
+    // Strategic merge, as client-go's event recorder patches repeats; on an Event's scalar
+    // fields (count, lastTimestamp, message) it is the same as a JSON merge patch.
+    const patchEvent = (namespace: string, name: string, patch: object) =>
+      call(
+        "patchEvent",
+        (o) => core.patchNamespacedEvent({ namespace, name, body: patch }, o),
+        PatchStrategy.StrategicMergePatch
+      )
+
+    // ---- owners ------------------------------------------------------------------------------
+
+    const ownerPath = (ref: OwnerRef): string => {
+      const base = ref.group === "" ? `/api/${segment(ref.version)}` : `/apis/${segment(ref.group)}/${segment(ref.version)}`
+      const scope = ref.namespace === "" ? "" : `/namespaces/${segment(ref.namespace)}`
+      return `${base}${scope}/${segment(ref.plural)}/${segment(ref.name)}`
+    }
+
+    const getOwner = (ref: OwnerRef): Effect.Effect<OwnerObject, KubeError> =>
+      raw("getOwner", { method: HttpMethod.GET, path: ownerPath(ref) }).pipe(
+        Effect.flatMap((body) => {
+          const owner = decodeOwnerBody(body)
+          if (Option.isNone(owner)) {
+            return Effect.fail(
+              new KubeUnavailable({ operation: "getOwner", status: 200, message: "owner body without metadata.uid" })
+            )
+          }
+          const deletionTimestamp = owner.value.metadata.deletionTimestamp ?? undefined
+          return Effect.succeed({ uid: owner.value.metadata.uid, deletionTimestamp, raw: body })
+        })
+      )
+
+    // ---- NodeInventory -----------------------------------------------------------------------
+
+    const applyNodeInventory = (inventory: object) => {
+      const named = decodeObjectName(inventory)
+      if (Option.isNone(named)) return invalid("applyNodeInventory", "inventory without metadata.name")
+      return raw("applyNodeInventory", {
+        method: HttpMethod.PATCH,
+        path: `${nodeInventoryPath}/${segment(named.value.metadata.name)}`,
+        query: { fieldManager, force: "true" },
+        body: inventory,
+        contentType: PatchStrategy.ServerSideApply
+      })
+    }
+
+    return KubeApi.of({
+      listPods,
+      watchPods,
+      getPod,
+      replacePodStatus,
+      deletePod,
+      getNode,
+      createNode,
+      patchNodeStatus,
+      getLease,
+      createLease,
+      replaceLease,
+      createEvent,
+      patchEvent,
+      getOwner,
+      applyNodeInventory
+    })
+  })
+
+/** The live layer: kubeconfig per `AppConfig.kubeconfig` (else in-cluster, else $KUBECONFIG), limiter per qps/burst. */
+export const layer = Layer.effect(
+  KubeApi,
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const { kubeConfig } = yield* KubeConfigLoader.load(config.kubeconfig)
+    return yield* make(kubeConfig, { ...defaultOptions, qps: config.kubeApiQps, burst: config.kubeApiBurst })
+  })
+)

@@ -1,0 +1,466 @@
+/**
+ * Wire shapes of the live KubeApi layer, checked on a tiny recording HTTP server of our own:
+ * what client-node really sends (content types, query parameters, bodies), how raw and odd
+ * responses map to typed errors, timeouts, and that a watch's request is aborted when its
+ * stream ends. The behaviour against a faithful server is in KubeApiClientNode.test.ts.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { KubeConfig, type V1Lease, V1MicroTime } from "@kubernetes/client-node"
+import { Deferred, Effect, Exit, Fiber, Stream } from "effect"
+import { TestClock } from "effect/testing"
+import * as NodeHttp from "node:http"
+import type { AddressInfo } from "node:net"
+import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
+import type { KubeApi } from "../../src/Services/KubeApi.ts"
+
+interface Recorded {
+  readonly method: string
+  readonly url: URL
+  readonly headers: NodeHttp.IncomingHttpHeaders
+  readonly body: string
+}
+
+interface Reply {
+  readonly status: number
+  readonly body?: string
+  readonly contentType?: string
+  /** Keep the response open after writing `body` (a watch); lines may be pushed later. */
+  readonly hold?: boolean
+}
+
+type Handler = (request: Recorded) => Reply | "never"
+
+interface Recorder {
+  readonly requests: Array<Recorded>
+  readonly closed: Array<string>
+  setHandler(handler: Handler): void
+  readonly port: number
+}
+
+const json = (status: number, value: unknown): Reply => ({ status, body: JSON.stringify(value) })
+
+/** A loopback server that records every request and answers with the current handler. */
+const recorder = Effect.acquireRelease(
+  Effect.callback<{ recorder: Recorder; server: NodeHttp.Server }>((resume) => {
+    const requests: Array<Recorded> = []
+    const closed: Array<string> = []
+    let handler: Handler = () => json(200, {})
+    const server = NodeHttp.createServer((req, res) => {
+      const chunks: Array<Buffer> = []
+      req.on("data", (chunk: Buffer) => chunks.push(chunk))
+      req.on("end", () => {
+        const recorded: Recorded = {
+          method: req.method ?? "",
+          url: new URL(req.url ?? "/", "http://127.0.0.1"),
+          headers: req.headers,
+          body: Buffer.concat(chunks).toString("utf8")
+        }
+        requests.push(recorded)
+        res.on("close", () => closed.push(recorded.url.pathname))
+        const reply = handler(recorded)
+        if (reply === "never") return
+        res.writeHead(reply.status, { "content-type": reply.contentType ?? "application/json" })
+        if (reply.hold === true) {
+          res.write(reply.body ?? "")
+          return
+        }
+        res.end(reply.body ?? "")
+      })
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as AddressInfo).port
+      resume(Effect.succeed({
+        server,
+        recorder: { requests, closed, port, setHandler: (next) => (handler = next) }
+      }))
+    })
+  }),
+  ({ server }) =>
+    Effect.callback<void>((resume) => {
+      server.closeAllConnections()
+      server.close(() => resume(Effect.void))
+    })
+).pipe(Effect.map(({ recorder }) => recorder))
+
+const kubeConfigFor = (port: number): KubeConfig => {
+  const kubeConfig = new KubeConfig()
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: "recorder", server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+    users: [{ name: "u", token: "recorder-token" }],
+    contexts: [{ name: "c", cluster: "recorder", user: "u" }],
+    currentContext: "c"
+  })
+  return kubeConfig
+}
+
+const setup = Effect.gen(function*() {
+  const rec = yield* recorder
+  const kube: KubeApi["Service"] = yield* KubeApiClientNode.make(kubeConfigFor(rec.port), {
+    ...KubeApiClientNode.defaultOptions,
+    qps: 1000,
+    burst: 1000
+  })
+  return { rec, kube }
+})
+
+/** Lets real sockets make progress while the TestClock stands still. */
+const flushIO = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
+
+const sixDigits = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
+
+describe("KubeApiClientNode on the wire", () => {
+  it.effect("patchNodeStatus sends a strategic merge patch, not client-node's JSON-patch default", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => json(200, { apiVersion: "v1", kind: "Node", metadata: { name: "vk" } }))
+      const patch = { status: { conditions: [{ type: "Ready", status: "True" }] } }
+      yield* kube.patchNodeStatus("vk", patch)
+      const sent = rec.requests[0]!
+      assert.strictEqual(sent.method, "PATCH")
+      assert.strictEqual(sent.url.pathname, "/api/v1/nodes/vk/status")
+      assert.strictEqual(sent.headers["content-type"], "application/strategic-merge-patch+json")
+      assert.deepStrictEqual(JSON.parse(sent.body), patch)
+      assert.strictEqual(sent.headers["authorization"], "Bearer recorder-token")
+    }))
+
+  it.effect("patchEvent sends a strategic merge patch to core/v1 events", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => json(200, { apiVersion: "v1", kind: "Event", metadata: { name: "e" } }))
+      yield* kube.patchEvent("ns", "e", { count: 2 })
+      const sent = rec.requests[0]!
+      assert.strictEqual(sent.url.pathname, "/api/v1/namespaces/ns/events/e")
+      assert.strictEqual(sent.headers["content-type"], "application/strategic-merge-patch+json")
+    }))
+
+  it.effect("applyNodeInventory is a server-side apply with fieldManager and force", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => json(200, { kind: "NodeInventory", metadata: { name: "n1" } }))
+      const inventory = {
+        apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+        kind: "NodeInventory",
+        metadata: { name: "n1" },
+        spec: { entries: [] }
+      }
+      const applied = yield* kube.applyNodeInventory(inventory)
+      const sent = rec.requests[0]!
+      assert.strictEqual(sent.method, "PATCH")
+      assert.strictEqual(sent.url.pathname, "/apis/extensions.agents.x-k8s.io/v1beta1/nodeinventories/n1")
+      assert.strictEqual(sent.url.searchParams.get("fieldManager"), "vk-sandbox")
+      assert.strictEqual(sent.url.searchParams.get("force"), "true")
+      assert.strictEqual(sent.headers["content-type"], "application/apply-patch+yaml")
+      assert.deepStrictEqual(JSON.parse(sent.body), inventory)
+      assert.deepStrictEqual(applied, { kind: "NodeInventory", metadata: { name: "n1" } })
+    }))
+
+  it.effect("leases go out with six fractional digits, whatever Date kind the caller holds", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler((request) =>
+        request.method === "GET"
+          ? json(200, {
+            apiVersion: "coordination.k8s.io/v1",
+            kind: "Lease",
+            metadata: { name: "vk", namespace: "kube-node-lease", resourceVersion: "7" },
+            spec: { holderIdentity: "vk", renewTime: "2026-11-29T09:00:00.123456Z" }
+          })
+          : { status: request.method === "POST" ? 201 : 200, body: request.body }
+      )
+      const lease: V1Lease = {
+        metadata: { name: "vk", namespace: "kube-node-lease", resourceVersion: "7" },
+        spec: {
+          holderIdentity: "vk",
+          leaseDurationSeconds: 40,
+          acquireTime: new Date("2026-11-29T09:00:00.5Z"),
+          renewTime: new Date("2026-11-29T09:00:01.25Z")
+        }
+      }
+      const created = yield* kube.createLease(lease)
+      yield* kube.replaceLease({ ...lease, spec: { ...lease.spec, renewTime: new V1MicroTime("2026-11-29T09:00:02Z") } })
+      const post = JSON.parse(rec.requests[0]!.body)
+      const put = JSON.parse(rec.requests[1]!.body)
+      assert.strictEqual(rec.requests[0]!.url.pathname, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+      assert.strictEqual(rec.requests[1]!.method, "PUT")
+      assert.strictEqual(rec.requests[1]!.url.pathname, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/vk")
+      assert.strictEqual(post.spec.renewTime, "2026-11-29T09:00:01.250000Z")
+      assert.strictEqual(post.spec.acquireTime, "2026-11-29T09:00:00.500000Z")
+      assert.strictEqual(put.spec.renewTime, "2026-11-29T09:00:02.000000Z")
+      assert.strictEqual(put.metadata.resourceVersion, "7")
+      assert.match(put.spec.acquireTime, sixDigits)
+      // what comes back is a real Date again
+      assert.instanceOf(created.spec?.renewTime, Date)
+
+      // a lease read from the server keeps its microseconds when written back
+      const read = yield* kube.getLease("vk")
+      assert.instanceOf(read.spec?.renewTime, Date)
+      yield* kube.replaceLease(read)
+      assert.strictEqual(JSON.parse(rec.requests[3]!.body).spec.renewTime, "2026-11-29T09:00:00.123456Z")
+    }))
+
+  it.effect("formatMicroTime pads, truncates and keeps offsets", () =>
+    Effect.sync(() => {
+      assert.strictEqual(KubeApiClientNode.formatMicroTime("2026-01-02T03:04:05Z"), "2026-01-02T03:04:05.000000Z")
+      assert.strictEqual(KubeApiClientNode.formatMicroTime("2026-01-02T03:04:05.1234567Z"), "2026-01-02T03:04:05.123456Z")
+      assert.strictEqual(KubeApiClientNode.formatMicroTime("2026-01-02T03:04:05.1+02:00"), "2026-01-02T03:04:05.100000+02:00")
+      assert.strictEqual(KubeApiClientNode.formatMicroTime(new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 7))), "2026-01-02T03:04:05.007000Z")
+    }))
+
+  it.effect("createEvent writes eventTime with six digits into the event's namespace", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler((request) => ({ status: 201, body: request.body }))
+      yield* kube.createEvent({
+        metadata: { name: "p.1", namespace: "team" },
+        involvedObject: { kind: "Pod", name: "p", namespace: "team" },
+        reason: "Claimed",
+        eventTime: new Date("2026-11-29T09:00:00.5Z")
+      })
+      const sent = rec.requests[0]!
+      assert.strictEqual(sent.method, "POST")
+      assert.strictEqual(sent.url.pathname, "/api/v1/namespaces/team/events")
+      assert.strictEqual(JSON.parse(sent.body).eventTime, "2026-11-29T09:00:00.500000Z")
+    }))
+
+  it.effect("deletePod sends grace 0 and the UID precondition in DeleteOptions", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => json(200, { apiVersion: "v1", kind: "Pod", metadata: { name: "p" } }))
+      yield* kube.deletePod("ns", "p", "uid-1")
+      const sent = rec.requests[0]!
+      assert.strictEqual(sent.method, "DELETE")
+      assert.strictEqual(sent.url.pathname, "/api/v1/namespaces/ns/pods/p")
+      assert.deepStrictEqual(JSON.parse(sent.body), {
+        apiVersion: "v1",
+        kind: "DeleteOptions",
+        gracePeriodSeconds: 0,
+        preconditions: { uid: "uid-1" }
+      })
+    }))
+
+  it.effect("listPods selects the node across all namespaces and returns the list resourceVersion", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() =>
+        json(200, {
+          kind: "PodList",
+          apiVersion: "v1",
+          metadata: { resourceVersion: "42" },
+          items: [{ metadata: { name: "a", namespace: "x", deletionTimestamp: "2026-11-29T09:00:00Z" } }]
+        })
+      )
+      const list = yield* kube.listPods("vk node")
+      const sent = rec.requests[0]!
+      assert.strictEqual(sent.url.pathname, "/api/v1/pods")
+      assert.strictEqual(sent.url.searchParams.get("fieldSelector"), "spec.nodeName=vk node")
+      assert.strictEqual(list.resourceVersion, "42")
+      assert.strictEqual(list.items[0]!.metadata?.name, "a")
+      assert.instanceOf(list.items[0]!.metadata?.deletionTimestamp, Date)
+    }))
+
+  it.effect("getOwner: details only from a Status body; plain text and other shapes have none", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      const ref = { group: "apps", version: "v1", plural: "replicasets", namespace: "ns", name: "rs" }
+      rec.setHandler(() => ({ status: 404, body: "404 page not found\n", contentType: "text/plain" }))
+      const plain = yield* Effect.flip(kube.getOwner(ref))
+      assert.strictEqual(plain._tag, "KubeNotFound")
+      assert.isFalse("details" in plain)
+      assert.strictEqual(plain.message, "404 page not found")
+      assert.strictEqual(rec.requests[0]!.url.pathname, "/apis/apps/v1/namespaces/ns/replicasets/rs")
+
+      rec.setHandler(() => json(404, { kind: "Status", status: "Failure", reason: "NotFound", code: 404, details: {} }))
+      const emptyDetails = yield* Effect.flip(kube.getOwner(ref))
+      assert.isFalse("details" in emptyDetails)
+
+      // a body with details that is not a Status is not trusted
+      rec.setHandler(() => json(404, { kind: "Other", details: { name: "rs" } }))
+      const otherShape = yield* Effect.flip(kube.getOwner(ref))
+      assert.isFalse("details" in otherShape)
+
+      rec.setHandler(() =>
+        json(404, {
+          kind: "Status",
+          apiVersion: "v1",
+          status: "Failure",
+          reason: "NotFound",
+          code: 404,
+          message: "replicasets.apps \"rs\" not found",
+          details: { name: "rs", group: "apps", kind: "replicasets", causes: [] }
+        })
+      )
+      const structured = yield* Effect.flip(kube.getOwner(ref))
+      assert.strictEqual(structured._tag, "KubeNotFound")
+      assert.deepStrictEqual(structured._tag === "KubeNotFound" ? structured.details : undefined, {
+        name: "rs",
+        group: "apps",
+        kind: "replicasets"
+      })
+
+      rec.setHandler(() => json(200, { metadata: { uid: "u-1", deletionTimestamp: "2026-11-29T09:00:00Z" }, spec: {} }))
+      const owner = yield* kube.getOwner({ group: "", version: "v1", plural: "replicationcontrollers", namespace: "ns", name: "rc" })
+      assert.strictEqual(rec.requests.at(-1)!.url.pathname, "/api/v1/namespaces/ns/replicationcontrollers/rc")
+      assert.strictEqual(owner.uid, "u-1")
+      assert.strictEqual(owner.deletionTimestamp, "2026-11-29T09:00:00Z")
+      assert.deepStrictEqual(owner.raw, { metadata: { uid: "u-1", deletionTimestamp: "2026-11-29T09:00:00Z" }, spec: {} })
+    }))
+
+  it.effect("a generated call's 404 carries the server's details, never the requested name", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => ({ status: 404, body: "nope", contentType: "text/plain" }))
+      const plain = yield* Effect.flip(kube.getPod("ns", "p"))
+      assert.strictEqual(plain._tag, "KubeNotFound")
+      assert.isFalse("details" in plain)
+      rec.setHandler(() =>
+        json(404, { kind: "Status", reason: "NotFound", code: 404, message: "pods \"q\" not found", details: { name: "q", kind: "pods" } })
+      )
+      const other = yield* Effect.flip(kube.getPod("ns", "p"))
+      assert.deepStrictEqual(other._tag === "KubeNotFound" ? other.details : undefined, { name: "q", kind: "pods" })
+    }))
+
+  it.effect("status codes map to typed errors; 401 and 5xx are KubeUnavailable with the status", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      const cases: ReadonlyArray<readonly [number, string]> = [
+        [409, "KubeConflict"],
+        [410, "KubeGone"],
+        [403, "KubeForbidden"],
+        [422, "KubeInvalid"],
+        [400, "KubeInvalid"],
+        [401, "KubeUnavailable"],
+        [429, "KubeUnavailable"],
+        [503, "KubeUnavailable"]
+      ]
+      for (const [code, tag] of cases) {
+        rec.setHandler(() => json(code, { kind: "Status", code, reason: "AlreadyExists", message: `m${code}` }))
+        const error = yield* Effect.flip(kube.getNode("vk"))
+        assert.strictEqual(error._tag, tag, `HTTP ${code}`)
+        if (error._tag === "KubeUnavailable") assert.strictEqual(error.status, code)
+        if (error._tag === "KubeConflict") assert.strictEqual(error.reason, "AlreadyExists")
+      }
+    }))
+
+  it.effect("a refused connection is KubeUnavailable with status 0", () =>
+    Effect.gen(function*() {
+      const kube = yield* KubeApiClientNode.make(kubeConfigFor(1), { ...KubeApiClientNode.defaultOptions, qps: 10, burst: 10 })
+      const error = yield* Effect.flip(kube.getNode("vk"))
+      assert.strictEqual(error._tag, "KubeUnavailable")
+      assert.strictEqual(error._tag === "KubeUnavailable" ? error.status : -1, 0)
+    }))
+
+  it.effect("a call with no answer times out on the Effect clock as KubeUnavailable(0) and is aborted", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => "never")
+      const fiber = yield* Effect.forkChild(kube.getNode("vk"))
+      while (rec.requests.length === 0) yield* flushIO
+      yield* TestClock.adjust("29 seconds")
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* TestClock.adjust("1 second")
+      const exit = yield* Fiber.await(fiber)
+      assert.isTrue(Exit.isFailure(exit))
+      const error = yield* Effect.flip(Fiber.join(fiber))
+      assert.strictEqual(error._tag, "KubeUnavailable")
+      assert.strictEqual(error._tag === "KubeUnavailable" ? error.status : -1, 0)
+      while (rec.closed.length === 0) yield* flushIO
+      assert.deepStrictEqual(rec.closed, ["/api/v1/nodes/vk"])
+    }))
+
+  it.effect("the limiter holds calls beyond the burst until the clock moves", () =>
+    Effect.gen(function*() {
+      const rec = yield* recorder
+      const kube = yield* KubeApiClientNode.make(kubeConfigFor(rec.port), { ...KubeApiClientNode.defaultOptions, qps: 1, burst: 2 })
+      rec.setHandler(() => json(200, { kind: "Node", metadata: { name: "vk" } }))
+      const fibers = yield* Effect.forEach([1, 2, 3], () => Effect.forkChild(kube.getNode("vk")))
+      for (let i = 0; i < 20 && rec.requests.length < 2; i++) yield* flushIO
+      for (let i = 0; i < 5; i++) yield* flushIO
+      assert.strictEqual(rec.requests.length, 2, "the burst went out")
+      yield* TestClock.adjust("1 second")
+      yield* Effect.forEach(fibers, Fiber.join)
+      assert.strictEqual(rec.requests.length, 3, "the third after one token period")
+    }))
+
+  it.effect("watch query parameters, event decoding, and the request is aborted when the consumer stops", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      const lines = [
+        { type: "ADDED", object: { kind: "Pod", metadata: { name: "a", namespace: "x", resourceVersion: "11", creationTimestamp: "2026-11-29T09:00:00Z" } } },
+        { type: "BOOKMARK", object: { kind: "Pod", metadata: { resourceVersion: "12" } } },
+        { type: "SOMETHING-NEW", object: {} },
+        { type: "DELETED", object: { kind: "Pod", metadata: { name: "a", namespace: "x", resourceVersion: "13" } } }
+      ]
+      rec.setHandler(() => ({ status: 200, hold: true, body: lines.map((l) => JSON.stringify(l) + "\n").join("") }))
+      const events = yield* kube.watchPods("vk", "10").pipe(Stream.take(3), Stream.runCollect)
+      const sent = rec.requests[0]!
+      assert.strictEqual(sent.url.pathname, "/api/v1/pods")
+      assert.strictEqual(sent.url.searchParams.get("watch"), "true")
+      assert.strictEqual(sent.url.searchParams.get("allowWatchBookmarks"), "true")
+      assert.strictEqual(sent.url.searchParams.get("resourceVersion"), "10")
+      assert.strictEqual(sent.url.searchParams.get("fieldSelector"), "spec.nodeName=vk")
+      assert.deepStrictEqual(events.map((e) => e.type), ["ADDED", "BOOKMARK", "DELETED"])
+      const added = events[0]!
+      assert.instanceOf(added.type === "ADDED" ? added.object.metadata?.creationTimestamp : undefined, Date)
+      assert.deepStrictEqual(events[1], { type: "BOOKMARK", resourceVersion: "12" })
+      while (rec.closed.length === 0) yield* flushIO
+      assert.deepStrictEqual(rec.closed, ["/api/v1/pods"])
+    }))
+
+  it.effect("watch: 410 at start and an ERROR 410 event are KubeGone; other ERROR events KubeUnavailable", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => json(410, { kind: "Status", code: 410, reason: "Expired", message: "too old resource version" }))
+      const atStart = yield* Effect.flip(Stream.runCollect(kube.watchPods("vk", "1")))
+      assert.strictEqual(atStart._tag, "KubeGone")
+
+      const errorLine = (code: number) =>
+        JSON.stringify({ type: "ERROR", object: { kind: "Status", code, reason: "Expired", message: `code ${code}` } }) + "\n"
+      rec.setHandler(() => ({ status: 200, body: errorLine(410) }))
+      const midWatch = yield* Effect.flip(Stream.runCollect(kube.watchPods("vk", "1")))
+      assert.strictEqual(midWatch._tag, "KubeGone")
+
+      rec.setHandler(() => ({ status: 200, body: errorLine(500) }))
+      const other = yield* Effect.flip(Stream.runCollect(kube.watchPods("vk", "1")))
+      assert.strictEqual(other._tag, "KubeUnavailable")
+      assert.strictEqual(other._tag === "KubeUnavailable" ? other.status : -1, 500)
+    }))
+
+  it.effect("watch: a clean server close ends the stream", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => ({
+        status: 200,
+        body: JSON.stringify({ type: "MODIFIED", object: { metadata: { name: "a", namespace: "x" } } }) + "\n"
+      }))
+      const events = yield* Stream.runCollect(kube.watchPods("vk", "5"))
+      assert.deepStrictEqual(events.map((e) => e.type), ["MODIFIED"])
+    }))
+
+  it.effect("watch: interrupting it before the response headers aborts the request", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => "never")
+      const fiber = yield* Effect.forkChild(Stream.runCollect(kube.watchPods("vk", "5")))
+      while (rec.requests.length === 0) yield* flushIO
+      yield* Fiber.interrupt(fiber)
+      for (let i = 0; i < 100 && rec.closed.length === 0; i++) yield* flushIO
+      assert.deepStrictEqual(rec.closed, ["/api/v1/pods"])
+    }))
+
+  it.effect("watch: a silent connection fails after the idle timeout", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => ({ status: 200, hold: true, body: "" }))
+      const done = yield* Deferred.make<void>()
+      const fiber = yield* Effect.forkChild(
+        Stream.runCollect(kube.watchPods("vk", "5")).pipe(Effect.ensuring(Deferred.succeed(done, undefined)))
+      )
+      while (rec.requests.length === 0) yield* flushIO
+      for (let i = 0; i < 5; i++) yield* flushIO
+      yield* TestClock.adjust("331 seconds")
+      yield* Deferred.await(done)
+      const error = yield* Effect.flip(Fiber.join(fiber))
+      assert.strictEqual(error._tag, "KubeUnavailable")
+      while (rec.closed.length === 0) yield* flushIO
+    }))
+})

@@ -1,0 +1,123 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
+import * as KubeConfigLoader from "../../src/Layers/KubeConfigLoader.ts"
+import { AppConfig, testConfig } from "../../src/Schemas/Config.ts"
+import { KubeApi } from "../../src/Services/KubeApi.ts"
+
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "kubeconfig-"))),
+  (dir) => Effect.sync(() => NodeFs.rmSync(dir, { recursive: true, force: true }))
+)
+
+const writeKubeconfig = (dir: string, file: string, server: string): string => {
+  const path = NodePath.join(dir, file)
+  NodeFs.writeFileSync(
+    path,
+    [
+      "apiVersion: v1",
+      "kind: Config",
+      "clusters:",
+      `- name: c`,
+      "  cluster:",
+      `    server: ${server}`,
+      "    insecure-skip-tls-verify: true",
+      "users:",
+      "- name: u",
+      "  user:",
+      "    token: t",
+      "contexts:",
+      "- name: ctx",
+      "  context:",
+      "    cluster: c",
+      "    user: u",
+      "current-context: ctx",
+      ""
+    ].join("\n")
+  )
+  return path
+}
+
+const writeServiceAccount = (root: string) => {
+  const dir = `${root}${KubeConfigLoader.serviceAccountDir}`
+  NodeFs.mkdirSync(dir, { recursive: true })
+  NodeFs.writeFileSync(`${dir}/token`, "sa-token")
+  NodeFs.writeFileSync(`${dir}/ca.crt`, "")
+}
+
+const serverOf = (loaded: KubeConfigLoader.LoadedKubeConfig) => loaded.kubeConfig.getCurrentCluster()?.server
+
+describe("KubeConfigLoader", () => {
+  it.effect("an explicit path wins over in-cluster and $KUBECONFIG", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      writeServiceAccount(dir)
+      const explicitPath = writeKubeconfig(dir, "explicit", "http://127.0.0.1:1001")
+      const fromEnv = writeKubeconfig(dir, "env", "http://127.0.0.1:1002")
+      const loaded = yield* KubeConfigLoader.resolve({
+        explicitPath,
+        env: { KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBERNETES_SERVICE_PORT: "443", KUBECONFIG: fromEnv },
+        rootPrefix: dir
+      })
+      assert.strictEqual(loaded.source, "explicit")
+      assert.strictEqual(serverOf(loaded), "http://127.0.0.1:1001")
+    }))
+
+  it.effect("in-cluster comes before $KUBECONFIG and needs both the token and the service host", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fromEnv = writeKubeconfig(dir, "env", "http://127.0.0.1:1002")
+      const noToken = yield* KubeConfigLoader.resolve({
+        explicitPath: "",
+        env: { KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBECONFIG: fromEnv },
+        rootPrefix: dir
+      })
+      assert.strictEqual(noToken.source, "KUBECONFIG", "no token file: not in-cluster")
+      writeServiceAccount(dir)
+      const noHost = yield* KubeConfigLoader.resolve({ explicitPath: "", env: { KUBECONFIG: fromEnv }, rootPrefix: dir })
+      assert.strictEqual(noHost.source, "KUBECONFIG", "no service host: not in-cluster")
+      const inCluster = yield* KubeConfigLoader.resolve({
+        explicitPath: "",
+        env: { KUBERNETES_SERVICE_HOST: "fd00::1", KUBERNETES_SERVICE_PORT: "6443", KUBECONFIG: fromEnv },
+        rootPrefix: dir
+      })
+      assert.strictEqual(inCluster.source, "in-cluster")
+      assert.strictEqual(serverOf(inCluster), "https://[fd00::1]:6443")
+      assert.strictEqual(inCluster.kubeConfig.getCurrentUser()?.authProvider?.config?.tokenFile, `${dir}${KubeConfigLoader.serviceAccountDir}/token`)
+    }))
+
+  it.effect("nothing configured, a missing explicit file, or a broken file is KubeConfigMissing", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const none = yield* Effect.flip(KubeConfigLoader.resolve({ explicitPath: "", env: {}, rootPrefix: dir }))
+      assert.strictEqual(none._tag, "KubeConfigMissing")
+      const missing = yield* Effect.flip(
+        KubeConfigLoader.resolve({ explicitPath: NodePath.join(dir, "absent"), env: {}, rootPrefix: dir })
+      )
+      assert.strictEqual(missing._tag, "KubeConfigMissing")
+      assert.include(missing.message, "absent")
+      const broken = NodePath.join(dir, "broken")
+      NodeFs.writeFileSync(broken, "apiVersion: v1\nkind: Config\ncurrent-context: nowhere\n")
+      const noCluster = yield* Effect.flip(KubeConfigLoader.resolve({ explicitPath: "", env: { KUBECONFIG: broken }, rootPrefix: dir }))
+      assert.strictEqual(noCluster._tag, "KubeConfigMissing")
+    }))
+
+  it.effect("the live layer fails with KubeConfigMissing when the explicit kubeconfig is absent", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const built = Effect.gen(function*() {
+        return yield* KubeApi
+      }).pipe(
+        Effect.provide(
+          KubeApiClientNode.layer.pipe(
+            Layer.provide(AppConfig.layer(testConfig({ kubeconfig: NodePath.join(dir, "absent") })))
+          )
+        )
+      )
+      const error = yield* Effect.flip(built)
+      assert.strictEqual(error._tag, "KubeConfigMissing")
+    }))
+})
