@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds (or reuses) the real control-plane binaries for the k8s suite: kube-apiserver and etcd
+# from test/k8s/tools, helm from test/k8s/tools/helm. Versions are pinned by those modules' go.mod
+# and go.sum, so a build resolves nothing new. Binaries land in a cache outside the repository,
+# keyed by the pinned versions and a hash of the module files:
+#   ${VK_K8S_CACHE:-$HOME/.cache/vk-sandbox/k8s/<key>}/bin/{kube-apiserver,etcd,helm}
+# The last stdout line is that bin directory.
+# Exit codes: 0 built or reused; 2 no Go toolchain; 3 module proxy unavailable; 1 build failure.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+tools="$here/tools"
+
+kube_version=$(awk '$1 == "k8s.io/kubernetes" { print $2 }' "$tools/go.mod")
+etcd_version=$(awk '$1 == "go.etcd.io/etcd/server/v3" { print $2 }' "$tools/go.mod")
+helm_version=$(awk '$1 == "helm.sh/helm/v3" { print $2 }' "$tools/helm/go.mod")
+files_hash=$(cat "$tools/go.mod" "$tools/go.sum" "$tools/cmd/etcd/main.go" "$tools/helm/go.mod" "$tools/helm/go.sum" | sha256sum | cut -c1-12)
+key="kube-${kube_version}_etcd-${etcd_version}_helm-${helm_version}_${files_hash}"
+root="${VK_K8S_CACHE:-$HOME/.cache/vk-sandbox/k8s/$key}"
+bin="$root/bin"
+
+have_all() { [ -x "$bin/kube-apiserver" ] && [ -x "$bin/etcd" ] && [ -x "$bin/helm" ]; }
+
+if have_all; then
+  echo "k8s binaries: reusing $key" >&2
+  echo "$bin"
+  exit 0
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "k8s binaries: no Go toolchain on PATH" >&2
+  exit 2
+fi
+
+export GOFLAGS=-mod=mod
+# Fetch every pinned module first, so an unreachable proxy is told apart from a failing build.
+for module in "$tools" "$tools/helm"; do
+  if ! out=$(cd "$module" && go mod download 2>&1); then
+    echo "k8s binaries: Go module proxy unavailable ($(printf '%s\n' "$out" | tail -n 1))" >&2
+    exit 3
+  fi
+done
+
+echo "k8s binaries: building $key with $(go env GOVERSION) (the first build takes many minutes)" >&2
+mkdir -p "$root"
+staging=$(mktemp -d "$root/build.XXXXXX")
+trap 'rm -rf "$staging"' EXIT
+start=$(date +%s)
+(cd "$tools" && go build -trimpath -ldflags='-s -w' -o "$staging/" k8s.io/kubernetes/cmd/kube-apiserver ./cmd/etcd) >&2
+(cd "$tools/helm" && go build -trimpath -ldflags='-s -w' -o "$staging/" helm.sh/helm/v3/cmd/helm) >&2
+rm -rf "$bin"
+mv "$staging" "$bin"
+trap - EXIT
+echo "k8s binaries: built in $(( $(date +%s) - start ))s" >&2
+echo "$bin"
