@@ -1,0 +1,359 @@
+/**
+ * The live `SandboxdClient`: node:http with one keep-alive agent, a Semaphore bounding the
+ * requests in flight to `--sandboxd-max-concurrency`, and a whole-request `--sandboxd-timeout`.
+ *
+ * node:http is used directly (not effect/http) because the contract needs byte-exact control of
+ * the reply body: error bodies are read up to 64 KiB, success bodies are capped at 16 MiB with an
+ * explicit failure, and an aborted request must tear its socket down.
+ *
+ * The status → result mapping lives in the `interpret*` functions below, shared with the
+ * simulator-backed test layer (`SandboxdClientSim.ts`) so both speak the same contract.
+ */
+import * as Http from "node:http"
+import * as Https from "node:https"
+import { Duration, Effect, Layer, Option, Redacted, Result, Schema, Semaphore } from "effect"
+import type { Scope } from "effect"
+import { AppConfig } from "../Schemas/Config.ts"
+import type { ClaimId } from "../Schemas/Ids.ts"
+import {
+  claimRequestBody,
+  ClaimResponseWire,
+  ErrorBodyWire,
+  InfoResponseWire,
+  ListResponseWire,
+  parseDeadline
+} from "../Schemas/Sandboxd.ts"
+import {
+  type ClaimResult,
+  type ClaimSpec,
+  type ListedSandbox,
+  type NodeInfo,
+  NoWarmCapacity,
+  type ReleaseOutcome,
+  SandboxdClient,
+  SandboxdDecodeError,
+  SandboxdHttpError,
+  SandboxdListError,
+  type SandboxdTransportError,
+  SandboxdTimeout,
+  SandboxdUnreachable
+} from "../Services/SandboxdClient.ts"
+
+/** Error replies are read up to this many bytes; the rest is discarded. */
+export const ERROR_BODY_LIMIT = 64 * 1024
+/** Success bodies (the list above all) beyond this are refused with a decode error. */
+export const SUCCESS_BODY_LIMIT = 16 * 1024 * 1024
+
+/** A reply as read off the wire (or produced by the simulator model directly). */
+export interface RawReply {
+  readonly status: number
+  readonly body: string
+}
+
+// ---- shared interpretation ---------------------------------------------------------------------
+
+const parseJson = (text: string): Result.Result<unknown, string> => {
+  try {
+    return Result.succeed(JSON.parse(text) as unknown)
+  } catch (error) {
+    return Result.fail(error instanceof Error ? error.message : String(error))
+  }
+}
+
+/** The `error` field of a `{"error":…}` body, or "" when the body is not one. */
+export const errorMessageOf = (body: string): string => {
+  const json = parseJson(body)
+  if (Result.isFailure(json)) return ""
+  const decoded = Schema.decodeUnknownOption(ErrorBodyWire)(json.success)
+  return Option.isSome(decoded) ? decoded.value.error : ""
+}
+
+const decodeJson = <S extends Schema.Decoder<unknown>>(
+  schema: S,
+  operation: string,
+  body: string
+): Result.Result<S["Type"], SandboxdDecodeError> => {
+  const json = parseJson(body)
+  if (Result.isFailure(json)) {
+    return Result.fail(new SandboxdDecodeError({ operation, message: `invalid JSON: ${json.failure}` }))
+  }
+  const decoded = Schema.decodeUnknownResult(schema)(json.success)
+  return Result.isFailure(decoded)
+    ? Result.fail(new SandboxdDecodeError({ operation, message: `unexpected body: ${decoded.failure.message}` }))
+    : Result.succeed(decoded.success)
+}
+
+const httpError = (operation: string, reply: RawReply) =>
+  new SandboxdHttpError({ operation, status: reply.status, message: errorMessageOf(reply.body) })
+
+export const interpretClaim = (
+  reply: RawReply
+): Result.Result<ClaimResult, NoWarmCapacity | SandboxdHttpError | SandboxdDecodeError> => {
+  if (reply.status === 429) {
+    const detail = errorMessageOf(reply.body)
+    return Result.fail(
+      new NoWarmCapacity({ message: `node at capacity or draining${detail === "" ? "" : `: ${detail}`}` })
+    )
+  }
+  if (reply.status !== 200) return Result.fail(httpError("claim", reply))
+  const decoded = decodeJson(Schema.NullOr(ClaimResponseWire), "claim", reply.body)
+  if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
+  const body = decoded.success
+  const id = body?.id ?? ""
+  if (id === "") {
+    const redirect = body?.redirect ?? []
+    return Result.fail(
+      new NoWarmCapacity({
+        message: redirect.length > 0
+          ? `sandboxd redirected the claim to ${redirect.join(", ")}`
+          : "sandboxd answered without a sandbox id"
+      })
+    )
+  }
+  return Result.succeed({
+    id: id as ClaimId,
+    token: Redacted.make(body?.token ?? ""),
+    ownerAddr: body?.owner_addr ?? "",
+    deadline: parseDeadline(body?.deadline)
+  })
+}
+
+export const interpretRelease = (reply: RawReply): Result.Result<ReleaseOutcome, SandboxdHttpError> => {
+  if (reply.status === 204) return Result.succeed("Released")
+  if (reply.status === 404) return Result.succeed("AlreadyGone")
+  return Result.fail(httpError("release", reply))
+}
+
+export const interpretList = (
+  reply: RawReply
+): Result.Result<ReadonlyArray<ListedSandbox>, SandboxdHttpError | SandboxdDecodeError> => {
+  if (reply.status !== 200) return Result.fail(httpError("list", reply))
+  const decoded = decodeJson(ListResponseWire, "list", reply.body)
+  if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
+  return Result.succeed(decoded.success.sandboxes.map((row): ListedSandbox => ({
+    id: row.id as ClaimId,
+    claimRef: row.claim_ref ?? "",
+    deadline: parseDeadline(row.deadline),
+    hibernated: row.hibernated ?? false,
+    archived: row.archived ?? false,
+    failed: row.failed ?? "",
+    key: { template: row.key?.template ?? "", net: row.key?.net ?? "", size: row.key?.size ?? "" }
+  })))
+}
+
+export const interpretInfo = (
+  reply: RawReply
+): Result.Result<NodeInfo, SandboxdHttpError | SandboxdDecodeError> => {
+  if (reply.status !== 200) return Result.fail(httpError("info", reply))
+  const decoded = decodeJson(InfoResponseWire, "info", reply.body)
+  if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
+  return Result.succeed({
+    pools: decoded.success.pools.map((pool) => ({
+      template: pool.key.template ?? "",
+      net: pool.key.net ?? "",
+      size: pool.key.size ?? "",
+      warm: pool.warm ?? 0,
+      target: pool.target ?? 0
+    }))
+  })
+}
+
+export const interpretHealthz = (reply: RawReply): Result.Result<void, SandboxdHttpError> =>
+  reply.status >= 200 && reply.status < 300 ? Result.succeed(undefined) : Result.fail(httpError("healthz", reply))
+
+/** Wraps a list/info failure so it can never be mistaken for an empty answer. */
+export const asListError = (operation: "list" | "info") => (reason: SandboxdTransportError) =>
+  new SandboxdListError({ operation, reason, message: `sandboxd ${operation}: ${reason.message}` })
+
+// ---- transport ---------------------------------------------------------------------------------
+
+interface Exchange {
+  readonly operation: string
+  readonly method: "GET" | "POST"
+  readonly path: string
+  readonly token: Redacted.Redacted<string> | undefined
+  readonly body?: string
+  /** Bodies of this status are success bodies: capped with a failure, not truncated. */
+  readonly successStatus: number
+}
+
+/** Strips trailing slashes so `http://h:7777/` and `http://h:7777` address the same routes. */
+export const normalizeBaseUrl = (url: string): string => url.replace(/\/+$/, "")
+
+export type SandboxdClientShape = SandboxdClient["Service"]
+
+/** The sandboxd client over HTTP, scoped: its keep-alive agent is destroyed with the scope. */
+export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.Scope> = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const baseUrl = normalizeBaseUrl(config.sandboxdUrl)
+  const maxInFlight = Math.max(1, config.sandboxdMaxConcurrency)
+  const timeoutMillis = Duration.toMillis(config.sandboxdTimeout)
+  const secure = baseUrl.startsWith("https:")
+  const agentOptions = { keepAlive: true, maxSockets: maxInFlight, maxFreeSockets: maxInFlight }
+  const agent = yield* Effect.acquireRelease(
+    Effect.sync(() => secure ? new Https.Agent(agentOptions) : new Http.Agent(agentOptions)),
+    (agent) => Effect.sync(() => agent.destroy())
+  )
+  const permits = yield* Semaphore.make(maxInFlight)
+  const request = secure ? Https.request : Http.request
+
+  const roundTrip = (exchange: Exchange) =>
+    Effect.callback<RawReply, SandboxdUnreachable | SandboxdDecodeError>((resume) => {
+      const { operation } = exchange
+      let url: URL
+      try {
+        url = new URL(baseUrl + exchange.path)
+      } catch {
+        resume(Effect.fail(new SandboxdUnreachable({ operation, message: `invalid sandboxd URL ${baseUrl}` })))
+        return
+      }
+      const headers: Record<string, string> = {}
+      const token = exchange.token === undefined ? "" : Redacted.value(exchange.token)
+      if (token !== "") headers.authorization = `Bearer ${token}`
+      if (exchange.body !== undefined) {
+        headers["content-type"] = "application/json"
+        headers["content-length"] = String(Buffer.byteLength(exchange.body))
+      }
+      let settled = false
+      const settle = (effect: Effect.Effect<RawReply, SandboxdUnreachable | SandboxdDecodeError>) => {
+        if (settled) return
+        settled = true
+        resume(effect)
+      }
+      const unreachable = (cause: unknown) =>
+        settle(Effect.fail(
+          new SandboxdUnreachable({
+            operation,
+            message: `${exchange.method} ${url.pathname}: ${cause instanceof Error ? cause.message : String(cause)}`
+          })
+        ))
+      const req = request(url, { method: exchange.method, agent, headers }, (res) => {
+        const status = res.statusCode ?? 0
+        const isSuccessBody = status === exchange.successStatus
+        const limit = isSuccessBody ? SUCCESS_BODY_LIMIT : ERROR_BODY_LIMIT
+        const chunks: Array<Buffer> = []
+        let size = 0
+        const finish = () => settle(Effect.succeed({ status, body: Buffer.concat(chunks).toString("utf8") }))
+        res.on("data", (chunk: Buffer) => {
+          if (settled) return
+          const room = limit - size
+          if (chunk.length <= room) {
+            chunks.push(chunk)
+            size += chunk.length
+            return
+          }
+          if (isSuccessBody) {
+            settle(Effect.fail(
+              new SandboxdDecodeError({
+                operation,
+                message: `${operation} reply body exceeds the ${limit / (1024 * 1024)} MiB limit`
+              })
+            ))
+          } else {
+            chunks.push(chunk.subarray(0, room))
+            size = limit
+            finish()
+          }
+          // Stop reading: the rest of an oversize body is not worth draining.
+          res.destroy()
+        })
+        res.on("end", finish)
+        res.on("error", unreachable)
+        res.on("close", () => {
+          if (!res.complete) unreachable(new Error("connection closed before the reply was complete"))
+        })
+      })
+      req.on("error", unreachable)
+      req.end(exchange.body)
+      return Effect.sync(() => {
+        settled = true
+        req.destroy()
+      })
+    })
+
+  /** One bounded exchange: waits for a permit, then the timeout covers the request itself. */
+  const exchange = (exchange: Exchange) =>
+    roundTrip(exchange).pipe(
+      Effect.timeoutOrElse({
+        duration: config.sandboxdTimeout,
+        orElse: () =>
+          Effect.fail(
+            new SandboxdTimeout({
+              operation: exchange.operation,
+              timeoutMillis,
+              message: `${exchange.method} ${exchange.path} took longer than ${timeoutMillis} ms`
+            })
+          )
+      }),
+      permits.withPermits(1)
+    )
+
+  const nodeToken = config.sandboxdToken
+
+  const claim = Effect.fn("SandboxdClient.claim")(function*(spec: ClaimSpec) {
+    const reply = yield* exchange({
+      operation: "claim",
+      method: "POST",
+      path: "/v1/claim",
+      token: nodeToken,
+      body: JSON.stringify(claimRequestBody(spec)),
+      successStatus: 200
+    })
+    return yield* Effect.fromResult(interpretClaim(reply))
+  })
+
+  const release = Effect.fn("SandboxdClient.release")(
+    function*(id: ClaimId, claimToken: Redacted.Redacted<string>) {
+      if (id === "") {
+        return yield* new SandboxdHttpError({
+          operation: "release",
+          status: 0,
+          message: "release requires a sandbox id"
+        })
+      }
+      const reply = yield* exchange({
+        operation: "release",
+        method: "POST",
+        path: `/v1/sandboxes/${encodeURIComponent(id)}/release`,
+        token: claimToken,
+        successStatus: 204
+      })
+      return yield* Effect.fromResult(interpretRelease(reply))
+    }
+  )
+
+  const listSandboxes = exchange({
+    operation: "list",
+    method: "GET",
+    path: "/v1/sandboxes",
+    token: nodeToken,
+    successStatus: 200
+  }).pipe(
+    Effect.flatMap((reply) => Effect.fromResult(interpretList(reply))),
+    Effect.mapError(asListError("list")),
+    Effect.withSpan("SandboxdClient.listSandboxes")
+  )
+
+  const info = exchange({ operation: "info", method: "GET", path: "/v1/info", token: nodeToken, successStatus: 200 })
+    .pipe(
+      Effect.flatMap((reply) => Effect.fromResult(interpretInfo(reply))),
+      Effect.mapError(asListError("info")),
+      Effect.withSpan("SandboxdClient.info")
+    )
+
+  const healthz = exchange({
+    operation: "healthz",
+    method: "GET",
+    path: "/healthz",
+    token: undefined,
+    successStatus: 200
+  }).pipe(
+    Effect.flatMap((reply) => Effect.fromResult(interpretHealthz(reply))),
+    Effect.withSpan("SandboxdClient.healthz")
+  )
+
+  return SandboxdClient.of({ claim, release, listSandboxes, info, healthz })
+})
+
+/** Requires only `AppConfig`. */
+export const layer: Layer.Layer<SandboxdClient, never, AppConfig> = Layer.effect(SandboxdClient, make)
