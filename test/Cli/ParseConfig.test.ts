@@ -1,0 +1,276 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Redacted, Result } from "effect"
+import type { UsageError } from "../../src/Cli/Errors.ts"
+import { daemonFlags } from "../../src/Cli/Flags.ts"
+import { parseConfig, parseInvocation } from "../../src/Cli/ParseConfig.ts"
+import type { AppConfigShape } from "../../src/Schemas/Config.ts"
+import { testConfig } from "../../src/Schemas/Config.ts"
+
+const ok = (argv: ReadonlyArray<string>, env: Record<string, string | undefined> = {}): AppConfigShape => {
+  const result = parseConfig(argv, env)
+  if (Result.isFailure(result)) return assert.fail(`rejected ${JSON.stringify(argv)}: ${result.failure.message}`)
+  return result.success
+}
+
+const usageError = (argv: ReadonlyArray<string>, env: Record<string, string | undefined> = {}): UsageError => {
+  const result = parseConfig(argv, env)
+  if (Result.isSuccess(result)) return assert.fail(`accepted ${JSON.stringify(argv)} ${JSON.stringify(env)}`)
+  return result.failure
+}
+
+/** The config with Durations compared by length and the token unwrapped, for deepStrictEqual. */
+const comparable = (config: AppConfigShape) =>
+  Object.fromEntries(
+    Object.entries(config).map(([key, value]) => [
+      key,
+      Duration.isDuration(value)
+        ? `${Duration.toNanosUnsafe(value)}ns`
+        : Redacted.isRedacted(value)
+        ? `redacted:${Redacted.value(value)}`
+        : value
+    ])
+  )
+
+describe("parseConfig: defaults", () => {
+  it("gives every CFG-2 default with an empty command line and environment", () => {
+    assert.deepStrictEqual(comparable(ok([])), comparable(testConfig()))
+  })
+
+  it("ignores unrelated and empty environment variables", () => {
+    const env = Object.fromEntries(daemonFlags.flatMap((spec) => spec.env === undefined ? [] : [[spec.env, ""]]))
+    assert.deepStrictEqual(comparable(ok([], { ...env, KUBECONFIG: "/k", VK_LOG_LEVEL: "debug" })), comparable(testConfig()))
+  })
+})
+
+/** Env-backed flags: [flag, env var, env value, flag value, read the field, expected from env, expected from flag]. */
+const envBacked: ReadonlyArray<
+  readonly [string, string, string, string, (c: AppConfigShape) => unknown, unknown, unknown]
+> = [
+  ["node-name", "VK_NODE_NAME", "env-node", "flag-node", (c) => c.nodeName, "env-node", "flag-node"],
+  ["node-ip", "VK_NODE_IP", "10.0.0.1", "10.0.0.2", (c) => c.nodeIp, "10.0.0.1", "10.0.0.2"],
+  ["listen-addr", "VK_LISTEN_ADDR", "127.0.0.1:1", ":2", (c) => c.listenAddr, { host: "127.0.0.1", port: 1 }, { host: "", port: 2 }],
+  ["tls-cert", "VK_TLS_CERT", "/env.crt", "/flag.crt", (c) => c.tlsCert, "/env.crt", "/flag.crt"],
+  ["tls-key", "VK_TLS_KEY", "/env.key", "/flag.key", (c) => c.tlsKey, "/env.key", "/flag.key"],
+  ["node-cpu", "VK_NODE_CPU", "500m", "2e3", (c) => c.nodeCpu, "500m", "2e3"],
+  ["node-memory", "VK_NODE_MEMORY", "1.5Gi", "64Gi", (c) => c.nodeMemory, "1.5Gi", "64Gi"],
+  ["node-pods", "VK_NODE_PODS", "110", "3000", (c) => c.nodePods, "110", "3000"],
+  ["sandboxd-url", "SANDBOXD_URL", "http://10.0.0.9:7777/", "https://sb.example", (c) => c.sandboxdUrl, "http://10.0.0.9:7777", "https://sb.example"],
+  ["sandboxd-advertise-addr", "SANDBOXD_ADVERTISE_ADDR", "10.1.1.1:7777", "10.2.2.2:7777", (c) => c.sandboxdAdvertiseAddr, "10.1.1.1:7777", "10.2.2.2:7777"],
+  ["sandboxd-token-file", "SANDBOXD_TOKEN_FILE", "/env/token", "/flag/token", (c) => c.sandboxdTokenFile, "/env/token", "/flag/token"],
+  ["state-path", "VK_STATE_PATH", "/env/claims.json", "/flag/claims.json", (c) => c.statePath, "/env/claims.json", "/flag/claims.json"]
+]
+
+describe("parseConfig: env-backed flags (CFG-1, CFG-3)", () => {
+  it("covers every flag that has an env var", () => {
+    assert.deepStrictEqual(
+      envBacked.map(([flag]) => flag).sort(),
+      daemonFlags.filter((spec) => spec.env !== undefined).map((spec) => spec.name).sort()
+    )
+  })
+
+  for (const [flag, envVar, envValue, flagValue, read, fromEnv, fromFlag] of envBacked) {
+    it(`--${flag} / $${envVar}: default, env fallback, flag wins, empty env = unset`, () => {
+      const defaultValue = read(testConfig())
+      assert.deepStrictEqual(read(ok([])), defaultValue, "default")
+      assert.deepStrictEqual(read(ok([], { [envVar]: envValue })), fromEnv, "env fallback")
+      assert.deepStrictEqual(read(ok([`--${flag}`, flagValue], { [envVar]: envValue })), fromFlag, "flag beats env")
+      assert.deepStrictEqual(read(ok([`--${flag}=${flagValue}`])), fromFlag, "--flag=value")
+      assert.deepStrictEqual(read(ok([], { [envVar]: "" })), defaultValue, "empty env counts as unset")
+    })
+  }
+
+  it("an explicit empty flag value beats the env var", () => {
+    assert.strictEqual(ok(["--node-ip="], { VK_NODE_IP: "10.0.0.1" }).nodeIp, "")
+    assert.strictEqual(ok(["--tls-cert", ""], { VK_TLS_CERT: "/env.crt" }).tlsCert, "")
+  })
+})
+
+/** Flags without env vars: [argv, read the field, expected]. */
+const flagOnly: ReadonlyArray<readonly [ReadonlyArray<string>, (c: AppConfigShape) => unknown, unknown]> = [
+  [["--client-ca-file", "/ca.pem"], (c) => c.clientCaFile, "/ca.pem"],
+  [["--node-labels", "a=b,c=d"], (c) => c.nodeLabels, { a: "b", c: "d" }],
+  [["--node-labels="], (c) => c.nodeLabels, {}],
+  [["--kube-api-qps", "12.5"], (c) => c.kubeApiQps, 12.5],
+  [["--kube-api-qps=1e3"], (c) => c.kubeApiQps, 1000],
+  [["--kube-api-burst", "7"], (c) => c.kubeApiBurst, 7],
+  [["--kubeconfig", "/etc/kubeconfig"], (c) => c.kubeconfig, "/etc/kubeconfig"],
+  [["--sandboxd-timeout", "1m30s"], (c) => Duration.toMillis(c.sandboxdTimeout), 90_000],
+  [["--sandboxd-max-concurrency", "1"], (c) => c.sandboxdMaxConcurrency, 1],
+  [["--orphan-scan-interval", "0"], (c) => Duration.toMillis(c.orphanScanInterval), 0],
+  [["--orphan-scan-interval", "-5s"], (c) => Duration.toMillis(c.orphanScanInterval), 0],
+  [["--orphan-scan-interval", "1.5s"], (c) => Duration.toMillis(c.orphanScanInterval), 1500],
+  [["--publish-inventory"], (c) => c.publishInventory, true],
+  [["--publish-inventory=false"], (c) => c.publishInventory, false],
+  [["--publish-inventory=0"], (c) => c.publishInventory, false],
+  [["--publish-inventory=T"], (c) => c.publishInventory, true],
+  [["--publish-interval", "500ms"], (c) => Duration.toMillis(c.publishInterval), 500],
+  [["--publish-interval", "0"], (c) => Duration.toMillis(c.publishInterval), 0],
+  [["--lease-watch-interval", "2s"], (c) => Duration.toMillis(c.leaseWatchInterval), 2000],
+  [["--claim-verify-interval", "100ms"], (c) => Duration.toMillis(c.claimVerifyInterval), 100],
+  [["--shutdown-timeout", "1h"], (c) => Duration.toMillis(c.shutdownTimeout), 3_600_000],
+  [["--metrics-addr", "127.0.0.1:0"], (c) => c.metricsAddr, { host: "127.0.0.1", port: 0 }],
+  [["--metrics-addr", "[::1]:9090"], (c) => c.metricsAddr, { host: "::1", port: 9090 }],
+  [["--log-level", "debug"], (c) => c.logLevel, "debug"],
+  [["--log-level", "WARN"], (c) => c.logLevel, "warn"],
+  [["--log-format", "text"], (c) => c.logFormat, "text"]
+]
+
+describe("parseConfig: flags without env vars", () => {
+  it("covers every flag without an env var", () => {
+    const covered = new Set(flagOnly.map(([argv]) => argv[0]!.replace(/^--/, "").replace(/=.*$/, "")))
+    for (const spec of daemonFlags) {
+      if (spec.env === undefined && spec.name !== "version") assert.isTrue(covered.has(spec.name), spec.name)
+    }
+  })
+
+  for (const [argv, read, expected] of flagOnly) {
+    it(argv.join(" "), () => {
+      assert.deepStrictEqual(read(ok(argv)), expected)
+    })
+  }
+
+  it("reads no env var for them (KUBECONFIG is the loader's fallback, not the flag's)", () => {
+    assert.strictEqual(ok([], { KUBECONFIG: "/k" }).kubeconfig, "")
+  })
+
+  it("derives the advertise address from --sandboxd-url when unset (CFG-9)", () => {
+    assert.strictEqual(ok(["--sandboxd-url", "https://sb.example/"]).sandboxdAdvertiseAddr, "sb.example")
+    assert.strictEqual(ok([], { SANDBOXD_URL: "http://10.0.0.9:7777" }).sandboxdAdvertiseAddr, "10.0.0.9:7777")
+    assert.strictEqual(
+      ok(["--sandboxd-url", "https://sb.example", "--sandboxd-advertise-addr", "10.0.0.1:7777"]).sandboxdAdvertiseAddr,
+      "10.0.0.1:7777"
+    )
+  })
+
+  it("never reads the token file here", () => {
+    assert.strictEqual(Redacted.value(ok(["--sandboxd-token-file", "/does/not/exist"]).sandboxdToken), "")
+  })
+})
+
+describe("parseConfig: Go flag syntax (CFG-4)", () => {
+  it("treats -x and --x alike, with = or a separate value", () => {
+    for (const argv of [["-node-name", "n"], ["--node-name", "n"], ["-node-name=n"], ["--node-name=n"]]) {
+      assert.strictEqual(ok(argv).nodeName, "n", argv.join(" "))
+    }
+  })
+
+  it("takes the next argument as the value even when it starts with a dash", () => {
+    assert.strictEqual(ok(["--node-name", "-odd"]).nodeName, "-odd")
+  })
+
+  it("keeps everything after the first = in the value", () => {
+    assert.deepStrictEqual(ok(["--node-labels=a=b=c"]).nodeLabels, { a: "b=c" })
+  })
+
+  it("lets the last occurrence win", () => {
+    assert.strictEqual(ok(["--node-name", "a", "--node-name=b"]).nodeName, "b")
+  })
+
+  it("stops at --", () => {
+    assert.strictEqual(ok(["--node-name", "a", "--"]).nodeName, "a")
+  })
+
+  it("does not take a following word as a boolean's value", () => {
+    const error = usageError(["--publish-inventory", "false"])
+    assert.include(error.message, `unexpected argument "false"`)
+  })
+})
+
+/** [argv, env, flag named in the error, text the message contains]. */
+const rejections: ReadonlyArray<readonly [ReadonlyArray<string>, Record<string, string>, string, string]> = [
+  [["--bogus"], {}, "bogus", "not defined: --bogus"],
+  [["-x=1"], {}, "x", "not defined: -"],
+  [["---node-name=a"], {}, "", "bad flag syntax"],
+  [["-=a"], {}, "", "bad flag syntax"],
+  [["stray"], {}, "", `unexpected argument "stray"`],
+  [["--node-name", "a", "stray"], {}, "", `unexpected argument "stray"`],
+  [["--", "stray"], {}, "", `unexpected argument "stray"`],
+  [["--node-name"], {}, "node-name", "flag needs an argument: --node-name"],
+  [["--publish-inventory=maybe"], {}, "publish-inventory", "invalid boolean"],
+  [["--orphan-scan-interval", "abc"], {}, "orphan-scan-interval", "Go duration"],
+  [["--orphan-scan-interval", "5"], {}, "orphan-scan-interval", "missing unit"],
+  [["--orphan-scan-interval", "-"], {}, "orphan-scan-interval", "Go duration"],
+  [["--publish-interval", "1x"], {}, "publish-interval", "unknown unit"],
+  [["--publish-inventory", "--publish-interval", "0"], {}, "publish-interval", "greater than 0 with --publish-inventory"],
+  [["--publish-inventory", "--publish-interval", "-1s"], {}, "publish-interval", "greater than 0"],
+  [["--sandboxd-timeout", "0"], {}, "sandboxd-timeout", "greater than 0"],
+  [["--sandboxd-timeout", "10"], {}, "sandboxd-timeout", "missing unit"],
+  [["--lease-watch-interval", "0s"], {}, "lease-watch-interval", "greater than 0"],
+  [["--claim-verify-interval", "-1s"], {}, "claim-verify-interval", "greater than 0"],
+  [["--shutdown-timeout", "0"], {}, "shutdown-timeout", "greater than 0"],
+  [["--node-cpu", "abc"], {}, "node-cpu", "Kubernetes quantity"],
+  [["--node-memory", "8TB"], {}, "node-memory", "Kubernetes quantity"],
+  [["--node-pods="], {}, "node-pods", "Kubernetes quantity"],
+  [["--node-pods", "-1"], {}, "node-pods", "negative"],
+  [[], { VK_NODE_CPU: "abc" }, "node-cpu", "--node-cpu (from $VK_NODE_CPU)"],
+  [[], { VK_NODE_MEMORY: "8TB" }, "node-memory", "(from $VK_NODE_MEMORY)"],
+  [[], { VK_NODE_PODS: "x" }, "node-pods", "(from $VK_NODE_PODS)"],
+  [["--kube-api-qps", "0"], {}, "kube-api-qps", "greater than 0"],
+  [["--kube-api-qps", "-1"], {}, "kube-api-qps", "greater than 0"],
+  [["--kube-api-qps", "fast"], {}, "kube-api-qps", "not a number"],
+  [["--kube-api-qps", "Inf"], {}, "kube-api-qps", "not a number"],
+  [["--kube-api-burst", "0"], {}, "kube-api-burst", "greater than 0"],
+  [["--kube-api-burst", "-5"], {}, "kube-api-burst", "greater than 0"],
+  [["--kube-api-burst", "1.5"], {}, "kube-api-burst", "not an integer"],
+  [["--sandboxd-max-concurrency", "0"], {}, "sandboxd-max-concurrency", "greater than 0"],
+  [["--sandboxd-max-concurrency", "many"], {}, "sandboxd-max-concurrency", "not an integer"],
+  [["--listen-addr", ":0"], {}, "listen-addr", "out of range"],
+  [["--listen-addr", ":http"], {}, "listen-addr", "not a number"],
+  [["--listen-addr", "127.0.0.1"], {}, "listen-addr", "missing port"],
+  [["--listen-addr="], {}, "listen-addr", "missing port"],
+  [[], { VK_LISTEN_ADDR: ":70000" }, "listen-addr", "(from $VK_LISTEN_ADDR)"],
+  [["--metrics-addr", ":http"], {}, "metrics-addr", "not a number"],
+  [["--metrics-addr", "localhost"], {}, "metrics-addr", "missing port"],
+  [["--state-path="], {}, "state-path", "must not be empty"],
+  [["--state-path", ""], { VK_STATE_PATH: "/env/claims.json" }, "state-path", "must not be empty"],
+  [["--sandboxd-url", "localhost:7777"], {}, "sandboxd-url", "http"],
+  [["--sandboxd-url", "ftp://x"], {}, "sandboxd-url", "not http or https"],
+  [[], { SANDBOXD_URL: "nope" }, "sandboxd-url", "(from $SANDBOXD_URL)"],
+  [["--log-level", "verbose"], {}, "log-level", "must be one of trace, debug, info, warn, error"],
+  [["--log-format", "xml"], {}, "log-format", "must be one of json, text"]
+]
+
+describe("parseConfig: rejections (exit 2 in the binary)", () => {
+  for (const [argv, env, flag, text] of rejections) {
+    it(`${argv.join(" ")} ${JSON.stringify(env)}`, () => {
+      const error = usageError(argv, env)
+      assert.strictEqual(error._tag, "UsageError")
+      assert.strictEqual(error.flag, flag)
+      assert.include(error.message, text)
+      assert.notInclude(error.message, "\n")
+      if (flag !== "") assert.include(error.message, `-${flag}`)
+    })
+  }
+
+  it("reports the offending value", () => {
+    assert.include(usageError(["--node-cpu", "abc"]).message, `"abc"`)
+  })
+})
+
+describe("parseInvocation", () => {
+  it("--help and -h ask for help, even before a bad flag", () => {
+    for (const argv of [["--help"], ["-h"], ["-help"], ["--help", "--bogus"], ["--node-cpu=abc", "--help"]]) {
+      assert.deepStrictEqual(parseInvocation(argv, {}), Result.succeed({ _tag: "Help" as const }), argv.join(" "))
+    }
+  })
+
+  it("--version asks for the version without validating values", () => {
+    assert.deepStrictEqual(parseInvocation(["--version"], {}), Result.succeed({ _tag: "Version" as const }))
+    assert.deepStrictEqual(
+      parseInvocation(["--version", "--node-cpu=abc"], { VK_LISTEN_ADDR: "bad" }),
+      Result.succeed({ _tag: "Version" as const })
+    )
+    assert.strictEqual(Result.isFailure(parseInvocation(["--version", "--bogus"], {})), true)
+  })
+
+  it("--version=false runs the daemon", () => {
+    const invocation = parseInvocation(["--version=false"], {})
+    assert.isTrue(Result.isSuccess(invocation) && invocation.success._tag === "Run")
+  })
+
+  it("otherwise runs the daemon with the validated config", () => {
+    const invocation = parseInvocation(["--node-name", "n1"], {})
+    assert.isTrue(Result.isSuccess(invocation) && invocation.success._tag === "Run" && invocation.success.config.nodeName === "n1")
+    assert.isTrue(Result.isFailure(parseInvocation(["--node-cpu", "abc"], {})))
+  })
+})
