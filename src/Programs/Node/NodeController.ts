@@ -1,0 +1,241 @@
+/**
+ * The virtual node's controller (virtual-kubelet.md §1, CHK-08…CHK-12, ARCHITECTURE.md §6.6):
+ * registers the Node (POST of the whole object when missing, else a strategic-merge patch of
+ * `nodes/status`), keeps its status fresh every 60 s and right after a condition changes, probes
+ * sandboxd for the `SandboxdReachable` condition, and renews the node Lease every 10 s. A Node
+ * deleted while the daemon runs is re-created, and the Lease then points at the new UID. While the
+ * daemon's own health check fails, neither status nor Lease is written, so the cluster marks the
+ * node Unknown as for any kubelet. Shutdown leaves the Node and the Lease in place.
+ */
+import type { V1Lease, V1Node } from "@kubernetes/client-node"
+import { Clock, Context, Duration, Effect, Layer, Option, Queue, Ref, Schedule, Semaphore } from "effect"
+import { AppConfig } from "../../Schemas/Config.ts"
+import { EventRecorder, type EventType } from "../../Services/EventRecorder.ts"
+import { type KubeError, KubeApi } from "../../Services/KubeApi.ts"
+import { SandboxdClient } from "../../Services/SandboxdClient.ts"
+import { makeLeaseRenewer } from "./NodeLease.ts"
+import {
+  advanceConditions,
+  buildNode,
+  daemonVersion,
+  desiredConditions,
+  type NodeIdentity,
+  type NodeSnapshot,
+  type SandboxdReachability,
+  statusPatch,
+  type TrackedConditions,
+  trackedFromServer
+} from "./NodeObject.ts"
+import { probeSandboxd } from "./SandboxdProbe.ts"
+
+/**
+ * The daemon's own health (its loops are running). The daemon wiring provides the real check;
+ * by default the node counts as healthy.
+ */
+export const NodeHealth = Context.Reference<{ readonly healthy: Effect.Effect<boolean> }>("vk-sandbox/NodeHealth", {
+  defaultValue: () => ({ healthy: Effect.succeed(true) })
+})
+
+export interface NodeControllerOptions {
+  readonly statusInterval: Duration.Duration
+  readonly leaseRenewInterval: Duration.Duration
+  readonly probeInterval: Duration.Duration
+  readonly probeTimeout: Duration.Duration
+  /** Our version, for nodeInfo.kubeletVersion. */
+  readonly version: string
+  /** Node's `process.arch`; mapped to Go's names. */
+  readonly arch: string
+}
+
+export const defaultNodeControllerOptions: NodeControllerOptions = {
+  statusInterval: Duration.seconds(60),
+  leaseRenewInterval: Duration.seconds(10),
+  probeInterval: Duration.seconds(10),
+  probeTimeout: Duration.seconds(5),
+  version: daemonVersion,
+  arch: process.arch
+}
+
+export class NodeController extends Context.Service<NodeController, {
+  /** The server's name and UID for the node, once registered. */
+  readonly node: Effect.Effect<Option.Option<NodeIdentity>>
+  readonly sandboxd: Effect.Effect<SandboxdReachability>
+  readonly lease: Effect.Effect<Option.Option<V1Lease>>
+}>()("vk-sandbox/NodeController") {
+  /** Registration happens while the layer is built; a non-404 apiserver error fails it. */
+  static readonly layer = (
+    options: Partial<NodeControllerOptions> = {}
+  ): Layer.Layer<NodeController, KubeError, AppConfig | KubeApi | SandboxdClient> =>
+    Layer.effect(NodeController, make({ ...defaultNodeControllerOptions, ...options }))
+}
+
+/** Our condition types, for reading transition times back from an existing Node. */
+const ownConditionTypes = desiredConditions({ _tag: "NotProbed" }).map((c) => c.type)
+
+const identityOf = (node: V1Node, fallbackName: string): NodeIdentity => ({
+  name: node.metadata?.name ?? fallbackName,
+  uid: node.metadata?.uid ?? ""
+})
+
+const make = Effect.fnUntraced(function*(options: NodeControllerOptions) {
+  const config = yield* AppConfig
+  const kube = yield* KubeApi
+  const sandboxdClient = yield* SandboxdClient
+  const health = yield* NodeHealth
+  const recorder = yield* Effect.serviceOption(EventRecorder)
+  const nodeName = config.nodeName
+
+  const identity = yield* Ref.make(Option.none<NodeIdentity>())
+  const tracked = yield* Ref.make<TrackedConditions>(new Map())
+  const reachability = yield* Ref.make<SandboxdReachability>({ _tag: "NotProbed" })
+  const nodeLock = yield* Semaphore.make(1)
+  const wake = yield* Queue.sliding<void>(1)
+
+  const annotate = Effect.annotateLogs({ node: nodeName })
+
+  const nodeEvent = (type: EventType, reason: string, message: string) =>
+    Effect.gen(function*() {
+      const current = yield* Ref.get(identity)
+      if (Option.isNone(current) || Option.isNone(recorder)) {
+        return yield* Effect.logInfo("node event").pipe(Effect.annotateLogs({ type, reason, message }))
+      }
+      yield* recorder.value.record(
+        { kind: "Node", namespace: "", name: current.value.name, uid: current.value.uid },
+        type,
+        reason,
+        message
+      )
+    })
+
+  /** The desired status now; a status change moves that condition's transition time. */
+  const snapshot = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const desired = desiredConditions(yield* Ref.get(reachability))
+    const conditions = yield* Ref.modify(tracked, (previous) => {
+      const { next } = advanceConditions(previous, desired, now)
+      return [next, next]
+    })
+    return { config, version: options.version, arch: options.arch, conditions, now } satisfies NodeSnapshot
+  })
+
+  const remember = (node: V1Node) => Ref.set(identity, Option.some(identityOf(node, nodeName)))
+
+  // The writers below run under nodeLock (taken by their public callers only).
+
+  const createNode: Effect.Effect<NodeIdentity, KubeError> = Effect.gen(function*() {
+    const created = yield* kube.createNode(buildNode(yield* snapshot)).pipe(
+      Effect.catchTag("KubeConflict", () => Effect.succeed(undefined))
+    )
+    // Someone created it between our GET and POST: patch theirs instead.
+    if (created === undefined) return yield* patchStatus
+    yield* remember(created)
+    const registered = identityOf(created, nodeName)
+    yield* Effect.logInfo("node registered").pipe(Effect.annotateLogs({ uid: registered.uid }))
+    yield* nodeEvent("Normal", "Registered", `Node ${nodeName} registered by vk-sandbox ${options.version}`)
+    return registered
+  })
+
+  const patchStatus: Effect.Effect<NodeIdentity, KubeError> = Effect.gen(function*() {
+    const patched = yield* kube.patchNodeStatus(nodeName, statusPatch(yield* snapshot)).pipe(
+      Effect.catchTag("KubeNotFound", () => Effect.succeed(undefined))
+    )
+    if (patched === undefined) {
+      yield* Effect.logWarning("node is gone; registering it again")
+      return yield* createNode
+    }
+    yield* remember(patched)
+    return identityOf(patched, nodeName)
+  })
+
+  /** GET; present → keep its transition times and patch; missing → POST the whole Node. */
+  const ensureNode = Effect.gen(function*() {
+    const existing = yield* kube.getNode(nodeName).pipe(
+      Effect.map(Option.some),
+      Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<V1Node>()))
+    )
+    if (Option.isNone(existing)) return yield* createNode
+    yield* Ref.set(tracked, trackedFromServer(existing.value, ownConditionTypes))
+    return yield* patchStatus
+  }).pipe(nodeLock.withPermits(1))
+
+  /** For the lease when it is missing: is the Node still there (and with which UID)? */
+  const confirmNode = Effect.gen(function*() {
+    const existing = yield* kube.getNode(nodeName).pipe(
+      Effect.map(Option.some),
+      Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<V1Node>()))
+    )
+    if (Option.isNone(existing)) {
+      yield* Effect.logWarning("node is gone; registering it again")
+      return yield* createNode
+    }
+    yield* remember(existing.value)
+    return identityOf(existing.value, nodeName)
+  }).pipe(nodeLock.withPermits(1))
+
+  const currentNode = Effect.gen(function*() {
+    const current = yield* Ref.get(identity)
+    return Option.isSome(current) ? current.value : yield* confirmNode
+  })
+
+  const lease = yield* makeLeaseRenewer({ currentNode, confirmNode })
+
+  const probeOnce = Effect.gen(function*() {
+    const result = yield* probeSandboxd(options.probeTimeout).pipe(Effect.provideService(SandboxdClient, sandboxdClient))
+    const previous = yield* Ref.getAndSet(reachability, result)
+    if (previous._tag === result._tag) return
+    if (result._tag === "Unreachable") {
+      yield* Effect.logWarning("sandboxd unreachable").pipe(Effect.annotateLogs({ reason: result.message }))
+      yield* nodeEvent("Warning", "SandboxdUnreachable", `sandboxd is unreachable: ${result.message}`)
+    } else if (previous._tag === "Unreachable") {
+      yield* Effect.logInfo("sandboxd reachable again")
+      yield* nodeEvent("Normal", "SandboxdReachable", "sandboxd is reachable again")
+    }
+    // The condition changed: write the status now rather than at the next 60 s tick (NC-11).
+    yield* Queue.offer(wake, undefined)
+  })
+
+  const whenHealthy = (what: string, effect: Effect.Effect<void>) =>
+    Effect.gen(function*() {
+      if (yield* health.healthy) return yield* effect
+      yield* Effect.logWarning(`daemon unhealthy: not writing the node ${what}`)
+    })
+
+  const logFailure = (what: string) => (e: KubeError) =>
+    Effect.logWarning(`node ${what} failed`).pipe(Effect.annotateLogs({ error: e._tag, message: e.message }))
+
+  // ---- startup: probe, then register, then the loops --------------------------------------------
+
+  yield* probeOnce
+  yield* ensureNode.pipe(
+    Effect.retry({
+      schedule: Schedule.exponential("200 millis").pipe(Schedule.upTo({ times: 5 })),
+      while: (e) => e._tag === "KubeUnavailable"
+    })
+  )
+  const initial = yield* Ref.get(reachability)
+  if (initial._tag === "Unreachable") {
+    yield* nodeEvent("Warning", "SandboxdUnreachable", `sandboxd is unreachable: ${initial.message}`)
+  }
+
+  const leaseLoop = whenHealthy("lease", lease.sync.pipe(Effect.catch(logFailure("lease renewal")))).pipe(
+    Effect.repeat(Schedule.spaced(options.leaseRenewInterval))
+  )
+  const statusLoop = Effect.gen(function*() {
+    yield* Effect.raceFirst(Effect.sleep(options.statusInterval), Queue.take(wake))
+    yield* whenHealthy(
+      "status",
+      patchStatus.pipe(nodeLock.withPermits(1), Effect.asVoid, Effect.catch(logFailure("status update")))
+    )
+  }).pipe(Effect.forever)
+  const probeLoop = Effect.sleep(options.probeInterval).pipe(Effect.andThen(probeOnce), Effect.forever)
+
+  yield* Effect.forkScoped(leaseLoop.pipe(annotate))
+  yield* Effect.forkScoped(statusLoop.pipe(annotate))
+  yield* Effect.forkScoped(probeLoop.pipe(annotate))
+
+  return NodeController.of({
+    node: Ref.get(identity),
+    sandboxd: Ref.get(reachability),
+    lease: lease.cached
+  })
+}, Effect.annotateLogs({ component: "node-controller" }))

@@ -1,0 +1,257 @@
+/**
+ * The virtual node as data (reference-behaviour.md §4, virtual-kubelet.md §1.2, ARCHITECTURE.md
+ * §6.6): the Node created on first registration, the strategic-merge patch of `nodes/status`
+ * sent afterwards, and the condition bookkeeping (a transition time moves only when a status does).
+ * Everything here is pure; times come in as epoch milliseconds.
+ */
+import type { V1Node, V1NodeAddress, V1NodeCondition, V1NodeSystemInfo, V1Taint } from "@kubernetes/client-node"
+import packageJson from "../../../package.json" with { type: "json" }
+import type { AppConfigShape } from "../../Schemas/Config.ts"
+
+export type NodeConfig = Pick<
+  AppConfigShape,
+  "nodeName" | "nodeIp" | "listenAddr" | "nodeCpu" | "nodeMemory" | "nodePods" | "nodeLabels"
+>
+
+/** The server's name and UID for the node: the lease's owner reference points at them. */
+export interface NodeIdentity {
+  readonly name: string
+  readonly uid: string
+}
+
+export const daemonVersion: string = packageJson.version
+
+// ---- labels, taint, addresses, capacity -------------------------------------------------------
+
+/** VK's defaults, then `--node-labels`, which may override any of them (NODE-2). No OS label. */
+export const nodeLabels = (config: NodeConfig): Record<string, string> => ({
+  "type": "virtual-kubelet",
+  "kubernetes.io/role": "agent",
+  "kubernetes.io/hostname": config.nodeName,
+  ...config.nodeLabels
+})
+
+export const providerTaint: V1Taint = { key: "virtual-kubelet.io/provider", value: "sandboxd", effect: "NoSchedule" }
+
+/** InternalIP first when `--node-ip` is set, then Hostname (NODE-4). One address per type. */
+export const nodeAddresses = (config: NodeConfig): Array<V1NodeAddress> => [
+  ...(config.nodeIp === "" ? [] : [{ type: "InternalIP", address: config.nodeIp }]),
+  { type: "Hostname", address: config.nodeName }
+]
+
+export const nodeResources = (config: NodeConfig): Record<string, string> => ({
+  cpu: config.nodeCpu,
+  memory: config.nodeMemory,
+  pods: config.nodePods
+})
+
+/** Go's GOARCH names, which is what kubectl and node selectors expect. */
+export const goArchitecture = (arch: string): string => {
+  switch (arch) {
+    case "x64":
+      return "amd64"
+    case "ia32":
+      return "386"
+    default:
+      return arch // arm64, s390x, ppc64 (Go says ppc64le; Node's "ppc64" is little-endian on Linux)
+  }
+}
+
+/** Semver-parsable: the Kubernetes minor it targets, then ours as a pre-release tag. */
+export const kubeletVersion = (version: string): string => `v1.34.0-vk-sandbox.${version}`
+
+export const nodeSystemInfo = (version: string, arch: string): V1NodeSystemInfo => ({
+  architecture: goArchitecture(arch),
+  operatingSystem: "linux",
+  kubeletVersion: kubeletVersion(version),
+  containerRuntimeVersion: "sandboxd://",
+  kubeProxyVersion: "",
+  kernelVersion: "",
+  osImage: "",
+  machineID: "",
+  systemUUID: "",
+  bootID: ""
+})
+
+// ---- conditions -------------------------------------------------------------------------------
+
+export const SANDBOXD_REACHABLE = "SandboxdReachable"
+
+export type ConditionStatus = "True" | "False" | "Unknown"
+
+export interface ConditionSpec {
+  readonly type: string
+  readonly status: ConditionStatus
+  readonly reason: string
+  readonly message: string
+}
+
+/** What the last sandboxd probe said; None (not yet probed) is reported as Unknown. */
+export type SandboxdReachability =
+  | { readonly _tag: "Reachable" }
+  | { readonly _tag: "Unreachable"; readonly message: string }
+  | { readonly _tag: "NotProbed" }
+
+/**
+ * Ready is True whenever the daemon writes at all (it never writes Ready=False, §6.6); the
+ * pressure conditions are kubelet-style False; sandboxd reachability is its own condition.
+ */
+export const desiredConditions = (sandboxd: SandboxdReachability): ReadonlyArray<ConditionSpec> => [
+  { type: "Ready", status: "True", reason: "KubeletReady", message: "Kubelet is ready" },
+  {
+    type: "MemoryPressure",
+    status: "False",
+    reason: "KubeletHasSufficientMemory",
+    message: "kubelet has sufficient memory available"
+  },
+  { type: "DiskPressure", status: "False", reason: "KubeletHasNoDiskPressure", message: "kubelet has no disk pressure" },
+  { type: "PIDPressure", status: "False", reason: "KubeletHasSufficientPID", message: "kubelet has sufficient PID available" },
+  {
+    type: "NetworkUnavailable",
+    status: "False",
+    reason: "SandboxNetworkReady",
+    message: "sandbox networking is provided by sandboxd"
+  },
+  sandboxdCondition(sandboxd)
+]
+
+const sandboxdCondition = (sandboxd: SandboxdReachability): ConditionSpec => {
+  switch (sandboxd._tag) {
+    case "Reachable":
+      return { type: SANDBOXD_REACHABLE, status: "True", reason: "SandboxdHealthy", message: "sandboxd /healthz answered" }
+    case "Unreachable":
+      return {
+        type: SANDBOXD_REACHABLE,
+        status: "False",
+        reason: "SandboxdUnreachable",
+        message: `sandboxd /healthz failed: ${sandboxd.message}`
+      }
+    case "NotProbed":
+      return { type: SANDBOXD_REACHABLE, status: "Unknown", reason: "SandboxdNotProbed", message: "sandboxd not probed yet" }
+  }
+}
+
+export interface TrackedCondition extends ConditionSpec {
+  readonly lastTransitionMillis: number
+}
+
+export type TrackedConditions = ReadonlyMap<string, TrackedCondition>
+
+/**
+ * The next tracked set: a condition whose status changed (or is new) gets `now` as its transition
+ * time, the others keep theirs. `statusChanged` tells the caller to write at once (NC-11).
+ */
+export const advanceConditions = (
+  previous: TrackedConditions,
+  desired: ReadonlyArray<ConditionSpec>,
+  now: number
+): { readonly next: TrackedConditions; readonly statusChanged: boolean } => {
+  const next = new Map<string, TrackedCondition>()
+  let statusChanged = false
+  for (const spec of desired) {
+    const before = previous.get(spec.type)
+    const same = before !== undefined && before.status === spec.status
+    if (!same) statusChanged = true
+    next.set(spec.type, { ...spec, lastTransitionMillis: same ? before.lastTransitionMillis : now })
+  }
+  return { next, statusChanged }
+}
+
+/** Our condition types as the server has them, so a restart keeps their transition times. */
+export const trackedFromServer = (node: V1Node, types: ReadonlyArray<string>): TrackedConditions => {
+  const tracked = new Map<string, TrackedCondition>()
+  for (const condition of node.status?.conditions ?? []) {
+    if (!types.includes(condition.type)) continue
+    const status = condition.status
+    if (status !== "True" && status !== "False" && status !== "Unknown") continue
+    const transition = toMillis(condition.lastTransitionTime)
+    if (transition === undefined) continue
+    tracked.set(condition.type, {
+      type: condition.type,
+      status,
+      reason: condition.reason ?? "",
+      message: condition.message ?? "",
+      lastTransitionMillis: transition
+    })
+  }
+  return tracked
+}
+
+const toMillis = (value: Date | string | undefined): number | undefined => {
+  if (value === undefined) return undefined
+  const millis = value instanceof Date ? value.getTime() : Date.parse(value)
+  return Number.isNaN(millis) ? undefined : millis
+}
+
+/** Whole-second RFC 3339, as the kubelet writes condition times. */
+export const formatTime = (millis: number): string => new Date(Math.floor(millis / 1000) * 1000).toISOString().replace(".000Z", "Z")
+
+const wholeSecond = (millis: number) => new Date(Math.floor(millis / 1000) * 1000)
+
+// ---- the Node and its status patch ------------------------------------------------------------
+
+export interface NodeSnapshot {
+  readonly config: NodeConfig
+  readonly version: string
+  readonly arch: string
+  readonly conditions: TrackedConditions
+  readonly now: number
+}
+
+const conditionList = (snapshot: NodeSnapshot): Array<TrackedCondition> => [...snapshot.conditions.values()]
+
+/** The whole Node for the first POST (CHK-08): spec (taint) is written only here (NC-06). */
+export const buildNode = (snapshot: NodeSnapshot): V1Node => {
+  const { config } = snapshot
+  const conditions: Array<V1NodeCondition> = conditionList(snapshot).map((c) => ({
+    type: c.type,
+    status: c.status,
+    reason: c.reason,
+    message: c.message,
+    lastHeartbeatTime: wholeSecond(snapshot.now),
+    lastTransitionTime: wholeSecond(c.lastTransitionMillis)
+  }))
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: config.nodeName, labels: nodeLabels(config) },
+    spec: { taints: [providerTaint] },
+    status: {
+      phase: "Running",
+      conditions,
+      addresses: nodeAddresses(config),
+      capacity: nodeResources(config),
+      allocatable: nodeResources(config),
+      daemonEndpoints: { kubeletEndpoint: { Port: config.listenAddr.port } },
+      nodeInfo: nodeSystemInfo(snapshot.version, snapshot.arch)
+    }
+  }
+}
+
+/**
+ * The strategic-merge patch of `nodes/status` (NC-06, NC-09, CHK-09): labels, and the status
+ * fields we own. `conditions` and `addresses` merge by `type`, so entries other writers added
+ * survive; `spec` is never sent. Plain JSON (strings for times), not a client model.
+ */
+export const statusPatch = (snapshot: NodeSnapshot): object => {
+  const { config } = snapshot
+  return {
+    metadata: { labels: nodeLabels(config) },
+    status: {
+      phase: "Running",
+      conditions: conditionList(snapshot).map((c) => ({
+        type: c.type,
+        status: c.status,
+        reason: c.reason,
+        message: c.message,
+        lastHeartbeatTime: formatTime(snapshot.now),
+        lastTransitionTime: formatTime(c.lastTransitionMillis)
+      })),
+      addresses: nodeAddresses(config),
+      capacity: nodeResources(config),
+      allocatable: nodeResources(config),
+      daemonEndpoints: { kubeletEndpoint: { Port: config.listenAddr.port } },
+      nodeInfo: nodeSystemInfo(snapshot.version, snapshot.arch)
+    }
+  }
+}
