@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Chart checks: helm lint --strict and helm template for the default values and every
+# ci/*-values.yaml, then tests over the rendered manifests (which feed the container's args and
+# env to the daemon's own CLI parser). helm is built from Go modules by test/k8s/build.sh.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+chart=deploy/helm/vk-sandbox
+
+bin_dir=$(bash test/k8s/build.sh 2>/tmp/vk-helm-build.log | tail -n 1)
+helm="$bin_dir/helm"
+if [ ! -x "$helm" ]; then
+  echo "chart checks: SKIPPED (helm could not be built: $(tail -n 1 /tmp/vk-helm-build.log 2>/dev/null))"
+  exit 0
+fi
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+status=0
+for values in "" $chart/ci/*-values.yaml; do
+  name=default
+  args=()
+  if [ -n "$values" ]; then
+    name=$(basename "$values" -values.yaml)
+    args=(-f "$values")
+  fi
+  if ! "$helm" lint --strict "$chart" "${args[@]}" >"$out/$name.lint" 2>&1; then
+    echo "helm lint --strict failed for $name:"; cat "$out/$name.lint"; status=1
+  else
+    echo "helm lint --strict: $name ok"
+  fi
+  if ! "$helm" template vk-sandbox "$chart" --namespace vk-sandbox "${args[@]}" >"$out/$name.yaml" 2>"$out/$name.err"; then
+    echo "helm template failed for $name:"; cat "$out/$name.err"; status=1
+  else
+    echo "helm template: $name ok"
+  fi
+done
+[ "$status" -eq 0 ] || exit "$status"
+
+export VK_HELM_RENDER_DIR="$out"
+PATH="$PWD/node_modules/.bin:$PATH" vitest run --config vitest.helm.config.ts
