@@ -26,15 +26,12 @@ import { ClaimTable } from "../../Services/ClaimTable.ts"
 import { SandboxdClient } from "../../Services/SandboxdClient.ts"
 import { verifyQuarantinedClaims } from "../ClaimVerifier.ts"
 import {
-  annotation,
-  NetAnnotation,
+  annotationValue,
+  PodAnnotation,
   parseTtlSeconds,
-  RuntimeAnnotation,
-  ServedRuntime,
-  SizeAnnotation,
-  TemplateAnnotation,
-  TtlAnnotation
-} from "./Annotations.ts"
+  requestedRuntime,
+  SERVED_RUNTIME
+} from "../../Schemas/PodAnnotations.ts"
 import { detachedRelease } from "./DetachedRelease.ts"
 import { pushRunning } from "./Push.ts"
 import { formatSeconds } from "./Status.ts"
@@ -137,8 +134,8 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
     const store = yield* ClaimsStore
     const claimed = yield* sandboxd.claim({
       template,
-      net: annotation(pod, NetAnnotation),
-      size: annotation(pod, SizeAnnotation),
+      net: Option.getOrElse(annotationValue(pod.metadata?.annotations, PodAnnotation.net), () => ""),
+      size: Option.getOrElse(annotationValue(pod.metadata?.annotations, PodAnnotation.size), () => ""),
       ttlSeconds,
       claimRef: key
     }).pipe(
@@ -199,13 +196,13 @@ export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
   const key = podKeyOfPod(pod)
 
   // 1. runtime: absent or empty means ours; anything else is someone else's Pod.
-  const runtime = annotation(pod, RuntimeAnnotation) || ServedRuntime
-  if (runtime !== ServedRuntime) {
+  const runtime = requestedRuntime(pod.metadata?.annotations)
+  if (runtime !== SERVED_RUNTIME) {
     return yield* new RuntimeMismatch({
       pod: key,
       requested: runtime,
-      served: ServedRuntime,
-      message: `pod ${key} asks for runtime ${JSON.stringify(runtime)}; this node serves ${JSON.stringify(ServedRuntime)}`
+      served: SERVED_RUNTIME,
+      message: `pod ${key} asks for runtime ${JSON.stringify(runtime)}; this node serves ${JSON.stringify(SERVED_RUNTIME)}`
     })
   }
   // 2. a claim loaded from disk is judged before it is adopted or replaced.
@@ -225,25 +222,25 @@ export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
   // 5. an earlier create's in-memory-only claim is returned before the key is reused.
   yield* clearStrandedClaim(key)
   // 6. TTL before template (SUB-9).
-  const ttl = parseTtlSeconds(annotation(pod, TtlAnnotation))
+  const ttl = parseTtlSeconds(pod.metadata?.annotations)
   if (Result.isFailure(ttl)) {
     return yield* new InvalidTtl({
       pod: key,
-      annotation: TtlAnnotation,
+      annotation: PodAnnotation.ttlSeconds,
       value: ttl.failure.value,
-      message:
-        `pod ${key}: annotation ${TtlAnnotation}=${JSON.stringify(ttl.failure.value)} is invalid (${ttl.failure.reason}); want a non-negative integer number of seconds`
+      message: `pod ${key}: ${ttl.failure.message}; want a non-negative integer number of seconds`
     })
   }
   // 7. a fresh claim needs a template.
-  const template = annotation(pod, TemplateAnnotation)
-  if (template === "") {
+  const template = annotationValue(pod.metadata?.annotations, PodAnnotation.template)
+  if (Option.isNone(template)) {
     return yield* new MissingTemplate({
       pod: key,
-      annotation: TemplateAnnotation,
-      message: `pod ${key} has no ${TemplateAnnotation} annotation; a fresh claim needs one`
+      annotation: PodAnnotation.template,
+      message: `pod ${key} has no ${PodAnnotation.template} annotation; a fresh claim needs one`
     })
   }
-  // 8–11.
-  yield* claimAndCommit(key, pod, template, ttl.success)
+  // 8–11. A TTL beyond what a JSON number carries exactly would reach sandboxd as a value
+  // outside int64 (a decode error there); the largest exact one asks for the same (clamped) lease.
+  yield* claimAndCommit(key, pod, template.value, Math.min(ttl.success, Number.MAX_SAFE_INTEGER))
 })

@@ -5,7 +5,7 @@
 import type { V1ContainerStatus, V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { DateTime, Option } from "effect"
 import type { ClaimRecord } from "../../Schemas/Claims.ts"
-import { ClaimIdAnnotation } from "./Annotations.ts"
+import { PodAnnotation } from "../../Schemas/PodAnnotations.ts"
 import type { PodIp } from "./PodIp.ts"
 
 export const LeaseExpiredReason = "SandboxLeaseExpired"
@@ -54,7 +54,7 @@ export const runningPod = (pod: V1Pod, claim: ClaimRecord, ip: PodIp): V1Pod => 
   const copy = structuredClone(pod)
   copy.metadata = {
     ...copy.metadata,
-    annotations: { ...copy.metadata?.annotations, [ClaimIdAnnotation]: claim.id }
+    annotations: { ...copy.metadata?.annotations, [PodAnnotation.claimId]: claim.id }
   }
   copy.status = runningStatus(pod, claim, ip)
   return copy

@@ -1,0 +1,134 @@
+import { assert, describe, it } from "@effect/vitest"
+import type { V1Pod } from "@kubernetes/client-node"
+import { DateTime, Effect, Option, Redacted } from "effect"
+import { ClaimTableRefLayer } from "../../src/Layers/ClaimTableRef.ts"
+import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
+import type { ClaimId, PodKey } from "../../src/Schemas/Ids.ts"
+import { ClaimsSnapshot } from "../../src/Services/ClaimsStore.ts"
+import { ClaimTable } from "../../src/Services/ClaimTable.ts"
+
+const key = (name: string) => `ns/${name}` as PodKey
+const rec = (id: string, deadline?: number): ClaimRecord => ({
+  id: id as ClaimId,
+  token: Redacted.make(`t-${id}`),
+  address: "",
+  podUID: "u0",
+  claimedAt: Option.none(),
+  deadline: deadline === undefined ? Option.none() : Option.some(DateTime.makeUnsafe(deadline))
+})
+const pod = (name: string, uid: string): V1Pod => ({ metadata: { namespace: "ns", name, uid }, spec: { containers: [] } })
+
+const run = <A, E>(effect: Effect.Effect<A, E, ClaimTable | ClaimsSnapshot>) =>
+  effect.pipe(Effect.provide(ClaimTableRefLayer, { local: true }))
+
+describe("ClaimTable (Ref layer)", () => {
+  it.effect("rowsForWrite: durable and quarantined rows always, tentative rows only in their own commit (PER-6)", () =>
+    run(Effect.gen(function*() {
+      const table = yield* ClaimTable
+      const snapshot = yield* ClaimsSnapshot
+      yield* table.loadQuarantined(new Map([[key("q"), rec("sb_q")]]))
+      yield* table.recordTentative(key("a"), rec("sb_a"), pod("a", "ua"))
+      yield* table.recordTentative(key("b"), rec("sb_b"), pod("b", "ub"))
+      const forA = yield* snapshot.rowsForWrite(new Set([key("a")]))
+      assert.deepStrictEqual([...forA.keys()].sort(), [key("a"), key("q")])
+      const forNone = yield* snapshot.rowsForWrite(new Set())
+      assert.deepStrictEqual([...forNone.keys()], [key("q")])
+      // landed: only a tentative row with the written id becomes Durable.
+      yield* snapshot.landed(new Map([[key("a"), "sb_a" as ClaimId], [key("b"), "sb_other" as ClaimId]]))
+      assert.isTrue(Option.isSome(yield* table.durable(key("a"))))
+      assert.isTrue(Option.isNone(yield* table.durable(key("b"))))
+      assert.isTrue(Option.isNone(yield* table.durable(key("q"))), "quarantined is not durable")
+      const afterLanding = yield* snapshot.rowsForWrite(new Set())
+      assert.deepStrictEqual([...afterLanding.keys()].sort(), [key("a"), key("q")])
+    })))
+
+  it.effect("durable lookup sees only settled rows; held lookup sees all three states (ST-2)", () =>
+    run(Effect.gen(function*() {
+      const table = yield* ClaimTable
+      yield* table.loadQuarantined(new Map([[key("q"), rec("sb_q")]]))
+      yield* table.recordTentative(key("t"), rec("sb_t"), pod("t", "ut"))
+      assert.isTrue(Option.isNone(yield* table.durable(key("q"))))
+      assert.isTrue(Option.isNone(yield* table.durable(key("t"))))
+      assert.strictEqual(Option.getOrThrow(yield* table.held(key("q"))).state._tag, "Quarantined")
+      assert.strictEqual(Option.getOrThrow(yield* table.held(key("t"))).state._tag, "Tentative")
+    })))
+
+  it.effect("adopt: refuses tentative and quarantined rows, rebinds a durable one and fills only a missing claimedAt (CRT-4, CRT-5)", () =>
+    run(Effect.gen(function*() {
+      const table = yield* ClaimTable
+      const snapshot = yield* ClaimsSnapshot
+      const now = DateTime.makeUnsafe(5_000)
+      yield* table.loadQuarantined(new Map([[key("q"), rec("sb_q")]]))
+      assert.isTrue(Option.isNone(yield* table.adopt(key("q"), pod("q", "u2"), now)))
+      yield* table.recordTentative(key("a"), rec("sb_a"), pod("a", "u1"))
+      assert.isTrue(Option.isNone(yield* table.adopt(key("a"), pod("a", "u2"), now)))
+      yield* snapshot.landed(new Map([[key("a"), "sb_a" as ClaimId]]))
+      const adopted = Option.getOrThrow(yield* table.adopt(key("a"), pod("a", "u2"), now))
+      assert.strictEqual(adopted.id, "sb_a")
+      assert.strictEqual(adopted.podUID, "u2")
+      assert.deepStrictEqual(adopted.claimedAt, Option.some(now))
+      const again = Option.getOrThrow(yield* table.adopt(key("a"), pod("a", "u3"), DateTime.makeUnsafe(9_000)))
+      assert.deepStrictEqual(again.claimedAt, Option.some(now), "a known claimedAt is kept")
+      assert.strictEqual(Option.getOrThrow(yield* table.pod(key("a"))).metadata?.uid, "u3")
+    })))
+
+  it.effect("withdraw, refreshDeadline and dropClaim act only on the row that still carries the id", () =>
+    run(Effect.gen(function*() {
+      const table = yield* ClaimTable
+      yield* table.recordTentative(key("a"), rec("sb_new"), pod("a", "u1"))
+      assert.isFalse(yield* table.withdraw(key("a"), "sb_old" as ClaimId))
+      assert.isFalse(yield* table.refreshDeadline(key("a"), "sb_old" as ClaimId, Option.none()))
+      assert.isFalse(yield* table.dropClaim(key("a"), "sb_old" as ClaimId))
+      assert.isTrue(Option.isSome(yield* table.held(key("a"))))
+      assert.isTrue(yield* table.refreshDeadline(key("a"), "sb_new" as ClaimId, Option.some(DateTime.makeUnsafe(7))))
+      assert.deepStrictEqual(Option.getOrThrow(yield* table.held(key("a"))).record.deadline, Option.some(DateTime.makeUnsafe(7)))
+      assert.isTrue(yield* table.withdraw(key("a"), "sb_new" as ClaimId))
+      assert.isTrue(Option.isNone(yield* table.held(key("a"))))
+      assert.isTrue(Option.isNone(yield* table.pod(key("a"))), "withdraw removes the pod entry too")
+    })))
+
+  it.effect("judgeQuarantined: lifts listed rows (deadline back-filled, never overwritten), drops unlisted, skips changed rows (VER-2)", () =>
+    run(Effect.gen(function*() {
+      const table = yield* ClaimTable
+      yield* table.loadQuarantined(new Map([
+        [key("listed-no-deadline"), rec("sb_1")],
+        [key("listed-deadline"), rec("sb_2", 1_000)],
+        [key("gone"), rec("sb_3")],
+        [key("replaced"), rec("sb_4")]
+      ]))
+      const snapshot = new Map<PodKey, ClaimId>([
+        [key("listed-no-deadline"), "sb_1" as ClaimId],
+        [key("listed-deadline"), "sb_2" as ClaimId],
+        [key("gone"), "sb_3" as ClaimId],
+        [key("replaced"), "sb_4" as ClaimId]
+      ])
+      // The key changed hands between the snapshot and the judgement.
+      yield* table.recordTentative(key("replaced"), rec("sb_5"), pod("replaced", "u"))
+      const listedDeadline = Option.some(DateTime.makeUnsafe(99_000))
+      const judgement = yield* table.judgeQuarantined(snapshot, new Map([
+        ["sb_1" as ClaimId, listedDeadline],
+        ["sb_2" as ClaimId, listedDeadline]
+      ]))
+      assert.deepStrictEqual([...judgement.lifted].sort(), [key("listed-deadline"), key("listed-no-deadline")])
+      assert.deepStrictEqual(judgement.dropped, [{ key: key("gone"), id: "sb_3" as ClaimId }])
+      assert.deepStrictEqual(Option.getOrThrow(yield* table.durable(key("listed-no-deadline"))).deadline, listedDeadline)
+      assert.deepStrictEqual(
+        Option.getOrThrow(yield* table.durable(key("listed-deadline"))).deadline,
+        Option.some(DateTime.makeUnsafe(1_000))
+      )
+      assert.strictEqual(Option.getOrThrow(yield* table.held(key("replaced"))).record.id, "sb_5")
+      assert.deepStrictEqual(yield* table.quarantinedKeys, [])
+    })))
+
+  it.effect("storePod applies the stale-UID guard (ST-4) and keeps its own copy", () =>
+    run(Effect.gen(function*() {
+      const table = yield* ClaimTable
+      const first = pod("a", "u1")
+      assert.strictEqual(yield* table.storePod(key("a"), first), "Stored")
+      first.metadata!.name = "mutated"
+      assert.strictEqual(Option.getOrThrow(yield* table.pod(key("a"))).metadata?.name, "a")
+      assert.strictEqual(yield* table.storePod(key("a"), pod("a", "u2")), "StaleUid")
+      assert.strictEqual(yield* table.storePod(key("a"), { ...pod("a", "u1"), spec: { containers: [{ name: "x" }] } }), "Stored")
+      assert.strictEqual(Option.getOrThrow(yield* table.pod(key("a"))).spec?.containers[0]?.name, "x")
+    })))
+})

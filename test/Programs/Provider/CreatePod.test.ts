@@ -1,0 +1,327 @@
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Effect, Fiber, Option, Redacted } from "effect"
+import { ClaimsStoreMemoryControl } from "../../../src/Layers/ClaimsStoreMemory.ts"
+import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
+import { Provider } from "../../../src/Services/Provider.ts"
+import { SandboxdSim, SimFault } from "../../../src/Simulators/Sandboxd/Model.ts"
+import { drain, keyOf, pod, subscribePushes, Template, world } from "./harness.ts"
+
+const claimBodies = Effect.map(
+  SandboxdSim.use((sim) => sim.audit),
+  (audit) => audit.filter((entry) => entry.route === "claim").map((entry) => JSON.parse(entry.body) as Record<string, unknown>)
+)
+const releasePaths = Effect.map(
+  SandboxdSim.use((sim) => sim.audit),
+  (audit) => audit.filter((entry) => entry.route === "release").map((entry) => entry.path)
+)
+const simClaimIds = Effect.map(SandboxdSim.use((sim) => sim.claims), (claims) => claims.map((claim) => claim.id))
+
+/** Yields until `check` holds (the work under test runs on other fibers and real sockets). */
+const eventually = <E, R>(check: Effect.Effect<boolean, E, R>) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 2000; i++) {
+      if (yield* check) return
+      yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+    }
+    return yield* Effect.die(new Error("condition never held"))
+  })
+
+const rowState = (name: string) =>
+  ClaimTable.use((table) => Effect.map(table.held(keyOf(name)), Option.map((row) => row.state._tag)))
+
+describe("CreatePod", () => {
+  it.effect("fresh claim: claim_ref = pod key, TTL 86400 by default, row durable on disk, Running pushed with the claim-id", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const pushes = yield* subscribePushes
+      yield* provider.createPod(pod("web"))
+      const [body] = yield* claimBodies
+      assert.deepStrictEqual(body, { template: Template, ttl_seconds: 86400, claim_ref: "default/web" })
+      const control = yield* ClaimsStoreMemoryControl
+      const disk = yield* control.disk
+      const onDisk = disk.get(keyOf("web"))
+      assert.isDefined(onDisk)
+      const [id] = yield* simClaimIds
+      assert.strictEqual(onDisk!.id, id)
+      assert.strictEqual(onDisk!.podUID, "uid-web")
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Durable"))
+      const [pushed, ...more] = yield* drain(pushes)
+      assert.strictEqual(more.length, 0)
+      assert.strictEqual(pushed.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"], id)
+      assert.strictEqual(pushed.status?.phase, "Running")
+      assert.deepStrictEqual(pushed.status?.conditions?.map((c) => `${c.type}=${c.status}`), [
+        "Initialized=True",
+        "Ready=True",
+        "PodScheduled=True"
+      ])
+      assert.deepStrictEqual(pushed.status?.containerStatuses?.map((c) => [c.name, c.image, c.imageID, c.ready]), [
+        ["main", "python:3.12", `sandboxd://${id}`, true],
+        ["sidecar", "busybox", `sandboxd://${id}`, true]
+      ])
+      // The simulator advertises its loopback address as owner_addr: an IP literal.
+      assert.strictEqual(pushed.status?.podIP, "127.0.0.1")
+      assert.deepStrictEqual(pushed.status?.podIPs, [{ ip: "127.0.0.1" }])
+      assert.strictEqual(pushed.status?.hostIP, "127.0.0.1")
+      assert.deepStrictEqual(pushed.status?.startTime, DateTime.toDateUtc(Option.getOrThrow(onDisk!.claimedAt)))
+      // The token never leaves through the pushed Pod.
+      assert.notInclude(JSON.stringify(pushed), Redacted.value(onDisk!.token))
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("durability ordering: nothing is pushed and status stays Pending until the commit lands (CRT-14)", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const control = yield* ClaimsStoreMemoryControl
+      const pushes = yield* subscribePushes
+      yield* control.pause
+      const create = yield* Effect.forkChild(provider.createPod(pod("web")))
+      yield* eventually(Effect.map(rowState("web"), (state) => Option.getOrUndefined(state) === "Tentative"))
+      assert.deepStrictEqual(yield* drain(pushes), [])
+      const status = yield* provider.getPodStatus("default", "web")
+      assert.strictEqual(Option.getOrThrow(status).phase, "Pending")
+      assert.strictEqual(Option.getOrThrow(status).message, "waiting", "the Pod's own status is kept")
+      assert.strictEqual((yield* control.disk).size, 0)
+      yield* control.resume
+      yield* Fiber.join(create)
+      assert.strictEqual((yield* control.disk).size, 1)
+      const pushed = yield* drain(pushes)
+      assert.strictEqual(pushed.length, 1)
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "web")).phase, "Running")
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("a failed commit returns the sandbox, withdraws the row and the Pod, pushes nothing (CRT-15)", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const control = yield* ClaimsStoreMemoryControl
+      const pushes = yield* subscribePushes
+      yield* control.failNext(1, "rename")
+      const error = yield* Effect.flip(provider.createPod(pod("web")))
+      assert.strictEqual(error._tag, "ClaimNotPersisted")
+      if (error._tag !== "ClaimNotPersisted") return
+      assert.isTrue(error.retryable)
+      assert.strictEqual(error.cause.operation, "rename")
+      assert.isUndefined(error.releaseError)
+      assert.deepStrictEqual(yield* simClaimIds, [], "sandboxd got the VM back")
+      assert.deepStrictEqual(yield* releasePaths, [`/v1/sandboxes/${error.claimId}/release`])
+      assert.deepStrictEqual(yield* rowState("web"), Option.none())
+      assert.isTrue(Option.isNone(yield* provider.getPod("default", "web")))
+      assert.deepStrictEqual(yield* drain(pushes), [])
+      // A retry claims afresh.
+      yield* provider.createPod(pod("web"))
+      assert.strictEqual((yield* drain(pushes)).length, 1)
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("commit and release both fail: both errors, the credential kept tentative; the next create returns it first (CRT-15, CRT-9)", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const control = yield* ClaimsStoreMemoryControl
+      const sim = yield* SandboxdSim
+      const pushes = yield* subscribePushes
+      yield* control.failNext(1)
+      yield* sim.injectFault("release", SimFault.status(500, "boom"))
+      const error = yield* Effect.flip(provider.createPod(pod("web")))
+      assert.strictEqual(error._tag, "ClaimNotPersisted")
+      if (error._tag !== "ClaimNotPersisted") return
+      assert.strictEqual(error.releaseError?._tag, "SandboxdHttpError")
+      const stranded = error.claimId
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Tentative"))
+      assert.isTrue(Option.isSome(yield* provider.getPod("default", "web")), "pods[key] stays (CRT-16)")
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "web")).phase, "Pending")
+      // The stranded row is in no write but its own commit.
+      yield* control.failNext(0)
+      const table = yield* ClaimTable
+      // Still unreturnable: nothing new is claimed and the row is kept.
+      const blocked = yield* Effect.flip(provider.createPod(pod("web")))
+      assert.strictEqual(blocked._tag, "StrandedClaimNotReturned")
+      assert.isTrue(blocked.retryable)
+      assert.strictEqual((yield* claimBodies).length, 1)
+      assert.strictEqual(Option.getOrThrow(yield* table.held(keyOf("web"))).record.id, stranded)
+      // sandboxd recovers: the stranded VM is returned, then a fresh claim made.
+      yield* sim.clearFaults
+      yield* provider.createPod(pod("web"))
+      const releases = yield* releasePaths
+      assert.strictEqual(releases.at(-1), `/v1/sandboxes/${stranded}/release`)
+      assert.strictEqual((yield* claimBodies).length, 2)
+      const row = Option.getOrThrow(yield* table.held(keyOf("web")))
+      assert.notStrictEqual(row.record.id, stranded)
+      assert.strictEqual(row.state._tag, "Durable")
+      assert.deepStrictEqual(yield* simClaimIds, [row.record.id])
+      assert.strictEqual((yield* drain(pushes)).length, 1)
+      for (const write of yield* control.writes) {
+        const written = write.rows.get(keyOf("web"))
+        if (written?.id === stranded) assert.isTrue(write.committing.has(keyOf("web")))
+      }
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("a sandboxd that 404s the stranded release counts as returned (CRT-9)", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const control = yield* ClaimsStoreMemoryControl
+      const sim = yield* SandboxdSim
+      yield* control.failNext(1)
+      yield* sim.injectFault("release", SimFault.status(500, "boom"), { times: 1 })
+      const error = yield* Effect.flip(provider.createPod(pod("web")))
+      assert.strictEqual(error._tag, "ClaimNotPersisted")
+      if (error._tag !== "ClaimNotPersisted") return
+      yield* sim.forget(error.claimId) // the VM vanished: its release now answers 404
+      yield* provider.createPod(pod("web"))
+      assert.strictEqual((yield* claimBodies).length, 2)
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Durable"))
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("group commit: N concurrent creates share writes; every caller resumes after its own row landed", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const control = yield* ClaimsStoreMemoryControl
+      const pushes = yield* subscribePushes
+      const names = Array.from({ length: 8 }, (_, i) => `pod-${i}`)
+      yield* control.pause
+      const fibers = yield* Effect.forEach(names, (name) => Effect.forkChild(provider.createPod(pod(name))))
+      yield* eventually(Effect.map(
+        Effect.forEach(names, rowState),
+        (states) => states.every((state) => Option.getOrUndefined(state) === "Tentative")
+      ))
+      yield* control.resume
+      yield* Effect.forEach(fibers, Fiber.join)
+      const disk = yield* control.disk
+      assert.deepStrictEqual([...disk.keys()].sort(), names.map((name) => keyOf(name)).sort())
+      const writes = yield* control.writes
+      assert.isBelow(writes.length, names.length)
+      assert.strictEqual((yield* drain(pushes)).length, names.length)
+      // Tentative exclusion: a row appears in a write only once its own commit has been carried.
+      const carried = new Set<string>()
+      for (const write of writes) {
+        for (const key of write.committing) carried.add(key)
+        for (const key of write.rows.keys()) assert.isTrue(carried.has(key), `${key} written before its commit`)
+      }
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("a tentative row stays out of another key's commit while its own write is pending", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const control = yield* ClaimsStoreMemoryControl
+      yield* control.failNext(1)
+      yield* (yield* SandboxdSim).injectFault("release", SimFault.status(500, "boom"))
+      yield* Effect.flip(provider.createPod(pod("stranded")))
+      yield* provider.createPod(pod("other"))
+      const last = (yield* control.writes).at(-1)!
+      assert.isFalse(last.rows.has(keyOf("stranded")))
+      assert.isTrue(last.rows.has(keyOf("other")))
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("pod-change errors: wrong runtime, bad TTL (checked before template), missing template; no claim made", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const runtime = yield* Effect.flip(
+        provider.createPod(pod("a", { annotations: { "sandbox.cocoonstack.io/runtime": "Sandboxd" } }))
+      )
+      assert.strictEqual(runtime._tag, "RuntimeMismatch")
+      assert.isFalse(runtime.retryable)
+      const ttlFirst = yield* Effect.flip(provider.createPod({
+        ...pod("b", { annotations: { "sandbox.cocoonstack.io/ttl-seconds": "-5" } }),
+        metadata: { namespace: "default", name: "b", annotations: { "sandbox.cocoonstack.io/ttl-seconds": "-5" } }
+      }))
+      assert.strictEqual(ttlFirst._tag, "InvalidTtl")
+      const template = yield* Effect.flip(provider.createPod({
+        ...pod("c"),
+        metadata: { namespace: "default", name: "c", annotations: { "sandbox.cocoonstack.io/template": "" } }
+      }))
+      assert.strictEqual(template._tag, "MissingTemplate")
+      assert.isFalse(template.retryable)
+      assert.deepStrictEqual(yield* claimBodies, [])
+      // An empty runtime annotation counts as absent (CRT-2).
+      yield* provider.createPod(pod("d", { annotations: { "sandbox.cocoonstack.io/runtime": "" } }))
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  const ttlVectors: ReadonlyArray<readonly [string, number | undefined | "invalid"]> = [
+    ["0", undefined],
+    ["60", 60],
+    ["+0012", 12],
+    ["86400", 86400],
+    ["100000", 100000],
+    ["9223372036854775807", Number.MAX_SAFE_INTEGER],
+    ["-1", "invalid"],
+    ["-0", undefined],
+    ["1.5", "invalid"],
+    [" 5", "invalid"],
+    ["5 ", "invalid"],
+    ["0x10", "invalid"],
+    ["1_000", "invalid"],
+    ["9223372036854775808", "invalid"],
+    ["abc", "invalid"]
+  ]
+  // The largest int64 is valid; it is sent as the largest exact JSON integer (sandboxd clamps to 24 h).
+  it.effect("TTL vectors (CRT-6): what reaches sandboxd's ttl_seconds", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      let index = 0
+      for (const [value, expected] of ttlVectors) {
+        index++
+        const before = (yield* claimBodies).length
+        const result = yield* Effect.result(
+          provider.createPod(pod(`ttl-${index}`, { annotations: { "sandbox.cocoonstack.io/ttl-seconds": value } }))
+        )
+        const bodies = yield* claimBodies
+        if (expected === "invalid") {
+          assert.strictEqual(result._tag, "Failure", value)
+          assert.strictEqual(bodies.length, before, value)
+        } else {
+          assert.strictEqual(result._tag, "Success", value)
+          assert.strictEqual(bodies.at(-1)?.ttl_seconds, expected, value)
+        }
+      }
+    }).pipe(Effect.provide(world({ sim: { pools: [{ template: Template, net: "none", size: "small", target: 32 }] } }), { local: true })))
+
+  it.effect("sandboxd without capacity: ClaimFailed keeps NoWarmCapacity reachable, retryable, no state change", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      yield* (yield* SandboxdSim).setDraining(true)
+      const error = yield* Effect.flip(provider.createPod(pod("web")))
+      assert.strictEqual(error._tag, "ClaimFailed")
+      if (error._tag !== "ClaimFailed") return
+      assert.strictEqual(error.cause._tag, "NoWarmCapacity")
+      assert.isTrue(error.retryable)
+      assert.isTrue(Option.isNone(yield* provider.getPod("default", "web")))
+      assert.deepStrictEqual(yield* rowState("web"), Option.none())
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("adoption in place: same claim id and start time, new pod UID, no new claim (CRT-4, CRT-5)", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const table = yield* ClaimTable
+      const control = yield* ClaimsStoreMemoryControl
+      const pushes = yield* subscribePushes
+      yield* provider.createPod(pod("web", { uid: "uid-1" }))
+      const [first] = yield* drain(pushes)
+      // The old Pod is gone (a preserved delete), the claim stays.
+      yield* table.modify((state) => {
+        const pods = new Map(state.pods)
+        pods.delete(keyOf("web"))
+        return [undefined, { ...state, pods }] as const
+      })
+      // Template and TTL are not validated on this path.
+      yield* provider.createPod(pod("web", { uid: "uid-2", annotations: { "sandbox.cocoonstack.io/ttl-seconds": "bad" } }))
+      const [second] = yield* drain(pushes)
+      assert.strictEqual((yield* claimBodies).length, 1)
+      const id = first.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"]
+      assert.strictEqual(second.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"], id)
+      assert.strictEqual(second.metadata?.uid, "uid-2")
+      assert.deepStrictEqual(second.status?.startTime, first.status?.startTime)
+      assert.strictEqual((yield* control.disk).get(keyOf("web"))?.podUID, "uid-2", "the rebind was saved")
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("the claim-to-push segment is not cut by interruption (ARCHITECTURE.md §6.15)", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const control = yield* ClaimsStoreMemoryControl
+      const pushes = yield* subscribePushes
+      yield* control.pause
+      const create = yield* Effect.forkChild(provider.createPod(pod("web")))
+      yield* eventually(Effect.map(rowState("web"), (state) => Option.isSome(state)))
+      const interrupting = yield* Effect.forkChild(Fiber.interrupt(create))
+      yield* control.resume
+      yield* Fiber.join(interrupting)
+      assert.strictEqual((yield* control.disk).size, 1)
+      assert.strictEqual((yield* drain(pushes)).length, 1)
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Durable"))
+    }).pipe(Effect.provide(world(), { local: true })))
+})

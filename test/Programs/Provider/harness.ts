@@ -1,0 +1,135 @@
+/**
+ * The provider's test world: the sandboxd simulator served over loopback HTTP and reached
+ * through the real HTTP client, the real ClaimTable, the in-memory ClaimsStore (with its
+ * injectable failures), the event PubSubs, and the Provider itself.
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { Context, type DateTime, Deferred, Effect, Layer, Option, PubSub, Redacted, Ref, type Scope } from "effect"
+import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
+import { AppConfig, type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
+import type { ClaimId, PodKey } from "../../../src/Schemas/Ids.ts"
+import { ClaimTableRefLayer } from "../../../src/Layers/ClaimTableRef.ts"
+import * as ClaimsStoreMemory from "../../../src/Layers/ClaimsStoreMemory.ts"
+import { ProviderEventsPubSubLayer } from "../../../src/Layers/ProviderEventsPubSub.ts"
+import { ProviderLiveLayer } from "../../../src/Layers/ProviderLive.ts"
+import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
+import { Provider } from "../../../src/Services/Provider.ts"
+import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
+import { SandboxdSim, type SandboxdSimOptions } from "../../../src/Simulators/Sandboxd/Model.ts"
+import { SandboxdSimServer } from "../../../src/Simulators/Sandboxd/Server.ts"
+
+export const Template = "python"
+
+export interface WorldOptions {
+  readonly sim?: Partial<SandboxdSimOptions>
+  readonly store?: ClaimsStoreMemory.ClaimsStoreMemoryOptions
+  readonly config?: Partial<AppConfigShape>
+  /**
+   * What the store's `load` returns, computed once the simulator is up: lets a test claim real
+   * sandboxes first and then "restart" onto a file naming them.
+   */
+  readonly seed?: (client: SandboxdClient["Service"]) => Effect.Effect<ReadonlyMap<PodKey, ClaimRecord>, unknown>
+}
+
+/**
+ * Holds one sandboxd listing in flight: once armed, the next listing takes its answer from the
+ * simulator, signals `reached`, and returns only when `open` completes. Lets a test change the
+ * table between a listing and the decisions made from it (CC-2 d).
+ */
+export class ListGate extends Context.Service<ListGate, {
+  readonly arm: Effect.Effect<{ readonly reached: Deferred.Deferred<void>; readonly open: Deferred.Deferred<void> }>
+}>()("test/ListGate") {}
+
+const gatedClient = Layer.effectContext(
+  Effect.gen(function*() {
+    const inner = yield* SandboxdClient
+    const armed = yield* Ref.make(Option.none<{ reached: Deferred.Deferred<void>; open: Deferred.Deferred<void> }>())
+    const listSandboxes = Effect.gen(function*() {
+      const listing = yield* inner.listSandboxes
+      const gate = yield* Ref.getAndSet(armed, Option.none())
+      if (Option.isSome(gate)) {
+        yield* Deferred.succeed(gate.value.reached, undefined)
+        yield* Deferred.await(gate.value.open)
+      }
+      return listing
+    })
+    const gate = ListGate.of({
+      arm: Effect.gen(function*() {
+        const handles = { reached: yield* Deferred.make<void>(), open: yield* Deferred.make<void>() }
+        yield* Ref.set(armed, Option.some(handles))
+        return handles
+      })
+    })
+    return Context.make(SandboxdClient, SandboxdClient.of({ ...inner, listSandboxes })).pipe(Context.add(ListGate, gate))
+  })
+)
+
+/** A fresh world per call: provide it with `{ local: true }` so nothing is shared between tests. */
+export const world = (options: WorldOptions = {}) => {
+  const sim = SandboxdSim.layer({
+    rootToken: "",
+    pools: [{ template: Template, net: "none", size: "small", target: 8 }],
+    nanosecondDeadlines: false,
+    ...options.sim
+  })
+  const server = SandboxdSimServer.layer({ host: "127.0.0.1", port: 0 }).pipe(Layer.provideMerge(sim))
+  const clientAndConfig = Layer.unwrap(
+    Effect.gen(function*() {
+      const address = yield* SandboxdSimServer
+      const config = AppConfig.layer(testConfig({ sandboxdUrl: address.url, ...options.config }))
+      return gatedClient.pipe(Layer.provide(SandboxdClientHttp.layer), Layer.provideMerge(config))
+    })
+  ).pipe(Layer.provideMerge(server))
+  const seed = options.seed
+  const storeLayer = seed === undefined
+    ? ClaimsStoreMemory.layer(options.store)
+    : Layer.unwrap(Effect.gen(function*() {
+      const initial = yield* Effect.orDie(seed(yield* SandboxdClient))
+      return ClaimsStoreMemory.layer({ ...options.store, initial })
+    })).pipe(Layer.provide(clientAndConfig))
+  const store = storeLayer.pipe(Layer.provideMerge(ClaimTableRefLayer))
+  const deps = Layer.mergeAll(store, ProviderEventsPubSubLayer, clientAndConfig)
+  return ProviderLiveLayer.pipe(Layer.provideMerge(deps))
+}
+
+export const pod = (
+  name: string,
+  options: { readonly uid?: string; readonly annotations?: Record<string, string>; readonly namespace?: string } = {}
+): V1Pod => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: {
+    namespace: options.namespace ?? "default",
+    name,
+    uid: options.uid ?? `uid-${name}`,
+    annotations: { "sandbox.cocoonstack.io/template": Template, ...options.annotations }
+  },
+  spec: {
+    nodeName: "vk-sandboxd",
+    containers: [{ name: "main", image: "python:3.12" }, { name: "sidecar", image: "busybox" }]
+  },
+  status: { phase: "Pending", message: "waiting" }
+})
+
+export const keyOf = (name: string, namespace = "default") => `${namespace}/${name}` as PodKey
+
+/** Subscribes to the status pushes (before the work that pushes, so nothing is dropped). */
+export const subscribePushes: Effect.Effect<PubSub.Subscription<V1Pod>, never, Provider | Scope.Scope> = Provider.use(
+  (provider) => provider.statusPushes
+)
+
+/** Everything pushed so far, without waiting. */
+export const drain = <A>(subscription: PubSub.Subscription<A>) =>
+  Effect.map(PubSub.takeUpTo(subscription, 1000), (items) => Array.from(items))
+
+export const record = (
+  id: string,
+  options: { readonly deadline?: DateTime.Utc; readonly claimedAt?: DateTime.Utc; readonly address?: string } = {}
+): ClaimRecord => ({
+  id: id as ClaimId,
+  token: Redacted.make(`tok-${id}`),
+  address: options.address ?? "",
+  podUID: "old-uid",
+  claimedAt: options.claimedAt === undefined ? Option.none() : Option.some(options.claimedAt),
+  deadline: options.deadline === undefined ? Option.none() : Option.some(options.deadline)
+})
