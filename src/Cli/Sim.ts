@@ -1,0 +1,28 @@
+/**
+ * `vk-sandbox sim <simulator> …`: the simulators, as effect/cli Commands. Loaded only when the
+ * first argument is `sim` (see Root.ts), so the daemon never loads simulator code.
+ * A new simulator is one more entry in the `withSubcommands` list below.
+ */
+import { Effect } from "effect"
+import { CliError, Command } from "effect/cli"
+import { ProcessExit } from "./Errors.ts"
+import type { Environment } from "./ParseConfig.ts"
+import { readBuildInfo } from "./Version.ts"
+
+export const simCommand = Command.make("sim").pipe(
+  Command.withDescription("Run a simulator (sandboxd, Kubernetes API server) for tests, the demo and development"),
+  Command.withSubcommands([
+  ])
+)
+
+/**
+ * Runs `sim` with its arguments (after `sim`). effect/cli prints its own usage errors (with help);
+ * we only turn them into exit status 2, like the daemon's.
+ */
+export const runSim = (args: ReadonlyArray<string>, env: Environment) =>
+  Effect.gen(function*() {
+    const info = yield* readBuildInfo(env)
+    yield* Command.runWith(simCommand, { version: info.version })(args)
+  }).pipe(
+    Effect.catchIf(CliError.isCliError, (error) => Effect.fail(new ProcessExit({ code: 2, message: error.message })))
+  )

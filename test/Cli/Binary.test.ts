@@ -1,0 +1,88 @@
+/**
+ * The real executable (`node_modules/.bin/vk-sandbox`, Node 24 on src/main.ts): exit statuses and
+ * what reaches stdout/stderr. The cases run concurrently in one test to keep process spawns cheap.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { spawn } from "node:child_process"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { daemonFlags } from "../../src/Cli/Flags.ts"
+import packageJson from "../../package.json" with { type: "json" }
+
+const binary = fileURLToPath(new URL("../../node_modules/.bin/vk-sandbox", import.meta.url))
+
+interface Finished {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs the binary with only PATH from our environment (plus `env`) and waits for it to exit. */
+const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  Effect.callback<Finished>((resume) => {
+    const child = spawn(binary, args, {
+      env: { PATH: process.env["PATH"] ?? "", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    child.on("error", (error) => resume(Effect.die(error)))
+    child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+const lines = (text: string): ReadonlyArray<string> => text.split("\n").filter((line) => line !== "")
+
+/** Exit 2 (or `code`) with exactly one stderr line mentioning `text`, nothing on stdout, no stack. */
+const assertOneLineFailure = (label: string, finished: Finished, code: number, text: string) => {
+  assert.strictEqual(finished.code, code, `${label}: exit status (stderr: ${finished.stderr})`)
+  assert.strictEqual(lines(finished.stderr).length, 1, `${label}: one stderr line, got: ${finished.stderr}`)
+  assert.include(finished.stderr, text, label)
+  assert.notMatch(finished.stderr, /\bat .*:\d+:\d+/, `${label}: no stack trace`)
+  assert.strictEqual(finished.stdout, "", `${label}: nothing on stdout`)
+}
+
+describe("vk-sandbox binary", () => {
+  it.effect("--version, --help, usage errors (exit 2) and startup errors (exit 1)", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "vk-sandbox-cli-"))
+      const [version, versionStamped, help, badDuration, unknownFlag, badEnv, emptyStatePath, tokenMissing] = yield* Effect.all(
+        [
+          run(["--version"], { VK_NODE_CPU: "abc" }),
+          run(["-version"], { VK_SANDBOX_REVISION: "0123abc", VK_SANDBOX_BUILT_AT: "2026-11-29T10:00:00" }),
+          run(["--help"]),
+          run(["--orphan-scan-interval=abc"]),
+          run(["--no-such-flag"]),
+          run([], { VK_NODE_MEMORY: "8TB" }),
+          run(["--state-path="]),
+          run(["--state-path", join(dir, "claims.json"), "--sandboxd-token-file", join(dir, "missing-token")])
+        ],
+        { concurrency: "unbounded" }
+      )
+
+      // CFG-6: exactly one line, exit 0, no other startup work (a bad VK_NODE_CPU is not even looked at).
+      assert.strictEqual(version.code, 0, version.stderr)
+      assert.strictEqual(version.stdout, `vk-sandbox ${packageJson.version} (rev=unknown built=unknown)\n`)
+      assert.strictEqual(version.stderr, "")
+      assert.strictEqual(versionStamped.stdout, `vk-sandbox ${packageJson.version} (rev=0123abc built=2026-11-29T10:00:00)\n`)
+
+      assert.strictEqual(help.code, 0, help.stderr)
+      for (const spec of daemonFlags) {
+        assert.include(help.stdout, `--${spec.name}`)
+        if (spec.env !== undefined) assert.include(help.stdout, `env ${spec.env}`)
+        assert.include(help.stdout, `default ${spec.kind === "bool" ? spec.defaultText : JSON.stringify(spec.defaultText)}`)
+      }
+      assert.include(help.stdout, "vk-sandbox sim")
+
+      assertOneLineFailure("bad duration", badDuration, 2, `--orphan-scan-interval: not a Go duration`)
+      assertOneLineFailure("unknown flag", unknownFlag, 2, "--no-such-flag")
+      assertOneLineFailure("bad env var", badEnv, 2, "--node-memory (from $VK_NODE_MEMORY)")
+      assertOneLineFailure("empty state path", emptyStatePath, 2, "--state-path: must not be empty")
+      assertOneLineFailure("unreadable token file", tokenMissing, 1, "--sandboxd-token-file")
+    }))
+})
