@@ -2,7 +2,11 @@
 // Module paths, not the package index: the index loads every platform module (~1 s of startup).
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Effect } from "effect"
+import { Cause, Effect, Exit, Runtime } from "effect"
 import { runCli } from "./Cli/Root.ts"
 
-runCli(process.argv.slice(2), process.env).pipe(Effect.provide(NodeServices.layer), NodeRuntime.runMain)
+// CFG-18: ending because of SIGINT/SIGTERM is a clean exit (0), not the runtime's 130.
+const teardown: Runtime.Teardown = (exit, onExit) =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
+
+runCli(process.argv.slice(2), process.env).pipe(Effect.provide(NodeServices.layer), NodeRuntime.runMain({ teardown }))
