@@ -1,0 +1,57 @@
+/**
+ * Plain-HTTP operator endpoints on `--metrics-addr` (default :10261): `/metrics` (Prometheus
+ * text from the Effect metric registry), `/healthz` (the process and its loops are alive) and
+ * `/readyz` (claims verified at startup, node registered, pod watch synced).
+ */
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
+import { PrometheusMetrics } from "effect/observability"
+import { createServer } from "node:http"
+import type { ListenAddr } from "../../Schemas/Config.ts"
+
+export interface HealthChecks {
+  /** Names of the parts that are not healthy; empty = healthy. */
+  readonly unhealthy: Effect.Effect<ReadonlyArray<string>>
+  /** Names of the conditions not met yet; empty = ready. */
+  readonly notReady: Effect.Effect<ReadonlyArray<string>>
+  /** Refreshes gauges that are sampled rather than updated (e.g. claims held), before a scrape. */
+  readonly beforeScrape: Effect.Effect<void>
+}
+
+const verdict = (failing: ReadonlyArray<string>) =>
+  failing.length === 0
+    ? HttpServerResponse.text("ok\n")
+    : HttpServerResponse.text(`not ok: ${failing.join(", ")}\n`, { status: 503 })
+
+const routes = (checks: HealthChecks) =>
+  Layer.mergeAll(
+    HttpRouter.add(
+      "GET",
+      "/metrics",
+      Effect.gen(function*() {
+        yield* checks.beforeScrape
+        const body = yield* PrometheusMetrics.format()
+        return HttpServerResponse.text(body, { contentType: "text/plain; version=0.0.4; charset=utf-8" })
+      })
+    ),
+    HttpRouter.add("GET", "/healthz", Effect.map(checks.unhealthy, verdict)),
+    HttpRouter.add("GET", "/readyz", Effect.map(checks.notReady, verdict))
+  )
+
+/** The server as a layer; it also provides `HttpServer` so callers can read the bound address. */
+export const layer = (address: ListenAddr, checks: HealthChecks) =>
+  HttpRouter.serve(routes(checks), { disableLogger: true, disableListenLog: true }).pipe(
+    Layer.provideMerge(
+      NodeHttpServer.layer(() => createServer(), {
+        port: address.port,
+        ...(address.host !== "" ? { host: address.host } : {}),
+        gracefulShutdownTimeout: "1 second"
+      })
+    )
+  )
+
+/** The bound port (useful with port 0). */
+export const boundPort = Effect.map(HttpServer.HttpServer.use(Effect.succeed), (server) =>
+  server.address._tag === "UnixPathAddress" ? 0 : server.address.port
+)

@@ -1,0 +1,61 @@
+/**
+ * The daemon's Prometheus metrics (issue 12 §2), defined once here and updated where the thing
+ * happens. Exposed as Prometheus text by `HealthServer.ts` (`/metrics` on `--metrics-addr`).
+ */
+import { Metric } from "effect"
+
+const latencyBoundaries = Metric.exponentialBoundaries({ start: 0.0005, factor: 2, count: 16 }) // 0.5 ms … ~16 s
+
+export const claims = Metric.counter("vk_sandbox_claims_total", {
+  description: "createPod outcomes: claimed, adopted, or the failure's tag"
+})
+export const claimDuration = Metric.histogram("vk_sandbox_claim_duration_seconds", {
+  description: "createPod latency, from the reconcile to the Running push",
+  boundaries: latencyBoundaries
+})
+export const releases = Metric.counter("vk_sandbox_releases_total", {
+  description: "authorized releases by result: released, already_gone, failed"
+})
+export const deleteVerdicts = Metric.counter("vk_sandbox_delete_verdicts_total", {
+  description: "delete-authorization verdicts by kind and reason"
+})
+export const adoptions = Metric.counter("vk_sandbox_adoptions_total", {
+  description: "claims adopted in place by a same-name replacement Pod"
+})
+export const leaseExpiries = Metric.counter("vk_sandbox_lease_expiries_total", {
+  description: "Failed (SandboxLeaseExpired) statuses published"
+})
+export const quarantinedClaims = Metric.gauge("vk_sandbox_quarantined_claims", {
+  description: "claims loaded from disk not yet confirmed by a sandboxd listing"
+})
+export const claimsHeld = Metric.gauge("vk_sandbox_claims_held", {
+  description: "rows in the claims table (any state)"
+})
+export const commitDuration = Metric.histogram("vk_sandbox_commit_duration_seconds", {
+  description: "durable claims-file commit latency as seen by the caller",
+  boundaries: latencyBoundaries
+})
+export const commitBatchSize = Metric.histogram("vk_sandbox_commit_batch_size", {
+  description: "commits carried by one durable write (group commit)",
+  boundaries: Metric.exponentialBoundaries({ start: 1, factor: 2, count: 10 })
+})
+export const sandboxdRequestDuration = Metric.histogram("vk_sandbox_sandboxd_request_duration_seconds", {
+  description: "sandboxd request latency by operation",
+  boundaries: latencyBoundaries
+})
+export const sandboxdErrors = Metric.counter("vk_sandbox_sandboxd_errors_total", {
+  description: "sandboxd request failures by operation and error tag"
+})
+export const apiserverRequests = Metric.counter("vk_sandbox_apiserver_requests_total", {
+  description: "apiserver requests by verb and status code"
+})
+export const watchRestarts = Metric.counter("vk_sandbox_watch_restarts_total", {
+  description: "pod watch restarts by reason: closed, gone (relist), failed"
+})
+export const statusWriteConflicts = Metric.counter("vk_sandbox_status_write_conflicts_total", {
+  description: "pods/status writes that met a 409 and were retried"
+})
+
+/** Add one to a counter with attributes. */
+export const count = (counter: Metric.Metric<number, unknown>, attributes: Record<string, string>) =>
+  Metric.update(Metric.withAttributes(counter, attributes), 1)
