@@ -1,0 +1,210 @@
+import { assert, describe, it } from "@effect/vitest"
+import { type Duration, Effect, Exit, Fiber, Option, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import { spawn } from "node:child_process"
+import * as NFS from "node:fs/promises"
+import * as os from "node:os"
+import * as NPath from "node:path"
+import { pathToFileURL } from "node:url"
+import * as StateLock from "../../src/Layers/StateLock.ts"
+
+const repo = NPath.resolve(import.meta.dirname, "../..")
+const nodeBin = NPath.join(repo, "node_modules/.bin/node")
+
+const tempDir = Effect.acquireRelease(
+  Effect.promise(() => NFS.mkdtemp(NPath.join(os.tmpdir(), "vk-lock-"))),
+  (dir) => Effect.promise(() => NFS.rm(dir, { recursive: true, force: true }))
+)
+
+const identity = Effect.promise(() => StateLock.currentIdentity())
+
+const writeRecord = (statePath: string, record: StateLock.LockRecord) =>
+  Effect.promise(() => NFS.writeFile(StateLock.lockPathFor(statePath), JSON.stringify(record)))
+
+const lockText = (statePath: string) =>
+  Effect.promise(() => NFS.readFile(StateLock.lockPathFor(statePath), "utf8").catch(() => undefined))
+
+/** Takes the lock in a scope of its own; returns the scope to release it. */
+const acquireIn = (statePath: string, options?: StateLock.StateLockOptions) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const exit = yield* Effect.exit(StateLock.acquire(statePath, options).pipe(Scope.provide(scope)))
+    if (Exit.isFailure(exit)) yield* Scope.close(scope, Exit.void)
+    return { exit, scope }
+  })
+
+// Lets the lock's real file I/O (threadpool, fsync) complete between TestClock steps; time itself
+// is driven only by TestClock.
+const flushIO = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
+
+/** Moves the TestClock in steps, letting real file I/O complete between them, until the fiber ends. */
+const driveUntilDone = <A, E>(fiber: Fiber.Fiber<A, E>, step: Duration.Input, maxSteps: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < maxSteps && fiber.pollUnsafe() === undefined; i++) {
+      for (let j = 0; j < 5; j++) yield* flushIO
+      yield* TestClock.adjust(step)
+    }
+    for (let j = 0; j < 5 && fiber.pollUnsafe() === undefined; j++) yield* flushIO
+    if (fiber.pollUnsafe() === undefined) {
+      yield* Fiber.interrupt(fiber)
+      assert.fail(`still running after ${maxSteps} steps`)
+    }
+    return yield* Fiber.await(fiber)
+  })
+
+describe("StateLock", () => {
+  it.effect("a second acquisition is refused with StateLocked naming the path; released on scope close", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = NPath.join(dir, "claims.json")
+      const first = yield* acquireIn(path)
+      assert.isTrue(Exit.isSuccess(first.exit))
+      const second = yield* acquireIn(path)
+      assert.isTrue(Exit.isFailure(second.exit))
+      const error = Exit.isFailure(second.exit) ? Option.getOrUndefined(Exit.findErrorOption(second.exit)) : undefined
+      assert.strictEqual(error?._tag, "StateLocked")
+      assert.strictEqual(error?._tag === "StateLocked" ? error.path : "", path)
+      assert.include(error?.message ?? "", path)
+      yield* Scope.close(first.scope, Exit.void)
+      assert.isUndefined(yield* lockText(path), "lock file removed on release")
+      const third = yield* acquireIn(path)
+      assert.isTrue(Exit.isSuccess(third.exit))
+      yield* Scope.close(third.scope, Exit.void)
+    }))
+
+  it.effect("a live process holding the lock (another real process) refuses; after kill -9 the next start takes over", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = NPath.join(dir, "claims.json")
+      const script = `
+        import { Effect } from "effect"
+        import * as StateLock from ${JSON.stringify(pathToFileURL(NPath.join(repo, "src/Layers/StateLock.ts")).href)}
+        await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+          yield* StateLock.acquire(${JSON.stringify(path)})
+          process.stdout.write("locked\\n")
+          yield* Effect.never
+        })))`
+      const child = yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          spawn(nodeBin, ["--input-type=module", "-e", script], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] })
+        ),
+        (c) => Effect.sync(() => c.exitCode === null && c.kill("SIGKILL"))
+      )
+      yield* Effect.callback<void>((resume) => {
+        child.stdout.on("data", (chunk: Buffer) => {
+          if (chunk.toString().includes("locked")) resume(Effect.void)
+        })
+      })
+      const refused = yield* acquireIn(path)
+      const error = Exit.isFailure(refused.exit) ? Option.getOrUndefined(Exit.findErrorOption(refused.exit)) : undefined
+      assert.strictEqual(error?._tag, "StateLocked")
+      assert.include(error?.message ?? "", `pid ${child.pid}`)
+
+      const exited = Effect.callback<void>((resume) => {
+        child.on("exit", () => resume(Effect.void))
+      })
+      child.kill("SIGKILL")
+      yield* exited
+      const takeover = yield* acquireIn(path)
+      assert.isTrue(Exit.isSuccess(takeover.exit))
+      const record = JSON.parse((yield* lockText(path))!) as StateLock.LockRecord
+      assert.strictEqual(record.pid, process.pid)
+      yield* Scope.close(takeover.scope, Exit.void)
+    }))
+
+  it.effect("a live process in the same namespace (the runner's parent) is respected", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = NPath.join(dir, "claims.json")
+      const self = yield* identity
+      const parentStart = yield* Effect.promise(() => StateLock.processStartTime(process.ppid))
+      yield* writeRecord(path, { ...self, pid: process.ppid, startTime: parentStart!, nonce: "parent" })
+      const refused = yield* acquireIn(path)
+      assert.isTrue(Exit.isFailure(refused.exit))
+      assert.include(yield* lockText(path) ?? "", `"nonce":"parent"`, "the holder's record is untouched")
+    }))
+
+  it.effect("kill -9 then a restart with the SAME pid (PID 1 in a container): another start time → taken over", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = NPath.join(dir, "claims.json")
+      const self = yield* identity
+      assert.notStrictEqual(self.startTime, "")
+      const previous = String(Number(self.startTime) - 1)
+      yield* writeRecord(path, { ...self, startTime: previous, nonce: "crashed" })
+      const taken = yield* acquireIn(path)
+      assert.isTrue(Exit.isSuccess(taken.exit))
+      const record = JSON.parse((yield* lockText(path))!) as StateLock.LockRecord
+      assert.strictEqual(record.startTime, self.startTime)
+      assert.notStrictEqual(record.nonce, "crashed")
+      yield* Scope.close(taken.scope, Exit.void)
+    }))
+
+  it.effect("a record from another boot is stale; so is one whose pid is gone", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = NPath.join(dir, "claims.json")
+      const self = yield* identity
+      yield* writeRecord(path, { ...self, bootId: "00000000-0000-0000-0000-000000000000", nonce: "old-boot" })
+      const a = yield* acquireIn(path)
+      assert.isTrue(Exit.isSuccess(a.exit))
+      yield* Scope.close(a.scope, Exit.void)
+      yield* writeRecord(path, { ...self, pid: 2 ** 22 + 7, nonce: "gone" }) // above pid_max: never alive
+      const b = yield* acquireIn(path)
+      assert.isTrue(Exit.isSuccess(b.exit))
+      yield* Scope.close(b.scope, Exit.void)
+    }))
+
+  it.effect("another pid namespace: taken over once its heartbeat stood still for staleAfter", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = NPath.join(dir, "claims.json")
+      const self = yield* identity
+      yield* writeRecord(path, { ...self, pidNamespace: "pid:[1]", pid: 1, nonce: "other-container" })
+      const fiber = yield* Effect.forkChild(acquireIn(path, { heartbeat: "2 seconds", staleAfter: "10 seconds" }))
+      for (let j = 0; j < 10; j++) yield* flushIO
+      yield* TestClock.adjust("8 seconds")
+      for (let j = 0; j < 10; j++) yield* flushIO
+      assert.isUndefined(fiber.pollUnsafe(), "still waiting before staleAfter")
+      const exit = yield* driveUntilDone(fiber, "1 second", 10)
+      assert.isTrue(Exit.isSuccess(exit))
+      if (Exit.isSuccess(exit)) {
+        assert.isTrue(Exit.isSuccess(exit.value.exit))
+        yield* Scope.close(exit.value.scope, Exit.void)
+      }
+    }))
+
+  it.effect("another pid namespace whose heartbeat moves is live: StateLocked", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = NPath.join(dir, "claims.json")
+      const self = yield* identity
+      yield* writeRecord(path, { ...self, pidNamespace: "pid:[1]", pid: 1, nonce: "other-container" })
+      const fiber = yield* Effect.forkChild(acquireIn(path, { heartbeat: "2 seconds", staleAfter: "10 seconds" }))
+      for (let j = 0; j < 10; j++) yield* flushIO
+      // The other daemon's heartbeat touches the file.
+      const later = new Date(Date.now() + 5_000)
+      yield* Effect.promise(() => NFS.utimes(StateLock.lockPathFor(path), later, later))
+      const exit = yield* driveUntilDone(fiber, "1 second", 20)
+      assert.isTrue(Exit.isSuccess(exit))
+      if (Exit.isSuccess(exit)) {
+        const error = Option.getOrUndefined(Exit.findErrorOption(exit.value.exit))
+        assert.strictEqual(error?._tag, "StateLocked")
+      }
+    }))
+
+  it.effect("the holder's heartbeat touches the lock file", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = NPath.join(dir, "claims.json")
+      const held = yield* acquireIn(path, { heartbeat: "2 seconds" })
+      assert.isTrue(Exit.isSuccess(held.exit))
+      yield* TestClock.setTime(Date.UTC(2030, 0, 1))
+      for (let j = 0; j < 5; j++) yield* flushIO
+      yield* TestClock.adjust("2 seconds")
+      for (let j = 0; j < 10; j++) yield* flushIO
+      const stat = yield* Effect.promise(() => NFS.stat(StateLock.lockPathFor(path)))
+      assert.isAtLeast(stat.mtimeMs, Date.UTC(2030, 0, 1))
+      yield* Scope.close(held.scope, Exit.void)
+    }))
+})
