@@ -4,7 +4,7 @@ import { ClaimsStoreMemoryControl } from "../../../src/Layers/ClaimsStoreMemory.
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
 import { Provider } from "../../../src/Services/Provider.ts"
 import { SandboxdSim, SimFault } from "../../../src/Simulators/Sandboxd/Model.ts"
-import { drain, keyOf, pod, subscribePushes, Template, world } from "./harness.ts"
+import { drain, eventually, keyOf, pod, subscribePushes, Template, world } from "./harness.ts"
 
 const claimBodies = Effect.map(
   SandboxdSim.use((sim) => sim.audit),
@@ -16,15 +16,6 @@ const releasePaths = Effect.map(
 )
 const simClaimIds = Effect.map(SandboxdSim.use((sim) => sim.claims), (claims) => claims.map((claim) => claim.id))
 
-/** Yields until `check` holds (the work under test runs on other fibers and real sockets). */
-const eventually = <E, R>(check: Effect.Effect<boolean, E, R>) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 2000; i++) {
-      if (yield* check) return
-      yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
-    }
-    return yield* Effect.die(new Error("condition never held"))
-  })
 
 const rowState = (name: string) =>
   ClaimTable.use((table) => Effect.map(table.held(keyOf(name)), Option.map((row) => row.state._tag)))

@@ -4,7 +4,7 @@
  * injectable failures), the event PubSubs, and the Provider itself.
  */
 import type { V1Pod } from "@kubernetes/client-node"
-import { Context, type DateTime, Deferred, Effect, Layer, Option, PubSub, Redacted, Ref, type Scope } from "effect"
+import { Context, type DateTime, Duration, Deferred, Effect, Layer, Option, PubSub, Redacted, Ref, type Scope } from "effect"
 import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
 import { AppConfig, type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
 import type { ClaimId, PodKey } from "../../../src/Schemas/Ids.ts"
@@ -15,6 +15,7 @@ import { ProviderLiveLayer } from "../../../src/Layers/ProviderLive.ts"
 import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
 import { Provider } from "../../../src/Services/Provider.ts"
 import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
+import { TestClock } from "effect/testing"
 import { SandboxdSim, type SandboxdSimOptions } from "../../../src/Simulators/Sandboxd/Model.ts"
 import { SandboxdSimServer } from "../../../src/Simulators/Sandboxd/Server.ts"
 
@@ -133,3 +134,31 @@ export const record = (
   claimedAt: options.claimedAt === undefined ? Option.none() : Option.some(options.claimedAt),
   deadline: options.deadline === undefined ? Option.none() : Option.some(options.deadline)
 })
+
+/** One turn of the real event loop (sockets, timers outside Effect). */
+export const flushIO = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+
+/** Yields until `check` holds (the work under test runs on other fibers and real sockets). */
+export const eventually = <E, R>(check: Effect.Effect<boolean, E, R>) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 2000; i++) {
+      if (yield* check) return
+      yield* flushIO
+    }
+    return yield* Effect.die(new Error("condition never held"))
+  })
+
+/**
+ * Moves the TestClock forward a `step` at a time, letting real I/O settle in between, until
+ * `check` holds; fails after `limit`. For loops whose next sleep starts only after a socket
+ * round trip, where one big adjust could land before the sleep is registered.
+ */
+export const advanceUntil = <E, R>(check: Effect.Effect<boolean, E, R>, step: Duration.Input = "1 second", limit = 600) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < limit; i++) {
+      for (let j = 0; j < 10; j++) yield* flushIO
+      if (yield* check) return
+      yield* TestClock.adjust(Duration.fromInputUnsafe(step))
+    }
+    return yield* Effect.die(new Error("condition never held"))
+  })

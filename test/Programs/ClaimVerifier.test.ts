@@ -1,0 +1,185 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Clock, DateTime, Deferred, Effect, Fiber, Option, PubSub } from "effect"
+import { TestClock } from "effect/testing"
+import { ClaimsStoreMemoryControl } from "../../src/Layers/ClaimsStoreMemory.ts"
+import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
+import type { PodKey } from "../../src/Schemas/Ids.ts"
+import { ClaimTable } from "../../src/Services/ClaimTable.ts"
+import { Provider } from "../../src/Services/Provider.ts"
+import type { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
+import { SandboxdSim, SimFault } from "../../src/Simulators/Sandboxd/Model.ts"
+import { runClaimVerification, verifyQuarantinedClaims } from "../../src/Programs/ClaimVerifier.ts"
+import { startClaims } from "../../src/Programs/Provider/Startup.ts"
+import { advanceUntil, drain, eventually, flushIO, keyOf, ListGate, pod, record, subscribePushes, Template, world } from "./Provider/harness.ts"
+
+/** A "previous run" left two claims on disk: one sandboxd still holds, one it does not. */
+const seed = (client: SandboxdClient["Service"]) =>
+  Effect.gen(function*() {
+    const alive = yield* client.claim({ template: Template, net: "", size: "", ttlSeconds: 3600, claimRef: "default/alive" })
+    const rows = new Map<PodKey, ClaimRecord>([
+      [keyOf("alive"), { ...record(alive.id), token: alive.token }],
+      [keyOf("gone"), record("sb_00000000000dead0", { claimedAt: DateTime.makeUnsafe(0) })]
+    ])
+    return rows
+  })
+
+const states = ClaimTable.use((table) =>
+  Effect.map(table.state, (state) => Object.fromEntries(Array.from(state.rows, ([key, row]) => [key, row.state._tag])))
+)
+
+const subscribeLifted = Provider.use((provider) => provider.unquarantined)
+
+describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
+  it.effect("loaded rows start quarantined; the startup pass lifts the listed one, drops the other; then the mandatory write", () =>
+    Effect.gen(function*() {
+      const lifted = yield* subscribeLifted
+      const summary = yield* startClaims
+      assert.deepStrictEqual(summary, { loaded: 2, backfilled: 1, verified: true, quarantined: 0 })
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable" })
+      const table = yield* ClaimTable
+      const alive = Option.getOrThrow(yield* table.durable(keyOf("alive")))
+      const [simClaim] = yield* SandboxdSim.use((sim) => sim.claims)
+      // Deadline back-filled from the listing; claimedAt back-filled with "now" (PER-8).
+      assert.isTrue(Option.isSome(alive.deadline))
+      assert.strictEqual(DateTime.formatIso(Option.getOrThrow(alive.deadline)), new Date(simClaim.deadline).toISOString())
+      assert.deepStrictEqual(alive.claimedAt, Option.some(DateTime.makeUnsafe(0)))
+      const control = yield* ClaimsStoreMemoryControl
+      const writes = yield* control.writes
+      assert.strictEqual(writes.length, 1)
+      assert.deepStrictEqual([...writes[0].rows.keys()], [keyOf("alive")])
+      assert.deepStrictEqual(Array.from(yield* PubSub.takeAll(lifted)), [[keyOf("alive")]])
+    }).pipe(Effect.provide(world({ seed }), { local: true })))
+
+  it.effect("a failed listing drops nothing: every row stays quarantined, still written, never Running (VER-4, VER-5)", () =>
+    Effect.gen(function*() {
+      yield* (yield* SandboxdSim).injectFault("list", SimFault.status(500, "down"))
+      const summary = yield* startClaims
+      assert.isFalse(summary.verified)
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Quarantined", [keyOf("gone")]: "Quarantined" })
+      const [write] = yield* (yield* ClaimsStoreMemoryControl).writes
+      assert.deepStrictEqual([...write.rows.keys()].sort(), [keyOf("alive"), keyOf("gone")])
+      // CreatePod for a quarantined key re-verifies and refuses while sandboxd cannot be listed.
+      const provider = yield* Provider
+      const error = yield* Effect.flip(provider.createPod(pod("alive")))
+      assert.strictEqual(error._tag, "ClaimUnverifiable")
+      assert.isTrue(error.retryable)
+      const claims = (yield* (yield* SandboxdSim).audit).filter((entry) => entry.route === "claim")
+      assert.strictEqual(claims.length, 1, "only the seed's claim: nothing claimed over the held credential")
+      // Even with a tracked Pod, a quarantined row reports Pending.
+      yield* provider.updatePod(pod("alive"))
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "alive")).phase, "Pending")
+    }).pipe(Effect.provide(world({ seed }), { local: true })))
+
+  it.effect("a `{}` listing is a failed listing, not an empty one (ARCHITECTURE.md §6.13)", () =>
+    Effect.gen(function*() {
+      yield* (yield* SandboxdSim).injectFault("list", SimFault.body(200, "{}"))
+      const summary = yield* startClaims
+      assert.isFalse(summary.verified)
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Quarantined", [keyOf("gone")]: "Quarantined" })
+    }).pipe(Effect.provide(world({ seed }), { local: true })))
+
+  it.effect("the mandatory write failing is a startup error (PER-9)", () =>
+    Effect.gen(function*() {
+      yield* (yield* ClaimsStoreMemoryControl).failNext(1, "fsync")
+      const error = yield* Effect.flip(startClaims)
+      assert.strictEqual(error._tag, "ClaimsWriteError")
+    }).pipe(Effect.provide(world({ seed }), { local: true })))
+
+  it.effect("an unreadable file is a startup error (PER-8)", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(startClaims)
+      assert.strictEqual(error._tag, "ClaimsLoadError")
+    }).pipe(Effect.provide(world({ store: { loadError: "truncated JSON" } }), { local: true })))
+
+  it.effect("CreatePod for a quarantined, listed key verifies then adopts it: same claim, no new one", () =>
+    Effect.gen(function*() {
+      yield* (yield* SandboxdSim).injectFault("list", SimFault.status(503), { times: 1 })
+      yield* startClaims
+      const provider = yield* Provider
+      const pushes = yield* subscribePushes
+      yield* provider.createPod(pod("alive", { uid: "new-uid" }))
+      const [simClaim] = yield* SandboxdSim.use((sim) => sim.claims)
+      const [pushed] = yield* drain(pushes)
+      assert.strictEqual(pushed.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"], simClaim.id)
+      assert.strictEqual((yield* SandboxdSim.use((sim) => sim.claims)).length, 1)
+      // The unlisted row went with the same pass.
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable" })
+    }).pipe(Effect.provide(world({ seed }), { local: true })))
+
+  it.effect("a claim made while a listing is in flight is never judged by it (VER-3)", () =>
+    Effect.gen(function*() {
+      yield* (yield* SandboxdSim).injectFault("list", SimFault.status(503), { times: 1 })
+      yield* startClaims
+      const gate = yield* (yield* ListGate).arm
+      const pass = yield* Effect.forkChild(verifyQuarantinedClaims)
+      yield* Deferred.await(gate.reached)
+      // The listing is taken; a new Pod is claimed before the pass applies it.
+      yield* (yield* Provider).createPod(pod("fresh"))
+      yield* Deferred.succeed(gate.open, undefined)
+      const judgement = yield* Fiber.join(pass)
+      assert.deepStrictEqual(judgement.dropped.map((d) => d.key), [keyOf("gone")])
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable", [keyOf("fresh")]: "Durable" })
+    }).pipe(Effect.provide(world({ seed }), { local: true })))
+
+  it.effect("adoption racing verification: a row replaced during the listing survives the pass (CC-2 d, CRT-4)", () =>
+    Effect.gen(function*() {
+      yield* (yield* SandboxdSim).injectFault("list", SimFault.status(503), { times: 1 })
+      yield* startClaims
+      const gate = yield* (yield* ListGate).arm
+      // The loop's pass holds a listing in which "gone" is absent...
+      const pass = yield* Effect.forkChild(verifyQuarantinedClaims)
+      yield* Deferred.await(gate.reached)
+      // ...while CreatePod for "gone" runs its own pass (dropping the row) and claims afresh.
+      yield* (yield* Provider).createPod(pod("gone"))
+      const table = yield* ClaimTable
+      const fresh = Option.getOrThrow(yield* table.durable(keyOf("gone")))
+      assert.notStrictEqual(fresh.id, "sb_00000000000dead0")
+      yield* Deferred.succeed(gate.open, undefined)
+      const judgement = yield* Fiber.join(pass)
+      assert.deepStrictEqual(judgement.dropped, [], "the stale pass skips the replaced row")
+      assert.deepStrictEqual(Option.getOrThrow(yield* table.durable(keyOf("gone"))).id, fresh.id)
+    }).pipe(Effect.provide(world({ seed }), { local: true })))
+})
+
+describe("verification loop (VER-6)", () => {
+  it.effect("retries every interval while listing fails; stops for good once a pass succeeds with nothing quarantined", () =>
+    Effect.gen(function*() {
+      const sim = yield* SandboxdSim
+      yield* sim.injectFault("list", SimFault.status(500, "down"))
+      yield* startClaims
+      const lifted = yield* subscribeLifted
+      const loop = yield* Effect.forkChild(runClaimVerification)
+      const listings = Effect.map(sim.audit, (audit) => audit.filter((entry) => entry.route === "list").length)
+      const atStart = yield* listings
+      yield* TestClock.adjust("14 seconds")
+      assert.strictEqual(yield* listings, atStart, "the first pass is one interval after start")
+      yield* TestClock.adjust("1 second")
+      yield* eventually(Effect.map(listings, (n) => n === atStart + 1))
+      // The next pass comes about one interval later, not sooner.
+      const before = yield* Clock.currentTimeMillis
+      yield* advanceUntil(Effect.map(listings, (n) => n === atStart + 2))
+      assert.isAtLeast((yield* Clock.currentTimeMillis) - before, 14_000)
+      for (let i = 0; i < 20; i++) yield* flushIO
+      assert.isUndefined(loop.pollUnsafe(), "still running while rows are quarantined")
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Quarantined", [keyOf("gone")]: "Quarantined" })
+      yield* sim.clearFaults
+      yield* advanceUntil(Effect.sync(() => loop.pollUnsafe() !== undefined))
+      yield* Fiber.join(loop)
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable" })
+      assert.deepStrictEqual(Array.from(yield* PubSub.takeAll(lifted)), [[keyOf("alive")]])
+      const settled = yield* listings
+      yield* TestClock.adjust("5 minutes")
+      for (let i = 0; i < 20; i++) yield* flushIO
+      assert.strictEqual(yield* listings, settled, "no more passes once settled")
+    }).pipe(Effect.provide(world({ seed }), { local: true })))
+
+  it.effect("with nothing quarantined the loop stops at its first tick without listing", () =>
+    Effect.gen(function*() {
+      yield* startClaims
+      const loop = yield* Effect.forkChild(runClaimVerification)
+      yield* TestClock.adjust("15 seconds")
+      yield* Fiber.join(loop)
+      const listings = (yield* (yield* SandboxdSim).audit).filter((entry) => entry.route === "list")
+      assert.strictEqual(listings.length, 0)
+    }).pipe(Effect.provide(world(), { local: true })))
+})
