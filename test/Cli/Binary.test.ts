@@ -51,7 +51,7 @@ describe("vk-sandbox binary", () => {
   it.effect("--version, --help, usage errors (exit 2) and startup errors (exit 1)", () =>
     Effect.gen(function*() {
       const dir = mkdtempSync(join(tmpdir(), "vk-sandbox-cli-"))
-      const [version, versionStamped, help, badDuration, unknownFlag, badEnv, emptyStatePath, tokenMissing] = yield* Effect.all(
+      const [version, versionStamped, help, badDuration, unknownFlag, badEnv, emptyStatePath, tokenMissing, simBadFlag] = yield* Effect.all(
         [
           run(["--version"], { VK_NODE_CPU: "abc" }),
           run(["-version"], { VK_SANDBOX_REVISION: "0123abc", VK_SANDBOX_BUILT_AT: "2026-11-29T10:00:00" }),
@@ -60,7 +60,8 @@ describe("vk-sandbox binary", () => {
           run(["--no-such-flag"]),
           run([], { VK_NODE_MEMORY: "8TB" }),
           run(["--state-path="]),
-          run(["--state-path", join(dir, "claims.json"), "--sandboxd-token-file", join(dir, "missing-token")])
+          run(["--state-path", join(dir, "claims.json"), "--sandboxd-token-file", join(dir, "missing-token")]),
+          run(["sim", "sandboxd", "--no-such-flag"])
         ],
         { concurrency: "unbounded" }
       )
@@ -84,5 +85,33 @@ describe("vk-sandbox binary", () => {
       assertOneLineFailure("bad env var", badEnv, 2, "--node-memory (from $VK_NODE_MEMORY)")
       assertOneLineFailure("empty state path", emptyStatePath, 2, "--state-path: must not be empty")
       assertOneLineFailure("unreadable token file", tokenMissing, 1, "--sandboxd-token-file")
+      // effect/cli renders its own usage errors (with help); the status is the daemon's, 2.
+      assert.strictEqual(simBadFlag.code, 2, simBadFlag.stderr)
+      assert.include(simBadFlag.stderr, "--no-such-flag")
     }))
+
+  it.effect("a subcommand ended by SIGTERM exits 0 (CFG-18)", () =>
+    Effect.callback<{ readonly firstLine: string; readonly code: number | null }>((resume) => {
+      const child = spawn(binary, ["sim", "sandboxd", "--listen", "127.0.0.1:0", "--token", "t"], {
+        env: { PATH: process.env["PATH"] ?? "" },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let stdout = ""
+      let firstLine: string | undefined
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+        stdout += chunk
+        if (firstLine === undefined && stdout.includes("\n")) {
+          firstLine = stdout.slice(0, stdout.indexOf("\n"))
+          child.kill("SIGTERM")
+        }
+      })
+      child.on("error", (error) => resume(Effect.die(error)))
+      child.on("close", (code) => resume(Effect.succeed({ firstLine: firstLine ?? "", code })))
+      return Effect.sync(() => child.kill("SIGKILL"))
+    }).pipe(
+      Effect.map(({ code, firstLine }) => {
+        assert.match(firstLine, /^listening on http:\/\/127\.0\.0\.1:\d+$/)
+        assert.strictEqual(code, 0)
+      })
+    ))
 })
