@@ -189,7 +189,8 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
   const maxInFlight = Math.max(1, config.sandboxdMaxConcurrency)
   const timeoutMillis = Duration.toMillis(config.sandboxdTimeout)
   const secure = baseUrl.startsWith("https:")
-  const agentOptions = { keepAlive: true, maxSockets: maxInFlight, maxFreeSockets: maxInFlight }
+  // Idle keep-alive sockets are closed after 90 s, as the reference's transport does.
+  const agentOptions = { keepAlive: true, maxSockets: maxInFlight, maxFreeSockets: maxInFlight, timeout: 90_000 }
   const agent = yield* Effect.acquireRelease(
     Effect.sync(() => secure ? new Https.Agent(agentOptions) : new Http.Agent(agentOptions)),
     (agent) => Effect.sync(() => agent.destroy())

@@ -54,6 +54,29 @@ describe("claim", () => {
       })
     }))
 
+  it.live("list and info carry the node token; healthz carries none", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(url)
+      yield* client.listSandboxes
+      yield* client.info
+      yield* client.healthz
+      const audit = yield* sim.audit
+      assert.deepStrictEqual(audit.map((e) => [e.method, e.path, e.authorization ?? "", e.body]), [
+        ["GET", "/v1/sandboxes", `Bearer ${ROOT_TOKEN}`, ""],
+        ["GET", "/v1/info", `Bearer ${ROOT_TOKEN}`, ""],
+        ["GET", "/healthz", "", ""]
+      ])
+    }))
+
+  it.live("a claim body over 1 MiB is refused by the simulator with 400", () =>
+    Effect.gen(function*() {
+      const { url } = yield* startSim()
+      const client = yield* clientFor(url)
+      const error = yield* Effect.flip(client.claim(claimSpec({ claimRef: "x".repeat(1024 * 1024 + 1) })))
+      assert.deepInclude(error, { _tag: "SandboxdHttpError", status: 400, message: "invalid request body" })
+    }))
+
   it.live("sends no Authorization header when the node token is empty", () =>
     Effect.gen(function*() {
       const { sim, url } = yield* startSim({ rootToken: "", tenantTokens: [] })
@@ -460,6 +483,19 @@ describe("transport", () => {
       const stats = yield* sim.stats
       assert.strictEqual(stats.requests, 8)
       assert.strictEqual(stats.maxInFlight, 2)
+    }))
+
+  it.live("waiting for a permit does not count against the request timeout", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim({ pools: [] })
+      yield* sim.injectFault("*", SimFault.latency("80 millis"))
+      const client = yield* clientFor(url, { sandboxdMaxConcurrency: 1, sandboxdTimeout: Duration.millis(400) })
+      // Serialised, the four calls take ~320 ms in all; each one alone is well inside 400 ms.
+      const results = yield* Effect.all(Array.from({ length: 4 }, () => client.claim(claimSpec())), {
+        concurrency: "unbounded"
+      })
+      assert.strictEqual(results.length, 4)
+      assert.strictEqual((yield* sim.stats).maxInFlight, 1)
     }))
 
   it.live("without the bound, the same load does reach the simulator concurrently", () =>

@@ -32,7 +32,10 @@ export interface SandboxdSimOptions {
   readonly maxClaims?: number
   /** Mesh mode: a warm miss answers 200 `{"redirect": peers}` instead of provisioning. */
   readonly mesh?: { readonly peers: ReadonlyArray<string> } | undefined
-  /** `owner_addr` of every claim; "" omits it (the HTTP face fills in its bound address). */
+  /**
+   * `owner_addr` of every claim; "" omits it. When not given, the HTTP face fills in its bound
+   * address (`adoptListenAddr`).
+   */
   readonly ownerAddr?: string
   /** Deadlines are written in this UTC offset, like a daemon in a local zone. */
   readonly zoneOffsetMinutes?: number
@@ -181,6 +184,8 @@ export interface SandboxdSimShape {
   readonly setMaxClaims: (max: number) => Effect.Effect<void>
   readonly setColdProvisionDelay: (delay: Duration.Input) => Effect.Effect<void>
   readonly setOwnerAddr: (addr: string) => Effect.Effect<void>
+  /** Uses `addr` as `owner_addr` unless the options named one explicitly. */
+  readonly adoptListenAddr: (addr: string) => Effect.Effect<void>
   readonly setMesh: (mesh: { readonly peers: ReadonlyArray<string> } | undefined) => Effect.Effect<void>
   /** `times` undefined = until cleared. Faults of a route apply in the order injected. */
   readonly injectFault: (
@@ -708,6 +713,10 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
       setOwnerAddr: (addr) =>
         Effect.sync(() => {
           ownerAddr = addr
+        }),
+      adoptListenAddr: (addr) =>
+        Effect.sync(() => {
+          if (options.ownerAddr === undefined) ownerAddr = addr
         }),
       setMesh: (value) =>
         Effect.sync(() => {

@@ -24,8 +24,6 @@ export interface ListenOptions {
   readonly host: string
   /** 0 picks a free port. */
   readonly port: number
-  /** Use the bound `host:port` as every claim's `owner_addr` (default true). */
-  readonly advertiseBoundAddress?: boolean
 }
 
 const urlOf = (host: string, port: number) => `http://${host.includes(":") ? `[${host}]` : host}:${port}`
@@ -123,10 +121,8 @@ export const serve = (
         server.closeAllConnections()
       })
     )
-    if (options.advertiseBoundAddress ?? true) {
-      const advertised = address.address.includes(":") ? `[${address.address}]` : address.address
-      yield* sim.setOwnerAddr(`${advertised}:${address.port}`)
-    }
+    const advertised = address.address.includes(":") ? `[${address.address}]` : address.address
+    yield* sim.adoptListenAddr(`${advertised}:${address.port}`)
     return { host: address.address, port: address.port, url: urlOf(address.address, address.port) }
   })
 

@@ -1,0 +1,163 @@
+/** Wire schemas, deadline parsing/formatting and the pod annotation rules (CRT-1, CRT-2, CRT-6). */
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Option, Result } from "effect"
+import { interpretClaim, interpretInfo, interpretList } from "../../src/Layers/SandboxdClientHttp.ts"
+import {
+  annotationValue,
+  isServedRuntime,
+  parseTtlSeconds,
+  PodAnnotation,
+  requestedRuntime
+} from "../../src/Schemas/PodAnnotations.ts"
+import { claimRequestBody, formatDeadline, parseDeadline } from "../../src/Schemas/Sandboxd.ts"
+
+const millis = (text: string | undefined) => Option.map(parseDeadline(text), DateTime.toEpochMillis)
+
+describe("parseDeadline", () => {
+  it("accepts any offset and up to 9 fractional digits", () => {
+    assert.deepStrictEqual(millis("2026-07-28T10:15:00.123456789+08:00"), Option.some(Date.UTC(2026, 6, 28, 2, 15, 0, 123)))
+    assert.deepStrictEqual(millis("2026-07-28T02:15:00.482913377Z"), Option.some(Date.UTC(2026, 6, 28, 2, 15, 0, 482)))
+    assert.deepStrictEqual(millis("2026-07-27T21:45:00.5-04:30"), Option.some(Date.UTC(2026, 6, 28, 2, 15, 0, 500)))
+    assert.deepStrictEqual(millis("2026-07-28T02:15:00Z"), Option.some(Date.UTC(2026, 6, 28, 2, 15, 0)))
+    assert.deepStrictEqual(millis("2026-07-28T02:15:00+00:00"), Option.some(Date.UTC(2026, 6, 28, 2, 15, 0)))
+    assert.deepStrictEqual(millis("2024-02-29T00:00:00Z"), Option.some(Date.UTC(2024, 1, 29)))
+  })
+
+  it("the zero time, absent, empty and unparsable deadlines are no known expiry", () => {
+    for (const text of [undefined, "", "0001-01-01T00:00:00Z", "0001-01-01T08:00:00+08:00", "yesterday", "2026-07-28", "2026-07-28T02:15:00", "2026-07-28T02:15:00.1234567890Z", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-07-28T24:00:00Z", "2026-07-28 02:15:00Z"]) {
+      assert.isTrue(Option.isNone(parseDeadline(text)), String(text))
+    }
+    assert.isTrue(Option.isNone(parseDeadline(null)))
+  })
+
+  it("a real year-1 instant other than the zero time is a deadline", () => {
+    assert.isTrue(Option.isSome(parseDeadline("0001-01-01T00:00:01Z")))
+  })
+})
+
+describe("formatDeadline", () => {
+  it("writes Go's RFC 3339 with trimmed nanoseconds in the given offset", () => {
+    const nanos = BigInt(Date.UTC(2026, 6, 28, 2, 15, 0)) * 1_000_000n + 123_456_789n
+    assert.strictEqual(formatDeadline(nanos, 0), "2026-07-28T02:15:00.123456789Z")
+    assert.strictEqual(formatDeadline(nanos, 480), "2026-07-28T10:15:00.123456789+08:00")
+    assert.strictEqual(formatDeadline(nanos, -330), "2026-07-27T20:45:00.123456789-05:30")
+    assert.strictEqual(formatDeadline(BigInt(Date.UTC(2026, 6, 28, 2, 15, 0, 100)) * 1_000_000n, 0), "2026-07-28T02:15:00.1Z")
+    assert.strictEqual(formatDeadline(BigInt(Date.UTC(2026, 6, 28)) * 1_000_000n, 60), "2026-07-28T01:00:00+01:00")
+  })
+
+  it("round-trips through parseDeadline at millisecond precision", () => {
+    const nanos = BigInt(Date.UTC(2030, 0, 1, 12, 0, 0, 999)) * 1_000_000n + 999_999n
+    for (const offset of [-720, -330, 0, 345, 840]) {
+      assert.deepStrictEqual(millis(formatDeadline(nanos, offset)), Option.some(Date.UTC(2030, 0, 1, 12, 0, 0, 999)))
+    }
+  })
+})
+
+describe("claim request body", () => {
+  it("omits empty net/size/claim_ref and a zero ttl_seconds", () => {
+    assert.deepStrictEqual(claimRequestBody({ template: "t", net: "", size: "", ttlSeconds: 0, claimRef: "" }), {
+      template: "t"
+    })
+    assert.strictEqual(
+      JSON.stringify(claimRequestBody({ template: "t", net: "egress", size: "large", ttlSeconds: 86400, claimRef: "a/b" })),
+      `{"template":"t","net":"egress","size":"large","ttl_seconds":86400,"claim_ref":"a/b"}`
+    )
+  })
+})
+
+describe("reply interpretation", () => {
+  it("decodes the spec's list payload (§7.3), rows in order, unknown fields ignored", () => {
+    const body = `{"sandboxes":[
+ {"id":"sb_1a2b3c4d5e6f7081","key":{"template":"ghcr.io/acme/agent-runtime:1.4.2","net":"none","size":"medium"},"deadline":"2026-07-28T02:15:00.482913377Z","hibernated":false,"claim_ref":"team-a/review-bot-7f3k2"},
+ {"id":"sb_4f9a0c2e7b1d3a65","key":{"template":"ghcr.io/acme/agent-runtime:1.4.2","net":"none","size":"medium"},"deadline":"2026-07-28T03:40:12.001Z","hibernated":true,"claim_ref":"team-a/notebook-x9","claimed_at":"2026-07-27T02:15:00.48Z","cpu_count":2,"mem_total_bytes":1073741824,"on_expire":"destroy","tenant":"acme","metadata":{"k":"v"}},
+ {"id":"sb_9e8d7c6b5a403122","key":{"template":"base:24.04","net":"none","size":"small"},"deadline":"0001-01-01T00:00:00Z","hibernated":false,"archived":true,"claim_ref":"team-b/longrunner"},
+ {"id":"sb_c0ffee0012345678","key":{"template":"base:24.04","net":"none","size":"small"},"deadline":"2026-07-27T02:20:00Z","hibernated":false,"failed":"vmm exited"}
+]}`
+    const rows = Result.getOrThrow(interpretList({ status: 200, body }))
+    assert.deepStrictEqual(rows.map((r) => r.id), ["sb_1a2b3c4d5e6f7081", "sb_4f9a0c2e7b1d3a65", "sb_9e8d7c6b5a403122", "sb_c0ffee0012345678"])
+    assert.deepStrictEqual(rows.map((r) => r.claimRef), ["team-a/review-bot-7f3k2", "team-a/notebook-x9", "team-b/longrunner", ""])
+    assert.deepStrictEqual(rows.map((r) => r.hibernated), [false, true, false, false])
+    assert.deepStrictEqual(rows.map((r) => r.archived), [false, false, true, false])
+    assert.deepStrictEqual(rows.map((r) => r.failed), ["", "", "", "vmm exited"])
+    assert.isTrue(Option.isNone(rows[2].deadline))
+    assert.deepStrictEqual(Option.map(rows[1].deadline, DateTime.toEpochMillis), Option.some(Date.UTC(2026, 6, 28, 3, 40, 12, 1)))
+    assert.deepStrictEqual(rows[0].key, { template: "ghcr.io/acme/agent-runtime:1.4.2", net: "none", size: "medium" })
+  })
+
+  it("a row without an id, or a sandboxes value that is not an array, is a decode failure", () => {
+    for (const body of [`{"sandboxes":[{"deadline":"2026-07-28T02:15:00Z"}]}`, `{"sandboxes":{}}`, `[]`, `{"sandboxes":[{"id":""}]}`]) {
+      const result = interpretList({ status: 200, body })
+      assert.isTrue(Result.isFailure(result) && result.failure._tag === "SandboxdDecodeError", body)
+    }
+  })
+
+  it("list rows tolerate null and missing optional fields", () => {
+    const rows = Result.getOrThrow(interpretList({
+      status: 200,
+      body: `{"sandboxes":[{"id":"sb_1","deadline":null,"claim_ref":null,"hibernated":null,"key":null}]}`
+    }))
+    assert.deepStrictEqual(rows[0].key, { template: "", net: "", size: "" })
+    assert.strictEqual(rows[0].claimRef, "")
+    assert.isFalse(rows[0].hibernated)
+    assert.isTrue(Option.isNone(rows[0].deadline))
+  })
+
+  it("decodes the spec's info payload (§7.4)", () => {
+    const body = `{"pools":[
+ {"key":{"template":"base:24.04","net":"none","size":"small"},"warm":4,"refilling":0,"target":4,"golden":true},
+ {"key":{"template":"ghcr.io/acme/agent-runtime:1.4.2","net":"none","size":"medium"},"warm":1,"refilling":1,"target":2,"golden":true}],
+ "claimed":4,"hibernated":1,"archived":1,"peers":["10.0.0.6:7777"],"templates":[],"advertise_addr":"10.0.0.5:7777"}`
+    assert.deepStrictEqual(Result.getOrThrow(interpretInfo({ status: 200, body })).pools, [
+      { template: "base:24.04", net: "none", size: "small", warm: 4, target: 4 },
+      { template: "ghcr.io/acme/agent-runtime:1.4.2", net: "none", size: "medium", warm: 1, target: 2 }
+    ])
+  })
+
+  it("a claim body of null or a redirect hands over nothing; an id with no token still counts", () => {
+    for (const body of ["null", `{"redirect":["10.0.0.6:7777"],"require_promoted":true}`, `{"id":""}`]) {
+      const result = interpretClaim({ status: 200, body })
+      assert.isTrue(Result.isFailure(result) && result.failure._tag === "NoWarmCapacity", body)
+    }
+    const bare = Result.getOrThrow(interpretClaim({ status: 200, body: `{"id":"sb_1"}` }))
+    assert.strictEqual(bare.id, "sb_1")
+    assert.isTrue(Option.isNone(bare.deadline))
+  })
+})
+
+describe("pod annotations", () => {
+  it("CRT-2: an empty value counts as absent", () => {
+    assert.deepStrictEqual(annotationValue({ [PodAnnotation.template]: "" }, PodAnnotation.template), Option.none())
+    assert.deepStrictEqual(annotationValue({ [PodAnnotation.template]: "t" }, PodAnnotation.template), Option.some("t"))
+    assert.deepStrictEqual(annotationValue(undefined, PodAnnotation.template), Option.none())
+  })
+
+  it("CRT-1: the runtime defaults to sandboxd and is compared exactly", () => {
+    assert.isTrue(isServedRuntime({}))
+    assert.isTrue(isServedRuntime({ [PodAnnotation.runtime]: "" }))
+    assert.isTrue(isServedRuntime({ [PodAnnotation.runtime]: "sandboxd" }))
+    assert.isFalse(isServedRuntime({ [PodAnnotation.runtime]: "Sandboxd" }))
+    assert.isFalse(isServedRuntime({ [PodAnnotation.runtime]: " sandboxd" }))
+    assert.strictEqual(requestedRuntime({ [PodAnnotation.runtime]: "vk-cocoon" }), "vk-cocoon")
+  })
+
+  it("CRT-6: TTL parsing as Go's Atoi, absent → 86400, negative rejected, 0 kept", () => {
+    const ttl = (value?: string) =>
+      parseTtlSeconds(value === undefined ? {} : { [PodAnnotation.ttlSeconds]: value })
+    assert.deepStrictEqual(ttl(), Result.succeed(86_400))
+    assert.deepStrictEqual(ttl(""), Result.succeed(86_400))
+    assert.deepStrictEqual(ttl("0"), Result.succeed(0))
+    assert.deepStrictEqual(ttl("-0"), Result.succeed(0))
+    assert.deepStrictEqual(ttl("3600"), Result.succeed(3600))
+    assert.deepStrictEqual(ttl("+60"), Result.succeed(60))
+    assert.deepStrictEqual(ttl("007"), Result.succeed(7))
+    assert.deepStrictEqual(ttl("9223372036854775807"), Result.succeed(9223372036854775807))
+    for (const bad of ["-1", " 60", "60 ", "1.5", "1_000", "0x10", "1e3", "9223372036854775808", "abc", "+", "--1"]) {
+      const result = ttl(bad)
+      assert.isTrue(Result.isFailure(result), bad)
+      if (Result.isFailure(result)) {
+        assert.strictEqual(result.failure.value, bad)
+        assert.include(result.failure.message, PodAnnotation.ttlSeconds)
+      }
+    }
+  })
+})
