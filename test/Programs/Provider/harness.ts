@@ -13,6 +13,7 @@ import * as ClaimsStoreMemory from "../../../src/Layers/ClaimsStoreMemory.ts"
 import { ProviderEventsPubSubLayer } from "../../../src/Layers/ProviderEventsPubSub.ts"
 import { ProviderLiveLayer } from "../../../src/Layers/ProviderLive.ts"
 import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
+import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
 import { Provider } from "../../../src/Services/Provider.ts"
 import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
 import { TestClock } from "effect/testing"
@@ -162,3 +163,13 @@ export const advanceUntil = <E, R>(check: Effect.Effect<boolean, E, R>, step: Du
     }
     return yield* Effect.die(new Error("condition never held"))
   })
+
+/** What a preserving DeletePod leaves: the claim stays, the tracked Pod goes (AUTH-8). */
+export const forgetPod = (name: string) =>
+  ClaimTable.use((table) =>
+    table.modify((state) => {
+      const pods = new Map(state.pods)
+      pods.delete(keyOf(name))
+      return [undefined, { ...state, pods }] as const
+    })
+  )

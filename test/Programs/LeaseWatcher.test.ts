@@ -1,0 +1,239 @@
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Deferred, Effect, Fiber, Option } from "effect"
+import { TestClock } from "effect/testing"
+import { ClaimState } from "../../src/Schemas/Claims.ts"
+import type { ClaimId } from "../../src/Schemas/Ids.ts"
+import { ClaimTable } from "../../src/Services/ClaimTable.ts"
+import { Provider } from "../../src/Services/Provider.ts"
+import { SandboxdSim, SimFault } from "../../src/Simulators/Sandboxd/Model.ts"
+import { publishExpiredLeases, runLeaseWatch } from "../../src/Programs/LeaseWatcher.ts"
+import {
+  advanceUntil,
+  drain,
+  eventually,
+  forgetPod,
+  keyOf,
+  ListGate,
+  pod,
+  subscribePushes,
+  world
+} from "./Provider/harness.ts"
+
+const ttl60 = { annotations: { "sandbox.cocoonstack.io/ttl-seconds": "60" } }
+
+const listCount = Effect.map(
+  SandboxdSim.use((sim) => sim.audit),
+  (audit) => audit.filter((entry) => entry.route === "list").length
+)
+const simIds = Effect.map(SandboxdSim.use((sim) => sim.claims), (claims) => claims.map((claim) => claim.id))
+const claimOf = (name: string) => ClaimTable.use((table) => Effect.map(table.held(keyOf(name)), Option.getOrThrow))
+
+/** Creates "web" with a 60 s lease, then moves past it until sandboxd's reaper took the VM. */
+const createThenExpire = Effect.gen(function*() {
+  yield* (yield* Provider).createPod(pod("web", ttl60))
+  const row = yield* claimOf("web")
+  yield* TestClock.adjust("65 seconds")
+  yield* eventually(Effect.map(simIds, (ids) => ids.length === 0))
+  return row.record
+})
+
+describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
+  it.effect("the claim's deadline comes from sandboxd's answer (LEASE-2)", () =>
+    Effect.gen(function*() {
+      yield* (yield* Provider).createPod(pod("web", ttl60))
+      const row = yield* claimOf("web")
+      assert.deepStrictEqual(row.record.deadline, Option.some(DateTime.makeUnsafe(60_000)))
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("no candidate before the deadline: nothing listed, nothing pushed", () =>
+    Effect.gen(function*() {
+      yield* (yield* Provider).createPod(pod("web", ttl60))
+      const pushes = yield* subscribePushes
+      yield* TestClock.adjust("59 seconds")
+      const outcome = yield* publishExpiredLeases
+      assert.deepStrictEqual(outcome, { published: [], refreshed: [], deferred: false })
+      assert.strictEqual(yield* listCount, 0)
+      assert.deepStrictEqual(yield* drain(pushes), [])
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("expiry confirmed by the listing: Failed/SandboxLeaseExpired pushed, every tick, claim kept", () =>
+    Effect.gen(function*() {
+      const claim = yield* createThenExpire
+      const pushes = yield* subscribePushes
+      const outcome = yield* publishExpiredLeases
+      assert.deepStrictEqual(outcome.published, [keyOf("web")])
+      const [failed] = yield* drain(pushes)
+      const status = failed.status!
+      assert.strictEqual(status.phase, "Failed")
+      assert.strictEqual(status.reason, "SandboxLeaseExpired")
+      assert.include(status.message, "1970-01-01T00:01:00Z")
+      assert.isUndefined(status.conditions)
+      assert.isUndefined(status.podIP)
+      assert.isUndefined(status.podIPs)
+      assert.isUndefined(status.hostIP)
+      assert.deepStrictEqual(status.startTime, new Date(0))
+      assert.deepStrictEqual(status.containerStatuses?.map((c) => ({
+        name: c.name,
+        ready: c.ready,
+        imageID: c.imageID,
+        terminated: c.state?.terminated
+      })), ["main", "sidecar"].map((name) => ({
+        name,
+        ready: false,
+        imageID: `sandboxd://${claim.id}`,
+        terminated: { exitCode: 1, reason: "SandboxLeaseExpired", finishedAt: new Date(60_000) }
+      })))
+      assert.isUndefined(failed.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"], "the tracked Pod as is")
+      // Not dropped, not released: a later authorized delete converges on sandboxd's 404.
+      assert.strictEqual((yield* claimOf("web")).record.id, claim.id)
+      const releases = (yield* (yield* SandboxdSim).audit).filter((entry) => entry.route === "release")
+      assert.strictEqual(releases.length, 0)
+      // LEASE-7: the same deterministic push again on the next tick.
+      yield* publishExpiredLeases
+      const [again] = yield* drain(pushes)
+      assert.deepStrictEqual(again, failed)
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("a failed listing defers publication; the next good tick publishes", () =>
+    Effect.gen(function*() {
+      yield* createThenExpire
+      const pushes = yield* subscribePushes
+      const sim = yield* SandboxdSim
+      yield* sim.injectFault("list", SimFault.status(500, "down"))
+      assert.deepStrictEqual(yield* publishExpiredLeases, { published: [], refreshed: [], deferred: true })
+      yield* sim.clearFaults
+      yield* sim.injectFault("list", SimFault.body(200, "{}"))
+      assert.isTrue((yield* publishExpiredLeases).deferred, "a {} body is a failed listing too")
+      assert.deepStrictEqual(yield* drain(pushes), [])
+      yield* sim.clearFaults
+      assert.deepStrictEqual((yield* publishExpiredLeases).published, [keyOf("web")])
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("a still-listed candidate takes the listing's deadline instead (archive: none = keep forever)", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      yield* provider.createPod(pod("web", ttl60))
+      const { record } = yield* claimOf("web")
+      yield* (yield* SandboxdSim).archive(record.id)
+      yield* TestClock.adjust("61 seconds")
+      const pushes = yield* subscribePushes
+      const outcome = yield* publishExpiredLeases
+      assert.deepStrictEqual(outcome, { published: [], refreshed: [keyOf("web")], deferred: false })
+      assert.deepStrictEqual((yield* claimOf("web")).record.deadline, Option.none())
+      assert.deepStrictEqual(yield* drain(pushes), [])
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "web")).phase, "Running")
+    }).pipe(Effect.provide(world({ sim: { archiveRetention: 0 } }), { local: true })))
+
+  it.effect("identity re-check: a key that changed hands during the listing is not published", () =>
+    Effect.gen(function*() {
+      yield* createThenExpire
+      const pushes = yield* subscribePushes
+      const gate = yield* (yield* ListGate).arm
+      const tick = yield* Effect.forkChild(publishExpiredLeases)
+      yield* Deferred.await(gate.reached)
+      const table = yield* ClaimTable
+      yield* table.modify((state) => {
+        const row = state.rows.get(keyOf("web"))!
+        const rows = new Map(state.rows).set(keyOf("web"), {
+          record: { ...row.record, id: "sb_newowner00000000" as ClaimId },
+          state: ClaimState.Durable()
+        })
+        return [undefined, { ...state, rows }] as const
+      })
+      yield* Deferred.succeed(gate.open, undefined)
+      assert.deepStrictEqual((yield* Fiber.join(tick)).published, [])
+      assert.deepStrictEqual(yield* drain(pushes), [])
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("identity re-check: a Pod gone during the listing is not published", () =>
+    Effect.gen(function*() {
+      yield* createThenExpire
+      const pushes = yield* subscribePushes
+      const gate = yield* (yield* ListGate).arm
+      const tick = yield* Effect.forkChild(publishExpiredLeases)
+      yield* Deferred.await(gate.reached)
+      yield* forgetPod("web")
+      yield* Deferred.succeed(gate.open, undefined)
+      assert.deepStrictEqual((yield* Fiber.join(tick)).published, [])
+      assert.deepStrictEqual(yield* drain(pushes), [])
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("claims without a tracked Pod (preserved) are not candidates: nothing listed", () =>
+    Effect.gen(function*() {
+      yield* createThenExpire
+      yield* forgetPod("web")
+      const before = yield* listCount
+      assert.deepStrictEqual((yield* publishExpiredLeases).published, [])
+      assert.strictEqual(yield* listCount, before)
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("the loop: first tick one interval after start, Failed pushed once the VM is gone", () =>
+    Effect.gen(function*() {
+      yield* (yield* Provider).createPod(pod("web", ttl60))
+      const pushes = yield* subscribePushes
+      const loop = yield* Effect.forkChild(runLeaseWatch)
+      const received: Array<unknown> = []
+      yield* advanceUntil(Effect.gen(function*() {
+        received.push(...(yield* drain(pushes)))
+        return received.length > 0
+      }))
+      const now = DateTime.toEpochMillis(yield* DateTime.now)
+      assert.isAtLeast(now, 60_000)
+      assert.strictEqual(now % 30_000, 0, "pushed on a 30 s tick")
+      yield* Fiber.interrupt(loop)
+    }).pipe(Effect.provide(world(), { local: true })))
+})
+
+describe("expiry settlement in CreatePod (LEASE-5) and GetPodStatus (LEASE-8)", () => {
+  it.effect("expired and no longer listed: dropped, then a fresh claim", () =>
+    Effect.gen(function*() {
+      const old = yield* createThenExpire
+      yield* forgetPod("web")
+      yield* (yield* Provider).createPod(pod("web", { uid: "uid-2" }))
+      const row = yield* claimOf("web")
+      assert.notStrictEqual(row.record.id, old.id)
+      assert.strictEqual(row.state._tag, "Durable")
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("expired but still listed: the listing's deadline is taken and the claim adopted", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      yield* provider.createPod(pod("web", ttl60))
+      const { record } = yield* claimOf("web")
+      yield* (yield* SandboxdSim).archive(record.id)
+      yield* TestClock.adjust("61 seconds")
+      yield* forgetPod("web")
+      const pushes = yield* subscribePushes
+      yield* provider.createPod(pod("web", { uid: "uid-2" }))
+      const row = yield* claimOf("web")
+      assert.strictEqual(row.record.id, record.id)
+      assert.deepStrictEqual(row.record.deadline, Option.none())
+      const [pushed] = yield* drain(pushes)
+      assert.strictEqual(pushed.status?.phase, "Running")
+    }).pipe(Effect.provide(world({ sim: { archiveRetention: 0 } }), { local: true })))
+
+  it.effect("expired and sandboxd cannot be listed: CreatePod refuses, the credential kept", () =>
+    Effect.gen(function*() {
+      const old = yield* createThenExpire
+      yield* forgetPod("web")
+      yield* (yield* SandboxdSim).injectFault("list", SimFault.status(502))
+      const error = yield* Effect.flip((yield* Provider).createPod(pod("web", { uid: "uid-2" })))
+      assert.strictEqual(error._tag, "ExpiredClaimUnlistable")
+      assert.isTrue(error.retryable)
+      assert.strictEqual((yield* claimOf("web")).record.id, old.id)
+      const claims = (yield* (yield* SandboxdSim).audit).filter((entry) => entry.route === "claim")
+      assert.strictEqual(claims.length, 1)
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("GetPodStatus: Running at the deadline instant, lease-expired strictly after it", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      yield* provider.createPod(pod("web", ttl60))
+      yield* TestClock.adjust("60 seconds")
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "web")).phase, "Running")
+      yield* TestClock.adjust("1 millis")
+      const status = Option.getOrThrow(yield* provider.getPodStatus("default", "web"))
+      assert.strictEqual(status.phase, "Failed")
+      assert.strictEqual(status.reason, "SandboxLeaseExpired")
+    }).pipe(Effect.provide(world(), { local: true })))
+})
