@@ -43,7 +43,7 @@ export const parseListenAddr = (
   Result.flatMap(splitHostPort(text), ({ host, port }) => {
     const range = options.allowPortZero ? "0..65535" : "1..65535"
     if (!/^\d+$/.test(port)) {
-      return Result.fail(port === "" ? `missing port (want host:port, port ${range})` : `port "${port}" is not a number in ${range}`)
+      return Result.fail(port === "" ? `missing port (want host:port, port ${range})` : `port ${JSON.stringify(port)} is not a number in ${range}`)
     }
     const number = Number(port)
     const minimum = options.allowPortZero ? 0 : 1

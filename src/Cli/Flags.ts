@@ -97,6 +97,9 @@ const parseGoBool = (text: string): boolean | undefined => {
   return undefined
 }
 
+/** User text inside a one-line message: quoted, control characters escaped. */
+export const quote = (text: string): string => JSON.stringify(text)
+
 export const tokenize = (argv: ReadonlyArray<string>): Result.Result<Tokens, UsageError> => {
   const given = new Map<string, string>()
   let i = 0
@@ -105,11 +108,11 @@ export const tokenize = (argv: ReadonlyArray<string>): Result.Result<Tokens, Usa
     i++
     if (arg === "--") break
     if (arg.length < 2 || !arg.startsWith("-")) {
-      return Result.fail(new UsageError({ flag: "", message: `unexpected argument "${arg}" (see --help)` }))
+      return Result.fail(new UsageError({ flag: "", message: `unexpected argument ${quote(arg)} (see --help)` }))
     }
     const body = arg.startsWith("--") ? arg.slice(2) : arg.slice(1)
     if (body === "" || body.startsWith("-") || body.startsWith("=")) {
-      return Result.fail(new UsageError({ flag: "", message: `bad flag syntax: ${arg}` }))
+      return Result.fail(new UsageError({ flag: "", message: `bad flag syntax: ${quote(arg)}` }))
     }
     const equals = body.indexOf("=")
     const name = equals < 0 ? body : body.slice(0, equals)
@@ -118,13 +121,13 @@ export const tokenize = (argv: ReadonlyArray<string>): Result.Result<Tokens, Usa
     if (spec === undefined) {
       // Like Go, help ends parsing at once: nothing after it is looked at.
       if (name === "help" || name === "h") return Result.succeed({ given, help: true })
-      return Result.fail(new UsageError({ flag: name, message: `flag provided but not defined: --${name} (see --help)` }))
+      return Result.fail(new UsageError({ flag: name, message: `flag provided but not defined: ${quote(`--${name}`)} (see --help)` }))
     }
     if (spec.kind === "bool") {
       const parsed = inline === undefined ? true : parseGoBool(inline)
       if (parsed === undefined) {
         return Result.fail(
-          new UsageError({ flag: name, message: `invalid boolean value "${inline}" for flag --${name}` })
+          new UsageError({ flag: name, message: `invalid boolean value ${quote(inline ?? "")} for flag --${name}` })
         )
       }
       given.set(name, String(parsed))
@@ -141,7 +144,7 @@ export const tokenize = (argv: ReadonlyArray<string>): Result.Result<Tokens, Usa
     i++
   }
   if (i < argv.length) {
-    return Result.fail(new UsageError({ flag: "", message: `unexpected argument "${argv[i]}" (see --help)` }))
+    return Result.fail(new UsageError({ flag: "", message: `unexpected argument ${quote(argv[i]!)} (see --help)` }))
   }
   return Result.succeed({ given, help: false })
 }

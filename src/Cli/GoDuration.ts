@@ -50,7 +50,7 @@ export const parseGoDurationNanos = (text: string): Result.Result<bigint, string
     const unitText = rest.slice(unitStart, i)
     if (unitText === "") return Result.fail(`missing unit in duration (want e.g. 60s, 1m30s, 500ms, 0)`)
     const unit = nanosPerUnit[unitText]
-    if (unit === undefined) return Result.fail(`unknown unit "${unitText}" in duration (use ns, us, ms, s, m or h)`)
+    if (unit === undefined) return Result.fail(`unknown unit ${JSON.stringify(unitText)} in duration (use ns, us, ms, s, m or h)`)
     // Fractions are truncated to whole nanoseconds, as Go does.
     const whole = BigInt(intDigits === "" ? "0" : intDigits) * unit
     const fraction = fracDigits === "" ? 0n : (BigInt(fracDigits) * unit) / 10n ** BigInt(fracDigits.length)

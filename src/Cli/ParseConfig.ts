@@ -7,7 +7,7 @@ import { Duration, Redacted, Result } from "effect"
 import type { AppConfigShape, LogFormat, LogLevelName } from "../Schemas/Config.ts"
 import { deriveAdvertiseAddr, parseListenAddr, parseSandboxdUrl } from "./Addresses.ts"
 import { UsageError } from "./Errors.ts"
-import { flagSpec, rawValue, tokenize } from "./Flags.ts"
+import { flagSpec, quote, rawValue, tokenize } from "./Flags.ts"
 import type { Tokens } from "./Flags.ts"
 import { parseGoDuration } from "./GoDuration.ts"
 import { parseNodeLabels } from "./NodeLabels.ts"
@@ -59,7 +59,7 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
     return Result.mapError(parse(raw.text), (problem) =>
       new UsageError({
         flag: name,
-        message: `invalid value "${raw.text}" for flag ${describeSource(name, raw.source)}: ${problem}`
+        message: `invalid value ${quote(raw.text)} for flag ${describeSource(name, raw.source)}: ${problem}`
       }))
   }
   return Result.gen(function*() {

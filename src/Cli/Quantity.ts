@@ -60,7 +60,7 @@ export const parseQuantity = (text: string): Result.Result<Quantity, string> => 
     value = magnitude * 10 ** decimal
   } else {
     const exponent = exponentPattern.exec(suffix)
-    if (exponent === null) return Result.fail(`unknown suffix "${suffix}": ${expected}`)
+    if (exponent === null) return Result.fail(`unknown suffix ${JSON.stringify(suffix)}: ${expected}`)
     const power = Number(exponent[1])
     // Kubernetes reads the exponent as a 32-bit integer.
     if (!Number.isSafeInteger(power) || Math.abs(power) > 2 ** 31 - 1) return Result.fail(`exponent out of range: ${expected}`)

@@ -178,8 +178,8 @@ describe("parseConfig: Go flag syntax (CFG-4)", () => {
 
 /** [argv, env, flag named in the error, text the message contains]. */
 const rejections: ReadonlyArray<readonly [ReadonlyArray<string>, Record<string, string>, string, string]> = [
-  [["--bogus"], {}, "bogus", "not defined: --bogus"],
-  [["-x=1"], {}, "x", "not defined: -"],
+  [["--bogus"], {}, "bogus", `not defined: "--bogus"`],
+  [["-x=1"], {}, "x", `not defined: "--x"`],
   [["---node-name=a"], {}, "", "bad flag syntax"],
   [["-=a"], {}, "", "bad flag syntax"],
   [["stray"], {}, "", `unexpected argument "stray"`],
@@ -272,5 +272,14 @@ describe("parseInvocation", () => {
     const invocation = parseInvocation(["--node-name", "n1"], {})
     assert.isTrue(Result.isSuccess(invocation) && invocation.success._tag === "Run" && invocation.success.config.nodeName === "n1")
     assert.isTrue(Result.isFailure(parseInvocation(["--node-cpu", "abc"], {})))
+  })
+})
+
+describe("parseConfig: error messages stay on one line", () => {
+  it("escapes control characters in what the user typed", () => {
+    for (const argv of [["--node-cpu", "1\n2"], ["--bo\ngus"], ["stray\narg"], ["--sandboxd-timeout", "1\ns"], ["--listen-addr", ":8\n0"], ["--node-memory", "1G\ni"]]) {
+      const message = usageError(argv).message
+      assert.notInclude(message, "\n", JSON.stringify(argv))
+    }
   })
 })
