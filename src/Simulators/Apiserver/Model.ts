@@ -1,0 +1,1219 @@
+/**
+ * In-memory Kubernetes API server model: the state machine behind the HTTP face (`Server.ts`) and the
+ * in-memory KubeApi test layer. Plain synchronous TypeScript over JSON objects; every operation returns
+ * `Result<A, ApiStatusError>` (yieldable in `Effect.gen`), where the error carries the exact `Status`
+ * body and HTTP code the real kube-apiserver would answer with.
+ *
+ * API (resources are the `ResourceInfo` constants from `Resources.ts`; `ns` is "" for cluster scope):
+ *   create(r, ns, obj, {fieldManager})                     POST
+ *   get(r, ns, name)                                       GET
+ *   list(r, ns | undefined, {labelSelector, fieldSelector}) GET collection (undefined ns: all namespaces)
+ *   watch(r, ns | undefined, {resourceVersion, allowWatchBookmarks, labelSelector, fieldSelector}, sink)
+ *       → WatchHandle. Replayed/initial events are delivered synchronously inside the call; later events
+ *       synchronously inside the write that caused them.
+ *   update(r, ns, name, obj) / updateStatus(r, ns, name, obj)     PUT (main resource / status subresource)
+ *   patch(r, ns, name, patchType, patch, {subresource, fieldManager, force})  PATCH: "strategic" | "merge"
+ *       | "json" | "apply" (server-side apply; fieldManager required)
+ *   delete(r, ns, name, {gracePeriodSeconds, preconditions: {uid, resourceVersion}})
+ *   Namespaces are the `Namespaces` resource; `finalizeNamespace(name)` plays the namespace controller.
+ * Test helpers: `faults` (latency, 5xx rules, stalled watches: read by the HTTP face too), `deny(rule)`
+ *   (403 Forbidden like RBAC), `bookmark()`, `expireWatches()` (ERROR 410 on every open watch),
+ *   `dropWatches()`, `compact()`, `peek(r, ns, name)` / `put(r, obj)` (direct access, no semantics),
+ *   `resourceVersion` (the global counter).
+ *
+ * Time: creationTimestamp, deletionTimestamp and managedFields times come from the injected `now`.
+ */
+import { Result } from "effect"
+import {
+  deletePath,
+  fromFieldsV1,
+  fromKey,
+  getPath,
+  leafPaths,
+  pathKey,
+  sameValue,
+  setPath,
+  toFieldsV1
+} from "./Fields.ts"
+import { clone, isRecord, jsonMergePatch, jsonPatch, strategicMerge } from "./Patch.ts"
+import {
+  AllResources,
+  apiVersionOf,
+  findResource,
+  Namespaces,
+  NodeInventories,
+  Nodes,
+  Pods,
+  type ResourceInfo
+} from "./Resources.ts"
+import {
+  type FieldSelector,
+  type LabelSelector,
+  matchFields,
+  matchLabels,
+  parseFieldSelector,
+  parseLabelSelector
+} from "./Selectors.ts"
+import {
+  alreadyExists,
+  type ApiStatusError,
+  badRequest,
+  expired,
+  failure,
+  type FieldError,
+  invalid,
+  type JsonObject,
+  namespaceTerminating,
+  notFound,
+  rbacForbidden,
+  rvPreconditionConflict,
+  staleConflict,
+  type StatusBody,
+  success,
+  uidPreconditionConflict
+} from "./Status.ts"
+
+export type Outcome<A> = Result.Result<A, ApiStatusError>
+
+export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR"
+
+export interface WatchEvent {
+  readonly type: WatchEventType
+  readonly object: JsonObject
+}
+
+export interface WatchSink {
+  readonly onEvent: (event: WatchEvent) => void
+  /** The server ended the watch (timeout, drop, 410). Not called after the caller's own `close()`. */
+  readonly onClose: () => void
+}
+
+export interface WatchHandle {
+  readonly close: () => void
+  readonly isOpen: () => boolean
+}
+
+export interface ListOptions {
+  readonly labelSelector?: string | undefined
+  readonly fieldSelector?: string | undefined
+}
+
+export interface WatchOptions extends ListOptions {
+  readonly resourceVersion?: string | undefined
+  readonly allowWatchBookmarks?: boolean | undefined
+}
+
+export interface WriteOptions {
+  readonly fieldManager?: string | undefined
+}
+
+export interface DeleteOptions {
+  readonly gracePeriodSeconds?: number | undefined
+  readonly preconditions?: { readonly uid?: string | undefined; readonly resourceVersion?: string | undefined } | undefined
+}
+
+export type PatchType = "strategic" | "merge" | "json" | "apply"
+
+export interface PatchOptions extends WriteOptions {
+  readonly subresource?: "status" | undefined
+  readonly force?: boolean | undefined
+}
+
+/** What a DELETE answers with: the object (still present, or as deleted for pods) or a Success Status. */
+export type DeleteResult =
+  | { readonly _tag: "Pending"; readonly object: JsonObject }
+  | { readonly _tag: "Deleted"; readonly object: JsonObject; readonly body: JsonObject | StatusBody }
+
+export interface DenyRule {
+  /** get, list, watch, create, update, patch, delete */
+  readonly verb: string
+  /** plural, optionally with subresource: "pods", "pods/status" */
+  readonly resource: string
+  /** API group; any group when absent */
+  readonly group?: string | undefined
+  readonly namespace?: string | undefined
+}
+
+export interface FailureRule {
+  /** HTTP method; any when absent */
+  readonly method?: string | undefined
+  /** matched against the request path (no query) */
+  readonly path: string | RegExp
+  readonly code: number
+  /** remaining injections; forever when absent */
+  times?: number | undefined
+}
+
+/** Fault injection. Latency and failure rules apply at the HTTP face; stalled watches in the model too. */
+export interface Faults {
+  latencyMs: number
+  failures: Array<FailureRule>
+  /** New watches get their response headers and then nothing: no events, no close. */
+  stallWatches: boolean
+}
+
+export interface ModelOptions {
+  /** epoch milliseconds; default Date.now */
+  readonly now?: () => number
+  /** watch history retained, in events (all resources share one counter, as etcd does); default 1000 */
+  readonly historySize?: number
+  readonly newUid?: () => string
+  /** created at start, Active; default default, kube-system, kube-public, kube-node-lease */
+  readonly namespaces?: ReadonlyArray<string>
+  /**
+   * How a watch that starts at an expired resourceVersion is refused. "event" (default) is what the real
+   * server does: the watch cache answers 200 and sends one ERROR event carrying the 410 Expired Status.
+   * "status" answers the watch request itself with HTTP 410 (what some proxies and older servers do).
+   */
+  readonly expiredWatchStart?: "event" | "status"
+  /** the user named in Forbidden messages */
+  readonly user?: string
+}
+
+interface HistoryEntry {
+  readonly rv: number
+  readonly resource: ResourceInfo
+  readonly namespace: string
+  readonly type: "ADDED" | "MODIFIED" | "DELETED"
+  readonly object: JsonObject
+  readonly prev: JsonObject | undefined
+}
+
+interface Watcher {
+  readonly resource: ResourceInfo
+  readonly namespace: string | undefined
+  readonly labels: LabelSelector
+  readonly fields: FieldSelector
+  readonly bookmarks: boolean
+  readonly stalled: boolean
+  readonly sink: WatchSink
+  open: boolean
+  lastRv: number
+}
+
+const rid = (r: ResourceInfo) => `${r.group}/${r.plural}`
+const okey = (ns: string, name: string) => `${ns}/${name}`
+
+export const rfc3339 = (ms: number): string => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z")
+
+const str = (u: unknown): string | undefined => (typeof u === "string" ? u : undefined)
+
+const metaOf = (obj: JsonObject): Record<string, unknown> => {
+  if (!isRecord(obj["metadata"])) obj["metadata"] = {}
+  return obj["metadata"] as Record<string, unknown>
+}
+
+const labelsOf = (obj: JsonObject): Record<string, string> => {
+  const labels = metaOf(obj)["labels"]
+  const out: Record<string, string> = {}
+  if (isRecord(labels)) for (const [k, v] of Object.entries(labels)) if (typeof v === "string") out[k] = v
+  return out
+}
+
+const finalizersOf = (obj: JsonObject): Array<string> => {
+  const f = metaOf(obj)["finalizers"]
+  return Array.isArray(f) ? f.filter((x): x is string => typeof x === "string") : []
+}
+
+const subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
+const label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
+const subdomainMessage =
+  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+const labelMessage =
+  "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+
+const ipv4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/
+const isIPv6 = (s: string): boolean => {
+  if (!/^[0-9a-fA-F:.]+$/.test(s) || !s.includes(":")) return false
+  const dbl = s.split("::")
+  if (dbl.length > 2) return false
+  const groups = s.replace("::", ":x:").split(":").filter((g) => g !== "")
+  const v4Tail = groups.length > 0 && groups[groups.length - 1].includes(".")
+  if (v4Tail && !ipv4.test(groups[groups.length - 1])) return false
+  const hex = groups.filter((g) => g !== "x" && !g.includes("."))
+  if (!hex.every((g) => /^[0-9a-fA-F]{1,4}$/.test(g))) return false
+  const count = hex.length + (v4Tail ? 2 : 0)
+  return dbl.length === 2 ? count < 8 : count === 8
+}
+export const isIP = (s: string): boolean => ipv4.test(s) || isIPv6(s)
+
+/**
+ * MicroTime as the apiserver decodes it: Go's time.Parse with layout 2006-01-02T15:04:05.000000Z07:00,
+ * which takes exactly six fractional digits. Anything else fails JSON decoding, and the server answers
+ * 400 BadRequest (a decode error, not a 422 validation error).
+ */
+const microTimeLayout = "2006-01-02T15:04:05.000000Z07:00"
+export const microTimeError = (value: string): string | undefined => {
+  const head = value.slice(0, 19)
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/.test(head)) {
+    return `parsing time "${value}" as "${microTimeLayout}": cannot parse "${value}" as "2006"`
+  }
+  const rest = value.slice(19)
+  if (/^\.\d{6}(Z|[+-]\d{2}:\d{2})$/.test(rest)) return undefined
+  if (/^\.\d{6}/.test(rest)) return `parsing time "${value}" as "${microTimeLayout}": cannot parse "${rest.slice(7)}" as "Z07:00"`
+  return `parsing time "${value}" as "${microTimeLayout}": cannot parse "${rest}" as ".000000"`
+}
+
+const randomSuffix = (): string => {
+  const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+  let s = ""
+  for (let i = 0; i < 5; i++) s += alphabet[Math.floor(Math.random() * alphabet.length)]
+  return s
+}
+
+const listKind = (r: ResourceInfo) => `${r.kind}List`
+
+export class ClusterModel {
+  readonly resources: ReadonlyArray<ResourceInfo>
+  readonly faults: Faults = { latencyMs: 0, failures: [], stallWatches: false }
+  readonly user: string
+  private readonly now: () => number
+  private readonly historySize: number
+  private readonly newUid: () => string
+  readonly expiredWatchStart: "event" | "status"
+  private readonly store = new Map<string, Map<string, JsonObject>>()
+  private readonly history: Array<HistoryEntry> = []
+  private readonly watchers = new Set<Watcher>()
+  private readonly denyRules: Array<DenyRule> = []
+  private rv = 0
+  private compactedRv = 0
+
+  constructor(options: ModelOptions = {}) {
+    this.resources = AllResources
+    this.now = options.now ?? Date.now
+    this.historySize = options.historySize ?? 1000
+    this.newUid = options.newUid ?? (() => crypto.randomUUID())
+    this.expiredWatchStart = options.expiredWatchStart ?? "event"
+    this.user = options.user ?? "system:serviceaccount:vk-sandbox:vk-sandbox"
+    for (const ns of options.namespaces ?? ["default", "kube-system", "kube-public", "kube-node-lease"]) {
+      this.create(Namespaces, "", { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } }, { fieldManager: "kube-apiserver" })
+    }
+  }
+
+  // ---------------------------------------------------------------- test helpers
+
+  /** The global resourceVersion counter (the last one handed out). */
+  get resourceVersion(): string {
+    return String(this.rv)
+  }
+
+  resourceFor(group: string, version: string, plural: string): ResourceInfo | undefined {
+    return findResource(this.resources, group, version, plural)
+  }
+
+  /** Refuse verb on resource with 403 Forbidden, as RBAC would. */
+  deny(rule: DenyRule): void {
+    this.denyRules.push(rule)
+  }
+
+  clearDenies(): void {
+    this.denyRules.length = 0
+  }
+
+  /** The stored object, uncopied semantics aside (a copy), or undefined. */
+  peek(r: ResourceInfo, ns: string, name: string): JsonObject | undefined {
+    const o = this.bucket(r).get(okey(r.namespaced ? ns : "", name))
+    return o === undefined ? undefined : clone(o)
+  }
+
+  /** Store an object as is, bumping the resourceVersion and notifying watchers; no validation, no admission. */
+  put(r: ResourceInfo, obj: JsonObject): JsonObject {
+    const o = clone(obj)
+    const m = metaOf(o)
+    const ns = r.namespaced ? str(m["namespace"]) ?? "default" : ""
+    const name = str(m["name"]) ?? ""
+    if (r.namespaced) m["namespace"] = ns
+    const prev = this.bucket(r).get(okey(ns, name))
+    if (m["uid"] === undefined) m["uid"] = prev === undefined ? this.newUid() : metaOf(prev)["uid"]
+    if (m["creationTimestamp"] === undefined) m["creationTimestamp"] = rfc3339(this.now())
+    return this.commit(r, ns, name, prev === undefined ? "ADDED" : "MODIFIED", o, prev)
+  }
+
+  /** Send a BOOKMARK to every open watch that asked for bookmarks. */
+  bookmark(): void {
+    for (const w of this.watchers) {
+      if (w.open && w.bookmarks && !w.stalled) {
+        w.lastRv = this.rv
+        w.sink.onEvent({ type: "BOOKMARK", object: this.bookmarkObject(w.resource) })
+      }
+    }
+  }
+
+  /** Every open watch gets an ERROR event with a 410 Expired Status and is closed (it fell behind). */
+  expireWatches(): void {
+    for (const w of [...this.watchers]) {
+      if (!w.open) continue
+      const e = expired(`too old resource version: ${w.lastRv} (${this.rv})`)
+      w.sink.onEvent({ type: "ERROR", object: e.body as JsonObject })
+      this.closeWatcher(w, true)
+    }
+  }
+
+  /** The server closes every open watch without an error (as on an apiserver restart). */
+  dropWatches(): void {
+    for (const w of [...this.watchers]) this.closeWatcher(w, true)
+  }
+
+  /** Forget all history: a watch from any resourceVersion before now gets 410. */
+  compact(): void {
+    this.history.length = 0
+    this.compactedRv = this.rv
+  }
+
+  openWatches(): number {
+    return [...this.watchers].filter((w) => w.open).length
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  get(r: ResourceInfo, ns: string, name: string): Outcome<JsonObject> {
+    const denied = this.authorize("get", r, undefined, ns, name)
+    if (denied !== undefined) return Result.fail(denied)
+    const o = this.bucket(r).get(okey(r.namespaced ? ns : "", name))
+    return o === undefined ? Result.fail(notFound(r, name)) : Result.succeed(clone(o))
+  }
+
+  list(r: ResourceInfo, ns: string | undefined, options: ListOptions = {}): Outcome<JsonObject> {
+    const denied = this.authorize("list", r, undefined, ns, undefined)
+    if (denied !== undefined) return Result.fail(denied)
+    const labels = parseLabelSelector(options.labelSelector)
+    if (Result.isFailure(labels)) return Result.fail(labels.failure)
+    const fields = parseFieldSelector(options.fieldSelector, r.fieldLabels)
+    if (Result.isFailure(fields)) return Result.fail(fields.failure)
+    const items = [...this.bucket(r).entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, o]) => o)
+      .filter((o) => this.matches(r, o, ns, labels.success, fields.success))
+      .map((o) => this.listItem(r, o))
+    return Result.succeed({
+      kind: listKind(r),
+      apiVersion: apiVersionOf(r),
+      metadata: { resourceVersion: String(this.rv) },
+      items
+    })
+  }
+
+  watch(r: ResourceInfo, ns: string | undefined, options: WatchOptions, sink: WatchSink): Outcome<WatchHandle> {
+    const denied = this.authorize("watch", r, undefined, ns, undefined)
+    if (denied !== undefined) return Result.fail(denied)
+    const labels = parseLabelSelector(options.labelSelector)
+    if (Result.isFailure(labels)) return Result.fail(labels.failure)
+    const fields = parseFieldSelector(options.fieldSelector, r.fieldLabels)
+    if (Result.isFailure(fields)) return Result.fail(fields.failure)
+    const rvText = options.resourceVersion ?? ""
+    const from = rvText === "" || rvText === "0" ? undefined : Number(rvText)
+    if (from !== undefined && (!Number.isInteger(from) || from < 0)) {
+      return Result.fail(badRequest(`resourceVersion: Invalid value: "${rvText}": strconv.ParseUint: parsing "${rvText}": invalid syntax`))
+    }
+    if (from !== undefined && from > this.rv) {
+      // the watch cache waits up to 3 s for a future resourceVersion, then answers this
+      return Result.fail(
+        failure(504, "Timeout", `Too large resource version: ${from}, current: ${this.rv}`, {
+          causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }],
+          retryAfterSeconds: 1
+        })
+      )
+    }
+    const tooOld = from !== undefined && from < this.compactedRv
+    if (tooOld && this.expiredWatchStart === "status") {
+      return Result.fail(expired(`too old resource version: ${from} (${this.compactedRv + 1})`))
+    }
+    const w: Watcher = {
+      resource: r,
+      namespace: r.namespaced ? ns : undefined,
+      labels: labels.success,
+      fields: fields.success,
+      bookmarks: options.allowWatchBookmarks === true,
+      stalled: this.faults.stallWatches,
+      sink,
+      open: true,
+      lastRv: from ?? this.rv
+    }
+    const handle: WatchHandle = { close: () => this.closeWatcher(w, false), isOpen: () => w.open }
+    if (w.stalled) {
+      this.watchers.add(w)
+      return Result.succeed(handle)
+    }
+    if (tooOld) {
+      const e = expired(`too old resource version: ${from} (${this.compactedRv + 1})`)
+      sink.onEvent({ type: "ERROR", object: e.body as JsonObject })
+      w.open = false
+      sink.onClose()
+      return Result.succeed(handle)
+    }
+    this.watchers.add(w)
+    if (from === undefined) {
+      // "" and "0": synthetic ADDED events for the current state, then changes
+      for (const [, o] of [...this.bucket(r).entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
+        if (this.matches(r, o, w.namespace, w.labels, w.fields)) sink.onEvent({ type: "ADDED", object: clone(o) })
+      }
+    } else {
+      for (const h of this.history) if (h.rv > from) this.deliver(w, h)
+    }
+    return Result.succeed(handle)
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  create(r: ResourceInfo, ns: string, body: unknown, options: WriteOptions = {}): Outcome<JsonObject> {
+    if (!isRecord(body)) return Result.fail(badRequest("the body of the request could not be decoded as an object"))
+    const obj: JsonObject = clone(body)
+    const m = metaOf(obj)
+    const kindCheck = this.checkKind(r, obj)
+    if (kindCheck !== undefined) return Result.fail(kindCheck)
+    const namespace = r.namespaced ? ns : ""
+    if (r.namespaced) {
+      const bodyNs = str(m["namespace"])
+      if (bodyNs !== undefined && bodyNs !== "" && bodyNs !== namespace) {
+        return Result.fail(badRequest("the namespace of the provided object does not match the namespace sent on the request"))
+      }
+      m["namespace"] = namespace
+    } else {
+      delete m["namespace"]
+    }
+    let name = str(m["name"]) ?? ""
+    const generateName = str(m["generateName"])
+    if (name === "" && generateName !== undefined && generateName !== "") {
+      name = `${generateName}${randomSuffix()}`
+      m["name"] = name
+    }
+    const denied = this.authorize("create", r, undefined, namespace, name)
+    if (denied !== undefined) return Result.fail(denied)
+    const decode = this.decodeCheck(r, obj)
+    if (decode !== undefined) return Result.fail(decode)
+    if (name === "") {
+      return Result.fail(invalid(r.customResource ? r.group : errGroup(r), r.kind, "", [
+        { field: "metadata.name", type: "FieldValueRequired", detail: "name or generateName is required" }
+      ]))
+    }
+    const nameErr = this.validateName(r, name)
+    if (nameErr !== undefined) return Result.fail(nameErr)
+    const admitted = this.admitNamespace(r, namespace, name)
+    if (admitted !== undefined) return Result.fail(admitted)
+    if (this.bucket(r).has(okey(namespace, name))) return Result.fail(alreadyExists(r, name))
+    // server-set metadata
+    m["uid"] = this.newUid()
+    m["creationTimestamp"] = rfc3339(this.now())
+    delete m["resourceVersion"]
+    delete m["deletionTimestamp"]
+    delete m["deletionGracePeriodSeconds"]
+    delete m["selfLink"]
+    if (r.tracksGeneration) m["generation"] = 1
+    else delete m["generation"]
+    this.prepareForCreate(r, obj)
+    const errs = this.validate(r, obj, undefined)
+    if (errs !== undefined) return Result.fail(errs)
+    this.recordManager(obj, undefined, options.fieldManager, "Update", undefined)
+    return Result.succeed(this.commit(r, namespace, name, "ADDED", obj, undefined))
+  }
+
+  update(r: ResourceInfo, ns: string, name: string, body: unknown, options: WriteOptions = {}): Outcome<JsonObject> {
+    return this.replace(r, ns, name, body, undefined, options)
+  }
+
+  updateStatus(r: ResourceInfo, ns: string, name: string, body: unknown, options: WriteOptions = {}): Outcome<JsonObject> {
+    if (!r.subresources.includes("status")) return Result.fail(notFoundSubresource())
+    return this.replace(r, ns, name, body, "status", options)
+  }
+
+  patch(
+    r: ResourceInfo,
+    ns: string,
+    name: string,
+    patchType: PatchType,
+    patchBody: unknown,
+    options: PatchOptions = {}
+  ): Outcome<{ readonly object: JsonObject; readonly created: boolean }> {
+    const sub = options.subresource
+    if (sub !== undefined && !r.subresources.includes(sub)) return Result.fail(notFoundSubresource())
+    if (patchType === "apply") return this.apply(r, ns, name, patchBody, options)
+    if (options.force === true) return Result.fail(badRequest("force is not allowed for non-apply patch types"))
+    if (patchType === "strategic" && r.customResource) {
+      return Result.fail(
+        failure(415, "UnsupportedMediaType", `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`)
+      )
+    }
+    const denied = this.authorize("patch", r, sub, ns, name)
+    if (denied !== undefined) return Result.fail(denied)
+    const namespace = r.namespaced ? ns : ""
+    const stored = this.bucket(r).get(okey(namespace, name))
+    if (stored === undefined) return Result.fail(notFound(r, name))
+    const patched = patchType === "strategic"
+      ? strategicMerge(stored, patchBody)
+      : patchType === "merge"
+      ? isRecord(patchBody)
+        ? Result.succeed(jsonMergePatch(stored, patchBody))
+        : Result.fail(badRequest("json: cannot unmarshal array into Go value of type map[string]interface {}"))
+      : jsonPatch(stored, patchBody)
+    if (Result.isFailure(patched)) return Result.fail(patched.failure)
+    if (!isRecord(patched.success)) return Result.fail(badRequest("the patched object is not an object"))
+    const next: JsonObject = patched.success
+    // a patch carries the stored resourceVersion unless it set one itself (then it is a precondition)
+    const out = this.replace(r, ns, name, next, sub, options, stored)
+    return Result.map(out, (object) => ({ object, created: false }))
+  }
+
+  delete(r: ResourceInfo, ns: string, name: string, options: DeleteOptions = {}): Outcome<DeleteResult> {
+    const denied = this.authorize("delete", r, undefined, ns, name)
+    if (denied !== undefined) return Result.fail(denied)
+    const namespace = r.namespaced ? ns : ""
+    const stored = this.bucket(r).get(okey(namespace, name))
+    if (stored === undefined) return Result.fail(notFound(r, name))
+    const sm = metaOf(stored)
+    const uid = str(sm["uid"]) ?? ""
+    const pre = options.preconditions
+    if (pre?.uid !== undefined && pre.uid !== uid) return Result.fail(uidPreconditionConflict(r, name, pre.uid, uid))
+    if (pre?.resourceVersion !== undefined && pre.resourceVersion !== sm["resourceVersion"]) {
+      return Result.fail(rvPreconditionConflict(r, name, pre.resourceVersion, String(sm["resourceVersion"])))
+    }
+    if (r === Namespaces) return Result.succeed(this.deleteNamespace(stored, name))
+    const next = clone(stored)
+    const m = metaOf(next)
+    const finalizers = finalizersOf(next)
+    const existingGrace = typeof sm["deletionGracePeriodSeconds"] === "number" ? sm["deletionGracePeriodSeconds"] : undefined
+    const deleting = sm["deletionTimestamp"] !== undefined
+    let grace = this.gracePeriod(r, stored, options.gracePeriodSeconds)
+    if (deleting) {
+      // already being deleted: only a shorter grace period changes anything
+      if (existingGrace === undefined || existingGrace === 0) {
+        grace = 0
+      } else if (options.gracePeriodSeconds === undefined || grace >= existingGrace) {
+        return Result.succeed({ _tag: "Pending", object: clone(stored) })
+      } else {
+        const ts = Date.parse(String(sm["deletionTimestamp"])) - existingGrace * 1000 + grace * 1000
+        m["deletionTimestamp"] = rfc3339(ts)
+        m["deletionGracePeriodSeconds"] = grace
+      }
+    } else if (grace > 0) {
+      // graceful deletion: a pod bound to a node waits for its kubelet's final grace-0 DELETE
+      m["deletionTimestamp"] = rfc3339(this.now() + grace * 1000)
+      m["deletionGracePeriodSeconds"] = grace
+      if (typeof m["generation"] === "number" && m["generation"] > 0) m["generation"] = m["generation"] + 1
+    }
+    const nowGrace = typeof m["deletionGracePeriodSeconds"] === "number" ? m["deletionGracePeriodSeconds"] : grace
+    if (finalizers.length === 0 && (grace === 0 || nowGrace === 0)) {
+      const deleted = this.commit(r, namespace, name, "DELETED", next, stored)
+      return Result.succeed({
+        _tag: "Deleted",
+        object: deleted,
+        body: r.returnDeletedObject ? deleted : success(r, name, uid)
+      })
+    }
+    if (finalizers.length > 0 && m["deletionTimestamp"] === undefined) {
+      // finalizers hold the object: it is marked for deletion now, with grace 0
+      m["deletionTimestamp"] = rfc3339(this.now())
+      m["deletionGracePeriodSeconds"] = 0
+      if (typeof m["generation"] === "number" && m["generation"] > 0) m["generation"] = m["generation"] + 1
+    }
+    if (sameValue(withoutVolatile(next), withoutVolatile(stored))) return Result.succeed({ _tag: "Pending", object: clone(stored) })
+    return Result.succeed({ _tag: "Pending", object: this.commit(r, namespace, name, "MODIFIED", next, stored) })
+  }
+
+  /** The namespace controller's job: remove everything in the namespace, then the namespace. */
+  finalizeNamespace(name: string): void {
+    for (const r of this.resources) {
+      if (!r.namespaced) continue
+      for (const [k, o] of [...this.bucket(r).entries()]) {
+        if (k.startsWith(`${name}/`)) this.commit(r, name, str(metaOf(o)["name"]) ?? "", "DELETED", clone(o), o)
+      }
+    }
+    const ns = this.bucket(Namespaces).get(okey("", name))
+    if (ns !== undefined) this.commit(Namespaces, "", name, "DELETED", clone(ns), ns)
+  }
+
+  // ---------------------------------------------------------------- server-side apply
+
+  private apply(
+    r: ResourceInfo,
+    ns: string,
+    name: string,
+    body: unknown,
+    options: PatchOptions
+  ): Outcome<{ readonly object: JsonObject; readonly created: boolean }> {
+    const manager = options.fieldManager
+    if (manager === undefined || manager === "") return Result.fail(badRequest("fieldManager is required for apply requests"))
+    if (!isRecord(body)) return Result.fail(badRequest("error decoding YAML: the apply configuration is not an object"))
+    const applied: JsonObject = clone(body)
+    const apiVersion = str(applied["apiVersion"]) ?? ""
+    const kind = str(applied["kind"]) ?? ""
+    if (apiVersion === "" || kind === "") {
+      return Result.fail(badRequest(`invalid object type: ${apiVersion === "" ? "/" : apiVersion}, Kind=${kind}`))
+    }
+    const kindCheck = this.checkKind(r, applied)
+    if (kindCheck !== undefined) return Result.fail(kindCheck)
+    const am = metaOf(applied)
+    const bodyName = str(am["name"])
+    if (bodyName !== undefined && bodyName !== "" && bodyName !== name) {
+      return Result.fail(badRequest(`the name of the object (${bodyName}) does not match the name on the URL (${name})`))
+    }
+    const decode = this.decodeCheck(r, applied)
+    if (decode !== undefined) return Result.fail(decode)
+    const namespace = r.namespaced ? ns : ""
+    const stored = this.bucket(r).get(okey(namespace, name))
+    if (stored === undefined) {
+      // the first apply creates the object
+      const created = clone(applied)
+      const cm = metaOf(created)
+      cm["name"] = name
+      delete cm["creationTimestamp"] // the applier's creationTimestamp: null is ignored
+      delete cm["managedFields"]
+      if (r.namespaced) cm["namespace"] = namespace
+      const denied = this.authorize("patch", r, options.subresource, namespace, name)
+      if (denied !== undefined) return Result.fail(denied)
+      const nameErr = this.validateName(r, name)
+      if (nameErr !== undefined) return Result.fail(nameErr)
+      const admitted = this.admitNamespace(r, namespace, name)
+      if (admitted !== undefined) return Result.fail(admitted)
+      cm["uid"] = this.newUid()
+      cm["creationTimestamp"] = rfc3339(this.now())
+      if (r.tracksGeneration) cm["generation"] = 1
+      this.prepareForCreate(r, created)
+      const errs = this.validate(r, created, undefined)
+      if (errs !== undefined) return Result.fail(errs)
+      this.setManagedFields(created, [
+        this.managedEntry(manager, "Apply", apiVersionOf(r), leafPaths(appliedFields(applied)), options.subresource)
+      ])
+      return Result.succeed({ object: this.commit(r, namespace, name, "ADDED", created, undefined), created: true })
+    }
+    const denied = this.authorize("patch", r, options.subresource, namespace, name)
+    if (denied !== undefined) return Result.fail(denied)
+    const appliedSet = leafPaths(appliedFields(applied))
+    const entries = this.managedEntries(stored)
+    // conflicts: a field another manager owns, set to a different value
+    const conflicts: Array<{ manager: string; path: string; entry: number }> = []
+    entries.forEach((e, i) => {
+      if (e.manager === manager && e.operation === "Apply") return
+      for (const p of e.fields) {
+        if (appliedSet.has(p) && !sameValue(getPath(stored, fromKey(p)), getPath(applied, fromKey(p)))) {
+          conflicts.push({ manager: e.manager, path: p, entry: i })
+        }
+      }
+    })
+    if (conflicts.length > 0 && options.force !== true) {
+      const render = (c: { manager: string; path: string }) => `conflict with "${c.manager}" using ${apiVersionOf(r)}: .${fromKey(c.path).join(".")}`
+      const message = conflicts.length === 1
+        ? `Apply failed with 1 conflict: ${render(conflicts[0])}`
+        : `Apply failed with ${conflicts.length} conflicts: ${conflicts.map(render).join("\n")}`
+      return Result.fail(
+        failure(409, "Conflict", message, {
+          causes: conflicts.map((c) => ({ reason: "FieldManagerConflict", message: render(c), field: `.${fromKey(c.path).join(".")}` }))
+        })
+      )
+    }
+    for (const c of conflicts) entries[c.entry].fields.delete(c.path)
+    const next = clone(stored)
+    const mine = entries.find((e) => e.manager === manager && e.operation === "Apply")
+    const ownedByOthers = new Set(entries.filter((e) => e !== mine).flatMap((e) => [...e.fields]))
+    for (const p of mine?.fields ?? []) {
+      if (!appliedSet.has(p) && !ownedByOthers.has(p)) deletePath(next, fromKey(p))
+    }
+    for (const p of appliedSet) setPath(next, fromKey(p), getPath(applied, fromKey(p)))
+    // others lose fields this apply now sets (forced) — done above; the applier owns exactly appliedSet
+    const others = entries.filter((e) => e !== mine)
+    for (const e of others) for (const p of appliedSet) if (e.fields.has(p) && conflicts.some((c) => c.path === p)) e.fields.delete(p)
+    const newEntries = [
+      ...others,
+      { manager, operation: "Apply", apiVersion: apiVersionOf(r), fields: appliedSet, time: mine?.time, subresource: options.subresource }
+    ]
+    const result = this.replace(r, ns, name, next, options.subresource, {}, stored, newEntries)
+    return Result.map(result, (object) => ({ object, created: false }))
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private bucket(r: ResourceInfo): Map<string, JsonObject> {
+    let b = this.store.get(rid(r))
+    if (b === undefined) {
+      b = new Map()
+      this.store.set(rid(r), b)
+    }
+    return b
+  }
+
+  private authorize(
+    verb: string,
+    r: ResourceInfo,
+    sub: string | undefined,
+    ns: string | undefined,
+    name: string | undefined
+  ): ApiStatusError | undefined {
+    const resource = sub === undefined ? r.plural : `${r.plural}/${sub}`
+    const namespace = r.namespaced ? ns : undefined
+    const hit = this.denyRules.some((d) =>
+      d.verb === verb && d.resource === resource && (d.group === undefined || d.group === r.group) &&
+      (d.namespace === undefined || d.namespace === namespace)
+    )
+    return hit ? rbacForbidden(r, sub, name, verb, this.user, namespace) : undefined
+  }
+
+  private checkKind(r: ResourceInfo, obj: JsonObject): ApiStatusError | undefined {
+    const apiVersion = str(obj["apiVersion"])
+    const kind = str(obj["kind"])
+    if (apiVersion !== undefined && apiVersion !== "" && apiVersion !== apiVersionOf(r)) {
+      return badRequest(`the API version in the data (${apiVersion}) does not match the expected API version (${apiVersionOf(r)})`)
+    }
+    if (kind !== undefined && kind !== "" && kind !== r.kind) {
+      return badRequest(`the kind in the data (${kind}) does not match the expected kind (${r.kind})`)
+    }
+    obj["apiVersion"] = apiVersionOf(r)
+    obj["kind"] = r.kind
+    return undefined
+  }
+
+  /** Fields whose JSON decoding fails in the real server (400 BadRequest before any validation). */
+  private decodeCheck(r: ResourceInfo, obj: JsonObject): ApiStatusError | undefined {
+    const micro: Array<Array<string>> = r.plural === "leases"
+      ? [["spec", "renewTime"], ["spec", "acquireTime"]]
+      : r.plural === "events"
+      ? [["eventTime"]]
+      : []
+    for (const path of micro) {
+      const v = getPath(obj, path)
+      if (v === undefined || v === null) continue
+      const err = typeof v === "string" ? microTimeError(v) : `json: cannot unmarshal ${typeof v} into Go struct field`
+      if (err !== undefined) {
+        return badRequest(`${r.kind} in version "${r.version}" cannot be handled as a ${r.kind}: ${err}`)
+      }
+    }
+    return undefined
+  }
+
+  private validateName(r: ResourceInfo, name: string): ApiStatusError | undefined {
+    const isLabel = r === Namespaces
+    const ok = isLabel ? label.test(name) && name.length <= 63 : subdomain.test(name) && name.length <= 253
+    if (ok) return undefined
+    return invalid(errGroup(r), r.kind, name, [
+      { field: "metadata.name", type: "FieldValueInvalid", value: JSON.stringify(name), detail: isLabel ? labelMessage : subdomainMessage }
+    ])
+  }
+
+  /** NamespaceLifecycle admission: 404 for a missing namespace, 403 for one being deleted. */
+  private admitNamespace(r: ResourceInfo, ns: string, name: string): ApiStatusError | undefined {
+    if (!r.namespaced) return undefined
+    const n = this.bucket(Namespaces).get(okey("", ns))
+    if (n === undefined) return notFound(Namespaces, ns)
+    if (metaOf(n)["deletionTimestamp"] !== undefined) return namespaceTerminating(r, name, ns)
+    return undefined
+  }
+
+  private gracePeriod(r: ResourceInfo, stored: JsonObject, requested: number | undefined): number {
+    if (r !== Pods) return 0
+    const spec = isRecord(stored["spec"]) ? stored["spec"] : {}
+    const status = isRecord(stored["status"]) ? stored["status"] : {}
+    let period = requested ?? (typeof spec["terminationGracePeriodSeconds"] === "number" ? spec["terminationGracePeriodSeconds"] : 30)
+    // the pod strategy: a pod never scheduled, or already terminal, goes at once whatever was asked
+    if (str(spec["nodeName"]) === undefined || spec["nodeName"] === "") period = 0
+    if (status["phase"] === "Succeeded" || status["phase"] === "Failed") period = 0
+    return period < 0 ? 1 : period
+  }
+
+  private deleteNamespace(stored: JsonObject, name: string): DeleteResult {
+    const m = metaOf(stored)
+    if (m["deletionTimestamp"] !== undefined) return { _tag: "Pending", object: clone(stored) }
+    const next = clone(stored)
+    const nm = metaOf(next)
+    nm["deletionTimestamp"] = rfc3339(this.now())
+    nm["deletionGracePeriodSeconds"] = 0
+    next["status"] = { phase: "Terminating" }
+    return { _tag: "Pending", object: this.commit(Namespaces, "", name, "MODIFIED", next, stored) }
+  }
+
+  private prepareForCreate(r: ResourceInfo, obj: JsonObject): void {
+    if (r === Pods) {
+      const spec = isRecord(obj["spec"]) ? obj["spec"] : {}
+      obj["spec"] = {
+        restartPolicy: "Always",
+        terminationGracePeriodSeconds: 30,
+        dnsPolicy: "ClusterFirst",
+        schedulerName: "default-scheduler",
+        enableServiceLinks: true,
+        securityContext: {},
+        ...spec
+      }
+      const containers = Array.isArray((obj["spec"] as JsonObject)["containers"]) ? (obj["spec"] as JsonObject)["containers"] as Array<unknown> : []
+      const hasResources = containers.some((c) => isRecord(c) && isRecord(c["resources"]) && Object.keys(c["resources"]).length > 0)
+      // the pod strategy resets status on create
+      obj["status"] = { phase: "Pending", qosClass: hasResources ? "Burstable" : "BestEffort" }
+    } else if (r === Namespaces) {
+      obj["spec"] = { finalizers: ["kubernetes"] }
+      obj["status"] = { phase: "Active" }
+      const m = metaOf(obj)
+      const labels = isRecord(m["labels"]) ? m["labels"] : {}
+      m["labels"] = { ...labels, "kubernetes.io/metadata.name": str(m["name"]) ?? "" }
+    } else if (r.customResource && r.subresources.includes("status")) {
+      delete obj["status"] // a CR with a status subresource ignores status on create
+    }
+  }
+
+  private validate(r: ResourceInfo, obj: JsonObject, old: JsonObject | undefined): ApiStatusError | undefined {
+    const name = str(metaOf(obj)["name"]) ?? ""
+    const errors: Array<FieldError> = []
+    if (r === Pods) {
+      const spec = isRecord(obj["spec"]) ? obj["spec"] : {}
+      if (!Array.isArray(spec["containers"]) || spec["containers"].length === 0) {
+        errors.push({ field: "spec.containers", type: "FieldValueRequired", detail: "" })
+      }
+      const status = isRecord(obj["status"]) ? obj["status"] : {}
+      const ips = (field: "podIPs" | "hostIPs") => {
+        const list = status[field]
+        if (!Array.isArray(list)) return
+        list.forEach((e, i) => {
+          const ip = isRecord(e) ? e["ip"] : undefined
+          if (typeof ip !== "string" || !isIP(ip)) {
+            errors.push({
+              field: `status.${field}[${i}]`,
+              type: "FieldValueInvalid",
+              value: JSON.stringify(ip ?? ""),
+              detail: "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+            })
+          }
+        })
+      }
+      ips("podIPs")
+      ips("hostIPs")
+    }
+    if (old !== undefined) {
+      const before = finalizersOf(old)
+      const added = finalizersOf(obj).filter((f) => !before.includes(f))
+      if (metaOf(old)["deletionTimestamp"] !== undefined && added.length > 0) {
+        errors.push({ field: "metadata.finalizers", type: "FieldValueForbidden", detail: "no new finalizers can be added if the object is being deleted" })
+      }
+    }
+    if (r === Pods && old !== undefined) {
+      const a = isRecord(obj["spec"]) ? mutableSpec(obj["spec"]) : {}
+      const b = isRecord(old["spec"]) ? mutableSpec(old["spec"]) : {}
+      if (!sameValue(a, b)) {
+        errors.push({
+          field: "spec",
+          type: "FieldValueForbidden",
+          detail:
+            "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
+        })
+      }
+    }
+    return errors.length === 0 ? undefined : invalid(errGroup(r), r.kind, name, errors)
+  }
+
+  /**
+   * PUT (and the final step of PATCH and apply). `presetBase` is the stored object a patch was computed
+   * from; `entries` replaces managedFields (apply).
+   */
+  private replace(
+    r: ResourceInfo,
+    ns: string,
+    name: string,
+    body: unknown,
+    sub: "status" | undefined,
+    options: WriteOptions,
+    patchedFrom?: JsonObject,
+    entries?: Array<ManagedEntry>
+  ): Outcome<JsonObject> {
+    if (!isRecord(body)) return Result.fail(badRequest("the body of the request could not be decoded as an object"))
+    const namespace = r.namespaced ? ns : ""
+    if (patchedFrom === undefined) {
+      const denied = this.authorize("update", r, sub, ns, name)
+      if (denied !== undefined) return Result.fail(denied)
+    }
+    const obj: JsonObject = clone(body)
+    const kindCheck = this.checkKind(r, obj)
+    if (kindCheck !== undefined) return Result.fail(kindCheck)
+    const m = metaOf(obj)
+    const bodyName = str(m["name"])
+    if (bodyName !== undefined && bodyName !== name) {
+      return Result.fail(badRequest(`the name of the object (${bodyName}) does not match the name on the URL (${name})`))
+    }
+    if (r.namespaced) {
+      const bodyNs = str(m["namespace"])
+      if (bodyNs !== undefined && bodyNs !== "" && bodyNs !== namespace) {
+        return Result.fail(badRequest("the namespace of the provided object does not match the namespace sent on the request"))
+      }
+    }
+    const decode = this.decodeCheck(r, obj)
+    if (decode !== undefined) return Result.fail(decode)
+    const stored = this.bucket(r).get(okey(namespace, name))
+    if (stored === undefined) return Result.fail(notFound(r, name))
+    if (patchedFrom !== undefined && stored !== patchedFrom) return Result.fail(staleConflict(r, name))
+    const sm = metaOf(stored)
+    const rv = str(m["resourceVersion"]) ?? ""
+    if (rv === "" || rv === "0") {
+      // pods, nodes, leases, events, namespaces allow an unconditional update (AllowUnconditionalUpdate);
+      // custom resources refuse it with 422 (metadata.resourceVersion: must be specified for an update)
+      if (!r.allowUnconditionalUpdate) {
+        return Result.fail(invalid(r.group, r.plural, name, [
+          { field: "metadata.resourceVersion", type: "FieldValueInvalid", value: "0x0", detail: "must be specified for an update" }
+        ]))
+      }
+    } else if (rv !== sm["resourceVersion"]) {
+      return Result.fail(staleConflict(r, name))
+    }
+    const uid = str(m["uid"])
+    const storedUid = str(sm["uid"]) ?? ""
+    if (uid !== undefined && uid !== "" && uid !== storedUid) return Result.fail(uidPreconditionConflict(r, name, uid, storedUid))
+    // the strategy
+    let next: JsonObject
+    if (sub === "status") {
+      if (r.customResource) {
+        next = clone(stored)
+        if (obj["status"] === undefined) delete next["status"]
+        else next["status"] = clone(obj["status"])
+      } else {
+        next = obj
+        next["spec"] = clone(stored["spec"])
+        if (next["spec"] === undefined) delete next["spec"]
+        if (r === Pods) {
+          // pods/status keeps ownerReferences (old kubelets corrupted them); labels, annotations, finalizers come from the request
+          const refs = sm["ownerReferences"]
+          if (refs === undefined) delete m["ownerReferences"]
+          else m["ownerReferences"] = clone(refs)
+        }
+      }
+    } else {
+      next = obj
+      if (r.subresources.includes("status")) {
+        if (stored["status"] === undefined) delete next["status"]
+        else next["status"] = clone(stored["status"])
+      }
+    }
+    // BeforeUpdate: system fields come from storage
+    const nm = metaOf(next)
+    nm["name"] = name
+    if (r.namespaced) nm["namespace"] = namespace
+    nm["uid"] = storedUid
+    nm["creationTimestamp"] = sm["creationTimestamp"]
+    for (const k of ["deletionTimestamp", "deletionGracePeriodSeconds", "generation"] as const) {
+      if (sm[k] === undefined) delete nm[k]
+      else nm[k] = sm[k]
+    }
+    if (sm["managedFields"] !== undefined) nm["managedFields"] = clone(sm["managedFields"])
+    else delete nm["managedFields"]
+    nm["resourceVersion"] = sm["resourceVersion"]
+    if (r.tracksGeneration && typeof nm["generation"] === "number") {
+      const strip = (o: JsonObject) => {
+        const c = clone(o)
+        delete c["metadata"]
+        if (r.subresources.includes("status")) delete c["status"]
+        return c
+      }
+      if (!sameValue(strip(next), strip(stored))) nm["generation"] = nm["generation"] + 1
+    }
+    const errs = this.validate(r, next, stored)
+    if (errs !== undefined) return Result.fail(errs)
+    if (entries !== undefined) {
+      const time = rfc3339(this.now())
+      this.setManagedFields(next, entries.filter((e) => e.fields.size > 0).map((e) =>
+        this.managedEntry(e.manager, e.operation, e.apiVersion, e.fields, e.subresource, sameValue(withoutVolatile(next), withoutVolatile(stored)) ? e.time ?? time : time)
+      ))
+    } else {
+      this.recordManager(next, stored, options.fieldManager, "Update", sub)
+    }
+    if (sameValue(withoutVolatile(next), withoutVolatile(stored))) return Result.succeed(clone(stored)) // no-op: no new resourceVersion, no event
+    const fin = finalizersOf(next)
+    const dgp = nm["deletionGracePeriodSeconds"]
+    if (nm["deletionTimestamp"] !== undefined && fin.length === 0 && finalizersOf(stored).length > 0 && dgp === 0) {
+      // the last finalizer was removed from an object marked for deletion: it goes now
+      return Result.succeed(this.commit(r, namespace, name, "DELETED", next, stored))
+    }
+    return Result.succeed(this.commit(r, namespace, name, "MODIFIED", next, stored))
+  }
+
+  private managedEntries(obj: JsonObject): Array<ManagedEntry> {
+    const mf = metaOf(obj)["managedFields"]
+    if (!Array.isArray(mf)) return []
+    return mf.filter(isRecord).map((e) => ({
+      manager: str(e["manager"]) ?? "",
+      operation: str(e["operation"]) ?? "Update",
+      apiVersion: str(e["apiVersion"]) ?? "",
+      fields: fromFieldsV1(e["fieldsV1"]),
+      time: str(e["time"]),
+      subresource: e["subresource"] === "status" ? "status" : undefined
+    }))
+  }
+
+  private managedEntry(
+    manager: string,
+    operation: string,
+    apiVersion: string,
+    fields: Set<string>,
+    subresource: string | undefined,
+    time?: string
+  ): JsonObject {
+    return {
+      manager,
+      operation,
+      apiVersion,
+      time: time ?? rfc3339(this.now()),
+      fieldsType: "FieldsV1",
+      fieldsV1: toFieldsV1(fields),
+      ...(subresource !== undefined ? { subresource } : {})
+    }
+  }
+
+  private setManagedFields(obj: JsonObject, entries: Array<JsonObject>): void {
+    const m = metaOf(obj)
+    if (entries.length === 0) delete m["managedFields"]
+    else m["managedFields"] = entries
+  }
+
+  /** Update-operation bookkeeping: the writer owns the fields it changed; removed fields lose their owners. */
+  private recordManager(
+    next: JsonObject,
+    stored: JsonObject | undefined,
+    fieldManager: string | undefined,
+    operation: "Update",
+    sub: "status" | undefined
+  ): void {
+    const manager = fieldManager ?? "unknown"
+    const after = leafPaths(next)
+    const before = stored === undefined ? new Set<string>() : leafPaths(stored)
+    const changed = new Set([...after].filter((p) => !before.has(p) || !sameValue(getPath(next, fromKey(p)), getPath(stored, fromKey(p)))))
+    const entries = stored === undefined ? [] : this.managedEntries(stored)
+    for (const e of entries) for (const p of [...e.fields]) if (!after.has(p) || changed.has(p)) e.fields.delete(p)
+    let mine = entries.find((e) => e.manager === manager && e.operation === operation && e.subresource === sub)
+    if (mine === undefined && changed.size > 0) {
+      mine = { manager, operation, apiVersion: str(next["apiVersion"]) ?? "", fields: new Set(), time: undefined, subresource: sub }
+      entries.push(mine)
+    }
+    const time = rfc3339(this.now())
+    if (mine !== undefined) {
+      for (const p of changed) mine.fields.add(p)
+      if (changed.size > 0) mine.time = time
+    }
+    this.setManagedFields(
+      next,
+      entries.filter((e) => e.fields.size > 0).map((e) => this.managedEntry(e.manager, e.operation, e.apiVersion, e.fields, e.subresource, e.time ?? time))
+    )
+  }
+
+  private commit(
+    r: ResourceInfo,
+    ns: string,
+    name: string,
+    type: "ADDED" | "MODIFIED" | "DELETED",
+    obj: JsonObject,
+    prev: JsonObject | undefined
+  ): JsonObject {
+    this.rv += 1
+    metaOf(obj)["resourceVersion"] = String(this.rv)
+    const snapshot = clone(obj)
+    if (type === "DELETED") this.bucket(r).delete(okey(ns, name))
+    else this.bucket(r).set(okey(ns, name), snapshot)
+    const entry: HistoryEntry = { rv: this.rv, resource: r, namespace: ns, type, object: snapshot, prev }
+    this.history.push(entry)
+    while (this.history.length > this.historySize) {
+      const dropped = this.history.shift()
+      if (dropped !== undefined) this.compactedRv = dropped.rv
+    }
+    for (const w of [...this.watchers]) this.deliver(w, entry)
+    return clone(snapshot)
+  }
+
+  private deliver(w: Watcher, h: HistoryEntry): void {
+    if (!w.open || w.stalled || h.resource !== w.resource) return
+    if (w.namespace !== undefined && w.namespace !== "" && h.namespace !== w.namespace) return
+    const cur = h.type !== "DELETED" && this.matches(w.resource, h.object, w.namespace, w.labels, w.fields)
+    const before = h.prev !== undefined && this.matches(w.resource, h.prev, w.namespace, w.labels, w.fields)
+    w.lastRv = h.rv
+    if (h.type === "DELETED") {
+      if (before || this.matches(w.resource, h.object, w.namespace, w.labels, w.fields)) w.sink.onEvent({ type: "DELETED", object: clone(h.object) })
+      return
+    }
+    if (cur && before) w.sink.onEvent({ type: "MODIFIED", object: clone(h.object) })
+    else if (cur) w.sink.onEvent({ type: "ADDED", object: clone(h.object) })
+    else if (before && h.prev !== undefined) {
+      // left the selector: the watch cache sends DELETED with the previous state at the new resourceVersion
+      const gone = clone(h.prev)
+      metaOf(gone)["resourceVersion"] = String(h.rv)
+      w.sink.onEvent({ type: "DELETED", object: gone })
+    }
+  }
+
+  private closeWatcher(w: Watcher, notify: boolean): void {
+    if (!w.open) return
+    w.open = false
+    this.watchers.delete(w)
+    if (notify) w.sink.onClose()
+  }
+
+  private matches(
+    r: ResourceInfo,
+    o: JsonObject,
+    ns: string | undefined,
+    labels: LabelSelector,
+    fields: FieldSelector
+  ): boolean {
+    const m = metaOf(o)
+    if (r.namespaced && ns !== undefined && ns !== "" && m["namespace"] !== ns) return false
+    return matchLabels(labels, labelsOf(o)) && matchFields(fields, (f) => fieldValue(o, f))
+  }
+
+  private listItem(r: ResourceInfo, o: JsonObject): JsonObject {
+    const c = clone(o)
+    if (!r.customResource) {
+      // typed lists carry no per-item kind/apiVersion
+      delete c["kind"]
+      delete c["apiVersion"]
+    }
+    return c
+  }
+
+  private bookmarkObject(r: ResourceInfo): JsonObject {
+    return {
+      kind: r.kind,
+      apiVersion: apiVersionOf(r),
+      metadata: r.customResource ? { resourceVersion: String(this.rv) } : { resourceVersion: String(this.rv), creationTimestamp: null }
+    }
+  }
+}
+
+interface ManagedEntry {
+  manager: string
+  operation: string
+  apiVersion: string
+  fields: Set<string>
+  time: string | undefined
+  subresource: "status" | undefined
+}
+
+/** Group used in Invalid details: built-in kinds use their API group. */
+const errGroup = (r: ResourceInfo): string => r.group
+
+const notFoundSubresource = () => failure(404, "NotFound", "the server could not find the requested resource", {})
+
+const withoutVolatile = (o: JsonObject): JsonObject => {
+  const c = clone(o)
+  const m = metaOf(c)
+  delete m["resourceVersion"]
+  delete m["managedFields"]
+  return c
+}
+
+/** The fields of an apply configuration that the applier claims (server-owned metadata dropped). */
+const appliedFields = (applied: JsonObject): JsonObject => {
+  const c = clone(applied)
+  const m = metaOf(c)
+  for (const k of Object.keys(m)) if (!["labels", "annotations", "finalizers", "ownerReferences"].includes(k)) delete m[k]
+  return c
+}
+
+/** Pod spec with the fields an update may change blanked out (image, activeDeadlineSeconds, tolerations, grace). */
+const mutableSpec = (spec: Record<string, unknown>): Record<string, unknown> => {
+  const c = clone(spec)
+  delete c["activeDeadlineSeconds"]
+  delete c["tolerations"]
+  delete c["terminationGracePeriodSeconds"]
+  for (const k of ["containers", "initContainers"]) {
+    const list = c[k]
+    if (Array.isArray(list)) c[k] = list.map((x) => (isRecord(x) ? { ...x, image: "" } : x))
+  }
+  return c
+}
+
+const fieldValue = (o: JsonObject, field: string): string => {
+  const path = field === "source" ? ["source", "component"] : field.split(".")
+  const v = getPath(o, path)
+  if (typeof v === "boolean") return v ? "true" : "false"
+  if (typeof v === "number") return String(v)
+  return typeof v === "string" ? v : ""
+}
+
+export { NodeInventories, Nodes, Pods, pathKey }

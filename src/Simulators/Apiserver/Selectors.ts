@@ -1,0 +1,110 @@
+/**
+ * Label and field selectors as the apiserver parses them. Parsing never throws: a bad selector comes
+ * back as an `ApiStatusError` (400 BadRequest), like the real server.
+ */
+import { Result } from "effect"
+import { type ApiStatusError, badRequest } from "./Status.ts"
+
+export type LabelRequirement =
+  | { readonly op: "=" | "!="; readonly key: string; readonly value: string }
+  | { readonly op: "in" | "notin"; readonly key: string; readonly values: ReadonlyArray<string> }
+  | { readonly op: "exists" | "!exists"; readonly key: string }
+
+export type LabelSelector = ReadonlyArray<LabelRequirement>
+
+/** Split on commas that are not inside parentheses. */
+const splitTopLevel = (s: string): Array<string> => {
+  const parts: Array<string> = []
+  let depth = 0
+  let current = ""
+  for (const ch of s) {
+    if (ch === "(") depth++
+    if (ch === ")") depth--
+    if (ch === "," && depth === 0) {
+      parts.push(current)
+      current = ""
+    } else {
+      current += ch
+    }
+  }
+  parts.push(current)
+  return parts
+}
+
+const keyPattern = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/
+const valuePattern = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/
+
+export const parseLabelSelector = (raw: string | undefined): Result.Result<LabelSelector, ApiStatusError> => {
+  if (raw === undefined || raw.trim() === "") return Result.succeed([])
+  const out: Array<LabelRequirement> = []
+  for (const partRaw of splitTopLevel(raw)) {
+    const part = partRaw.trim()
+    const bad = () => Result.fail(badRequest(`unable to parse requirement: found '${part}', expected: identifier`))
+    let m: RegExpMatchArray | null
+    if ((m = part.match(/^(\S+)\s+(in|notin)\s*\((.*)\)$/)) !== null) {
+      const values = m[3].split(",").map((v) => v.trim()).filter((v) => v !== "")
+      if (!keyPattern.test(m[1]) || !values.every((v) => valuePattern.test(v))) return bad()
+      out.push({ op: m[2] as "in" | "notin", key: m[1], values })
+    } else if ((m = part.match(/^([^!=\s]+)\s*(==|=|!=)\s*(\S*)$/)) !== null) {
+      if (!keyPattern.test(m[1]) || !valuePattern.test(m[3])) return bad()
+      out.push({ op: m[2] === "!=" ? "!=" : "=", key: m[1], value: m[3] })
+    } else if ((m = part.match(/^!\s*(\S+)$/)) !== null) {
+      if (!keyPattern.test(m[1])) return bad()
+      out.push({ op: "!exists", key: m[1] })
+    } else if (keyPattern.test(part)) {
+      out.push({ op: "exists", key: part })
+    } else {
+      return bad()
+    }
+  }
+  return Result.succeed(out)
+}
+
+export const matchLabels = (selector: LabelSelector, labels: Readonly<Record<string, string>>): boolean =>
+  selector.every((r) => {
+    const has = Object.prototype.hasOwnProperty.call(labels, r.key)
+    const v = labels[r.key]
+    switch (r.op) {
+      case "=":
+        return has && v === r.value
+      case "!=":
+        return !has || v !== r.value
+      case "in":
+        return has && r.values.includes(v)
+      case "notin":
+        return !has || !r.values.includes(v)
+      case "exists":
+        return has
+      case "!exists":
+        return !has
+    }
+  })
+
+export interface FieldRequirement {
+  readonly field: string
+  readonly op: "=" | "!="
+  readonly value: string
+}
+
+export type FieldSelector = ReadonlyArray<FieldRequirement>
+
+/** Parse `a=b,c!=d`; fields outside `supported` fail like the server: `field label not supported: x`. */
+export const parseFieldSelector = (
+  raw: string | undefined,
+  supported: ReadonlyArray<string>
+): Result.Result<FieldSelector, ApiStatusError> => {
+  if (raw === undefined || raw.trim() === "") return Result.succeed([])
+  const out: Array<FieldRequirement> = []
+  for (const partRaw of raw.split(",")) {
+    const part = partRaw.trim()
+    const m = part.match(/^([^!=]+?)\s*(==|=|!=)\s*(.*)$/)
+    if (m === null) return Result.fail(badRequest(`invalid selector: '${raw}'; can't understand '${part}'`))
+    const field = m[1].trim()
+    if (!supported.includes(field)) return Result.fail(badRequest(`field label not supported: ${field}`))
+    out.push({ field, op: m[2] === "!=" ? "!=" : "=", value: m[3].trim() })
+  }
+  return Result.succeed(out)
+}
+
+export const matchFields = (selector: FieldSelector, fields: (field: string) => string): boolean =>
+  selector.every((r) => (r.op === "=" ? fields(r.field) === r.value : fields(r.field) !== r.value))

@@ -1,0 +1,521 @@
+/**
+ * The HTTP face of the in-memory apiserver: node:http on loopback, the kube-apiserver URL layout,
+ * discovery documents, watch streaming (newline-delimited JSON over a chunked response), fault
+ * injection, and a kubeconfig that @kubernetes/client-node 2.x accepts for it.
+ *
+ * `serve(model, options)` is a scoped Effect: it listens, optionally writes the kubeconfig, and stops
+ * the server (ending open watches) when the scope closes. The request handler is plain callback code
+ * around the synchronous model; it never throws.
+ */
+import * as fs from "node:fs/promises"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { Effect, Result, Schema, type Scope } from "effect"
+import * as YAML from "yaml"
+import { type ClusterModel, type DeleteOptions, type PatchType, type WatchHandle } from "./Model.ts"
+import { isRecord } from "./Patch.ts"
+import { apiVersionOf, groupVersions, Namespaces, type ResourceInfo } from "./Resources.ts"
+import {
+  type ApiStatusError,
+  badRequest,
+  endpointNotFound,
+  injected,
+  type JsonObject,
+  methodNotAllowed,
+  unauthorized,
+  unsupportedMediaType
+} from "./Status.ts"
+
+export class ApiserverStartError extends Schema.TaggedError<ApiserverStartError>()("ApiserverStartError", {
+  message: Schema.String
+}) {}
+
+export interface ServerOptions {
+  /** loopback only: 127.0.0.1 (default) or ::1 */
+  readonly host?: string
+  /** 0 (default) picks a free port */
+  readonly port?: number
+  /** bearer token required on every request; no authentication when absent */
+  readonly token?: string
+  /** where to write a kubeconfig for this server (mode 0600) */
+  readonly kubeconfigPath?: string
+  /** server-side watch timeout when the client gives none; default 1800 s (the real minimum request timeout) */
+  readonly defaultWatchTimeoutSeconds?: number
+  /** period of BOOKMARK events on watches that allow them; default 60 s; 0 disables */
+  readonly bookmarkIntervalMs?: number
+}
+
+export interface RunningApiserver {
+  readonly url: string
+  readonly host: string
+  readonly port: number
+  readonly kubeconfigPath: string | undefined
+  readonly model: ClusterModel
+}
+
+/** The token written into kubeconfigs when the server has none of its own. */
+export const defaultToken = "vk-sandbox-sim"
+
+// ------------------------------------------------------------------ routing
+
+type Target =
+  | { readonly _tag: "Reply"; readonly code: number; readonly body: unknown }
+  | { readonly _tag: "Text"; readonly code: number; readonly text: string }
+  | { readonly _tag: "Status"; readonly error: ApiStatusError }
+  | {
+    readonly _tag: "Resource"
+    readonly resource: ResourceInfo
+    /** undefined: a namespaced resource addressed across all namespaces */
+    readonly namespace: string | undefined
+    readonly name: string | undefined
+    readonly subresource: string | undefined
+    readonly legacyWatch: boolean
+  }
+
+const pageNotFound: Target = { _tag: "Text", code: 404, text: "404 page not found\n" }
+
+const groupDoc = (model: ClusterModel, group: string) => {
+  const versions = groupVersions(model.resources)
+    .filter((gv) => gv.group === group)
+    .map((gv) => ({ groupVersion: `${gv.group}/${gv.version}`, version: gv.version }))
+  return { name: group, versions, preferredVersion: versions[0] }
+}
+
+const resourceList = (model: ClusterModel, group: string, version: string) => {
+  const resources: Array<JsonObject> = []
+  for (const r of model.resources.filter((x) => x.group === group && x.version === version)) {
+    resources.push({
+      name: r.plural,
+      singularName: r.singular,
+      namespaced: r.namespaced,
+      kind: r.kind,
+      verbs: r.verbs,
+      ...(r.shortNames.length > 0 ? { shortNames: r.shortNames } : {})
+    })
+    for (const sub of r.subresources) {
+      resources.push({ name: `${r.plural}/${sub}`, singularName: "", namespaced: r.namespaced, kind: r.kind, verbs: ["get", "patch", "update"] })
+    }
+  }
+  return group === ""
+    ? { kind: "APIResourceList", groupVersion: version, resources }
+    : { kind: "APIResourceList", apiVersion: "v1", groupVersion: `${group}/${version}`, resources }
+}
+
+const route = (model: ClusterModel, segments: ReadonlyArray<string>, hostPort: string): Target => {
+  const [head, ...tail] = segments
+  if (segments.length === 0) {
+    return { _tag: "Reply", code: 200, body: { paths: ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"] } }
+  }
+  if (segments.length === 1 && (head === "healthz" || head === "livez" || head === "readyz")) return { _tag: "Text", code: 200, text: "ok" }
+  if (segments.length === 1 && head === "version") {
+    return {
+      _tag: "Reply",
+      code: 200,
+      body: { major: "1", minor: "35", gitVersion: "v1.35.0-vk-sandbox-sim", platform: "linux/amd64", goVersion: "go1.25", compiler: "gc" }
+    }
+  }
+  if (head === "api") {
+    if (tail.length === 0) {
+      return {
+        _tag: "Reply",
+        code: 200,
+        body: { kind: "APIVersions", versions: ["v1"], serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: hostPort }] }
+      }
+    }
+    if (tail[0] !== "v1") return pageNotFound
+    return routeGroupVersion(model, "", "v1", tail.slice(1))
+  }
+  if (head === "apis") {
+    if (tail.length === 0) {
+      const groups = [...new Set(model.resources.filter((r) => r.group !== "").map((r) => r.group))].map((g) => groupDoc(model, g))
+      return { _tag: "Reply", code: 200, body: { kind: "APIGroupList", apiVersion: "v1", groups } }
+    }
+    const group = tail[0]
+    if (!model.resources.some((r) => r.group === group)) return pageNotFound // unknown group: the mux's plain 404
+    if (tail.length === 1) return { _tag: "Reply", code: 200, body: { kind: "APIGroup", apiVersion: "v1", ...groupDoc(model, group) } }
+    const version = tail[1]
+    if (!model.resources.some((r) => r.group === group && r.version === version)) return pageNotFound
+    return routeGroupVersion(model, group, version, tail.slice(2))
+  }
+  return pageNotFound
+}
+
+const routeGroupVersion = (model: ClusterModel, group: string, version: string, restIn: ReadonlyArray<string>): Target => {
+  if (restIn.length === 0) return { _tag: "Reply", code: 200, body: resourceList(model, group, version) }
+  const legacyWatch = restIn[0] === "watch"
+  const rest = legacyWatch ? restIn.slice(1) : restIn
+  const find = (plural: string) => model.resourceFor(group, version, plural)
+  const notFoundHere: Target = { _tag: "Status", error: endpointNotFound() }
+  const target = (resource: ResourceInfo, namespace: string | undefined, name: string | undefined, sub: string | undefined): Target => {
+    if (sub !== undefined && !resource.subresources.includes(sub as "status")) return notFoundHere
+    return { _tag: "Resource", resource, namespace, name, subresource: sub, legacyWatch }
+  }
+  // /namespaces/{ns}/{plural}[/{name}[/{sub}]]
+  if (group === "" && rest[0] === "namespaces" && rest.length >= 3 && !(rest.length === 3 && (rest[2] === "status" || rest[2] === "finalize"))) {
+    const r = find(rest[2])
+    if (r === undefined || !r.namespaced || rest.length > 5) return notFoundHere
+    return target(r, rest[1], rest[3], rest[4])
+  }
+  if (group !== "" && rest[0] === "namespaces" && rest.length >= 3) {
+    const r = find(rest[2])
+    if (r === undefined || !r.namespaced || rest.length > 5) return notFoundHere
+    return target(r, rest[1], rest[3], rest[4])
+  }
+  // /{plural}[/{name}[/{sub}]]
+  const r = find(rest[0])
+  if (r === undefined || rest.length > 3) return notFoundHere
+  if (r.namespaced) {
+    if (rest.length > 1) return notFoundHere
+    return target(r, undefined, undefined, undefined)
+  }
+  if (r === Namespaces && rest[2] === "finalize") return { _tag: "Resource", resource: r, namespace: "", name: rest[1], subresource: "finalize", legacyWatch }
+  return target(r, "", rest[1], rest[2])
+}
+
+// ------------------------------------------------------------------ body decoding
+
+const parseJson = (text: string): Result.Result<unknown, string> => {
+  try {
+    return Result.succeed(JSON.parse(text) as unknown)
+  } catch (e) {
+    return Result.fail(e instanceof Error ? e.message : String(e))
+  }
+}
+
+const parseYaml = (text: string): Result.Result<unknown, string> => {
+  const doc = YAML.parseDocument(text)
+  if (doc.errors.length > 0) return Result.fail(doc.errors[0].message)
+  return Result.succeed(doc.toJS() as unknown)
+}
+
+const patchTypeOf = (contentType: string): PatchType | undefined => {
+  const base = contentType.split(";")[0].trim().toLowerCase()
+  switch (base) {
+    case "application/strategic-merge-patch+json":
+      return "strategic"
+    case "application/merge-patch+json":
+      return "merge"
+    case "application/json-patch+json":
+      return "json"
+    case "application/apply-patch+yaml":
+      return "apply"
+    default:
+      return undefined
+  }
+}
+
+const boolParam = (v: string | null): boolean | undefined => (v === null ? undefined : v === "true" || v === "1")
+
+// ------------------------------------------------------------------ the handler
+
+interface Ctx {
+  readonly model: ClusterModel
+  readonly options: ServerOptions
+  readonly hostPort: () => string
+  readonly watches: Set<http.ServerResponse>
+}
+
+const sendJson = (res: http.ServerResponse, code: number, body: unknown) => {
+  const text = JSON.stringify(body)
+  res.writeHead(code, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text), "Cache-Control": "no-cache, private" })
+  res.end(text)
+}
+
+const sendStatus = (res: http.ServerResponse, error: ApiStatusError) => {
+  if (error.code === 429 || error.code === 503) res.setHeader("Retry-After", "1")
+  sendJson(res, error.code, error.body)
+}
+
+const handle = (ctx: Ctx, req: http.IncomingMessage, res: http.ServerResponse, rawBody: string): void => {
+  const { model } = ctx
+  const url = new URL(req.url ?? "/", "http://sim.invalid")
+  const method = (req.method ?? "GET").toUpperCase()
+  if (ctx.options.token !== undefined) {
+    const auth = req.headers.authorization ?? ""
+    if (auth !== `Bearer ${ctx.options.token}`) return sendStatus(res, unauthorized())
+  }
+  const rule = model.faults.failures.find((f) =>
+    (f.method === undefined || f.method.toUpperCase() === method) &&
+    (typeof f.path === "string" ? url.pathname.startsWith(f.path) : f.path.test(url.pathname)) &&
+    (f.times === undefined || f.times > 0)
+  )
+  if (rule !== undefined) {
+    if (rule.times !== undefined) rule.times -= 1
+    return sendStatus(res, injected(rule.code, "injected fault"))
+  }
+  const segments = url.pathname.split("/").filter((s) => s !== "").map(decodeURIComponent)
+  const target = route(model, segments, ctx.hostPort())
+  switch (target._tag) {
+    case "Text":
+      res.writeHead(target.code, { "Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff" })
+      return void res.end(target.text)
+    case "Reply":
+      return method === "GET" ? sendJson(res, target.code, target.body) : sendStatus(res, methodNotAllowed())
+    case "Status":
+      return sendStatus(res, target.error)
+    case "Resource":
+      return handleResource(ctx, req, res, url, method, target, rawBody)
+  }
+}
+
+const handleResource = (
+  ctx: Ctx,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  url: URL,
+  method: string,
+  t: Extract<Target, { _tag: "Resource" }>,
+  rawBody: string
+): void => {
+  const { model } = ctx
+  const r = t.resource
+  const q = url.searchParams
+  const ns = t.namespace ?? ""
+  const fieldManager = q.get("fieldManager") ?? userAgentManager(req.headers["user-agent"])
+  const decodeBody = (): Result.Result<unknown, ApiStatusError> => {
+    const parsed = parseJson(rawBody)
+    return Result.isFailure(parsed)
+      ? Result.fail(badRequest(`couldn't get version/kind; json parse error: ${parsed.failure}`))
+      : Result.succeed(parsed.success)
+  }
+  const reply = (code: number, out: Result.Result<unknown, ApiStatusError>) =>
+    Result.isFailure(out) ? sendStatus(res, out.failure) : sendJson(res, code, out.success)
+
+  if (t.name === undefined) {
+    if (method === "GET") {
+      const watch = t.legacyWatch || boolParam(q.get("watch")) === true
+      const listOptions = { labelSelector: q.get("labelSelector") ?? undefined, fieldSelector: q.get("fieldSelector") ?? undefined }
+      if (watch) return startWatch(ctx, req, res, r, t.namespace, q, listOptions)
+      return reply(200, model.list(r, t.namespace, listOptions))
+    }
+    if (method === "POST" && (t.namespace !== undefined || !r.namespaced)) {
+      const body = decodeBody()
+      if (Result.isFailure(body)) return sendStatus(res, body.failure)
+      return reply(201, model.create(r, ns, body.success, { fieldManager }))
+    }
+    return sendStatus(res, methodNotAllowed())
+  }
+  const name = t.name
+  if (t.subresource === "finalize") {
+    // the namespace controller's last step, here on demand
+    if (method !== "PUT") return sendStatus(res, methodNotAllowed())
+    model.finalizeNamespace(name)
+    return sendJson(res, 200, { kind: "Namespace", apiVersion: "v1", metadata: { name } })
+  }
+  switch (method) {
+    case "GET":
+      return reply(200, model.get(r, ns, name))
+    case "PUT": {
+      const body = decodeBody()
+      if (Result.isFailure(body)) return sendStatus(res, body.failure)
+      return reply(
+        200,
+        t.subresource === "status" ? model.updateStatus(r, ns, name, body.success, { fieldManager }) : model.update(r, ns, name, body.success, { fieldManager })
+      )
+    }
+    case "PATCH": {
+      const patchType = patchTypeOf(req.headers["content-type"] ?? "")
+      if (patchType === undefined) {
+        return sendStatus(
+          res,
+          unsupportedMediaType(
+            r.customResource
+              ? ["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"]
+              : ["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml", "application/strategic-merge-patch+json"]
+          )
+        )
+      }
+      const parsed = patchType === "apply" ? parseYaml(rawBody) : parseJson(rawBody)
+      if (Result.isFailure(parsed)) return sendStatus(res, badRequest(`error decoding patch: ${parsed.failure}`))
+      const force = boolParam(q.get("force"))
+      const out = model.patch(r, ns, name, patchType, parsed.success, {
+        subresource: t.subresource === "status" ? "status" : undefined,
+        fieldManager: patchType === "apply" ? q.get("fieldManager") ?? undefined : fieldManager,
+        force
+      })
+      if (Result.isFailure(out)) return sendStatus(res, out.failure)
+      return sendJson(res, out.success.created ? 201 : 200, out.success.object)
+    }
+    case "DELETE": {
+      let options: DeleteOptions = {}
+      if (rawBody.trim() !== "") {
+        const body = decodeBody()
+        if (Result.isFailure(body)) return sendStatus(res, body.failure)
+        if (isRecord(body.success)) {
+          const b = body.success
+          const pre = isRecord(b["preconditions"]) ? b["preconditions"] : undefined
+          options = {
+            gracePeriodSeconds: typeof b["gracePeriodSeconds"] === "number" ? b["gracePeriodSeconds"] : undefined,
+            preconditions: pre === undefined ? undefined : {
+              uid: typeof pre["uid"] === "string" ? pre["uid"] : undefined,
+              resourceVersion: typeof pre["resourceVersion"] === "string" ? pre["resourceVersion"] : undefined
+            }
+          }
+        }
+      }
+      const graceQuery = q.get("gracePeriodSeconds")
+      if (options.gracePeriodSeconds === undefined && graceQuery !== null && /^-?\d+$/.test(graceQuery)) {
+        options = { ...options, gracePeriodSeconds: Number(graceQuery) }
+      }
+      const out = model.delete(r, ns, name, options)
+      if (Result.isFailure(out)) return sendStatus(res, out.failure)
+      return sendJson(res, 200, out.success._tag === "Deleted" ? out.success.body : out.success.object)
+    }
+    default:
+      return sendStatus(res, methodNotAllowed())
+  }
+}
+
+/** The server's default field manager: the User-Agent up to the first "/". */
+const userAgentManager = (ua: string | undefined): string | undefined => {
+  if (ua === undefined || ua === "") return undefined
+  return ua.split("/")[0].slice(0, 128)
+}
+
+const startWatch = (
+  ctx: Ctx,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  r: ResourceInfo,
+  namespace: string | undefined,
+  q: URLSearchParams,
+  listOptions: { labelSelector: string | undefined; fieldSelector: string | undefined }
+): void => {
+  const { model } = ctx
+  const stalled = model.faults.stallWatches
+  let ended = false
+  let started = false
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let handle: WatchHandle | undefined
+  const buffered: Array<string> = []
+  const finish = () => {
+    if (ended) return
+    ended = true
+    if (timer !== undefined) clearTimeout(timer)
+    handle?.close()
+    ctx.watches.delete(res)
+    if (!started) {
+      res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-cache, private" })
+    }
+    res.end()
+  }
+  const outcome = model.watch(r, namespace, {
+    ...listOptions,
+    resourceVersion: q.get("resourceVersion") ?? undefined,
+    allowWatchBookmarks: boolParam(q.get("allowWatchBookmarks")) === true
+  }, {
+    onEvent: (event) => {
+      const line = `${JSON.stringify({ type: event.type, object: event.object })}\n`
+      if (!started) buffered.push(line)
+      else if (!ended) res.write(line)
+    },
+    onClose: () => {
+      if (!started) buffered.push("")
+      else finish()
+    }
+  })
+  if (Result.isFailure(outcome)) return sendStatus(res, outcome.failure)
+  handle = outcome.success
+  started = true
+  ctx.watches.add(res)
+  res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-cache, private", "Transfer-Encoding": "chunked" })
+  res.flushHeaders()
+  for (const line of buffered) {
+    if (line === "") return finish()
+    res.write(line)
+  }
+  res.on("close", () => {
+    if (!ended) {
+      ended = true
+      if (timer !== undefined) clearTimeout(timer)
+      handle?.close()
+      ctx.watches.delete(res)
+    }
+  })
+  if (stalled) return // a stalled watch: no events, and the server never ends it
+  const timeoutText = q.get("timeoutSeconds")
+  const timeoutSeconds = timeoutText !== null && /^\d+$/.test(timeoutText)
+    ? Number(timeoutText)
+    : ctx.options.defaultWatchTimeoutSeconds ?? 1800
+  timer = setTimeout(finish, timeoutSeconds * 1000)
+  void req
+}
+
+// ------------------------------------------------------------------ kubeconfig
+
+/**
+ * A kubeconfig for plain http on loopback. client-node 2.x refuses an http:// server unless the cluster
+ * entry skips TLS verification ("HTTP protocol is not allowed when skipTLSVerify is not set or false").
+ */
+export const kubeconfigYaml = (url: string, token: string): string =>
+  YAML.stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: "vk-sandbox-sim", cluster: { server: url, "insecure-skip-tls-verify": true } }],
+    users: [{ name: "vk-sandbox-sim", user: { token } }],
+    contexts: [{ name: "vk-sandbox-sim", context: { cluster: "vk-sandbox-sim", user: "vk-sandbox-sim" } }],
+    "current-context": "vk-sandbox-sim",
+    preferences: {}
+  })
+
+export const writeKubeconfig = (path: string, url: string, token: string): Effect.Effect<void, ApiserverStartError> =>
+  Effect.tryPromise({
+    try: () => fs.writeFile(path, kubeconfigYaml(url, token), { mode: 0o600 }),
+    catch: (cause) => new ApiserverStartError({ message: `cannot write kubeconfig ${path}: ${String(cause)}` })
+  })
+
+// ------------------------------------------------------------------ lifecycle
+
+const loopback = new Set(["127.0.0.1", "::1", "localhost"])
+
+/** Listen on loopback, serve the model, and stop (ending every watch) when the scope closes. */
+export const serve = (
+  model: ClusterModel,
+  options: ServerOptions = {}
+): Effect.Effect<RunningApiserver, ApiserverStartError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const host = options.host ?? "127.0.0.1"
+    if (!loopback.has(host)) return yield* new ApiserverStartError({ message: `refusing to listen on ${host}: loopback only` })
+    const watches = new Set<http.ServerResponse>()
+    let hostPort = ""
+    const ctx: Ctx = { model, options, hostPort: () => hostPort, watches }
+    const server = http.createServer((req, res) => {
+      const chunks: Array<Buffer> = []
+      req.on("data", (c: Buffer) => chunks.push(c))
+      req.on("end", () => {
+        const body = Buffer.concat(chunks).toString("utf8")
+        const latency = model.faults.latencyMs
+        if (latency > 0) setTimeout(() => handle(ctx, req, res, body), latency)
+        else handle(ctx, req, res, body)
+      })
+    })
+    const bookmarkEvery = options.bookmarkIntervalMs ?? 60_000
+    const port = yield* Effect.acquireRelease(
+      Effect.callback<number, ApiserverStartError>((resume) => {
+        server.once("error", (e) => resume(Effect.fail(new ApiserverStartError({ message: `listen ${host}:${options.port ?? 0}: ${e.message}` }))))
+        server.listen(options.port ?? 0, host, () => resume(Effect.succeed((server.address() as AddressInfo).port)))
+      }),
+      () =>
+        Effect.callback<void>((resume) => {
+          for (const w of watches) w.end()
+          watches.clear()
+          server.close(() => resume(Effect.void))
+          server.closeAllConnections()
+        })
+    )
+    if (bookmarkEvery > 0) {
+      yield* Effect.acquireRelease(
+        Effect.sync(() => setInterval(() => model.bookmark(), bookmarkEvery)),
+        (t) => Effect.sync(() => clearInterval(t))
+      )
+    }
+    const shownHost = host.includes(":") ? `[${host}]` : host
+    hostPort = `${shownHost}:${port}`
+    const url = `http://${hostPort}`
+    if (options.kubeconfigPath !== undefined) {
+      yield* writeKubeconfig(options.kubeconfigPath, url, options.token ?? defaultToken)
+    }
+    return { url, host, port, kubeconfigPath: options.kubeconfigPath, model }
+  })
+
+export { apiVersionOf }
