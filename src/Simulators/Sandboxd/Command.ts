@@ -6,14 +6,13 @@
 import { Console, Duration, Effect, Option, Result } from "effect"
 import { CliError, Command, Flag } from "effect/cli"
 import * as Model from "./Model.ts"
-import { serve } from "./Server.ts"
+import { isLoopbackHost, serve } from "./Server.ts"
 
 export interface ListenAddress {
   readonly host: string
   readonly port: number
 }
 
-const isLoopback = (host: string) => host === "::1" || host === "localhost" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
 
 /** `host:port` or `[v6]:port`; loopback hosts only (the simulator never listens elsewhere). */
 export const parseListen = (text: string): Result.Result<ListenAddress, string> => {
@@ -22,7 +21,7 @@ export const parseListen = (text: string): Result.Result<ListenAddress, string> 
   const host = m[1] ?? m[2]
   const port = Number(m[3])
   if (port > 65535) return Result.fail(`port ${port} out of range`)
-  if (!isLoopback(host)) return Result.fail(`host ${host} is not a loopback address (127.0.0.0/8 or ::1)`)
+  if (!isLoopbackHost(host)) return Result.fail(`host ${host} is not a loopback address (127.0.0.0/8 or ::1)`)
   return Result.succeed({ host, port })
 }
 

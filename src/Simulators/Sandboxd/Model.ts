@@ -55,6 +55,8 @@ export interface SandboxdSimOptions {
 export const DEFAULT_TTL_SECONDS = 300
 export const MAX_TTL_SECONDS = 86_400
 export const REQUEST_BODY_LIMIT = 1024 * 1024
+/** The audit log keeps at most this many recent entries. */
+export const AUDIT_LIMIT = 100_000
 
 /** sandboxd's `clampTTL`: ≤ 0 → 5 min, otherwise capped at 24 h. */
 export const clampTtlSeconds = (ttl: number): number =>
@@ -606,6 +608,8 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
         const at = yield* Clock.currentTimeMillis
         const routed = route(request.method, request.path)
         const auth = classify(request.authorization)
+        // Bounded, so a long-running standalone simulator does not grow without limit.
+        if (auditLog.length >= AUDIT_LIMIT) auditLog = auditLog.slice(-(AUDIT_LIMIT / 2))
         auditLog.push({
           method: request.method,
           path: request.path,

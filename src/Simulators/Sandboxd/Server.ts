@@ -26,6 +26,10 @@ export interface ListenOptions {
   readonly port: number
 }
 
+/** The simulators never listen beyond the machine. */
+export const isLoopbackHost = (host: string): boolean =>
+  host === "::1" || host === "localhost" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+
 const urlOf = (host: string, port: number) => `http://${host.includes(":") ? `[${host}]` : host}:${port}`
 
 const writeResponse = (req: Http.IncomingMessage, res: Http.ServerResponse, response: SimResponse) => {
@@ -60,6 +64,9 @@ export const serve = (
   options: ListenOptions
 ): Effect.Effect<SimServerAddress, SimServerError, Scope.Scope> =>
   Effect.gen(function*() {
+    if (!isLoopbackHost(options.host)) {
+      return yield* new SimServerError({ message: `refusing to listen on ${options.host}: loopback addresses only` })
+    }
     // The model's effects must run with this fiber's services (its Clock above all, so a
     // TestClock drives the simulator); node:http calls us back outside any fiber, so each
     // request is started with the captured context.
