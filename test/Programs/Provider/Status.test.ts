@@ -1,0 +1,97 @@
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Option } from "effect"
+import {
+  leaseExpiredStatus,
+  pendingStatus,
+  runningPod,
+  runningStatus
+} from "../../../src/Programs/Provider/Status.ts"
+import { pod, record } from "./harness.ts"
+
+const claimedAt = DateTime.makeUnsafe("2026-07-27T02:15:00.250Z")
+const deadline = DateTime.makeUnsafe("2026-07-28T02:15:00.900Z")
+const claim = record("sb_0123456789abcdef", { claimedAt, deadline, address: "10.0.0.5:7777" })
+
+describe("status builders (CRT-20, CRT-21, LEASE-3, UPD-4)", () => {
+  it("Running: exact fields, nothing else", () => {
+    const status = runningStatus(pod("web"), claim, { _tag: "OwnerAddr", ip: "10.0.0.5" })
+    assert.deepStrictEqual(status, {
+      phase: "Running",
+      hostIP: "10.0.0.5",
+      podIP: "10.0.0.5",
+      podIPs: [{ ip: "10.0.0.5" }],
+      startTime: DateTime.toDateUtc(claimedAt),
+      conditions: [
+        { type: "Initialized", status: "True" },
+        { type: "Ready", status: "True" },
+        { type: "PodScheduled", status: "True" }
+      ],
+      containerStatuses: [
+        {
+          name: "main",
+          ready: true,
+          state: { running: { startedAt: DateTime.toDateUtc(claimedAt) } },
+          image: "python:3.12",
+          imageID: "sandboxd://sb_0123456789abcdef",
+          restartCount: 0
+        },
+        {
+          name: "sidecar",
+          ready: true,
+          state: { running: { startedAt: DateTime.toDateUtc(claimedAt) } },
+          image: "busybox",
+          imageID: "sandboxd://sb_0123456789abcdef",
+          restartCount: 0
+        }
+      ]
+    })
+  })
+
+  it("Running without any usable IP: no podIP/podIPs, hostIP empty", () => {
+    const status = runningStatus(pod("web"), claim, { _tag: "None" })
+    assert.strictEqual(status.hostIP, "")
+    assert.isUndefined(status.podIP)
+    assert.isUndefined(status.podIPs)
+  })
+
+  it("the pushed Pod is a copy with the claim-id annotation; the input is untouched", () => {
+    const input = pod("web")
+    const pushed = runningPod(input, claim, { _tag: "NodeIp", ip: "192.168.1.9" })
+    assert.strictEqual(pushed.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"], claim.id)
+    assert.strictEqual(pushed.metadata?.annotations?.["sandbox.cocoonstack.io/template"], "python")
+    assert.strictEqual(pushed.status?.podIP, "192.168.1.9")
+    assert.isUndefined(input.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"])
+    assert.strictEqual(input.status?.phase, "Pending")
+    const bare = runningPod({ metadata: { name: "x", namespace: "y" }, spec: { containers: [] } }, claim, { _tag: "None" })
+    assert.deepStrictEqual(bare.metadata?.annotations, { "sandbox.cocoonstack.io/claim-id": claim.id })
+  })
+
+  it("Pending keeps the Pod's own status and only forces the phase", () => {
+    const input = pod("web")
+    input.status = { phase: "Failed", reason: "ProviderFailed", message: "no capacity" }
+    assert.deepStrictEqual(pendingStatus(input), { phase: "Pending", reason: "ProviderFailed", message: "no capacity" })
+    assert.deepStrictEqual(pendingStatus({ metadata: {} }), { phase: "Pending" })
+  })
+
+  it("lease expired: Failed, terminated containers at the deadline, no IPs or conditions; deadline at second precision", () => {
+    const status = leaseExpiredStatus(pod("web"), claim)
+    assert.strictEqual(status.phase, "Failed")
+    assert.strictEqual(status.reason, "SandboxLeaseExpired")
+    assert.include(status.message, "2026-07-28T02:15:00Z")
+    assert.deepStrictEqual(status.startTime, DateTime.toDateUtc(claimedAt))
+    assert.isUndefined(status.conditions)
+    assert.isUndefined(status.hostIP)
+    assert.isUndefined(status.podIP)
+    assert.deepStrictEqual(status.containerStatuses?.[0], {
+      name: "main",
+      ready: false,
+      state: { terminated: { exitCode: 1, reason: "SandboxLeaseExpired", finishedAt: DateTime.toDateUtc(deadline) } },
+      image: "python:3.12",
+      imageID: "sandboxd://sb_0123456789abcdef",
+      restartCount: 0
+    })
+    assert.isUndefined(status.containerStatuses?.[0]?.state?.terminated?.startedAt)
+    const noDeadline = leaseExpiredStatus(pod("web"), { ...claim, deadline: Option.none() })
+    assert.isUndefined(noDeadline.containerStatuses?.[0]?.state?.terminated?.finishedAt)
+  })
+})

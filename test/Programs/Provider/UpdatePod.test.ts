@@ -1,0 +1,96 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Logger, Option } from "effect"
+import { Provider } from "../../../src/Services/Provider.ts"
+import { SandboxdSim } from "../../../src/Simulators/Sandboxd/Model.ts"
+import { drain, forgetPod, pod, subscribePushes, world } from "./harness.ts"
+
+describe("UpdatePod, GetPod, GetPods, GetPodStatus (UPD-1…UPD-4)", () => {
+  it.effect("UpdatePod stores the newer Pod, ignores an older generation, never pushes or claims", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const pushes = yield* subscribePushes
+      // No tracked Pod: the guard says current, so it is stored even without a claim.
+      yield* provider.updatePod(pod("web", { uid: "u1" }))
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPod("default", "web")).metadata?.uid, "u1")
+      yield* provider.createPod(pod("web", { uid: "u1" }))
+      yield* drain(pushes)
+      const changed = pod("web", { uid: "u1", annotations: { note: "v2" } })
+      yield* provider.updatePod(changed)
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPod("default", "web")).metadata?.annotations?.note, "v2")
+      yield* provider.updatePod(pod("web", { uid: "u0", annotations: { note: "stale" } }))
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPod("default", "web")).metadata?.annotations?.note, "v2")
+      assert.deepStrictEqual(yield* drain(pushes), [])
+      const claims = (yield* (yield* SandboxdSim).audit).filter((entry) => entry.route === "claim")
+      assert.strictEqual(claims.length, 1)
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("GetPod/GetPods hand out copies; absent is None, not an error", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      assert.isTrue(Option.isNone(yield* provider.getPod("default", "web")))
+      assert.isTrue(Option.isNone(yield* provider.getPodStatus("default", "web")))
+      yield* provider.createPod(pod("web"))
+      yield* provider.createPod(pod("api"))
+      const copy = Option.getOrThrow(yield* provider.getPod("default", "web"))
+      copy.metadata!.name = "mutated"
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPod("default", "web")).metadata?.name, "web")
+      const all = yield* provider.getPods
+      assert.deepStrictEqual(all.map((p) => p.metadata?.name).sort(), ["api", "web"])
+      yield* forgetPod("api")
+      assert.strictEqual((yield* provider.getPods).length, 1)
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("GetPodStatus: Running for a durable claim, Pending for a Pod without one", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      yield* provider.createPod(pod("web"))
+      const running = Option.getOrThrow(yield* provider.getPodStatus("default", "web"))
+      assert.strictEqual(running.phase, "Running")
+      assert.strictEqual(running.podIP, "127.0.0.1")
+      yield* provider.updatePod(pod("other"))
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "other")).phase, "Pending")
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("deletePod is not implemented here yet and says so with a typed error", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip((yield* Provider).deletePod(pod("web")))
+      assert.strictEqual(error._tag, "DeletePodNotImplemented")
+    }).pipe(Effect.provide(world(), { local: true })))
+})
+
+describe("Pod IP from a non-IP owner_addr (ARCHITECTURE.md §6.5)", () => {
+  it.effect("a hostname owner_addr falls back to --node-ip", () =>
+    Effect.gen(function*() {
+      yield* (yield* SandboxdSim).setOwnerAddr("sandboxd-7.internal:7777")
+      const provider = yield* Provider
+      const pushes = yield* subscribePushes
+      yield* provider.createPod(pod("web"))
+      const [pushed] = yield* drain(pushes)
+      assert.strictEqual(pushed.status?.podIP, "192.168.7.9")
+      assert.strictEqual(pushed.status?.hostIP, "192.168.7.9")
+    }).pipe(Effect.provide(world({ config: { nodeIp: "192.168.7.9" } }), { local: true })))
+
+  const warnings: Array<string> = []
+  const capture = Logger.make((options) => {
+    if (options.logLevel === "Warn") warnings.push(String(options.message))
+  })
+  it.effect("without --node-ip the IP is left empty, with one warning per claim", () =>
+    Effect.gen(function*() {
+      warnings.length = 0
+      yield* (yield* SandboxdSim).setOwnerAddr(":7777")
+      const provider = yield* Provider
+      const pushes = yield* subscribePushes
+      yield* provider.createPod(pod("web"))
+      yield* provider.getPodStatus("default", "web")
+      yield* provider.getPodStatus("default", "web")
+      yield* provider.createPod(pod("api"))
+      const pushed = yield* drain(pushes)
+      assert.strictEqual(pushed.length, 2)
+      for (const p of pushed) {
+        assert.isUndefined(p.status?.podIP)
+        assert.strictEqual(p.status?.hostIP, "")
+      }
+      const ipWarnings = warnings.filter((w) => w.includes("no IP"))
+      assert.strictEqual(ipWarnings.length, 2, "one per claim, not one per status")
+    }).pipe(Effect.provide(world(), { local: true }), Effect.provide(Logger.layer([capture]))))
+})
