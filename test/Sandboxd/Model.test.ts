@@ -73,12 +73,13 @@ describe("reaper", () => {
       const claim = yield* client.claim(claimSpec({ ttlSeconds: 60 }))
       const plain = yield* client.claim(claimSpec({ ttlSeconds: 60, claimRef: "ns/plain" }))
       yield* sim.hibernate(claim.id)
-      let [row] = yield* client.listSandboxes
-      assert.isTrue(row.hibernated)
+      const before = yield* client.listSandboxes
+      assert.isTrue(before.find((r) => r.id === claim.id)!.hibernated)
+      assert.isFalse(before.find((r) => r.id === plain.id)!.hibernated)
       yield* TestClock.adjust("65 seconds")
       const rows = yield* client.listSandboxes
       assert.deepStrictEqual(rows.map((r) => r.id), [claim.id])
-      row = rows[0]
+      const row = rows[0]
       assert.isTrue(row.archived)
       assert.isFalse(row.hibernated)
       assert.isTrue(Option.isNone(row.deadline))
