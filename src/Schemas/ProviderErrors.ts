@@ -154,4 +154,8 @@ export class DeletePodNotImplemented extends Schema.TaggedError<DeletePodNotImpl
     pod: Schema.String,
     message: Schema.String
   }
-) {}
+) {
+  get retryable(): false {
+    return false
+  }
+}

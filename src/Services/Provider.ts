@@ -5,13 +5,17 @@
  */
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { Context, type Effect, type Option, type PubSub, type Scope } from "effect"
-import type { PodKey } from "../Schemas/Ids.ts"
-import type { ClaimId } from "../Schemas/Ids.ts"
+import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import type { CreatePodError, DeletePodNotImplemented } from "../Schemas/ProviderErrors.ts"
+
+/** What a successful createPod did. */
+export type CreatePodOutcome =
+  | { readonly _tag: "Claimed"; readonly claimId: ClaimId }
+  | { readonly _tag: "Adopted"; readonly claimId: ClaimId }
 
 export class Provider extends Context.Service<Provider, {
   /** CRT-3. Succeeds once the Pod is Running and its claim is on disk (or it was adopted). */
-  readonly createPod: (pod: V1Pod) => Effect.Effect<void, CreatePodError>
+  readonly createPod: (pod: V1Pod) => Effect.Effect<CreatePodOutcome, CreatePodError>
   /** UPD-1: record the newer Pod (stale generations ignored); never touches sandboxd. */
   readonly updatePod: (pod: V1Pod) => Effect.Effect<void>
   /** TODO(delete authorization issue): DEL-1 with the AUTH-* verdicts. Fails until then. */

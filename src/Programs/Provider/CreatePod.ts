@@ -23,6 +23,7 @@ import {
 } from "../../Schemas/ProviderErrors.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
+import type { CreatePodOutcome } from "../../Services/Provider.ts"
 import { SandboxdClient } from "../../Services/SandboxdClient.ts"
 import { verifyQuarantinedClaims } from "../ClaimVerifier.ts"
 import {
@@ -189,6 +190,8 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
       Effect.annotateLogs({ pod: key, claim: record.id, addr: record.address })
     )
     yield* pushRunning(pod, record)
+    const outcome: CreatePodOutcome = { _tag: "Claimed", claimId: record.id }
+    return outcome
   }).pipe(Effect.uninterruptible)
 
 export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
@@ -217,7 +220,8 @@ export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
       Effect.annotateLogs({ pod: key, claim: adopted.value.id })
     )
     yield* pushRunning(pod, adopted.value)
-    return
+    const outcome: CreatePodOutcome = { _tag: "Adopted", claimId: adopted.value.id }
+    return outcome
   }
   // 5. an earlier create's in-memory-only claim is returned before the key is reused.
   yield* clearStrandedClaim(key)
@@ -242,5 +246,5 @@ export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
   }
   // 8–11. A TTL beyond what a JSON number carries exactly would reach sandboxd as a value
   // outside int64 (a decode error there); the largest exact one asks for the same (clamped) lease.
-  yield* claimAndCommit(key, pod, template.value, Math.min(ttl.success, Number.MAX_SAFE_INTEGER))
+  return yield* claimAndCommit(key, pod, template.value, Math.min(ttl.success, Number.MAX_SAFE_INTEGER))
 })

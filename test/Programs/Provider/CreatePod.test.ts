@@ -1,10 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, Effect, Fiber, Option, Redacted } from "effect"
+import { DateTime, Duration, Effect, Fiber, Option, Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import { ClaimsStoreMemoryControl } from "../../../src/Layers/ClaimsStoreMemory.ts"
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
 import { Provider } from "../../../src/Services/Provider.ts"
 import { SandboxdSim, SimFault } from "../../../src/Simulators/Sandboxd/Model.ts"
-import { drain, eventually, keyOf, pod, subscribePushes, Template, world } from "./harness.ts"
+import { drain, eventually, flushIO, keyOf, pod, subscribePushes, Template, world } from "./harness.ts"
 
 const claimBodies = Effect.map(
   SandboxdSim.use((sim) => sim.audit),
@@ -25,7 +26,7 @@ describe("CreatePod", () => {
     Effect.gen(function*() {
       const provider = yield* Provider
       const pushes = yield* subscribePushes
-      yield* provider.createPod(pod("web"))
+      const outcome = yield* provider.createPod(pod("web"))
       const [body] = yield* claimBodies
       assert.deepStrictEqual(body, { template: Template, ttl_seconds: 86400, claim_ref: "default/web" })
       const control = yield* ClaimsStoreMemoryControl
@@ -34,6 +35,7 @@ describe("CreatePod", () => {
       assert.isDefined(onDisk)
       const [id] = yield* simClaimIds
       assert.strictEqual(onDisk!.id, id)
+      assert.deepStrictEqual(outcome, { _tag: "Claimed", claimId: onDisk!.id })
       assert.strictEqual(onDisk!.podUID, "uid-web")
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Durable"))
       const [pushed, ...more] = yield* drain(pushes)
@@ -290,11 +292,14 @@ describe("CreatePod", () => {
         return [undefined, { ...state, pods }] as const
       })
       // Template and TTL are not validated on this path.
-      yield* provider.createPod(pod("web", { uid: "uid-2", annotations: { "sandbox.cocoonstack.io/ttl-seconds": "bad" } }))
+      const outcome = yield* provider.createPod(
+        pod("web", { uid: "uid-2", annotations: { "sandbox.cocoonstack.io/ttl-seconds": "bad" } })
+      )
       const [second] = yield* drain(pushes)
       assert.strictEqual((yield* claimBodies).length, 1)
       const id = first.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"]
       assert.strictEqual(second.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"], id)
+      assert.deepStrictEqual(outcome, { _tag: "Adopted", claimId: id })
       assert.strictEqual(second.metadata?.uid, "uid-2")
       assert.deepStrictEqual(second.status?.startTime, first.status?.startTime)
       assert.strictEqual((yield* control.disk).get(keyOf("web"))?.podUID, "uid-2", "the rebind was saved")
@@ -315,4 +320,23 @@ describe("CreatePod", () => {
       assert.strictEqual((yield* drain(pushes)).length, 1)
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Durable"))
     }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("the undo release is bounded by its own 10 s even when the client would wait longer (CRT-12)", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const control = yield* ClaimsStoreMemoryControl
+      yield* control.failNext(1)
+      yield* (yield* SandboxdSim).injectFault("release", SimFault.hang)
+      const create = yield* Effect.forkChild(provider.createPod(pod("web")))
+      yield* eventually(Effect.map(releasePaths, (paths) => paths.length === 1))
+      yield* TestClock.adjust("9 seconds")
+      for (let i = 0; i < 10; i++) yield* flushIO
+      assert.isUndefined(create.pollUnsafe(), "still waiting on the release before 10 s")
+      yield* TestClock.adjust("1 second")
+      const error = yield* Effect.flip(Fiber.join(create))
+      assert.strictEqual(error._tag, "ClaimNotPersisted")
+      if (error._tag !== "ClaimNotPersisted") return
+      assert.strictEqual(error.releaseError?._tag, "SandboxdTimeout")
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Tentative"), "credential kept in memory")
+    }).pipe(Effect.provide(world({ config: { sandboxdTimeout: Duration.seconds(60) } }), { local: true })))
 })

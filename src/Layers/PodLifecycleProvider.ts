@@ -1,0 +1,35 @@
+/**
+ * The pod controller's view (`PodLifecycle`) of the claim-path Provider: the same calls, the
+ * pushes and lifted-quarantine keys as Streams. Provider errors already carry `message` and
+ * `retryable`, so they pass through unchanged.
+ */
+import { Effect, Layer, Stream } from "effect"
+import { PodLifecycle } from "../Services/PodLifecycle.ts"
+import { Provider } from "../Services/Provider.ts"
+
+/** `ns/name` → its parts; a key without "/" names a Pod in the empty namespace. */
+const splitKey = (key: string): readonly [string, string] => {
+  const slash = key.indexOf("/")
+  return slash < 0 ? ["", key] : [key.slice(0, slash), key.slice(slash + 1)]
+}
+
+export const PodLifecycleProviderLayer: Layer.Layer<PodLifecycle, never, Provider> = Layer.effect(
+  PodLifecycle,
+  Effect.gen(function*() {
+    const provider = yield* Provider
+    return PodLifecycle.of({
+      createPod: provider.createPod,
+      updatePod: provider.updatePod,
+      deletePod: provider.deletePod,
+      getPod: (key) => {
+        const [namespace, name] = splitKey(key)
+        return provider.getPod(namespace, name)
+      },
+      getPods: provider.getPods,
+      statusPushes: Stream.unwrap(Effect.map(provider.statusPushes, Stream.fromSubscription)),
+      retryNow: Stream.unwrap(Effect.map(provider.unquarantined, Stream.fromSubscription)).pipe(
+        Stream.flattenIterable
+      )
+    })
+  })
+)

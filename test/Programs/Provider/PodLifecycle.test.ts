@@ -1,0 +1,34 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Layer, Option, Stream } from "effect"
+import { PodLifecycleProviderLayer } from "../../../src/Layers/PodLifecycleProvider.ts"
+import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
+import { SandboxdSim } from "../../../src/Simulators/Sandboxd/Model.ts"
+import { eventually, flushIO, keyOf, pod, Template, world } from "./harness.ts"
+
+const lifecycleWorld = () => PodLifecycleProviderLayer.pipe(Layer.provideMerge(world()))
+
+describe("PodLifecycle over the Provider", () => {
+  it.effect("createPod, getPod by key, status pushes as a stream, failures with retryable", () =>
+    Effect.gen(function*() {
+      const lifecycle = yield* PodLifecycle
+      const collected: Array<string> = []
+      const reader = yield* Effect.forkChild(
+        Stream.runForEach(lifecycle.statusPushes, (p) => Effect.sync(() => collected.push(p.status?.phase ?? "")))
+      )
+      // Let the stream subscribe before anything is pushed.
+      for (let i = 0; i < 5; i++) yield* flushIO
+      const outcome = yield* lifecycle.createPod(pod("web"))
+      assert.strictEqual(outcome._tag, "Claimed")
+      assert.strictEqual(Option.getOrThrow(yield* lifecycle.getPod(keyOf("web"))).metadata?.name, "web")
+      yield* eventually(Effect.sync(() => collected.length === 1))
+      assert.deepStrictEqual(collected, ["Running"])
+      yield* (yield* SandboxdSim).setDraining(true)
+      const failure = yield* Effect.flip(lifecycle.createPod(pod("other")))
+      assert.strictEqual(failure._tag, "ClaimFailed")
+      assert.isTrue(failure.retryable)
+      assert.include(failure.message, Template)
+      const denied = yield* Effect.flip(lifecycle.createPod(pod("x", { annotations: { "sandbox.cocoonstack.io/runtime": "kata" } })))
+      assert.isFalse(denied.retryable)
+      yield* Fiber.interrupt(reader)
+    }).pipe(Effect.provide(lifecycleWorld(), { local: true })))
+})
