@@ -469,6 +469,18 @@ describe("transport", () => {
       assert.strictEqual((yield* Effect.flip(client.listSandboxes)).reason._tag, "SandboxdUnreachable")
     }))
 
+  it.live("a reply lost after sandboxd committed: the claim exists although the client saw a failure", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      yield* sim.injectFault("claim", SimFault.loseReply("drop"), { times: 1 })
+      yield* sim.injectFault("claim", SimFault.loseReply("hang"), { times: 1 })
+      const client = yield* clientFor(url, { sandboxdTimeout: Duration.millis(150) })
+      assert.strictEqual((yield* Effect.flip(client.claim(claimSpec({ claimRef: "ns/dropped" }))))._tag, "SandboxdUnreachable")
+      assert.strictEqual((yield* Effect.flip(client.claim(claimSpec({ claimRef: "ns/hung" }))))._tag, "SandboxdTimeout")
+      const refs = (yield* client.listSandboxes).map((row) => row.claimRef).sort()
+      assert.deepStrictEqual(refs, ["ns/dropped", "ns/hung"])
+    }))
+
   it.live("never more than --sandboxd-max-concurrency requests in flight; the rest wait their turn", () =>
     Effect.gen(function*() {
       const { sim, url } = yield* startSim({ pools: [] })

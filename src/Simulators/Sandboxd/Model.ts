@@ -102,6 +102,11 @@ export type SimFault =
   | { readonly _tag: "Truncate"; readonly status: number; readonly body: string }
   /** Never answer (until the client goes away). */
   | { readonly _tag: "Hang" }
+  /**
+   * Do the work (a claim is made, a release happens), then lose the reply: `"drop"` closes the
+   * connection, `"hang"` never answers. Models a response lost after sandboxd committed.
+   */
+  | { readonly _tag: "LoseReply"; readonly how: "drop" | "hang" }
 
 export const SimFault = {
   latency: (delay: Duration.Input): SimFault => ({ _tag: "Latency", delay }),
@@ -118,7 +123,8 @@ export const SimFault = {
   }),
   drop: { _tag: "Drop" } as SimFault,
   truncate: (status: number, body: string): SimFault => ({ _tag: "Truncate", status, body }),
-  hang: { _tag: "Hang" } as SimFault
+  hang: { _tag: "Hang" } as SimFault,
+  loseReply: (how: "drop" | "hang"): SimFault => ({ _tag: "LoseReply", how })
 }
 
 /** How the caller authenticated, as the simulator classifies the Authorization header. */
@@ -566,9 +572,12 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
       }
     }
 
-    /** Consumes the route's faults in order: latency accumulates, the first terminal one wins. */
+    /**
+     * Consumes the route's faults in order: latency accumulates, the first terminal one wins.
+     * `Some(Left)` answers instead of the model; `Some(Right)` loses the model's reply.
+     */
     const applyFaults = (r: SimRoute) =>
-      Effect.gen(function*() {
+      Effect.gen(function*(): Effect.fn.Return<Option.Option<Result.Result<"drop" | "hang", SimResponse>>> {
         for (const state of [...faults]) {
           if (state.route !== r && state.route !== "*") continue
           if (state.remaining !== undefined) {
@@ -581,26 +590,54 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
               yield* Effect.sleep(fault.delay)
               continue
             case "Reply":
-              return Option.some<SimResponse>({
+              return Option.some(Result.fail<SimResponse>({
                 _tag: "Reply",
                 status: fault.status,
                 contentType: fault.contentType,
                 body: fault.body
-              })
+              }))
             case "Drop":
-              return Option.some<SimResponse>({ _tag: "Drop" })
+              return Option.some(Result.fail<SimResponse>({ _tag: "Drop" }))
             case "Truncate":
-              return Option.some<SimResponse>({
+              return Option.some(Result.fail<SimResponse>({
                 _tag: "Truncate",
                 status: fault.status,
                 contentType: "application/json",
                 body: fault.body
-              })
+              }))
             case "Hang":
               return yield* Effect.never
+            case "LoseReply":
+              return Option.some(Result.succeed(fault.how))
           }
         }
-        return Option.none<SimResponse>()
+        return Option.none()
+      })
+
+    const answerRoute = (
+      routed: { readonly route: SimRoute; readonly id: string },
+      request: SimRequest,
+      auth: { readonly kind: AuthKind; readonly bearer: string }
+    ): Effect.Effect<SimResponse> =>
+      Effect.gen(function*() {
+        switch (routed.route) {
+          case "healthz":
+            return plainText(200, "ok")
+          case "claim":
+            return yield* handleClaim(request, auth.kind)
+          case "release":
+          case "hibernate":
+          case "wake":
+            return yield* handleVerb(routed.route, routed.id, auth.bearer, auth.kind)
+          case "list": {
+            const denied = requireRoot(auth.kind)
+            return Option.isSome(denied) ? denied.value : reply(200, listBody())
+          }
+          case "info": {
+            const denied = requireRoot(auth.kind)
+            return Option.isSome(denied) ? denied.value : reply(200, infoBody())
+          }
+        }
       })
 
     const handle = (request: SimRequest): Effect.Effect<SimResponse> =>
@@ -622,26 +659,14 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
         })
         if (routed.route === "unknown") return notFoundPage
         if (!routed.allowed) return methodNotAllowed
+        const target = { route: routed.route, id: routed.id }
         const faulted = yield* applyFaults(routed.route)
-        if (Option.isSome(faulted)) return faulted.value
-        switch (routed.route) {
-          case "healthz":
-            return plainText(200, "ok")
-          case "claim":
-            return yield* handleClaim(request, auth.kind)
-          case "release":
-          case "hibernate":
-          case "wake":
-            return yield* handleVerb(routed.route, routed.id, auth.bearer, auth.kind)
-          case "list": {
-            const denied = requireRoot(auth.kind)
-            return Option.isSome(denied) ? denied.value : reply(200, listBody())
-          }
-          case "info": {
-            const denied = requireRoot(auth.kind)
-            return Option.isSome(denied) ? denied.value : reply(200, infoBody())
-          }
-        }
+        if (Option.isNone(faulted)) return yield* answerRoute(target, request, auth)
+        const outcome = faulted.value
+        if (Result.isFailure(outcome)) return outcome.failure
+        // The work is done; only the reply is lost.
+        yield* answerRoute(target, request, auth)
+        return outcome.success === "drop" ? { _tag: "Drop" } as const : yield* Effect.never
       }).pipe(
         Effect.onExit(() =>
           Effect.sync(() => {
