@@ -9,6 +9,7 @@ import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
 import { AppConfig, type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
 import type { ClaimId, PodKey } from "../../../src/Schemas/Ids.ts"
 import { ClaimTableRefLayer } from "../../../src/Layers/ClaimTableRef.ts"
+import * as ClaimsStoreFile from "../../../src/Layers/ClaimsStoreFile.ts"
 import * as ClaimsStoreMemory from "../../../src/Layers/ClaimsStoreMemory.ts"
 import { ProviderEventsPubSubLayer } from "../../../src/Layers/ProviderEventsPubSub.ts"
 import { ProviderLiveLayer } from "../../../src/Layers/ProviderLive.ts"
@@ -66,8 +67,7 @@ const gatedClient = Layer.effectContext(
   })
 )
 
-/** A fresh world per call: provide it with `{ local: true }` so nothing is shared between tests. */
-export const world = (options: WorldOptions = {}) => {
+const simAndClient = (options: WorldOptions) => {
   const sim = SandboxdSim.layer({
     rootToken: "",
     pools: [{ template: Template, net: "none", size: "small", target: 8 }],
@@ -75,13 +75,30 @@ export const world = (options: WorldOptions = {}) => {
     ...options.sim
   })
   const server = SandboxdSimServer.layer({ host: "127.0.0.1", port: 0 }).pipe(Layer.provideMerge(sim))
-  const clientAndConfig = Layer.unwrap(
+  return Layer.unwrap(
     Effect.gen(function*() {
       const address = yield* SandboxdSimServer
       const config = AppConfig.layer(testConfig({ sandboxdUrl: address.url, ...options.config }))
       return gatedClient.pipe(Layer.provide(SandboxdClientHttp.layer), Layer.provideMerge(config))
     })
   ).pipe(Layer.provideMerge(server))
+}
+
+const assemble = <S, E, R>(
+  clientAndConfig: ReturnType<typeof simAndClient>,
+  storeLayer: Layer.Layer<S, E, R>
+) => {
+  const store = storeLayer.pipe(Layer.provideMerge(ClaimTableRefLayer))
+  const deps = Layer.mergeAll(store, ProviderEventsPubSubLayer, clientAndConfig)
+  return ProviderLiveLayer.pipe(Layer.provideMerge(deps))
+}
+
+/**
+ * A fresh world per call with the in-memory store: provide it with `{ local: true }` so nothing
+ * is shared between tests.
+ */
+export const world = (options: WorldOptions = {}) => {
+  const clientAndConfig = simAndClient(options)
   const seed = options.seed
   const storeLayer = seed === undefined
     ? ClaimsStoreMemory.layer(options.store)
@@ -89,9 +106,16 @@ export const world = (options: WorldOptions = {}) => {
       const initial = yield* Effect.orDie(seed(yield* SandboxdClient))
       return ClaimsStoreMemory.layer({ ...options.store, initial })
     })).pipe(Layer.provide(clientAndConfig))
-  const store = storeLayer.pipe(Layer.provideMerge(ClaimTableRefLayer))
-  const deps = Layer.mergeAll(store, ProviderEventsPubSubLayer, clientAndConfig)
-  return ProviderLiveLayer.pipe(Layer.provideMerge(deps))
+  return assemble(clientAndConfig, storeLayer)
+}
+
+/** The same world over the real file store at `options.config.statePath`. */
+export const fileWorld = (options: WorldOptions & { readonly fileStore: ClaimsStoreFile.ClaimsStoreFileOptions }) => {
+  const clientAndConfig = simAndClient(options)
+  return assemble(
+    clientAndConfig,
+    ClaimsStoreFile.layerWith(options.fileStore).pipe(Layer.provide(clientAndConfig), Layer.orDie)
+  )
 }
 
 export const pod = (
