@@ -5,7 +5,7 @@
  * Only rows loaded from disk are ever Quarantined, and only they are judged: rows this process
  * created, including while a listing was in flight, are never dropped here (VER-3).
  */
-import { Effect, Option, Schedule } from "effect"
+import { Effect, Schedule } from "effect"
 import { AppConfig } from "../Schemas/Config.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { ClaimTable, type QuarantineJudgement } from "../Services/ClaimTable.ts"
@@ -67,9 +67,3 @@ export const runClaimVerification = Effect.gen(function*() {
   )
   yield* Effect.logDebug("claim verification settled; loop stopped")
 }).pipe(Effect.annotateLogs({ component: "claim-verifier" }))
-
-/** The held row for `key` is Quarantined. */
-export const isQuarantined = (key: PodKey) =>
-  ClaimTable.use((table) => table.held(key)).pipe(
-    Effect.map((row) => Option.isSome(row) && row.value.state._tag === "Quarantined")
-  )
