@@ -61,6 +61,7 @@ import {
   expired,
   failure,
   type FieldError,
+  internalError,
   invalid,
   type JsonObject,
   namespaceTerminating,
@@ -91,6 +92,8 @@ export interface WatchSink {
 export interface WatchHandle {
   readonly close: () => void
   readonly isOpen: () => boolean
+  /** Send this watch a BOOKMARK now (if it asked for bookmarks), as the watch cache does 2 s before a timeout. */
+  readonly bookmark: () => void
 }
 
 export interface ListOptions {
@@ -168,6 +171,8 @@ export interface ModelOptions {
   readonly expiredWatchStart?: "event" | "status"
   /** the user named in Forbidden messages */
   readonly user?: string
+  /** Accept a pod PUT without resourceVersion, as Kubernetes ≤1.34 did; default false (1.35+) */
+  readonly unconditionalPodUpdates?: boolean
 }
 
 interface HistoryEntry {
@@ -271,6 +276,7 @@ export class ClusterModel {
   private readonly historySize: number
   private readonly newUid: () => string
   readonly expiredWatchStart: "event" | "status"
+  private readonly unconditionalPodUpdates: boolean
   private readonly store = new Map<string, Map<string, JsonObject>>()
   private readonly history: Array<HistoryEntry> = []
   private readonly watchers = new Set<Watcher>()
@@ -285,6 +291,7 @@ export class ClusterModel {
     this.newUid = options.newUid ?? (() => crypto.randomUUID())
     this.expiredWatchStart = options.expiredWatchStart ?? "event"
     this.user = options.user ?? "system:serviceaccount:vk-sandbox:vk-sandbox"
+    this.unconditionalPodUpdates = options.unconditionalPodUpdates ?? false
     for (const ns of options.namespaces ?? ["default", "kube-system", "kube-public", "kube-node-lease"]) {
       this.create(Namespaces, "", { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } }, { fieldManager: "kube-apiserver" })
     }
@@ -331,11 +338,13 @@ export class ClusterModel {
 
   /** Send a BOOKMARK to every open watch that asked for bookmarks. */
   bookmark(): void {
-    for (const w of this.watchers) {
-      if (w.open && w.bookmarks && !w.stalled) {
-        w.lastRv = this.rv
-        w.sink.onEvent({ type: "BOOKMARK", object: this.bookmarkObject(w.resource) })
-      }
+    for (const w of [...this.watchers]) this.bookmarkOne(w)
+  }
+
+  private bookmarkOne(w: Watcher): void {
+    if (w.open && w.bookmarks && !w.stalled) {
+      w.lastRv = this.rv
+      w.sink.onEvent({ type: "BOOKMARK", object: this.bookmarkObject(w.resource) })
     }
   }
 
@@ -429,7 +438,11 @@ export class ClusterModel {
       open: true,
       lastRv: from ?? this.rv
     }
-    const handle: WatchHandle = { close: () => this.closeWatcher(w, false), isOpen: () => w.open }
+    const handle: WatchHandle = {
+      close: () => this.closeWatcher(w, false),
+      isOpen: () => w.open,
+      bookmark: () => this.bookmarkOne(w)
+    }
     if (w.stalled) {
       this.watchers.add(w)
       return Result.succeed(handle)
@@ -492,6 +505,7 @@ export class ClusterModel {
     if (admitted !== undefined) return Result.fail(admitted)
     if (this.bucket(r).has(okey(namespace, name))) return Result.fail(alreadyExists(r, name))
     // server-set metadata
+    const givenRv = str(m["resourceVersion"])
     m["uid"] = this.newUid()
     m["creationTimestamp"] = rfc3339(this.now())
     delete m["resourceVersion"]
@@ -503,6 +517,10 @@ export class ClusterModel {
     this.prepareForCreate(r, obj)
     const errs = this.validate(r, obj, undefined)
     if (errs !== undefined) return Result.fail(errs)
+    // storage refuses it after admission and validation, as a plain error: 500 InternalError
+    if (givenRv !== undefined && givenRv !== "" && givenRv !== "0") {
+      return Result.fail(internalError("resourceVersion should not be set on objects to be created"))
+    }
     this.recordManager(obj, undefined, options.fieldManager, "Update", undefined)
     return Result.succeed(this.commit(r, namespace, name, "ADDED", obj, undefined))
   }
@@ -872,6 +890,12 @@ export class ClusterModel {
       ips("podIPs")
       ips("hostIPs")
     }
+    if (r.plural === "leases") {
+      const d = getPath(obj, ["spec", "leaseDurationSeconds"])
+      if (typeof d === "number" && d <= 0) {
+        errors.push({ field: "spec.leaseDurationSeconds", type: "FieldValueInvalid", value: String(d), detail: "must be greater than 0" })
+      }
+    }
     if (old !== undefined) {
       const before = finalizersOf(old)
       const added = finalizersOf(obj).filter((f) => !before.includes(f))
@@ -936,11 +960,12 @@ export class ClusterModel {
     const sm = metaOf(stored)
     const rv = str(m["resourceVersion"]) ?? ""
     if (rv === "" || rv === "0") {
-      // pods, nodes, leases, events, namespaces allow an unconditional update (AllowUnconditionalUpdate);
-      // custom resources refuse it with 422 (metadata.resourceVersion: must be specified for an update)
-      if (!r.allowUnconditionalUpdate) {
+      // nodes, leases, events, namespaces allow an unconditional update (AllowUnconditionalUpdate); custom
+      // resources, and pods since 1.35, refuse it with 422 naming the resource (not the Kind) in the message
+      const unconditional = r === Pods ? this.unconditionalPodUpdates : r.allowUnconditionalUpdate
+      if (!unconditional) {
         return Result.fail(invalid(r.group, r.plural, name, [
-          { field: "metadata.resourceVersion", type: "FieldValueInvalid", value: "0x0", detail: "must be specified for an update" }
+          { field: "metadata.resourceVersion", type: "FieldValueInvalid", value: "0", detail: "must be specified for an update" }
         ]))
       }
     } else if (rv !== sm["resourceVersion"]) {

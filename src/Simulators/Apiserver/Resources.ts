@@ -50,6 +50,9 @@ export const Pods: ResourceInfo = {
   namespaced: true,
   shortNames: ["po"],
   subresources: ["status"],
+  // Kubernetes 1.35+ refuses a pod (and pods/status) PUT without resourceVersion: 422 "metadata.resourceVersion:
+  // Invalid value: 0: must be specified for an update" (virtual-kubelet PR #1399). ModelOptions can restore ≤1.34.
+  allowUnconditionalUpdate: false,
   returnDeletedObject: true, // the pod registry answers DELETE with the pod
   tracksGeneration: true, // pods carry metadata.generation since 1.33
   fieldLabels: [

@@ -10,9 +10,9 @@
 import * as fs from "node:fs/promises"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import { Effect, Result, Schema, type Scope } from "effect"
+import { Context, Effect, Layer, Result, Schema, type Scope } from "effect"
 import * as YAML from "yaml"
-import { type ClusterModel, type DeleteOptions, type PatchType, type WatchHandle } from "./Model.ts"
+import { ClusterModel, type DeleteOptions, type ModelOptions, type PatchType, type WatchHandle } from "./Model.ts"
 import { isRecord } from "./Patch.ts"
 import { apiVersionOf, groupVersions, Namespaces, type ResourceInfo } from "./Resources.ts"
 import {
@@ -438,6 +438,11 @@ const startWatch = (
     ? Number(timeoutText)
     : ctx.options.defaultWatchTimeoutSeconds ?? 1800
   timer = setTimeout(finish, timeoutSeconds * 1000)
+  if (timeoutSeconds > 2) {
+    // the watch cache sends a bookmark 2 s before the deadline, so a resumed watch starts close to now
+    const early = setTimeout(() => handle?.bookmark(), (timeoutSeconds - 2) * 1000)
+    res.on("close", () => clearTimeout(early))
+  }
   void req
 }
 
@@ -517,5 +522,16 @@ export const serve = (
     }
     return { url, host, port, kubeconfigPath: options.kubeconfigPath, model }
   })
+
+/**
+ * The running simulator as a service, for test layers: `ApiserverSim.layer({ token, kubeconfigPath })`
+ * starts a fresh model (or the given one) on loopback for the layer's lifetime.
+ */
+export class ApiserverSim extends Context.Service<ApiserverSim, RunningApiserver>()("vk-sandbox/ApiserverSim") {
+  static readonly layer = (
+    options: ServerOptions & { readonly model?: ClusterModel; readonly modelOptions?: ModelOptions } = {}
+  ): Layer.Layer<ApiserverSim, ApiserverStartError> =>
+    Layer.effect(ApiserverSim, serve(options.model ?? new ClusterModel(options.modelOptions), options))
+}
 
 export { apiVersionOf }

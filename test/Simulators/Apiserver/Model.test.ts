@@ -34,6 +34,15 @@ describe("ClusterModel: objects and resourceVersions", () => {
       assert.strictEqual((n as { status: { conditions: Array<unknown> } }).status.conditions.length, 2)
     }))
 
+  it.effect("a create carrying a resourceVersion is refused by storage (500), after validation", () =>
+    Effect.gen(function*() {
+      const m = model()
+      const e = refused(m.create(Pods, "default", pod("a", "n1", { metadata: { resourceVersion: "12" } })))
+      assert.strictEqual(e.code, 500)
+      assert.strictEqual(e.message, "Internal error occurred: resourceVersion should not be set on objects to be created")
+      ok(m.create(Pods, "default", pod("a", "n1", { metadata: { resourceVersion: "" } })))
+    }))
+
   it.effect("a second create of the same name is 409 AlreadyExists", () =>
     Effect.gen(function*() {
       const m = model()
@@ -52,9 +61,9 @@ describe("ClusterModel: objects and resourceVersions", () => {
       })
     }))
 
-  it.effect("update with a stale resourceVersion is 409 Conflict; without one, pods update unconditionally", () =>
+  it.effect("update with a stale resourceVersion is 409 Conflict; without one, 422 (1.35+) or unconditional (≤1.34)", () =>
     Effect.gen(function*() {
-      const m = model()
+      const m = model({ unconditionalPodUpdates: true })
       const p = ok(m.create(Pods, "default", pod("a", "n1")))
       const fresh = structuredClone(p) as { metadata: Record<string, unknown> }
       fresh.metadata["labels"] = { x: "1" }
@@ -78,6 +87,16 @@ describe("ClusterModel: objects and resourceVersions", () => {
       delete stale.metadata["resourceVersion"]
       const blind = ok(m.update(Pods, "default", "a", stale))
       assert.deepStrictEqual(meta(blind)["labels"], { x: "2" })
+      const current = model()
+      ok(current.create(Pods, "default", pod("a", "n1")))
+      const e135 = refused(current.updateStatus(Pods, "default", "a", { ...pod("a", "n1"), status: { phase: "Failed", reason: "ProviderFailed" } }))
+      assert.strictEqual(e135.code, 422)
+      assert.strictEqual(e135.message, "pods \"a\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update")
+      assert.deepStrictEqual((e135.body as { details: unknown }).details, {
+        name: "a",
+        kind: "pods",
+        causes: [{ reason: "FieldValueInvalid", message: "Invalid value: 0: must be specified for an update", field: "metadata.resourceVersion" }]
+      })
     }))
 
   it.effect("custom resources refuse an update without resourceVersion (422)", () =>
@@ -89,7 +108,7 @@ describe("ClusterModel: objects and resourceVersions", () => {
       assert.strictEqual(e.reason, "Invalid")
       assert.strictEqual(
         e.message,
-        "sandboxes.agents.x-k8s.io \"sb\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+        "sandboxes.agents.x-k8s.io \"sb\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update"
       )
     }))
 
@@ -476,6 +495,8 @@ describe("ClusterModel: leases and events", () => {
       )
       assert.strictEqual(refused(m.create(Leases, "kube-node-lease", lease("2026-01-01T00:00:00Z"))).code, 400)
       assert.strictEqual(refused(m.create(Leases, "kube-node-lease", lease("2026-01-01T00:00:00.1234567Z"))).code, 400)
+      const zero = { ...lease("2026-01-01T00:00:00.123000Z"), spec: { holderIdentity: "n1", leaseDurationSeconds: 0 } }
+      assert.strictEqual(refused(m.create(Leases, "kube-node-lease", zero)).message, "Lease.coordination.k8s.io \"n1\" is invalid: spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0")
       const l = ok(m.create(Leases, "kube-node-lease", lease("2026-01-01T00:00:00.123000Z")))
       const renewed = structuredClone(l) as { spec: Record<string, unknown> }
       renewed.spec["renewTime"] = "2026-01-01T00:00:10.000000+00:00"
