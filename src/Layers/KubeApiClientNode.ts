@@ -391,7 +391,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
                 query: {
                   watch: "true",
                   fieldSelector: nodeSelector(nodeName),
-                  resourceVersion,
+                  // "" = from the current state; sent only when the caller holds one
+                  ...(resourceVersion === "" ? {} : { resourceVersion }),
                   allowWatchBookmarks: "true",
                   timeoutSeconds: String(options.watchTimeoutSeconds)
                 }
