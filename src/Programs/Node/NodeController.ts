@@ -182,7 +182,8 @@ const make = Effect.fnUntraced(function*(options: NodeControllerOptions) {
   const probeOnce = Effect.gen(function*() {
     const result = yield* probeSandboxd(options.probeTimeout).pipe(Effect.provideService(SandboxdClient, sandboxdClient))
     const previous = yield* Ref.getAndSet(reachability, result)
-    if (previous._tag === result._tag) return
+    // The first probe runs before registration, which writes its result.
+    if (previous._tag === result._tag || previous._tag === "NotProbed") return
     if (result._tag === "Unreachable") {
       yield* Effect.logWarning("sandboxd unreachable").pipe(Effect.annotateLogs({ reason: result.message }))
       yield* nodeEvent("Warning", "SandboxdUnreachable", `sandboxd is unreachable: ${result.message}`)

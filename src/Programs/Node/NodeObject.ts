@@ -186,7 +186,14 @@ const toMillis = (value: Date | string | undefined): number | undefined => {
 /** Whole-second RFC 3339, as the kubelet writes condition times. */
 export const formatTime = (millis: number): string => new Date(Math.floor(millis / 1000) * 1000).toISOString().replace(".000Z", "Z")
 
-const wholeSecond = (millis: number) => new Date(Math.floor(millis / 1000) * 1000)
+/** A Date the client serialises as whole-second RFC 3339, the form the apiserver stores. */
+class WholeSecondTime extends Date {
+  override toISOString(): string {
+    return formatTime(this.getTime())
+  }
+}
+
+const wholeSecond = (millis: number): Date => new WholeSecondTime(Math.floor(millis / 1000) * 1000)
 
 // ---- the Node and its status patch ------------------------------------------------------------
 

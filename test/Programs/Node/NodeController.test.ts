@@ -1,0 +1,378 @@
+/**
+ * The node controller against the in-memory API server over HTTP (through the live KubeApi layer)
+ * and the sandboxd simulator over HTTP (through the live client), on TestClock. Real I/O does not
+ * follow TestClock, so after moving time the tests wait for the simulator to show the write.
+ */
+import { KubeConfig } from "@kubernetes/client-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Duration, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import * as fs from "node:fs/promises"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as KubeApiClientNode from "../../../src/Layers/KubeApiClientNode.ts"
+import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
+import { NodeController, NodeHealth, type NodeControllerOptions } from "../../../src/Programs/Node/NodeController.ts"
+import { AppConfig, testConfig } from "../../../src/Schemas/Config.ts"
+import { EventRecorder, type EventType } from "../../../src/Services/EventRecorder.ts"
+import { KubeApi } from "../../../src/Services/KubeApi.ts"
+import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
+import { ClusterModel } from "../../../src/Simulators/Apiserver/Model.ts"
+import { Leases, Nodes } from "../../../src/Simulators/Apiserver/Resources.ts"
+import { serve as serveApiserver } from "../../../src/Simulators/Apiserver/Server.ts"
+import type { JsonObject } from "../../../src/Simulators/Apiserver/Status.ts"
+import { make as makeSandboxdSim, SimFault } from "../../../src/Simulators/Sandboxd/Model.ts"
+import { serve as serveSandboxd } from "../../../src/Simulators/Sandboxd/Server.ts"
+
+const NODE = "vk-sandboxd"
+const START = Date.parse("2026-11-29T10:00:00.250Z")
+
+// ---- fixtures ---------------------------------------------------------------------------------
+
+interface NodeView {
+  metadata: { uid: string; labels: Record<string, string> }
+  spec: { taints?: Array<Record<string, string>> }
+  status: {
+    conditions: Array<{ type: string; status: string; reason?: string; lastHeartbeatTime?: string; lastTransitionTime?: string }>
+    addresses: Array<{ type: string; address: string }>
+    capacity: Record<string, string>
+    allocatable: Record<string, string>
+    daemonEndpoints: { kubeletEndpoint: Record<string, number> }
+    nodeInfo: Record<string, string>
+  }
+}
+
+interface LeaseView {
+  metadata: { resourceVersion: string; labels?: Record<string, string>; ownerReferences?: Array<Record<string, unknown>> }
+  spec: { holderIdentity?: string; leaseDurationSeconds?: number; renewTime?: string }
+}
+
+const nodeOf = (model: ClusterModel) => model.peek(Nodes, "", NODE) as unknown as NodeView | undefined
+const leaseOf = (model: ClusterModel) => model.peek(Leases, "kube-node-lease", NODE) as unknown as LeaseView | undefined
+const condition = (node: NodeView | undefined, type: string) => node?.status.conditions.find((c) => c.type === type)
+
+/** Lets real sockets make progress; TestClock does not move. */
+const realTurn = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
+
+/** Waits (in real I/O turns, at most ~5 s) until `check` yields a value. */
+const eventually = <A>(what: string, check: () => A | undefined) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 2500; i++) {
+      const value = check()
+      if (value !== undefined) return value
+      yield* realTurn
+    }
+    return assert.fail(`timed out waiting for ${what}`)
+  })
+
+/** A few real turns, for checking that nothing happened. */
+const settle = Effect.gen(function*() {
+  for (let i = 0; i < 25; i++) yield* realTurn
+})
+
+const microTime = (millis: number) => new Date(millis).toISOString().replace(/Z$/, "000Z")
+
+interface Recorded {
+  readonly type: EventType
+  readonly reason: string
+  readonly uid: string
+}
+
+const testOptions: Partial<NodeControllerOptions> = {
+  // Long timeouts: a request in flight while TestClock jumps must not time out.
+  probeTimeout: Duration.hours(1),
+  version: "0.1.0",
+  arch: "arm64"
+}
+
+/** Servers, clients and a running controller in its own scope (closed to simulate shutdown). */
+const setup = Effect.gen(function*() {
+  yield* TestClock.setTime(START)
+  const dir = yield* Effect.acquireRelease(
+    Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "node-controller-"))),
+    (d) => Effect.promise(() => fs.rm(d, { recursive: true, force: true }))
+  )
+  const model = new ClusterModel()
+  const kubeconfigPath = path.join(dir, "kubeconfig")
+  yield* serveApiserver(model, { kubeconfigPath, bookmarkIntervalMs: 0 })
+  const sim = yield* makeSandboxdSim({ rootToken: "" })
+  const sandboxdAddress = yield* serveSandboxd(sim, { host: "127.0.0.1", port: 0 })
+
+  const config = testConfig({
+    nodeIp: "10.0.0.9",
+    listenAddr: { host: "", port: 10260 },
+    sandboxdUrl: sandboxdAddress.url,
+    sandboxdTimeout: Duration.hours(1)
+  })
+  const kubeConfig = new KubeConfig()
+  kubeConfig.loadFromFile(kubeconfigPath)
+  const kube = yield* KubeApiClientNode.make(kubeConfig, {
+    ...KubeApiClientNode.defaultOptions,
+    callTimeout: "1 hour",
+    qps: 1000,
+    burst: 1000
+  })
+  const sandboxd = yield* SandboxdClientHttp.make.pipe(Effect.provideService(AppConfig, config))
+
+  const events = yield* Ref.make<ReadonlyArray<Recorded>>([])
+  const recorder = EventRecorder.of({
+    record: (involved, type, reason) => Ref.update(events, (all) => [...all, { type, reason, uid: involved.uid }])
+  })
+  const healthy = yield* Ref.make(true)
+
+  const start = Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(
+      NodeController.layer(testOptions).pipe(
+        Layer.provide(Layer.mergeAll(
+          AppConfig.layer(config),
+          Layer.succeed(KubeApi, kube),
+          Layer.succeed(SandboxdClient, sandboxd),
+          Layer.succeed(EventRecorder, recorder),
+          Layer.succeed(NodeHealth, { healthy: Ref.get(healthy) })
+        ))
+      ),
+      scope
+    )
+    return { controller: Context.get(context, NodeController), stop: Scope.close(scope, Exit.void) }
+  })
+  return { model, sim, kube, events, healthy, start }
+})
+
+// ---- tests ------------------------------------------------------------------------------------
+
+describe("NodeController", () => {
+  it.effect("registers a new node with every field and creates its lease with the owner reference", () =>
+    Effect.gen(function*() {
+      const { model, events, start } = yield* setup
+      const { controller } = yield* start
+      const node = nodeOf(model)
+      assert.isDefined(node)
+      const { metadata, spec, status } = node!
+      assert.deepStrictEqual(metadata.labels, {
+        "type": "virtual-kubelet",
+        "kubernetes.io/role": "agent",
+        "kubernetes.io/hostname": NODE,
+        "sandbox.cocoonstack.io/runtime": "sandboxd"
+      })
+      assert.deepStrictEqual(spec.taints, [{ key: "virtual-kubelet.io/provider", value: "sandboxd", effect: "NoSchedule" }])
+      assert.deepStrictEqual(status.addresses, [
+        { type: "InternalIP", address: "10.0.0.9" },
+        { type: "Hostname", address: NODE }
+      ])
+      assert.deepStrictEqual(status.capacity, { cpu: "4000", memory: "8Ti", pods: "2000" })
+      assert.deepStrictEqual(status.allocatable, { cpu: "4000", memory: "8Ti", pods: "2000" })
+      assert.deepStrictEqual(status.daemonEndpoints.kubeletEndpoint, { Port: 10260 })
+      assert.strictEqual(status.nodeInfo["kubeletVersion"], "v1.34.0-vk-sandbox.0.1.0")
+      assert.strictEqual(status.nodeInfo["operatingSystem"], "linux")
+      assert.strictEqual(status.nodeInfo["architecture"], "arm64")
+      const summary = status.conditions.map((c) => `${c.type}=${c.status}/${c.reason}`).sort()
+      assert.deepStrictEqual(summary, [
+        "DiskPressure=False/KubeletHasNoDiskPressure",
+        "MemoryPressure=False/KubeletHasSufficientMemory",
+        "NetworkUnavailable=False/SandboxNetworkReady",
+        "PIDPressure=False/KubeletHasSufficientPID",
+        "Ready=True/KubeletReady",
+        "SandboxdReachable=True/SandboxdHealthy"
+      ])
+      assert.strictEqual(condition(node, "Ready")?.lastHeartbeatTime, "2026-11-29T10:00:00Z")
+
+      const lease = yield* eventually("the lease", () => leaseOf(model))
+      assert.strictEqual(lease.spec.holderIdentity, NODE)
+      assert.strictEqual(lease.spec.leaseDurationSeconds, 40)
+      assert.strictEqual(lease.spec.renewTime, microTime(START))
+      assert.deepStrictEqual(lease.metadata.ownerReferences, [
+        { apiVersion: "v1", kind: "Node", name: NODE, uid: metadata.uid }
+      ])
+      assert.deepStrictEqual(Option.map(yield* controller.node, (n) => n.uid), Option.some(metadata.uid))
+      assert.deepStrictEqual((yield* Ref.get(events)).map((e) => `${e.type} ${e.reason} ${e.uid}`), [
+        `Normal Registered ${metadata.uid}`
+      ])
+    }))
+
+  it.effect("renews the lease every 10 s with a six-digit renewTime", () =>
+    Effect.gen(function*() {
+      const { model, start } = yield* setup
+      yield* start
+      const first = yield* eventually("the lease", () => leaseOf(model))
+      yield* TestClock.adjust("9 seconds")
+      yield* settle
+      assert.strictEqual(leaseOf(model)?.spec.renewTime, first.spec.renewTime)
+      for (const seconds of [10, 20, 30]) {
+        yield* TestClock.adjust(seconds === 10 ? "1 second" : "10 seconds")
+        const expected = microTime(START + seconds * 1000)
+        const renewed = yield* eventually(`the renewal at ${seconds} s`, () => {
+          const lease = leaseOf(model)
+          return lease?.spec.renewTime === expected ? lease : undefined
+        })
+        assert.match(renewed.spec.renewTime!, /^2026-11-29T10:00:\d\d\.250000Z$/)
+      }
+    }))
+
+  it.effect("keeps conditions and addresses written by others through the next status patch", () =>
+    Effect.gen(function*() {
+      const { model, start } = yield* setup
+      yield* start
+      const patched = model.patch(Nodes, "", NODE, "strategic", {
+        status: {
+          conditions: [{ type: "KernelDeadlock", status: "False", reason: "KernelHasNoDeadlock" }],
+          addresses: [{ type: "ExternalIP", address: "203.0.113.7" }]
+        }
+      }, { subresource: "status" })
+      assert.isTrue(patched._tag === "Success")
+      for (let i = 0; i < 6; i++) {
+        yield* TestClock.adjust("10 seconds")
+        yield* settle
+      }
+      const node = yield* eventually("the 60 s status patch", () => {
+        const n = nodeOf(model)
+        return condition(n, "Ready")?.lastHeartbeatTime === "2026-11-29T10:01:00Z" ? n : undefined
+      })
+      assert.strictEqual(condition(node, "KernelDeadlock")?.status, "False")
+      assert.deepStrictEqual(node.status.addresses.map((a) => a.type).sort(), ["ExternalIP", "Hostname", "InternalIP"])
+      // Unchanged statuses keep their transition time.
+      assert.strictEqual(condition(node, "Ready")?.lastTransitionTime, "2026-11-29T10:00:00Z")
+    }))
+
+  it.effect("sandboxd down: SandboxdReachable=False at once while Ready stays True, and back", () =>
+    Effect.gen(function*() {
+      const { model, sim, events, start } = yield* setup
+      yield* start
+      yield* sim.injectFault("healthz", SimFault.status(503, "restarting"))
+      yield* TestClock.adjust("10 seconds")
+      const down = yield* eventually("SandboxdReachable=False", () => {
+        const n = nodeOf(model)
+        return condition(n, "SandboxdReachable")?.status === "False" ? n : undefined
+      })
+      assert.strictEqual(condition(down, "Ready")?.status, "True")
+      assert.strictEqual(condition(down, "SandboxdReachable")?.lastTransitionTime, "2026-11-29T10:00:10Z")
+
+      yield* sim.clearFaults
+      yield* TestClock.adjust("10 seconds")
+      const up = yield* eventually("SandboxdReachable=True", () => {
+        const n = nodeOf(model)
+        return condition(n, "SandboxdReachable")?.status === "True" ? n : undefined
+      })
+      assert.strictEqual(condition(up, "Ready")?.status, "True")
+      assert.deepStrictEqual((yield* Ref.get(events)).map((e) => `${e.type} ${e.reason}`), [
+        "Normal Registered",
+        "Warning SandboxdUnreachable",
+        "Normal SandboxdReachable"
+      ])
+    }))
+
+  it.effect("starts with sandboxd down: the node is registered with SandboxdReachable=False", () =>
+    Effect.gen(function*() {
+      const { model, sim, start } = yield* setup
+      yield* sim.injectFault("healthz", SimFault.drop)
+      yield* start
+      const node = nodeOf(model)
+      assert.strictEqual(condition(node, "SandboxdReachable")?.status, "False")
+      assert.strictEqual(condition(node, "Ready")?.status, "True")
+    }))
+
+  it.effect("re-creates a deleted node and lease, with a fresh owner reference", () =>
+    Effect.gen(function*() {
+      const { model, events, start } = yield* setup
+      yield* start
+      const oldUid = nodeOf(model)!.metadata.uid
+      yield* eventually("the lease", () => leaseOf(model))
+      // What garbage collection does in a cluster: the lease goes with its owner.
+      assert.isTrue(model.delete(Nodes, "", NODE)._tag === "Success")
+      assert.isTrue(model.delete(Leases, "kube-node-lease", NODE)._tag === "Success")
+      yield* TestClock.adjust("10 seconds")
+      const lease = yield* eventually("the new lease", () => leaseOf(model))
+      const node = nodeOf(model)
+      assert.isDefined(node)
+      assert.notStrictEqual(node!.metadata.uid, oldUid)
+      assert.deepStrictEqual(node!.spec.taints?.map((t) => t["key"]), ["virtual-kubelet.io/provider"])
+      assert.deepStrictEqual(lease.metadata.ownerReferences?.map((o) => o["uid"]), [node!.metadata.uid])
+      assert.deepStrictEqual((yield* Ref.get(events)).map((e) => e.reason), ["Registered", "Registered"])
+    }))
+
+  it.effect("re-creates a deleted node at the next status patch and repoints the surviving lease", () =>
+    Effect.gen(function*() {
+      const { model, start } = yield* setup
+      yield* start
+      const oldUid = nodeOf(model)!.metadata.uid
+      yield* eventually("the lease", () => leaseOf(model))
+      assert.isTrue(model.delete(Nodes, "", NODE)._tag === "Success")
+      for (let i = 0; i < 6; i++) {
+        yield* TestClock.adjust("10 seconds")
+        yield* settle
+      }
+      const node = yield* eventually("the re-created node", () => nodeOf(model))
+      assert.notStrictEqual(node.metadata.uid, oldUid)
+      yield* TestClock.adjust("10 seconds")
+      yield* eventually("the lease owned by the new node", () =>
+        leaseOf(model)?.metadata.ownerReferences?.[0]?.["uid"] === node.metadata.uid ? true : undefined)
+    }))
+
+  it.effect("a 409 on the lease is re-read and retried", () =>
+    Effect.gen(function*() {
+      const { model, start } = yield* setup
+      yield* start
+      const lease = yield* eventually("the lease", () => leaseOf(model))
+      // Another writer changes the lease: our cached resourceVersion is now stale.
+      const updated = model.update(Leases, "kube-node-lease", NODE, {
+        ...(lease as unknown as JsonObject),
+        metadata: { ...lease.metadata, labels: { touched: "yes" } }
+      })
+      assert.isTrue(updated._tag === "Success")
+      yield* TestClock.adjust("10 seconds")
+      const renewed = yield* eventually("the renewal after a conflict", () => {
+        const l = leaseOf(model)
+        return l?.spec.renewTime === microTime(START + 10_000) ? l : undefined
+      })
+      assert.deepStrictEqual(renewed.metadata.labels, { touched: "yes" })
+
+      // And an injected 409 on the PUT itself.
+      model.faults.failures.push({ method: "PUT", path: `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${NODE}`, code: 409, times: 1 })
+      yield* TestClock.adjust("10 seconds")
+      yield* eventually("the renewal after an injected conflict", () =>
+        leaseOf(model)?.spec.renewTime === microTime(START + 20_000) ? true : undefined)
+      assert.strictEqual(model.faults.failures[0]?.times, 0)
+    }))
+
+  it.effect("an unhealthy daemon stops renewing and patching; healthy again resumes", () =>
+    Effect.gen(function*() {
+      const { model, healthy, start } = yield* setup
+      yield* start
+      const first = yield* eventually("the lease", () => leaseOf(model))
+      yield* Ref.set(healthy, false)
+      for (let i = 0; i < 6; i++) {
+        yield* TestClock.adjust("10 seconds")
+        yield* settle
+      }
+      assert.strictEqual(leaseOf(model)?.spec.renewTime, first.spec.renewTime)
+      assert.strictEqual(condition(nodeOf(model), "Ready")?.lastHeartbeatTime, "2026-11-29T10:00:00Z")
+      yield* Ref.set(healthy, true)
+      yield* TestClock.adjust("10 seconds")
+      yield* eventually("renewal once healthy", () =>
+        leaseOf(model)?.spec.renewTime === microTime(START + 70_000) ? true : undefined)
+    }))
+
+  it.effect("restarting against an existing node patches it and keeps others' conditions; shutdown leaves both", () =>
+    Effect.gen(function*() {
+      const { model, start } = yield* setup
+      const first = yield* start
+      const uid = nodeOf(model)!.metadata.uid
+      yield* eventually("the lease", () => leaseOf(model))
+      yield* first.stop
+      assert.isDefined(nodeOf(model))
+      assert.isDefined(leaseOf(model))
+
+      model.patch(Nodes, "", NODE, "strategic", {
+        status: { conditions: [{ type: "KernelDeadlock", status: "False", reason: "KernelHasNoDeadlock" }] }
+      }, { subresource: "status" })
+      yield* TestClock.adjust("30 seconds")
+      yield* start
+      const node = nodeOf(model)!
+      assert.strictEqual(node.metadata.uid, uid)
+      assert.strictEqual(condition(node, "KernelDeadlock")?.status, "False")
+      assert.strictEqual(condition(node, "Ready")?.lastHeartbeatTime, "2026-11-29T10:00:30Z")
+      assert.strictEqual(condition(node, "Ready")?.lastTransitionTime, "2026-11-29T10:00:00Z")
+      yield* eventually("the renewed lease", () =>
+        leaseOf(model)?.spec.renewTime === microTime(START + 30_000) ? true : undefined)
+    }))
+})
