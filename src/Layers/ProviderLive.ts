@@ -5,34 +5,29 @@
  */
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../Schemas/Config.ts"
-import { DeletePodNotImplemented } from "../Schemas/ProviderErrors.ts"
 import { ClaimsStore } from "../Services/ClaimsStore.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
 import { Provider, ProviderEvents } from "../Services/Provider.ts"
 import { SandboxdClient } from "../Services/SandboxdClient.ts"
-import { createPod, podKeyOfPod } from "../Programs/Provider/CreatePod.ts"
+import { createPod } from "../Programs/Provider/CreatePod.ts"
+import { deletePod } from "../Programs/Provider/DeletePod.ts"
+import { EventRecorder } from "../Services/EventRecorder.ts"
+import { OwnerResolver } from "../Services/OwnerResolver.ts"
 import { getPod, getPodStatus, getPods, updatePod } from "../Programs/Provider/UpdatePod.ts"
 
 export const ProviderLiveLayer: Layer.Layer<
   Provider,
   never,
-  AppConfig | ClaimsStore | ClaimTable | ProviderEvents | SandboxdClient
+  AppConfig | ClaimsStore | ClaimTable | ProviderEvents | SandboxdClient | OwnerResolver | EventRecorder
 > = Layer.effect(
   Provider,
   Effect.gen(function*() {
-    const context = yield* Effect.context<AppConfig | ClaimsStore | ClaimTable | ProviderEvents | SandboxdClient>()
+    const context = yield* Effect.context<AppConfig | ClaimsStore | ClaimTable | ProviderEvents | SandboxdClient | OwnerResolver | EventRecorder>()
     const events = yield* ProviderEvents
     return Provider.of({
       createPod: (pod) => Effect.provide(createPod(pod), context),
       updatePod: (pod) => Effect.provide(updatePod(pod), context),
-      // TODO(delete authorization, another issue): DEL-1 with the AUTH-* verdicts replaces this.
-      deletePod: (pod) =>
-        Effect.fail(
-          new DeletePodNotImplemented({
-            pod: podKeyOfPod(pod),
-            message: "deletePod is not implemented yet (delete authorization lands separately)"
-          })
-        ),
+      deletePod: (pod) => Effect.provide(deletePod(pod), context),
       getPod: (namespace, name) => Effect.provide(getPod(namespace, name), context),
       getPods: Effect.provide(getPods, context),
       getPodStatus: (namespace, name) => Effect.provide(getPodStatus(namespace, name), context),

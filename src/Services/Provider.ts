@@ -6,7 +6,8 @@
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { Context, type Effect, type Option, type PubSub, type Scope } from "effect"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
-import type { CreatePodError, DeletePodNotImplemented } from "../Schemas/ProviderErrors.ts"
+import type { CreatePodError } from "../Schemas/ProviderErrors.ts"
+import type { DeleteOutcome, ReleaseFailed } from "../Programs/Provider/DeletePod.ts"
 
 /** What a successful createPod did. */
 export type CreatePodOutcome =
@@ -18,8 +19,8 @@ export class Provider extends Context.Service<Provider, {
   readonly createPod: (pod: V1Pod) => Effect.Effect<CreatePodOutcome, CreatePodError>
   /** UPD-1: record the newer Pod (stale generations ignored); never touches sandboxd. */
   readonly updatePod: (pod: V1Pod) => Effect.Effect<void>
-  /** TODO(delete authorization issue): DEL-1 with the AUTH-* verdicts. Fails until then. */
-  readonly deletePod: (pod: V1Pod) => Effect.Effect<void, DeletePodNotImplemented>
+  /** DEL-1 with the AUTH-* verdicts (`Programs/Provider/DeletePod.ts`); idempotent. */
+  readonly deletePod: (pod: V1Pod) => Effect.Effect<DeleteOutcome, ReleaseFailed>
   /** UPD-2: a copy of the tracked Pod, None when absent. Memory only. */
   readonly getPod: (namespace: string, name: string) => Effect.Effect<Option.Option<V1Pod>>
   /** UPD-3: copies of every tracked Pod. */

@@ -13,6 +13,8 @@ import * as ClaimsStoreFile from "../../../src/Layers/ClaimsStoreFile.ts"
 import * as ClaimsStoreMemory from "../../../src/Layers/ClaimsStoreMemory.ts"
 import { ProviderEventsPubSubLayer } from "../../../src/Layers/ProviderEventsPubSub.ts"
 import { ProviderLiveLayer } from "../../../src/Layers/ProviderLive.ts"
+import * as EventRecorderKube from "../../../src/Layers/EventRecorderKube.ts"
+import * as OwnerResolverKube from "../../../src/Layers/OwnerResolverKube.ts"
 import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
 import { Provider } from "../../../src/Services/Provider.ts"
@@ -89,7 +91,14 @@ const assemble = <S, E, R>(
   storeLayer: Layer.Layer<S, E, R>
 ) => {
   const store = storeLayer.pipe(Layer.provideMerge(ClaimTableRefLayer))
-  const deps = Layer.mergeAll(store, ProviderEventsPubSubLayer, clientAndConfig)
+  const deps = Layer.mergeAll(
+    store,
+    ProviderEventsPubSubLayer,
+    clientAndConfig,
+    // delete authorization needs an owner client; without one every owned Pod is preserved
+    OwnerResolverKube.layerNoClient,
+    EventRecorderKube.layerDiscard
+  )
   return ProviderLiveLayer.pipe(Layer.provideMerge(deps))
 }
 
