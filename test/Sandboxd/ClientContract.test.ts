@@ -164,6 +164,7 @@ describe("claim", () => {
       const refused = yield* Effect.flip(client.claim(claimSpec()))
       assert.strictEqual(refused._tag, "NoWarmCapacity")
       assert.include(refused.message, "3 live claims, cap 3")
+      assert.strictEqual((yield* sim.claims).length, 3)
     }))
 
   for (const status of [400, 401, 403, 409, 500]) {
