@@ -122,12 +122,18 @@ const make = Effect.fnUntraced(function*(options: NodeControllerOptions) {
 
   // The writers below run under nodeLock (taken by their public callers only).
 
+  const patchExisting = Effect.gen(function*() {
+    const patched = yield* kube.patchNodeStatus(nodeName, statusPatch(yield* snapshot))
+    yield* remember(patched)
+    return identityOf(patched, nodeName)
+  })
+
   const createNode: Effect.Effect<NodeIdentity, KubeError> = Effect.gen(function*() {
     const created = yield* kube.createNode(buildNode(yield* snapshot)).pipe(
       Effect.catchTag("KubeConflict", () => Effect.succeed(undefined))
     )
-    // Someone created it between our GET and POST: patch theirs instead.
-    if (created === undefined) return yield* patchStatus
+    // Someone created it between our GET and POST: patch theirs instead (once; a 404 now fails).
+    if (created === undefined) return yield* patchExisting
     yield* remember(created)
     const registered = identityOf(created, nodeName)
     yield* Effect.logInfo("node registered").pipe(Effect.annotateLogs({ uid: registered.uid }))
@@ -135,17 +141,11 @@ const make = Effect.fnUntraced(function*(options: NodeControllerOptions) {
     return registered
   })
 
-  const patchStatus: Effect.Effect<NodeIdentity, KubeError> = Effect.gen(function*() {
-    const patched = yield* kube.patchNodeStatus(nodeName, statusPatch(yield* snapshot)).pipe(
-      Effect.catchTag("KubeNotFound", () => Effect.succeed(undefined))
-    )
-    if (patched === undefined) {
-      yield* Effect.logWarning("node is gone; registering it again")
-      return yield* createNode
-    }
-    yield* remember(patched)
-    return identityOf(patched, nodeName)
-  })
+  /** The status patch; a Node deleted while we run is registered again (unlike the Go library, PIT-19). */
+  const patchStatus: Effect.Effect<NodeIdentity, KubeError> = patchExisting.pipe(
+    Effect.catchTag("KubeNotFound", () =>
+      Effect.logWarning("node is gone; registering it again").pipe(Effect.andThen(createNode)))
+  )
 
   /** GET; present → keep its transition times and patch; missing → POST the whole Node. */
   const ensureNode = Effect.gen(function*() {
