@@ -39,6 +39,7 @@ import { clone, isRecord, jsonMergePatch, jsonPatch, strategicMerge } from "./Pa
 import {
   AllResources,
   apiVersionOf,
+  EventsV1,
   findResource,
   Namespaces,
   NodeInventories,
@@ -414,19 +415,18 @@ export class ClusterModel {
     if (from !== undefined && (!Number.isInteger(from) || from < 0)) {
       return Result.fail(badRequest(`resourceVersion: Invalid value: "${rvText}": strconv.ParseUint: parsing "${rvText}": invalid syntax`))
     }
-    if (from !== undefined && from > this.rv) {
-      // the watch cache waits up to 3 s for a future resourceVersion, then answers this
-      return Result.fail(
-        failure(504, "Timeout", `Too large resource version: ${from}, current: ${this.rv}`, {
-          causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }],
-          retryAfterSeconds: 1
-        })
-      )
-    }
-    const tooOld = from !== undefined && from < this.compactedRv
-    if (tooOld && this.expiredWatchStart === "status") {
-      return Result.fail(expired(`too old resource version: ${from} (${this.compactedRv + 1})`))
-    }
+    // Past authorization and resourceVersion parsing, the watch cache reports start errors as one ERROR
+    // event on a 200 response ("to match the uncached watch implementation"); "status" mode answers them
+    // as the HTTP status instead.
+    const startError = from !== undefined && from > this.rv
+      ? failure(504, "Timeout", `Too large resource version: ${from}, current: ${this.rv}`, {
+        causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }],
+        retryAfterSeconds: 1
+      }) // the watch cache waits up to 3 s for a future resourceVersion first
+      : from !== undefined && from < this.compactedRv
+      ? expired(`too old resource version: ${from} (${this.compactedRv})`)
+      : undefined
+    if (startError !== undefined && this.expiredWatchStart === "status") return Result.fail(startError)
     const w: Watcher = {
       resource: r,
       namespace: r.namespaced ? ns : undefined,
@@ -447,9 +447,8 @@ export class ClusterModel {
       this.watchers.add(w)
       return Result.succeed(handle)
     }
-    if (tooOld) {
-      const e = expired(`too old resource version: ${from} (${this.compactedRv + 1})`)
-      sink.onEvent({ type: "ERROR", object: e.body as JsonObject })
+    if (startError !== undefined) {
+      sink.onEvent({ type: "ERROR", object: startError.body as JsonObject })
       w.open = false
       sink.onClose()
       return Result.succeed(handle)
@@ -831,7 +830,6 @@ export class ClusterModel {
     const next = clone(stored)
     const nm = metaOf(next)
     nm["deletionTimestamp"] = rfc3339(this.now())
-    nm["deletionGracePeriodSeconds"] = 0
     next["status"] = { phase: "Terminating" }
     return { _tag: "Pending", object: this.commit(Namespaces, "", name, "MODIFIED", next, stored) }
   }
@@ -889,6 +887,22 @@ export class ClusterModel {
       }
       ips("podIPs")
       ips("hostIPs")
+    }
+    if (r === EventsV1) {
+      // events.k8s.io/v1 writes get the strict event validation (core/v1 keeps the lenient legacy rules)
+      for (const f of ["eventTime", "reportingController", "reportingInstance", "action", "reason"]) {
+        const v = obj[f]
+        if (v === undefined || v === null || v === "") errors.push({ field: f, type: "FieldValueRequired", detail: "" })
+      }
+      const type = obj["type"]
+      if (type !== "Normal" && type !== "Warning") {
+        errors.push({
+          field: "type",
+          type: "FieldValueNotSupported",
+          value: JSON.stringify(typeof type === "string" ? type : ""),
+          detail: "supported values: \"Normal\", \"Warning\""
+        })
+      }
     }
     if (r.plural === "leases") {
       const d = getPath(obj, ["spec", "leaseDurationSeconds"])

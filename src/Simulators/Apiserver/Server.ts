@@ -20,6 +20,7 @@ import {
   badRequest,
   endpointNotFound,
   injected,
+  internalError,
   type JsonObject,
   methodNotAllowed,
   unauthorized,
@@ -51,6 +52,8 @@ export interface RunningApiserver {
   readonly port: number
   readonly kubeconfigPath: string | undefined
   readonly model: ClusterModel
+  /** Fault: destroy the sockets of every open watch (the client sees a connection reset, not a clean end). */
+  readonly resetWatchConnections: () => void
 }
 
 /** The token written into kubeconfigs when the server has none of its own. */
@@ -226,6 +229,24 @@ const sendStatus = (res: http.ServerResponse, error: ApiStatusError) => {
   sendJson(res, error.code, error.body)
 }
 
+const safeDecode = (segment: string): string => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
+
+/** The request handler; a defect in it answers 500 instead of taking the process down. */
+const handleSafely = (ctx: Ctx, req: http.IncomingMessage, res: http.ServerResponse, rawBody: string): void => {
+  try {
+    handle(ctx, req, res, rawBody)
+  } catch (e) {
+    if (!res.headersSent) sendStatus(res, internalError(e instanceof Error ? e.message : String(e)))
+    else res.destroy()
+  }
+}
+
 const handle = (ctx: Ctx, req: http.IncomingMessage, res: http.ServerResponse, rawBody: string): void => {
   const { model } = ctx
   const url = new URL(req.url ?? "/", "http://sim.invalid")
@@ -243,7 +264,7 @@ const handle = (ctx: Ctx, req: http.IncomingMessage, res: http.ServerResponse, r
     if (rule.times !== undefined) rule.times -= 1
     return sendStatus(res, injected(rule.code, "injected fault"))
   }
-  const segments = url.pathname.split("/").filter((s) => s !== "").map(decodeURIComponent)
+  const segments = url.pathname.split("/").filter((s) => s !== "").map(safeDecode)
   const target = route(model, segments, ctx.hostPort())
   switch (target._tag) {
     case "Text":
@@ -490,8 +511,8 @@ export const serve = (
       req.on("end", () => {
         const body = Buffer.concat(chunks).toString("utf8")
         const latency = model.faults.latencyMs
-        if (latency > 0) setTimeout(() => handle(ctx, req, res, body), latency)
-        else handle(ctx, req, res, body)
+        if (latency > 0) setTimeout(() => handleSafely(ctx, req, res, body), latency)
+        else handleSafely(ctx, req, res, body)
       })
     })
     const bookmarkEvery = options.bookmarkIntervalMs ?? 60_000
@@ -520,7 +541,11 @@ export const serve = (
     if (options.kubeconfigPath !== undefined) {
       yield* writeKubeconfig(options.kubeconfigPath, url, options.token ?? defaultToken)
     }
-    return { url, host, port, kubeconfigPath: options.kubeconfigPath, model }
+    const resetWatchConnections = () => {
+      for (const w of [...watches]) w.destroy()
+      watches.clear()
+    }
+    return { url, host, port, kubeconfigPath: options.kubeconfigPath, model, resetWatchConnections }
   })
 
 /**

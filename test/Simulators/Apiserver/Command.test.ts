@@ -9,7 +9,8 @@ import { TestConsole } from "effect/testing"
 import { apiserverSimCommand, parseListen } from "../../../src/Simulators/Apiserver/Command.ts"
 import { request } from "./http.ts"
 
-const flushIO = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+// real I/O (listen, file write) happens outside Effect time: give the event loop a real turn
+const ioTurn = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 10)))
 
 describe("sim apiserver command", () => {
   it.effect("parses loopback listen addresses and refuses others", () =>
@@ -35,8 +36,8 @@ describe("sim apiserver command", () => {
         Effect.forkChild({ startImmediately: true })
       )
       let lines: ReadonlyArray<unknown> = []
-      for (let i = 0; i < 500 && lines.length === 0; i++) {
-        yield* flushIO
+      for (let i = 0; i < 1000 && lines.length === 0; i++) {
+        yield* ioTurn
         lines = yield* TestConsole.logLines
       }
       assert.match(String(lines[0]), /^listening on http:\/\/127\.0\.0\.1:\d+$/)

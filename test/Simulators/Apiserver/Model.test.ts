@@ -287,6 +287,19 @@ describe("ClusterModel: watch", () => {
       assert.strictEqual(e.reason, "Expired")
     }))
 
+  it.effect("a resourceVersion from the future is an ERROR event with 504 Timeout (ResourceVersionTooLarge)", () =>
+    Effect.gen(function*() {
+      const m = model()
+      const rec = recorder()
+      ok(m.watch(Pods, undefined, { resourceVersion: String(Number(m.resourceVersion) + 100) }, rec.sink))
+      assert.deepStrictEqual(rec.summary(), ["ERROR"])
+      const st = rec.events[0].object as { code: number; reason: string; details: { causes: Array<{ reason: string }> } }
+      assert.strictEqual(st.code, 504)
+      assert.strictEqual(st.reason, "Timeout")
+      assert.strictEqual(st.details.causes[0].reason, "ResourceVersionTooLarge")
+      assert.isTrue(rec.closed())
+    }))
+
   it.effect("an open watch that falls behind gets an ERROR 410 event and is closed", () =>
     Effect.gen(function*() {
       const m = model()
@@ -518,6 +531,12 @@ describe("ClusterModel: leases and events", () => {
       assert.strictEqual((v1 as { items: Array<unknown>; apiVersion: string }).apiVersion, "events.k8s.io/v1")
       assert.strictEqual((v1 as { items: Array<unknown> }).items.length, 1)
       assert.strictEqual(refused(m.create(EventsV1, "default", { metadata: { name: "bad" }, eventTime: "2026-01-01T00:00:00Z" })).code, 400)
+      const strict = refused(m.create(EventsV1, "default", { metadata: { name: "thin" }, eventTime: "2026-01-01T00:00:00.000000Z", reason: "X", type: "Info" }))
+      assert.strictEqual(strict.code, 422)
+      assert.deepStrictEqual(
+        (strict.body as { details: { causes: Array<{ field: string }> } }).details.causes.map((c) => c.field),
+        ["reportingController", "reportingInstance", "action", "type"]
+      )
     }))
 })
 

@@ -10,7 +10,7 @@ const start = (options: ModelOptions = {}) =>
   Effect.gen(function*() {
     const model = new ClusterModel(options)
     const server = yield* serve(model, { token: "t0ken", bookmarkIntervalMs: 0 })
-    return { model, url: server.url }
+    return { model, url: server.url, server }
   })
 
 const notFoundBody = (message: string, details: Record<string, unknown>) => ({
@@ -325,6 +325,16 @@ describe("apiserver over HTTP: watch", () => {
       const t0 = Date.now()
       yield* request(`${url}/api/v1/namespaces/default/pods/a`)
       assert.isAtLeast(Date.now() - t0, 140)
+    }))
+
+  it.effect("resetWatchConnections breaks open watches abruptly and frees their model watchers", () =>
+    Effect.gen(function*() {
+      const { model, server, url } = yield* start()
+      const w = yield* openWatch(`${url}/api/v1/pods?watch=1`)
+      assert.strictEqual(model.openWatches(), 1)
+      server.resetWatchConnections()
+      assert.strictEqual(yield* w.next(), "end")
+      assert.strictEqual(model.openWatches(), 0)
     }))
 
   it.effect("a watch on one namespace sees only that namespace", () =>
