@@ -1,6 +1,7 @@
 /**
  * The live KubeApi layer (built from AppConfig with the kubeconfig the simulator writes) against
  * the in-memory API server over HTTP: every method, and each error shape the daemon relies on.
+ * The same scenarios run against the memory layer on the same model, so the two stay alike.
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { V1Lease, V1Pod } from "@kubernetes/client-node"
@@ -9,6 +10,7 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
+import * as KubeApiMemory from "../../src/Layers/KubeApiMemory.ts"
 import { AppConfig, testConfig } from "../../src/Schemas/Config.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { ClusterModel, type ModelOptions } from "../../src/Simulators/Apiserver/Model.ts"
@@ -23,7 +25,7 @@ const tempDir = Effect.acquireRelease(
 )
 
 /** A fresh model served on loopback, and the live layer built from its kubeconfig file. */
-const cluster = (modelOptions: ModelOptions = {}) =>
+const liveCluster = (modelOptions: ModelOptions = {}) =>
   Effect.gen(function*() {
     const dir = yield* tempDir
     const kubeconfigPath = NodePath.join(dir, "kubeconfig")
@@ -38,6 +40,21 @@ const cluster = (modelOptions: ModelOptions = {}) =>
     )
     return { model, kube }
   })
+
+/** A fresh model, and the memory layer on it. */
+const memoryCluster = (modelOptions: ModelOptions = {}) =>
+  Effect.gen(function*() {
+    const model = new ClusterModel(modelOptions)
+    const kube = yield* Effect.gen(function*() {
+      return yield* KubeApi
+    }).pipe(Effect.provide(KubeApiMemory.layer(model)))
+    return { model, kube }
+  })
+
+const backends = [
+  { name: "live layer over HTTP", cluster: liveCluster },
+  { name: "memory layer", cluster: memoryCluster }
+] as const
 
 const podBody = (name: string, node: string | undefined, namespace = "default") => ({
   apiVersion: "v1",
@@ -76,7 +93,7 @@ const waitFor = (condition: () => boolean) =>
     assert.isTrue(condition(), "condition not reached")
   })
 
-describe("KubeApiClientNode against the in-memory apiserver", () => {
+for (const { cluster, name } of backends) describe(`KubeApi against the in-memory apiserver: ${name}`, () => {
   it.effect("listPods returns this node's pods in every namespace and the list resourceVersion", () =>
     Effect.gen(function*() {
       const { kube, model } = yield* cluster()
