@@ -8,12 +8,14 @@ import { CliError, Command } from "effect/cli"
 import { ProcessExit } from "./Errors.ts"
 import type { Environment } from "./ParseConfig.ts"
 import { readBuildInfo } from "./Version.ts"
+import { apiserverSimCommand } from "../Simulators/Apiserver/Command.ts"
 import { sandboxdSimCommand } from "../Simulators/Sandboxd/Command.ts"
 
 export const simCommand = Command.make("sim").pipe(
   Command.withDescription("Run a simulator (sandboxd, Kubernetes API server) for tests, the demo and development"),
   Command.withSubcommands([
-    sandboxdSimCommand
+    sandboxdSimCommand,
+    apiserverSimCommand
   ])
 )
 
