@@ -1,11 +1,11 @@
 /**
  * The live `KubeApi` on @kubernetes/client-node 2.0.1 (ANCHORS.md part C).
  *
- * Every call goes through one of two helpers, `call` (a generated client method) or `raw`
- * (a request built here, where the generated client cannot express it or hides the body).
- * Both take one token from the QPS/burst limiter, carry a span `KubeApi.<op>` and a timeout,
- * and map failures to the typed errors of `Services/KubeApi.ts` from the HTTP status and the
- * raw Status body (in 2.x, `ApiException.body` is the response *text*).
+ * Every call, watch starts included, goes through `request`: one token from the QPS/burst
+ * limiter, then the call under a timeout, inside a span `KubeApi.<op>`. A call is either `call`
+ * (a generated client method) or `raw` (a request built here, where the generated client cannot
+ * express it or hides the body). Failures map to the typed errors of `Services/KubeApi.ts` from
+ * the HTTP status and the raw Status body (in 2.x, `ApiException.body` is the response *text*).
  */
 import {
   ApiException,
@@ -33,6 +33,7 @@ import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import { AppConfig } from "../Schemas/Config.ts"
 import {
   KubeApi,
+  KubeConfigMissing,
   KubeConflict,
   type KubeError,
   KubeForbidden,
@@ -246,9 +247,9 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       )
 
     /** Token, then the request under the call timeout, all inside the span. */
-    const limited = <A>(operation: string, request: Effect.Effect<A, KubeError>): Effect.Effect<A, KubeError> =>
+    const request = <A>(operation: string, effect: Effect.Effect<A, KubeError>): Effect.Effect<A, KubeError> =>
       limiter.take.pipe(
-        Effect.andThen(request.pipe(Effect.timeoutOrElse({ duration: callTimeout, orElse: timedOut(operation) }))),
+        Effect.andThen(effect.pipe(Effect.timeoutOrElse({ duration: callTimeout, orElse: timedOut(operation) }))),
         Effect.withSpan(`KubeApi.${operation}`)
       )
 
@@ -267,7 +268,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       run: (configuration: ConfigurationOptions) => Promise<A>,
       contentType?: string
     ): Effect.Effect<A, KubeError> =>
-      limited(
+      request(
         operation,
         Effect.tryPromise({
           try: (signal) =>
@@ -289,15 +290,15 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       readonly contentType?: string
     }
 
-    const send = async (request: RawRequest, signal: AbortSignal): Promise<ResponseContext> => {
-      const url = new URL(`${server}${request.path}`)
-      for (const [key, value] of Object.entries(request.query ?? {})) url.searchParams.set(key, value)
-      const context = new RequestContext(url.toString(), request.method)
+    const send = async (spec: RawRequest, signal: AbortSignal): Promise<ResponseContext> => {
+      const url = new URL(`${server}${spec.path}`)
+      for (const [key, value] of Object.entries(spec.query ?? {})) url.searchParams.set(key, value)
+      const context = new RequestContext(url.toString(), spec.method)
       await kubeConfig.applySecurityAuthentication(context)
       context.setHeaderParam("Accept", "application/json")
-      if (request.body !== undefined) {
-        context.setBody(JSON.stringify(request.body))
-        context.setHeaderParam("Content-Type", request.contentType ?? "application/json")
+      if (spec.body !== undefined) {
+        context.setBody(JSON.stringify(spec.body))
+        context.setHeaderParam("Content-Type", spec.contentType ?? "application/json")
       }
       context.setSignal(signal)
       return http.send(context).toPromise()
@@ -307,12 +308,12 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       new KubeUnavailable({ operation, status: 0, message: describe(cause), cause })
 
     /** A request built here: the parsed JSON body on 2xx, the typed error from the raw body otherwise. */
-    const raw = (operation: string, request: RawRequest): Effect.Effect<unknown, KubeError> =>
-      limited(
+    const raw = (operation: string, spec: RawRequest): Effect.Effect<unknown, KubeError> =>
+      request(
         operation,
         Effect.tryPromise({
           try: async (signal) => {
-            const response = await send(request, signal)
+            const response = await send(spec, signal)
             return { status: response.httpStatusCode, text: await response.body.text() }
           },
           catch: transport(operation)
@@ -381,7 +382,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
           Effect.sync(() => new AbortController()),
           (controller) => Effect.sync(() => controller.abort())
         )
-        const response = yield* limited(
+        const response = yield* request(
           operation,
           Effect.tryPromise({
             try: () =>
@@ -556,6 +557,9 @@ export const layer = Layer.effect(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const { kubeConfig } = yield* KubeConfigLoader.load(config.kubeconfig)
-    return yield* make(kubeConfig, { ...defaultOptions, qps: config.kubeApiQps, burst: config.kubeApiBurst })
+    return yield* make(kubeConfig, { ...defaultOptions, qps: config.kubeApiQps, burst: config.kubeApiBurst }).pipe(
+      // only a kubeconfig without a usable cluster gets here (the loader checks for one)
+      Effect.mapError((error) => new KubeConfigMissing({ message: error.message }))
+    )
   })
 )
