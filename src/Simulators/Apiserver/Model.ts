@@ -59,6 +59,7 @@ import {
   alreadyExists,
   type ApiStatusError,
   badRequest,
+  conflict,
   expired,
   failure,
   type FieldError,
@@ -573,6 +574,57 @@ export class ClusterModel {
   delete(r: ResourceInfo, ns: string, name: string, options: DeleteOptions = {}): Outcome<DeleteResult> {
     const denied = this.authorize("delete", r, undefined, ns, name)
     if (denied !== undefined) return Result.fail(denied)
+    return this.deleteOne(r, ns, name, options)
+  }
+
+  /** DELETE on a collection: each selected object is deleted as by `delete`; answers the list of them. */
+  deleteCollection(
+    r: ResourceInfo,
+    ns: string | undefined,
+    selectors: ListOptions = {},
+    options: DeleteOptions = {}
+  ): Outcome<JsonObject> {
+    const denied = this.authorize("deletecollection", r, undefined, ns, undefined)
+    if (denied !== undefined) return Result.fail(denied)
+    const labels = parseLabelSelector(selectors.labelSelector)
+    if (Result.isFailure(labels)) return Result.fail(labels.failure)
+    const fields = parseFieldSelector(selectors.fieldSelector, r.fieldLabels)
+    if (Result.isFailure(fields)) return Result.fail(fields.failure)
+    const targets = [...this.bucket(r).values()].filter((o) => this.matches(r, o, ns, labels.success, fields.success))
+    const items: Array<JsonObject> = []
+    for (const o of targets) {
+      const m = metaOf(o)
+      const out = this.deleteOne(r, str(m["namespace"]) ?? "", str(m["name"]) ?? "", options)
+      if (Result.isSuccess(out)) items.push(this.listItem(r, out.success.object))
+    }
+    return Result.succeed({ kind: listKind(r), apiVersion: apiVersionOf(r), metadata: { resourceVersion: String(this.rv) }, items })
+  }
+
+  /**
+   * pods/binding (what the scheduler does): set spec.nodeName of a pod that has none.
+   * A pod already bound is a 409 Conflict on pods/binding.
+   */
+  bind(ns: string, name: string, nodeName: string): Outcome<JsonObject> {
+    const denied = this.authorize("create", Pods, "binding", ns, name)
+    if (denied !== undefined) return Result.fail(denied)
+    const stored = this.bucket(Pods).get(okey(ns, name))
+    if (stored === undefined) return Result.fail(notFound(Pods, name))
+    const spec = isRecord(stored["spec"]) ? stored["spec"] : {}
+    const bound = str(spec["nodeName"]) ?? ""
+    const binding = { group: "", plural: "pods/binding" }
+    if (bound !== "") {
+      return Result.fail(conflict(binding, name, `pod ${name} is already assigned to node "${bound}"`))
+    }
+    if (metaOf(stored)["deletionTimestamp"] !== undefined) {
+      return Result.fail(conflict(binding, name, `pod ${name} is being deleted, cannot be assigned to a host`))
+    }
+    const next = clone(stored)
+    next["spec"] = { ...spec, nodeName }
+    this.commit(Pods, ns, name, "MODIFIED", next, stored)
+    return Result.succeed({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", code: 201 })
+  }
+
+  private deleteOne(r: ResourceInfo, ns: string, name: string, options: DeleteOptions): Outcome<DeleteResult> {
     const namespace = r.namespaced ? ns : ""
     const stored = this.bucket(r).get(okey(namespace, name))
     if (stored === undefined) return Result.fail(notFound(r, name))
@@ -728,9 +780,11 @@ export class ClusterModel {
     // others lose fields this apply now sets (forced) — done above; the applier owns exactly appliedSet
     const others = entries.filter((e) => e !== mine)
     for (const e of others) for (const p of appliedSet) if (e.fields.has(p) && conflicts.some((c) => c.path === p)) e.fields.delete(p)
+    // the applier's timestamp moves only when the apply changed something; the others keep theirs
+    const changed = !sameValue(withoutVolatile(next), withoutVolatile(stored))
     const newEntries = [
       ...others,
-      { manager, operation: "Apply", apiVersion: apiVersionOf(r), fields: appliedSet, time: mine?.time, subresource: options.subresource }
+      { manager, operation: "Apply", apiVersion: apiVersionOf(r), fields: appliedSet, time: changed ? undefined : mine?.time, subresource: options.subresource }
     ]
     const result = this.replace(r, ns, name, next, options.subresource, {}, stored, newEntries)
     return Result.map(result, (object) => ({ object, created: false }))
@@ -1040,7 +1094,7 @@ export class ClusterModel {
     if (entries !== undefined) {
       const time = rfc3339(this.now())
       this.setManagedFields(next, entries.filter((e) => e.fields.size > 0).map((e) =>
-        this.managedEntry(e.manager, e.operation, e.apiVersion, e.fields, e.subresource, sameValue(withoutVolatile(next), withoutVolatile(stored)) ? e.time ?? time : time)
+        this.managedEntry(e.manager, e.operation, e.apiVersion, e.fields, e.subresource, e.time ?? time)
       ))
     } else {
       this.recordManager(next, stored, options.fieldManager, "Update", sub)

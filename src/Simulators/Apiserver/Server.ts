@@ -14,7 +14,7 @@ import { Context, Effect, Layer, Result, Schema, type Scope } from "effect"
 import * as YAML from "yaml"
 import { ClusterModel, type DeleteOptions, type ModelOptions, type PatchType, type WatchHandle } from "./Model.ts"
 import { isRecord } from "./Patch.ts"
-import { apiVersionOf, groupVersions, Namespaces, type ResourceInfo } from "./Resources.ts"
+import { apiVersionOf, groupVersions, Namespaces, Pods, type ResourceInfo } from "./Resources.ts"
 import {
   type ApiStatusError,
   badRequest,
@@ -98,6 +98,7 @@ const resourceList = (model: ClusterModel, group: string, version: string) => {
     for (const sub of r.subresources) {
       resources.push({ name: `${r.plural}/${sub}`, singularName: "", namespaced: r.namespaced, kind: r.kind, verbs: ["get", "patch", "update"] })
     }
+    if (r === Pods) resources.push({ name: "pods/binding", singularName: "", namespaced: true, kind: "Binding", verbs: ["create"] })
   }
   return group === ""
     ? { kind: "APIResourceList", groupVersion: version, resources }
@@ -150,7 +151,8 @@ const routeGroupVersion = (model: ClusterModel, group: string, version: string, 
   const find = (plural: string) => model.resourceFor(group, version, plural)
   const notFoundHere: Target = { _tag: "Status", error: endpointNotFound() }
   const target = (resource: ResourceInfo, namespace: string | undefined, name: string | undefined, sub: string | undefined): Target => {
-    if (sub !== undefined && !resource.subresources.includes(sub as "status")) return notFoundHere
+    const known = resource.subresources.includes(sub as "status") || (resource === Pods && sub === "binding")
+    if (sub !== undefined && !known) return notFoundHere
     return { _tag: "Resource", resource, namespace, name, subresource: sub, legacyWatch }
   }
   // /namespaces/{ns}/{plural}[/{name}[/{sub}]]
@@ -314,6 +316,14 @@ const handleResource = (
       if (Result.isFailure(body)) return sendStatus(res, body.failure)
       return reply(201, model.create(r, ns, body.success, { fieldManager }))
     }
+    if (method === "DELETE" && (t.namespace !== undefined || !r.namespaced) && r !== Namespaces) {
+      const options = deleteOptionsOf(rawBody, q)
+      if (Result.isFailure(options)) return sendStatus(res, options.failure)
+      return reply(200, model.deleteCollection(r, t.namespace, {
+        labelSelector: q.get("labelSelector") ?? undefined,
+        fieldSelector: q.get("fieldSelector") ?? undefined
+      }, options.success))
+    }
     return sendStatus(res, methodNotAllowed())
   }
   const name = t.name
@@ -322,6 +332,14 @@ const handleResource = (
     if (method !== "PUT") return sendStatus(res, methodNotAllowed())
     model.finalizeNamespace(name)
     return sendJson(res, 200, { kind: "Namespace", apiVersion: "v1", metadata: { name } })
+  }
+  if (t.subresource === "binding") {
+    if (method !== "POST") return sendStatus(res, methodNotAllowed())
+    const body = decodeBody()
+    if (Result.isFailure(body)) return sendStatus(res, body.failure)
+    const target = isRecord(body.success) && isRecord(body.success["target"]) ? body.success["target"]["name"] : undefined
+    if (typeof target !== "string" || target === "") return sendStatus(res, badRequest("target.name: Required value"))
+    return reply(201, model.bind(ns, name, target))
   }
   switch (method) {
     case "GET":
@@ -358,33 +376,40 @@ const handleResource = (
       return sendJson(res, out.success.created ? 201 : 200, out.success.object)
     }
     case "DELETE": {
-      let options: DeleteOptions = {}
-      if (rawBody.trim() !== "") {
-        const body = decodeBody()
-        if (Result.isFailure(body)) return sendStatus(res, body.failure)
-        if (isRecord(body.success)) {
-          const b = body.success
-          const pre = isRecord(b["preconditions"]) ? b["preconditions"] : undefined
-          options = {
-            gracePeriodSeconds: typeof b["gracePeriodSeconds"] === "number" ? b["gracePeriodSeconds"] : undefined,
-            preconditions: pre === undefined ? undefined : {
-              uid: typeof pre["uid"] === "string" ? pre["uid"] : undefined,
-              resourceVersion: typeof pre["resourceVersion"] === "string" ? pre["resourceVersion"] : undefined
-            }
-          }
-        }
-      }
-      const graceQuery = q.get("gracePeriodSeconds")
-      if (options.gracePeriodSeconds === undefined && graceQuery !== null && /^-?\d+$/.test(graceQuery)) {
-        options = { ...options, gracePeriodSeconds: Number(graceQuery) }
-      }
-      const out = model.delete(r, ns, name, options)
+      const options = deleteOptionsOf(rawBody, q)
+      if (Result.isFailure(options)) return sendStatus(res, options.failure)
+      const out = model.delete(r, ns, name, options.success)
       if (Result.isFailure(out)) return sendStatus(res, out.failure)
       return sendJson(res, 200, out.success._tag === "Deleted" ? out.success.body : out.success.object)
     }
     default:
       return sendStatus(res, methodNotAllowed())
   }
+}
+
+/** DeleteOptions from the body (v1 DeleteOptions) or, failing that, the gracePeriodSeconds query parameter. */
+const deleteOptionsOf = (rawBody: string, q: URLSearchParams): Result.Result<DeleteOptions, ApiStatusError> => {
+  let options: DeleteOptions = {}
+  if (rawBody.trim() !== "") {
+    const parsed = parseJson(rawBody)
+    if (Result.isFailure(parsed)) return Result.fail(badRequest(`couldn't get version/kind; json parse error: ${parsed.failure}`))
+    if (isRecord(parsed.success)) {
+      const b = parsed.success
+      const pre = isRecord(b["preconditions"]) ? b["preconditions"] : undefined
+      options = {
+        gracePeriodSeconds: typeof b["gracePeriodSeconds"] === "number" ? b["gracePeriodSeconds"] : undefined,
+        preconditions: pre === undefined ? undefined : {
+          uid: typeof pre["uid"] === "string" ? pre["uid"] : undefined,
+          resourceVersion: typeof pre["resourceVersion"] === "string" ? pre["resourceVersion"] : undefined
+        }
+      }
+    }
+  }
+  const graceQuery = q.get("gracePeriodSeconds")
+  if (options.gracePeriodSeconds === undefined && graceQuery !== null && /^-?\d+$/.test(graceQuery)) {
+    options = { ...options, gracePeriodSeconds: Number(graceQuery) }
+  }
+  return Result.succeed(options)
 }
 
 /** The server's default field manager: the User-Agent up to the first "/". */

@@ -215,6 +215,27 @@ describe("apiserver over HTTP: routing, discovery and Status bodies", () => {
       assert.deepStrictEqual(mf.map((e) => [e.manager, e.operation]), [["vk-sandbox", "Apply"]])
     }))
 
+  it.effect("pods/binding sets spec.nodeName once (409 after); DELETE on a collection deletes what the selector picks", () =>
+    Effect.gen(function*() {
+      const { url } = yield* start()
+      yield* request(`${url}/api/v1/namespaces/default/pods`, { method: "POST", body: pod("a", undefined, { metadata: { labels: { app: "x" } } }) })
+      yield* request(`${url}/api/v1/namespaces/default/pods`, { method: "POST", body: pod("b", undefined, { metadata: { labels: { app: "y" } } }) })
+      const binding = { apiVersion: "v1", kind: "Binding", metadata: { name: "a" }, target: { apiVersion: "v1", kind: "Node", name: "n1" } }
+      const bound = yield* request(`${url}/api/v1/namespaces/default/pods/a/binding`, { method: "POST", body: binding })
+      assert.strictEqual(bound.status, 201)
+      assert.deepStrictEqual(bound.json, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", code: 201 })
+      const got = (yield* request(`${url}/api/v1/namespaces/default/pods/a`)).json as { spec: { nodeName: string } }
+      assert.strictEqual(got.spec.nodeName, "n1")
+      const again = yield* request(`${url}/api/v1/namespaces/default/pods/a/binding`, { method: "POST", body: binding })
+      assert.strictEqual(again.status, 409)
+      assert.strictEqual((again.json as { message: string }).message, "Operation cannot be fulfilled on pods/binding \"a\": pod a is already assigned to node \"n1\"")
+      const dc = yield* request(`${url}/api/v1/namespaces/default/pods?labelSelector=app%3Dy`, { method: "DELETE" })
+      assert.strictEqual(dc.status, 200)
+      assert.deepStrictEqual((dc.json as { items: Array<{ metadata: { name: string } }> }).items.map((i) => i.metadata.name), ["b"])
+      assert.strictEqual((yield* request(`${url}/api/v1/namespaces/default/pods/b`)).status, 404)
+      assert.strictEqual((yield* request(`${url}/api/v1/namespaces/default/pods/a`)).status, 200)
+    }))
+
   it.effect("a deny rule answers 403 Forbidden over HTTP", () =>
     Effect.gen(function*() {
       const { model, url } = yield* start()
