@@ -26,6 +26,8 @@ interface Reply {
   readonly contentType?: string
   /** Keep the response open after writing `body` (a watch); lines may be pushed later. */
   readonly hold?: boolean
+  /** Write `body`, then cut the connection without ending the chunked response. */
+  readonly reset?: boolean
 }
 
 type Handler = (request: Recorded) => Reply | "never"
@@ -60,6 +62,10 @@ const recorder = Effect.acquireRelease(
         const reply = handler(recorded)
         if (reply === "never") return
         res.writeHead(reply.status, { "content-type": reply.contentType ?? "application/json" })
+        if (reply.reset === true) {
+          res.write(reply.body ?? "", () => setTimeout(() => res.socket?.destroy(), 10))
+          return
+        }
         if (reply.hold === true) {
           res.write(reply.body ?? "")
           return
@@ -434,6 +440,24 @@ describe("KubeApiClientNode on the wire", () => {
       }))
       const events = yield* Stream.runCollect(kube.watchPods("vk", "5"))
       assert.deepStrictEqual(events.map((e) => e.type), ["MODIFIED"])
+    }))
+
+  it.effect("watch: a connection cut mid-stream is KubeUnavailable(0), not a clean end", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => ({
+        status: 200,
+        reset: true,
+        body: JSON.stringify({ type: "ADDED", object: { metadata: { name: "a", namespace: "x" } } }) + "\n"
+      }))
+      const received: Array<string> = []
+      const error = yield* kube.watchPods("vk", "5").pipe(
+        Stream.runForEach((event) => Effect.sync(() => received.push(event.type))),
+        Effect.flip
+      )
+      assert.deepStrictEqual(received, ["ADDED"])
+      assert.strictEqual(error._tag, "KubeUnavailable")
+      assert.strictEqual(error._tag === "KubeUnavailable" ? error.status : -1, 0)
     }))
 
   it.effect("watch: interrupting it before the response headers aborts the request", () =>
