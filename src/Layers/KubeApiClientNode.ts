@@ -24,6 +24,7 @@ import {
   setHeaderMiddleware,
   V1MicroTime,
   type V1Lease,
+  type V1Node,
   type V1Pod
 } from "@kubernetes/client-node"
 // Not re-exported from the package root in 2.0.1 (the package has no `exports` map, so the
@@ -456,7 +457,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
     // ---- nodes -------------------------------------------------------------------------------
 
     const getNode = (name: string) => call("getNode", (o) => core.readNode({ name }, o))
-    const createNode = (node: Parameters<KubeApi["Service"]["createNode"]>[0]) =>
+    const createNode = (node: V1Node) =>
       call("createNode", (o) => core.createNode({ body: node }, o))
     const patchNodeStatus = (name: string, patch: object) =>
       call("patchNodeStatus", (o) => core.patchNodeStatus({ name, body: patch }, o), PatchStrategy.StrategicMergePatch)
