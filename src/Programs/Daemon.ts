@@ -1,11 +1,221 @@
 /**
- * The daemon program. A stub until the node runtime is wired in: the CLI calls it with a
- * validated configuration.
+ * The daemon: the layer graph composed once, in the start order of CFG-11 with the differences
+ * of ARCHITECTURE.md §6, and run until SIGTERM/SIGINT.
+ *
+ *   sandboxd client, KubeApi (instrumented)
+ *   → claims table + durable store (single-writer lock)
+ *   → provider (events, owner resolver, status channels)
+ *   → claims loaded, quarantined, verified, proven writable     (before the node registers)
+ *   → kubelet HTTPS API (TLS chosen or self-signed; a bad pair or a busy port stops here)
+ *   → virtual node registered, status + lease loops
+ *   → pod controller (list + watch, reconcile)
+ *   → background loops, health and metrics server
+ *
+ * Shutdown is the reverse: the pod controller stops admitting work and drains its in-flight
+ * reconciles (a claim in flight finishes and commits, or is undone) within --shutdown-timeout,
+ * then loops, node loops (the Node and Lease are left in place) and servers close. Every
+ * finalizer is time-boxed, and a watchdog ends the process if the whole bound is exceeded.
  */
-import { Effect } from "effect"
-import { AppConfig } from "../Schemas/Config.ts"
+import { Context, Duration, Effect, type Fiber, Layer, Logger, Metric, Option, References } from "effect"
+import { StartupError } from "../Cli/Errors.ts"
+import * as ClaimsStoreFile from "../Layers/ClaimsStoreFile.ts"
+import { ClaimTableRefLayer } from "../Layers/ClaimTableRef.ts"
+import * as EventRecorderKube from "../Layers/EventRecorderKube.ts"
+import * as KubeApiClientNode from "../Layers/KubeApiClientNode.ts"
+import * as OwnerResolverKube from "../Layers/OwnerResolverKube.ts"
+import { PodLifecycleProviderLayer } from "../Layers/PodLifecycleProvider.ts"
+import { ProviderEventsPubSubLayer } from "../Layers/ProviderEventsPubSub.ts"
+import { ProviderLiveLayer } from "../Layers/ProviderLive.ts"
+import * as SandboxdClientHttp from "../Layers/SandboxdClientHttp.ts"
+import { AppConfig, type AppConfigShape, type LogLevelName } from "../Schemas/Config.ts"
+import type { ClaimId } from "../Schemas/Ids.ts"
+import { ClaimTable } from "../Services/ClaimTable.ts"
+import { KubeApi } from "../Services/KubeApi.ts"
+import { Provider } from "../Services/Provider.ts"
+import { SandboxdClient } from "../Services/SandboxdClient.ts"
+import { runClaimVerification } from "./ClaimVerifier.ts"
+import { runPublisher } from "./InventoryPublisher.ts"
+import { KubeletPods, KubeletServer } from "./Kubelet/KubeletServer.ts"
+import { runLeaseWatch } from "./LeaseWatcher.ts"
+import { NodeController, NodeHealth } from "./Node/NodeController.ts"
+import * as HealthServer from "./Observability/HealthServer.ts"
+import { instrumentKube, instrumentSandboxd } from "./Observability/Instrument.ts"
+import { claimsHeld, quarantinedClaims } from "./Observability/Metrics.ts"
+import * as OrphanScanner from "./OrphanScanner.ts"
+import * as PodController from "./PodController/PodController.ts"
+import { startClaims } from "./Provider/Startup.ts"
 
-export const run: Effect.Effect<void, never, AppConfig> = Effect.gen(function*() {
+/** The running pod controller, for readiness and the shutdown drain. */
+export class PodControllerHandle extends Context.Service<PodControllerHandle, PodController.PodControllerHandle>()(
+  "vk-sandbox/PodControllerHandle"
+) {}
+
+/** The background loops that must run for as long as the daemon does (healthz). */
+export class DaemonLoops extends Context.Service<DaemonLoops, {
+  readonly stopped: Effect.Effect<ReadonlyArray<string>>
+}>()("vk-sandbox/DaemonLoops") {}
+
+const logLevel: Record<LogLevelName, "Trace" | "Debug" | "Info" | "Warn" | "Error"> = {
+  trace: "Trace",
+  debug: "Debug",
+  info: "Info",
+  warn: "Warn",
+  error: "Error"
+}
+
+export const loggingLayer = (config: Pick<AppConfigShape, "logFormat" | "logLevel">) =>
+  Layer.mergeAll(
+    Logger.layer([config.logFormat === "json" ? Logger.consoleJson : Logger.consoleLogFmt]),
+    Layer.succeed(References.MinimumLogLevel, logLevel[config.logLevel])
+  )
+
+// ---- the feature layers, bottom-up -----------------------------------------------------------
+
+const WireLayer = Layer.mergeAll(
+  Layer.effect(SandboxdClient, Effect.map(SandboxdClient.use(Effect.succeed), instrumentSandboxd)).pipe(
+    Layer.provide(SandboxdClientHttp.layer)
+  ),
+  Layer.effect(KubeApi, Effect.map(KubeApi.use(Effect.succeed), instrumentKube)).pipe(Layer.provide(KubeApiClientNode.layer))
+)
+
+const ClaimsLayer = ClaimsStoreFile.layer.pipe(Layer.provideMerge(ClaimTableRefLayer))
+
+const ProviderLayer = PodLifecycleProviderLayer.pipe(
+  Layer.provideMerge(ProviderLiveLayer),
+  Layer.provideMerge(Layer.mergeAll(ProviderEventsPubSubLayer, OwnerResolverKube.layer, EventRecorderKube.layer()))
+)
+
+/** PER-8, PER-9, VER-1: loaded, quarantined, verified and written before anything else starts. */
+const ClaimsStartupLayer = Layer.effectDiscard(startClaims)
+
+const KubeletLayer = KubeletServer.layer().pipe(
+  Layer.provide(Layer.effect(KubeletPods, Effect.map(Provider.use(Effect.succeed), (p) => KubeletPods.of({ getPods: p.getPods }))))
+)
+
+const PodControllerLayer = Layer.effect(
+  PodControllerHandle,
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const handle = yield* PodController.make()
+    // Registered after the controller's fibers, so it runs before they are interrupted.
+    yield* Effect.addFinalizer(() =>
+      Effect.logInfo("shutting down: draining in-flight reconciles").pipe(
+        Effect.andThen(handle.drain(config.shutdownTimeout)),
+        Effect.timeout(Duration.sum(config.shutdownTimeout, Duration.seconds(1))),
+        Effect.ignore
+      )
+    )
+    return PodControllerHandle.of(handle)
+  })
+)
+
+const LoopsLayer = Layer.effect(
+  DaemonLoops,
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const table = yield* ClaimTable
+    // Every claim of this node, tentative and quarantined included, with its owner_addr (INV-2).
+    const addressById = Effect.map(table.state, (state) => {
+      const byId = new Map<ClaimId, string>()
+      for (const row of state.rows.values()) if (row.record.address !== "") byId.set(row.record.id, row.record.address)
+      return byId as ReadonlyMap<ClaimId, string>
+    })
+    const forever: Array<readonly [string, Fiber.Fiber<unknown, unknown>]> = []
+    // The verifier stops for good once nothing is quarantined (VER-6); not a forever loop.
+    yield* Effect.forkScoped(runClaimVerification)
+    forever.push(["lease-watch", yield* Effect.forkScoped(runLeaseWatch)])
+    if (Duration.toMillis(config.orphanScanInterval) > 0) {
+      forever.push(["orphan-scan", yield* Effect.forkScoped(OrphanScanner.run)])
+    }
+    if (config.publishInventory) {
+      forever.push(["inventory-publisher", yield* Effect.forkScoped(runPublisher({ addressById }))])
+    }
+    return DaemonLoops.of({
+      stopped: Effect.map(
+        Effect.sync(() => forever.map(([name, fiber]) => [name, fiber.pollUnsafe()] as const)),
+        (polled) => polled.filter(([, exit]) => exit !== undefined).map(([name]) => name)
+      )
+    })
+  })
+)
+
+const HealthLayer = Layer.unwrap(
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const loops = yield* DaemonLoops
+    const pods = yield* PodControllerHandle
+    const node = yield* NodeController
+    const table = yield* ClaimTable
+    return HealthServer.layer(config.metricsAddr, {
+      unhealthy: loops.stopped,
+      notReady: Effect.gen(function*() {
+        const missing: Array<string> = []
+        if (Option.isNone(yield* node.node)) missing.push("node not registered")
+        if (!(yield* pods.synced)) missing.push("pod watch not synced")
+        return missing
+      }),
+      beforeScrape: Effect.gen(function*() {
+        const state = yield* table.state
+        yield* Metric.update(claimsHeld, state.rows.size)
+        yield* Metric.update(quarantinedClaims, [...state.rows.values()].filter((r) => r.state._tag === "Quarantined").length)
+      })
+    })
+  })
+)
+
+/** NodeHealth for the lease: stop renewing when the daemon's own loops died (the node goes Unknown). */
+const NodeHealthLayer = Layer.effect(
+  NodeHealth,
+  Effect.map(DaemonLoops.use(Effect.succeed), (loops) => ({
+    healthy: Effect.map(loops.stopped, (stopped) => stopped.length === 0)
+  }))
+)
+
+export const daemonLayer = (config: AppConfigShape) =>
+  HealthLayer.pipe(
+    Layer.provideMerge(PodControllerLayer),
+    Layer.provideMerge(NodeController.layer().pipe(Layer.provide(NodeHealthLayer))),
+    Layer.provideMerge(LoopsLayer),
+    Layer.provideMerge(KubeletLayer),
+    Layer.provideMerge(ClaimsStartupLayer),
+    Layer.provideMerge(ProviderLayer),
+    Layer.provideMerge(ClaimsLayer),
+    Layer.provideMerge(WireLayer),
+    Layer.provideMerge(AppConfig.layer(config))
+  )
+
+const describe = (error: { readonly _tag: string; readonly message: string }) => `${error._tag}: ${error.message}`
+
+/** Ends the process if shutdown overruns its bound (a hung finalizer must not keep the node's Pod). */
+const shutdownWatchdog = (bound: Duration.Duration) =>
+  Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      // A plain timer: the runtime is shutting down, and this must fire even if it hangs.
+      const timer = setTimeout(() => {
+        process.stderr.write(`vk-sandbox: shutdown exceeded ${Duration.format(bound)}; exiting\n`)
+        process.exit(1)
+      }, Duration.toMillis(bound))
+      timer.unref()
+    })
+  )
+
+export const run: Effect.Effect<void, StartupError, AppConfig> = Effect.gen(function*() {
   const config = yield* AppConfig
-  yield* Effect.logInfo("vk-sandbox daemon not wired yet").pipe(Effect.annotateLogs({ node: config.nodeName }))
+  yield* Effect.scoped(
+    Effect.gen(function*() {
+      yield* Layer.build(daemonLayer(config)).pipe(
+        Effect.tapError((error) => Effect.logError("vk-sandbox cannot start").pipe(Effect.annotateLogs({ error }))),
+        Effect.mapError((error) => new StartupError({ message: describe(error) }))
+      )
+      // Registered last, so it runs first on shutdown and covers every finalizer after it.
+      yield* shutdownWatchdog(Duration.sum(config.shutdownTimeout, Duration.seconds(5)))
+      yield* Effect.logInfo("starting virtual node").pipe(
+        Effect.annotateLogs({ node: config.nodeName, sandboxd: config.sandboxdUrl })
+      )
+      return yield* Effect.never
+    })
+  ).pipe(
+    Effect.onInterrupt(() => Effect.logInfo("vk-sandbox exiting")),
+    Effect.provide(loggingLayer(config))
+  )
 })
