@@ -106,6 +106,8 @@ export interface ListOptions {
 export interface WatchOptions extends ListOptions {
   readonly resourceVersion?: string | undefined
   readonly allowWatchBookmarks?: boolean | undefined
+  /** watch-list: the current state as ADDED events, then a BOOKMARK annotated k8s.io/initial-events-end */
+  readonly sendInitialEvents?: boolean | undefined
 }
 
 export interface WriteOptions {
@@ -455,10 +457,16 @@ export class ClusterModel {
       return Result.succeed(handle)
     }
     this.watchers.add(w)
-    if (from === undefined) {
-      // "" and "0": synthetic ADDED events for the current state, then changes
+    if (from === undefined || options.sendInitialEvents === true) {
+      // "" and "0" (and watch-list): synthetic ADDED events for the current state, then changes
       for (const [, o] of [...this.bucket(r).entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
         if (this.matches(r, o, w.namespace, w.labels, w.fields)) sink.onEvent({ type: "ADDED", object: clone(o) })
+      }
+      w.lastRv = this.rv
+      if (options.sendInitialEvents === true && w.bookmarks) {
+        const end = this.bookmarkObject(r)
+        metaOf(end)["annotations"] = { "k8s.io/initial-events-end": "true" }
+        sink.onEvent({ type: "BOOKMARK", object: end })
       }
     } else {
       for (const h of this.history) if (h.rv > from) this.deliver(w, h)
@@ -1187,7 +1195,7 @@ export class ClusterModel {
   ): JsonObject {
     this.rv += 1
     metaOf(obj)["resourceVersion"] = String(this.rv)
-    const snapshot = clone(obj)
+    const snapshot = inWireOrder(obj)
     if (type === "DELETED") this.bucket(r).delete(okey(ns, name))
     else this.bucket(r).set(okey(ns, name), snapshot)
     const entry: HistoryEntry = { rv: this.rv, resource: r, namespace: ns, type, object: snapshot, prev }
@@ -1271,6 +1279,37 @@ interface ManagedEntry {
 const errGroup = (r: ResourceInfo): string => r.group
 
 const notFoundSubresource = () => failure(404, "NotFound", "the server could not find the requested resource", {})
+
+const topOrder = ["apiVersion", "kind", "metadata"]
+const metaOrder = [
+  "name",
+  "generateName",
+  "namespace",
+  "uid",
+  "resourceVersion",
+  "generation",
+  "creationTimestamp",
+  "deletionTimestamp",
+  "deletionGracePeriodSeconds",
+  "labels",
+  "annotations",
+  "ownerReferences",
+  "finalizers",
+  "managedFields"
+]
+const ordered = (o: Record<string, unknown>, order: ReadonlyArray<string>): Record<string, unknown> => {
+  const out: Record<string, unknown> = {}
+  for (const k of order) if (o[k] !== undefined) out[k] = o[k]
+  for (const [k, v] of Object.entries(o)) if (!(k in out) && v !== undefined) out[k] = v
+  return out
+}
+
+/** A copy with keys in the order the server's Go structs serialise them (apiVersion, kind, metadata, ...). */
+const inWireOrder = (o: JsonObject): JsonObject => {
+  const c = ordered(clone(o), topOrder)
+  if (isRecord(c["metadata"])) c["metadata"] = ordered(c["metadata"], metaOrder)
+  return c
+}
 
 const withoutVolatile = (o: JsonObject): JsonObject => {
   const c = clone(o)

@@ -448,7 +448,8 @@ const startWatch = (
   const outcome = model.watch(r, namespace, {
     ...listOptions,
     resourceVersion: q.get("resourceVersion") ?? undefined,
-    allowWatchBookmarks: boolParam(q.get("allowWatchBookmarks")) === true
+    allowWatchBookmarks: boolParam(q.get("allowWatchBookmarks")) === true,
+    sendInitialEvents: boolParam(q.get("sendInitialEvents")) === true
   }, {
     onEvent: (event) => {
       const line = `${JSON.stringify({ type: event.type, object: event.object })}\n`

@@ -248,6 +248,24 @@ describe("ClusterModel: watch", () => {
       assert.deepStrictEqual(rec.summary(), ["ADDED a"])
     }))
 
+  it.effect("sendInitialEvents: current state, then a bookmark marking the end of the initial events", () =>
+    Effect.gen(function*() {
+      const m = model()
+      ok(m.create(Pods, "default", pod("a", "n1")))
+      const rec = recorder()
+      ok(m.watch(Pods, undefined, { sendInitialEvents: true, allowWatchBookmarks: true, resourceVersion: "" }, rec.sink))
+      assert.deepStrictEqual(rec.summary(), ["ADDED a", "BOOKMARK"])
+      assert.deepStrictEqual(meta(rec.events[1].object)["annotations"], { "k8s.io/initial-events-end": "true" })
+    }))
+
+  it.effect("stored objects serialise in the server's field order", () =>
+    Effect.gen(function*() {
+      const m = model()
+      const p = ok(m.create(Pods, "default", { metadata: { labels: { a: "b" }, name: "a" }, spec: { containers: [{ name: "c", image: "i" }] } }))
+      assert.deepStrictEqual(Object.keys(p).slice(0, 3), ["apiVersion", "kind", "metadata"])
+      assert.deepStrictEqual(Object.keys(meta(p)), ["name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "labels", "managedFields"])
+    }))
+
   it.effect("an object leaving the selector is DELETED for that watch", () =>
     Effect.gen(function*() {
       const m = model()
