@@ -5,12 +5,13 @@
  * final grace-0 delete.
  */
 import type { V1Pod } from "@kubernetes/client-node"
-import { Clock, Duration, Effect, Option, Ref, Schedule, type Scope, Stream } from "effect"
+import { Clock, Duration, Effect, Metric, Option, Ref, Schedule, type Scope, Stream } from "effect"
 import { AppConfig } from "../../Schemas/Config.ts"
 import type { PodKey } from "../../Schemas/Ids.ts"
 import { EventRecorder, type InvolvedObject } from "../../Services/EventRecorder.ts"
 import { KubeApi, type KubeError, type PodWatchEvent } from "../../Services/KubeApi.ts"
 import { PodLifecycle, type ProviderFailure } from "../../Services/PodLifecycle.ts"
+import * as Metrics from "../Observability/Metrics.ts"
 import * as KeyedQueue from "./KeyedQueue.ts"
 import {
   isDeleting,
@@ -104,7 +105,7 @@ export const make = (
           const written = yield* kube.replacePodStatus(body(apiPod.value)).pipe(
             Effect.map(Option.some),
             Effect.catchTag("KubeConflict", () =>
-              kube.getPod(...splitKey(key)).pipe(
+              Metric.update(Metrics.statusWriteConflicts, 1).pipe(Effect.andThen(kube.getPod(...splitKey(key)))).pipe(
                 Effect.tap((fresh) => (uidOf(fresh) === uidOf(apiPod.value) ? setCached(fresh) : Effect.void)),
                 Effect.as(Option.none<V1Pod>()),
                 Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<V1Pod>()))
@@ -226,6 +227,13 @@ export const make = (
           )
         }
         return yield* provider.createPod(pod).pipe(
+          Effect.trackDuration(Metrics.claimDuration, (d) => Duration.toMillis(d) / 1000),
+          Effect.tap((outcome) =>
+            Metrics.count(Metrics.claims, { outcome: outcome._tag === "Claimed" ? "claimed" : "adopted" }).pipe(
+              Effect.andThen(outcome._tag === "Adopted" ? Metric.update(Metrics.adoptions, 1) : Effect.void)
+            )
+          ),
+          Effect.tapError((failure: ProviderFailure) => Metrics.count(Metrics.claims, { outcome: failure._tag })),
           Effect.matchEffect({
             onFailure: (failure: ProviderFailure) => onCreateFailure(key, pod, failure),
             onSuccess: (outcome) =>
@@ -411,6 +419,7 @@ export const make = (
         while (true) {
           const result = yield* watchFrom(rv)
           rv = result.rv
+          yield* Metrics.count(Metrics.watchRestarts, { reason: result.outcome._tag.toLowerCase() })
           if (result.outcome._tag === "Gone") {
             yield* Effect.logInfo("watch resourceVersion expired; relisting")
             break

@@ -10,6 +10,7 @@ import { type PodKey, podKeyOf } from "../../Schemas/Ids.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimTable, type ClaimTableState, podUidIsCurrent } from "../../Services/ClaimTable.ts"
 import { EventRecorder, type InvolvedObject } from "../../Services/EventRecorder.ts"
+import * as Metrics from "../Observability/Metrics.ts"
 import { OwnerResolver } from "../../Services/OwnerResolver.ts"
 import {
   SandboxdClient,
@@ -77,6 +78,7 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
   // 4. The owner decides.
   const verdict = yield* owners.verdictFor(pod)
   const annotations = { claim: claimId, verdict: `${verdict._tag}(${verdict.reason})`, reason: verdict.detail }
+  yield* Metrics.count(Metrics.deleteVerdicts, { verdict: verdict._tag, reason: verdict.reason })
 
   // The match is exhaustive: a new verdict kind cannot be forgotten here.
   return yield* DeleteVerdict.$match(verdict, {
@@ -102,12 +104,14 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
             })
           ),
           Effect.tapError((error) =>
-            Effect.logWarning("release failed; claim kept for the retry").pipe(
+            Metrics.count(Metrics.releases, { result: "failed" }).pipe(
+              Effect.andThen(Effect.logWarning("release failed; claim kept for the retry")),
               Effect.annotateLogs({ ...annotations, error }),
               Effect.andThen(events.record(podObject(pod), "Warning", "ReleaseFailed", error.message))
             )
           )
         )
+        yield* Metrics.count(Metrics.releases, { result: outcome === "AlreadyGone" ? "already_gone" : "released" })
         if (outcome === "AlreadyGone") {
           yield* Effect.logInfo("sandbox already gone at release").pipe(Effect.annotateLogs({ claim: claimId }))
         }
