@@ -5,8 +5,10 @@
  * deadline instead (archive rewrites leases). A failed listing defers everything. Nothing is
  * dropped or released here; a later authorized delete does that.
  */
+import { EventRecorder } from "../Services/EventRecorder.ts"
+import { leaseExpiries } from "./Observability/Metrics.ts"
 import type { V1Pod } from "@kubernetes/client-node"
-import { DateTime, Effect, Option, Schedule } from "effect"
+import { DateTime, Effect, Metric, Option, Schedule } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
 import { AppConfig } from "../Schemas/Config.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
@@ -26,6 +28,7 @@ export const publishExpiredLeases = Effect.gen(function*() {
   const table = yield* ClaimTable
   const sandboxd = yield* SandboxdClient
   const events = yield* ProviderEvents
+  const recorder = yield* Effect.serviceOption(EventRecorder)
   const now = yield* DateTime.now
   const state = yield* table.state
   const candidates: Array<{ key: PodKey; claim: ClaimRecord }> = []
@@ -63,6 +66,16 @@ export const publishExpiredLeases = Effect.gen(function*() {
     if (pod === undefined || currentRow === undefined || currentRow.record.id !== claim.id) continue
     yield* events.pushStatus(leaseExpiredPod(pod, claim))
     yield* Effect.logInfo("sandbox lease expired").pipe(Effect.annotateLogs({ pod: key, claim: claim.id }))
+    yield* Metric.update(leaseExpiries, 1)
+    if (Option.isSome(recorder)) {
+      // Repeats on later ticks aggregate into the same Event's count.
+      yield* recorder.value.record(
+        { kind: "Pod", namespace: pod.metadata?.namespace ?? "", name: pod.metadata?.name ?? "", uid: pod.metadata?.uid ?? "" },
+        "Warning",
+        "LeaseExpired",
+        `sandbox ${claim.id} lease ended; the microVM is reaped at the deadline`
+      )
+    }
     published.push(key)
   }
   return outcome(published, refreshed, false)
