@@ -321,7 +321,7 @@ export class ClusterModel {
     this.denyRules.length = 0
   }
 
-  /** The stored object, uncopied semantics aside (a copy), or undefined. */
+  /** A copy of the stored object, or undefined (no authorization, no semantics). */
   peek(r: ResourceInfo, ns: string, name: string): JsonObject | undefined {
     const o = this.bucket(r).get(okey(r.namespaced ? ns : "", name))
     return o === undefined ? undefined : clone(o)
@@ -338,6 +338,15 @@ export class ClusterModel {
     if (m["uid"] === undefined) m["uid"] = prev === undefined ? this.newUid() : metaOf(prev)["uid"]
     if (m["creationTimestamp"] === undefined) m["creationTimestamp"] = rfc3339(this.now())
     return this.commit(r, ns, name, prev === undefined ? "ADDED" : "MODIFIED", o, prev)
+  }
+
+  /** Remove an object at once (finalizers and grace ignored), with a DELETED event. */
+  remove(r: ResourceInfo, ns: string, name: string): boolean {
+    const namespace = r.namespaced ? ns : ""
+    const o = this.bucket(r).get(okey(namespace, name))
+    if (o === undefined) return false
+    this.commit(r, namespace, name, "DELETED", clone(o), o)
+    return true
   }
 
   /** Send a BOOKMARK to every open watch that asked for bookmarks. */
@@ -477,12 +486,15 @@ export class ClusterModel {
   // ---------------------------------------------------------------- writes
 
   create(r: ResourceInfo, ns: string, body: unknown, options: WriteOptions = {}): Outcome<JsonObject> {
+    // the real order: authorization, decoding, admission (NamespaceLifecycle), validation, storage
+    const namespace = r.namespaced ? ns : ""
+    const denied = this.authorize("create", r, undefined, namespace, undefined)
+    if (denied !== undefined) return Result.fail(denied)
     if (!isRecord(body)) return Result.fail(badRequest("the body of the request could not be decoded as an object"))
     const obj: JsonObject = clone(body)
     const m = metaOf(obj)
     const kindCheck = this.checkKind(r, obj)
     if (kindCheck !== undefined) return Result.fail(kindCheck)
-    const namespace = r.namespaced ? ns : ""
     if (r.namespaced) {
       const bodyNs = str(m["namespace"])
       if (bodyNs !== undefined && bodyNs !== "" && bodyNs !== namespace) {
@@ -492,26 +504,23 @@ export class ClusterModel {
     } else {
       delete m["namespace"]
     }
+    const decode = this.decodeCheck(r, obj)
+    if (decode !== undefined) return Result.fail(decode)
     let name = str(m["name"]) ?? ""
     const generateName = str(m["generateName"])
     if (name === "" && generateName !== undefined && generateName !== "") {
       name = `${generateName}${randomSuffix()}`
       m["name"] = name
     }
-    const denied = this.authorize("create", r, undefined, namespace, name)
-    if (denied !== undefined) return Result.fail(denied)
-    const decode = this.decodeCheck(r, obj)
-    if (decode !== undefined) return Result.fail(decode)
+    const admitted = this.admitNamespace(r, namespace, name)
+    if (admitted !== undefined) return Result.fail(admitted)
     if (name === "") {
-      return Result.fail(invalid(r.customResource ? r.group : errGroup(r), r.kind, "", [
+      return Result.fail(invalid(errGroup(r), r.kind, "", [
         { field: "metadata.name", type: "FieldValueRequired", detail: "name or generateName is required" }
       ]))
     }
     const nameErr = this.validateName(r, name)
     if (nameErr !== undefined) return Result.fail(nameErr)
-    const admitted = this.admitNamespace(r, namespace, name)
-    if (admitted !== undefined) return Result.fail(admitted)
-    if (this.bucket(r).has(okey(namespace, name))) return Result.fail(alreadyExists(r, name))
     // server-set metadata
     const givenRv = str(m["resourceVersion"])
     m["uid"] = this.newUid()
@@ -525,10 +534,11 @@ export class ClusterModel {
     this.prepareForCreate(r, obj)
     const errs = this.validate(r, obj, undefined)
     if (errs !== undefined) return Result.fail(errs)
-    // storage refuses it after admission and validation, as a plain error: 500 InternalError
+    // storage: a resourceVersion on a new object is a plain error there (500 InternalError), then the key check
     if (givenRv !== undefined && givenRv !== "" && givenRv !== "0") {
       return Result.fail(internalError("resourceVersion should not be set on objects to be created"))
     }
+    if (this.bucket(r).has(okey(namespace, name))) return Result.fail(alreadyExists(r, name))
     this.recordManager(obj, undefined, options.fieldManager, "Update", undefined)
     return Result.succeed(this.commit(r, namespace, name, "ADDED", obj, undefined))
   }
@@ -1034,6 +1044,10 @@ export class ClusterModel {
     if (stored === undefined) return Result.fail(notFound(r, name))
     if (patchedFrom !== undefined && stored !== patchedFrom) return Result.fail(staleConflict(r, name))
     const sm = metaOf(stored)
+    // storage checks the uid precondition (taken from the body) before comparing resourceVersions
+    const uid = str(m["uid"])
+    const storedUid = str(sm["uid"]) ?? ""
+    if (uid !== undefined && uid !== "" && uid !== storedUid) return Result.fail(uidPreconditionConflict(r, name, uid, storedUid))
     const rv = str(m["resourceVersion"]) ?? ""
     if (rv === "" || rv === "0") {
       // nodes, leases, events, namespaces allow an unconditional update (AllowUnconditionalUpdate); custom
@@ -1047,9 +1061,6 @@ export class ClusterModel {
     } else if (rv !== sm["resourceVersion"]) {
       return Result.fail(staleConflict(r, name))
     }
-    const uid = str(m["uid"])
-    const storedUid = str(sm["uid"]) ?? ""
-    if (uid !== undefined && uid !== "" && uid !== storedUid) return Result.fail(uidPreconditionConflict(r, name, uid, storedUid))
     // the strategy
     let next: JsonObject
     if (sub === "status") {

@@ -209,7 +209,9 @@ const patchTypeOf = (contentType: string): PatchType | undefined => {
   }
 }
 
-const boolParam = (v: string | null): boolean | undefined => (v === null ? undefined : v === "true" || v === "1")
+/** Go's strconv.ParseBool, which the server uses for query flags (watch, allowWatchBookmarks, force). */
+const boolParam = (v: string | null): boolean | undefined =>
+  v === null ? undefined : ["1", "t", "T", "TRUE", "true", "True"].includes(v)
 
 // ------------------------------------------------------------------ the handler
 
@@ -481,7 +483,8 @@ const startWatch = (
   })
   if (stalled) return // a stalled watch: no events, and the server never ends it
   const timeoutText = q.get("timeoutSeconds")
-  const timeoutSeconds = timeoutText !== null && /^\d+$/.test(timeoutText)
+  // 0 or absent: the server's own timeout (the real one picks 1–2× --min-request-timeout)
+  const timeoutSeconds = timeoutText !== null && /^\d+$/.test(timeoutText) && Number(timeoutText) > 0
     ? Number(timeoutText)
     : ctx.options.defaultWatchTimeoutSeconds ?? 1800
   timer = setTimeout(finish, timeoutSeconds * 1000)

@@ -463,6 +463,7 @@ describe("ClusterModel: pods/status strategy", () => {
       const p = ok(m.create(Pods, "default", pod("a", "n1")))
       const body = structuredClone(p) as { metadata: Record<string, unknown> }
       body.metadata["uid"] = "old-uid"
+      body.metadata["resourceVersion"] = "1" // stale too: the uid precondition is checked first
       const e = refused(m.updateStatus(Pods, "default", "a", body))
       assert.strictEqual(e.code, 409)
       assert.match(e.message, /Precondition failed: UID in precondition: old-uid/)
