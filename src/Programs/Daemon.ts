@@ -30,6 +30,7 @@ import * as SandboxdClientHttp from "../Layers/SandboxdClientHttp.ts"
 import { AppConfig, type AppConfigShape, type LogLevelName } from "../Schemas/Config.ts"
 import type { ClaimId } from "../Schemas/Ids.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
+import { EventRecorder } from "../Services/EventRecorder.ts"
 import { KubeApi } from "../Services/KubeApi.ts"
 import { Provider } from "../Services/Provider.ts"
 import { SandboxdClient } from "../Services/SandboxdClient.ts"
@@ -43,7 +44,7 @@ import { instrumentKube, instrumentSandboxd } from "./Observability/Instrument.t
 import { claimsHeld, quarantinedClaims } from "./Observability/Metrics.ts"
 import * as OrphanScanner from "./OrphanScanner.ts"
 import * as PodController from "./PodController/PodController.ts"
-import { startClaims } from "./Provider/Startup.ts"
+import { startClaims, type StartupSummary } from "./Provider/Startup.ts"
 
 /** The running pod controller, for readiness and the shutdown drain. */
 export class PodControllerHandle extends Context.Service<PodControllerHandle, PodController.PodControllerHandle>()(
@@ -85,8 +86,28 @@ const ProviderLayer = PodLifecycleProviderLayer.pipe(
   Layer.provideMerge(Layer.mergeAll(ProviderEventsPubSubLayer, OwnerResolverKube.layer, EventRecorderKube.layer()))
 )
 
+/** What the claims startup found, for the Node event once the node exists. */
+export class ClaimsStartup extends Context.Service<ClaimsStartup, StartupSummary>()("vk-sandbox/ClaimsStartup") {}
+
 /** PER-8, PER-9, VER-1: loaded, quarantined, verified and written before anything else starts. */
-const ClaimsStartupLayer = Layer.effectDiscard(startClaims)
+const ClaimsStartupLayer = Layer.effect(ClaimsStartup, Effect.map(startClaims, ClaimsStartup.of))
+
+/** Issue 10: a Node event when claims start quarantined (sandboxd could not vouch for them yet). */
+const QuarantineEventLayer = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const summary = yield* ClaimsStartup
+    const node = yield* NodeController
+    const recorder = yield* EventRecorder
+    const identity = yield* node.node
+    if (summary.quarantined === 0 || Option.isNone(identity)) return
+    yield* recorder.record(
+      { kind: "Node", namespace: "", name: identity.value.name, uid: identity.value.uid },
+      "Warning",
+      "ClaimsQuarantined",
+      `${summary.quarantined} of ${summary.loaded} claims loaded from disk are quarantined until a sandboxd listing confirms them`
+    )
+  })
+)
 
 const KubeletLayer = KubeletServer.layer().pipe(
   Layer.provide(Layer.effect(KubeletPods, Effect.map(Provider.use(Effect.succeed), (p) => KubeletPods.of({ getPods: p.getPods }))))
@@ -174,6 +195,7 @@ const NodeHealthLayer = Layer.effect(
 export const daemonLayer = (config: AppConfigShape) =>
   HealthLayer.pipe(
     Layer.provideMerge(PodControllerLayer),
+    Layer.provideMerge(QuarantineEventLayer),
     Layer.provideMerge(NodeController.layer().pipe(Layer.provide(NodeHealthLayer))),
     Layer.provideMerge(LoopsLayer),
     Layer.provideMerge(KubeletLayer),
