@@ -29,6 +29,7 @@ import { ProviderLiveLayer } from "../Layers/ProviderLive.ts"
 import * as SandboxdClientHttp from "../Layers/SandboxdClientHttp.ts"
 import { AppConfig, type AppConfigShape, type LogLevelName } from "../Schemas/Config.ts"
 import type { ClaimId } from "../Schemas/Ids.ts"
+import { ClaimsStore } from "../Services/ClaimsStore.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
 import { EventRecorder } from "../Services/EventRecorder.ts"
 import { KubeApi } from "../Services/KubeApi.ts"
@@ -41,7 +42,7 @@ import { runLeaseWatch } from "./LeaseWatcher.ts"
 import { NodeController, NodeHealth } from "./Node/NodeController.ts"
 import * as HealthServer from "./Observability/HealthServer.ts"
 import { instrumentKube, instrumentSandboxd } from "./Observability/Instrument.ts"
-import { claimsHeld, quarantinedClaims } from "./Observability/Metrics.ts"
+import { claimsHeld, commitDuration, quarantinedClaims } from "./Observability/Metrics.ts"
 import * as OrphanScanner from "./OrphanScanner.ts"
 import * as PodController from "./PodController/PodController.ts"
 import { startClaims, type StartupSummary } from "./Provider/Startup.ts"
@@ -79,7 +80,15 @@ const WireLayer = Layer.mergeAll(
   Layer.effect(KubeApi, Effect.map(KubeApi.use(Effect.succeed), instrumentKube)).pipe(Layer.provide(KubeApiClientNode.layer))
 )
 
-const ClaimsLayer = ClaimsStoreFile.layer.pipe(Layer.provideMerge(ClaimTableRefLayer))
+/** The durable store, its commits timed as the caller sees them (queueing in the group commit included). */
+const ClaimsLayer = Layer.effect(
+  ClaimsStore,
+  Effect.map(ClaimsStore.use(Effect.succeed), (store) =>
+    ClaimsStore.of({
+      ...store,
+      commit: (key) => store.commit(key).pipe(Effect.trackDuration(commitDuration, (d) => Duration.toMillis(d) / 1000))
+    }))
+).pipe(Layer.provide(ClaimsStoreFile.layer), Layer.provideMerge(ClaimTableRefLayer))
 
 const ProviderLayer = PodLifecycleProviderLayer.pipe(
   Layer.provideMerge(ProviderLiveLayer),
