@@ -1,0 +1,246 @@
+/**
+ * The audit-only orphan scan (§13, issue 7 §3) against the sandboxd simulator over HTTP: the
+ * verdicts, once-per-transition logging, a failed listing skipping the cycle, the cadence on
+ * the TestClock, and — in every case — not one release request in the simulator's audit log.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Duration, Effect, Fiber, Logger, Option, References } from "effect"
+import { TestClock } from "effect/testing"
+import * as OrphanScanner from "../../src/Programs/OrphanScanner.ts"
+import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
+import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
+import { ClaimTable } from "../../src/Services/ClaimTable.ts"
+import { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
+import { SandboxdSim, SimFault } from "../../src/Simulators/Sandboxd/Model.ts"
+import { deleteWorld, Template } from "./Authorization/world.ts"
+import { eventually } from "./Provider/harness.ts"
+
+interface Line {
+  readonly message: string
+  readonly annotations: Readonly<Record<string, unknown>>
+}
+const lines: Array<Line> = []
+const capture = Logger.make((options) => {
+  lines.push({
+    message: Array.isArray(options.message) ? options.message.map(String).join(" ") : String(options.message),
+    annotations: options.fiber.getRef(References.CurrentLogAnnotations)
+  })
+})
+
+const webKey = podKeyOf("default", "web") as PodKey
+const apiKey = podKeyOf("default", "api") as PodKey
+
+/** A real sandbox claimed straight from sandboxd with this claim_ref ("" = none). */
+const claimWithRef = (claimRef: string) =>
+  SandboxdClient.use((client) => client.claim({ template: Template, net: "", size: "", ttlSeconds: 0, claimRef }))
+
+const recordOf = (claimed: { readonly id: ClaimId; readonly token: ClaimRecord["token"] }) =>
+  Effect.map(DateTime.now, (now): ClaimRecord => ({
+    id: claimed.id,
+    token: claimed.token,
+    address: "",
+    podUID: "uid",
+    claimedAt: Option.some(now),
+    deadline: Option.none()
+  }))
+
+/** Puts durable rows in the table (loaded, then vouched for by a listing). */
+const holdRows = (rows: ReadonlyMap<PodKey, ClaimRecord>) =>
+  ClaimTable.use((table) =>
+    Effect.gen(function*() {
+      yield* table.loadQuarantined(rows)
+      yield* table.judgeQuarantined(
+        new Map([...rows].map(([k, r]) => [k, r.id])),
+        new Map([...rows].map(([, r]) => [r.id, Option.none()]))
+      )
+    })
+  )
+
+const sandboxdCalls = (route: "release" | "list") =>
+  Effect.map(SandboxdSim.use((sim) => sim.audit), (audit) => audit.filter((entry) => entry.route === route).length)
+
+const verdictLines = () =>
+  lines.filter((l) =>
+    l.message.startsWith("possible orphan") || l.message.startsWith("claimed outside") || l.message.startsWith("claim references")
+  )
+
+const summary = (verdicts: ReadonlyArray<OrphanScanner.OrphanVerdict> | undefined) =>
+  verdicts === undefined ? undefined : verdicts.map((v) => `${v._tag}:${v.id}`).sort()
+
+const inWorld = <A, E, R>(effect: Effect.Effect<A, E, R>, interval: Duration.Input = "60 seconds") =>
+  effect.pipe(
+    Effect.provide(deleteWorld({ config: { orphanScanInterval: Duration.fromInputUnsafe(interval) } }), { local: true }),
+    Effect.provide(Logger.layer([capture]))
+  )
+
+/**
+ * The scene: web holds claim W (listed), api holds claim A that sandboxd no longer has (stale),
+ * O is listed with no claim_ref (orphan), S is listed with claim_ref "default/web" but is not
+ * web's claim (stray), E is listed with claim_ref "other/job" (external).
+ */
+const scene = Effect.gen(function*() {
+  const w = yield* claimWithRef(webKey)
+  const a = yield* claimWithRef(apiKey)
+  const o = yield* claimWithRef("")
+  const s = yield* claimWithRef(webKey)
+  const e = yield* claimWithRef("other/job")
+  yield* holdRows(new Map([[webKey, yield* recordOf(w)], [apiKey, yield* recordOf(a)]]))
+  // gone from the node out of band (no release request)
+  yield* SandboxdSim.use((sim) => sim.forget(a.id))
+  return { w, a, o, s, e }
+})
+
+describe("OrphanScanner.scanOnce", () => {
+  it.effect("orphan, stray, external and stale verdicts, each logged with its keys; nothing released", () =>
+    inWorld(Effect.gen(function*() {
+      lines.length = 0
+      const { a, e, o, s, w } = yield* scene
+      const scanner = yield* OrphanScanner.make
+      const verdicts = yield* scanner.scanOnce
+      assert.deepStrictEqual(summary(verdicts), [`External:${e.id}`, `Orphan:${o.id}`, `Stale:${a.id}`, `Stray:${s.id}`].sort())
+      assert.isFalse((verdicts ?? []).some((v) => v.id === w.id), "our own listed claim is no verdict")
+      const stray = verdicts?.find((v) => v._tag === "Stray")
+      assert.strictEqual(stray?._tag === "Stray" ? stray.pod : undefined, webKey)
+      const stale = verdicts?.find((v) => v._tag === "Stale")
+      assert.strictEqual(stale?._tag === "Stale" ? stale.pod : undefined, apiKey)
+
+      const logged = verdictLines()
+      assert.strictEqual(logged.length, 4)
+      const byId = (id: string) => logged.find((l) => l.annotations["sandbox"] === id)
+      assert.strictEqual(byId(o.id)?.message, "possible orphan; audit-only, retaining")
+      assert.include(byId(s.id)?.message ?? "", "possible orphan")
+      assert.strictEqual(byId(s.id)?.annotations["pod"], webKey)
+      assert.strictEqual(byId(e.id)?.message, "claimed outside this provider; not an orphan candidate")
+      assert.strictEqual(byId(e.id)?.annotations["claimRef"], "other/job")
+      assert.strictEqual(byId(a.id)?.message, "claim references a sandbox no longer on the node")
+      assert.strictEqual(byId(a.id)?.annotations["pod"], apiKey)
+
+      // audit only: the table and sandboxd are as they were
+      const state = yield* ClaimTable.use((table) => table.state)
+      assert.deepStrictEqual([...state.rows.keys()].sort(), [apiKey, webKey].sort())
+      assert.strictEqual((yield* SandboxdSim.use((sim) => sim.claims)).length, 4)
+      assert.strictEqual(yield* sandboxdCalls("release"), 0)
+    })))
+
+  it.effect("tentative and quarantined claims count as ours", () =>
+    inWorld(Effect.gen(function*() {
+      const w = yield* claimWithRef(webKey)
+      const a = yield* claimWithRef(apiKey)
+      yield* ClaimTable.use((table) => table.loadQuarantined(new Map([[apiKey, { ...a, address: "", podUID: "", claimedAt: Option.none(), deadline: Option.none() }]])))
+      yield* ClaimTable.use((table) => table.recordTentative(webKey, { ...w, address: "", podUID: "", claimedAt: Option.none(), deadline: Option.none() }, { metadata: { namespace: "default", name: "web", uid: "u" } }))
+      const verdicts = yield* (yield* OrphanScanner.make).scanOnce
+      assert.deepStrictEqual(verdicts, [])
+      assert.strictEqual(yield* sandboxdCalls("release"), 0)
+    })))
+
+  it.effect("a verdict is logged once per transition: not again next cycle, again after it disappears and comes back", () =>
+    inWorld(Effect.gen(function*() {
+      lines.length = 0
+      const { o } = yield* scene
+      const scanner = yield* OrphanScanner.make
+      yield* scanner.scanOnce
+      assert.strictEqual(verdictLines().length, 4)
+      yield* scanner.scanOnce
+      assert.strictEqual(verdictLines().length, 4, "the second cycle logs nothing new")
+
+      // the orphan becomes a claim of ours (a verdict disappears) …
+      const orphanKey = podKeyOf("default", "adopted") as PodKey
+      yield* ClaimTable.use((table) =>
+        table.loadQuarantined(new Map([[orphanKey, { ...o, address: "", podUID: "", claimedAt: Option.none(), deadline: Option.none() }]]))
+      )
+      const withoutOrphan = yield* scanner.scanOnce
+      assert.isFalse((withoutOrphan ?? []).some((v) => v.id === o.id))
+      // loading replaced the table: web's claim W and api's stale A are gone from it, so W is now
+      // a stray of nothing local… count only the orphan's own lines below
+      const orphanLines = () => verdictLines().filter((l) => l.annotations["sandbox"] === o.id)
+      assert.strictEqual(orphanLines().length, 1)
+      // … and comes back: logged again
+      yield* ClaimTable.use((table) => table.dropClaim(orphanKey, o.id))
+      const back = yield* scanner.scanOnce
+      assert.isTrue((back ?? []).some((v) => v._tag === "Orphan" && v.id === o.id))
+      assert.strictEqual(orphanLines().length, 2)
+      yield* scanner.scanOnce
+      assert.strictEqual(orphanLines().length, 2)
+      assert.strictEqual(yield* sandboxdCalls("release"), 0)
+    })))
+
+  for (const failure of [
+    { name: "a 500", fault: SimFault.status(500, "boom") },
+    { name: "a {} body", fault: SimFault.body(200, "{}") }
+  ]) {
+    it.effect(`a failed listing (${failure.name}) skips the cycle and leaves the verdict memory untouched`, () =>
+      inWorld(Effect.gen(function*() {
+        lines.length = 0
+        yield* scene
+        const scanner = yield* OrphanScanner.make
+        yield* scanner.scanOnce
+        assert.strictEqual(verdictLines().length, 4)
+        yield* SandboxdSim.use((sim) => sim.injectFault("list", failure.fault, { times: 1 }))
+        const skipped = yield* scanner.scanOnce
+        assert.isUndefined(skipped, "skipped, not zero sandboxes")
+        assert.strictEqual(verdictLines().length, 4, "no stale verdicts for every claim")
+        assert.strictEqual(lines.filter((l) => l.message.startsWith("sandboxd list failed")).length, 1)
+        // the next good cycle compares against the cycle before the failure: nothing is new
+        const next = yield* scanner.scanOnce
+        assert.strictEqual(next?.length, 4)
+        assert.strictEqual(verdictLines().length, 4)
+        assert.strictEqual(yield* sandboxdCalls("release"), 0)
+        assert.strictEqual((yield* ClaimTable.use((table) => table.state)).rows.size, 2)
+      })))
+
+    it.effect(`a failed listing (${failure.name}) as the very first cycle reports nothing`, () =>
+      inWorld(Effect.gen(function*() {
+        lines.length = 0
+        yield* scene
+        yield* SandboxdSim.use((sim) => sim.injectFault("list", failure.fault, { times: 1 }))
+        assert.isUndefined(yield* (yield* OrphanScanner.make).scanOnce)
+        assert.strictEqual(verdictLines().length, 0)
+        assert.strictEqual(yield* sandboxdCalls("release"), 0)
+      })))
+  }
+})
+
+describe("OrphanScanner.run (ORPH-1)", () => {
+  it.effect("the first scan one interval after start, then every interval; failures do not stop it; never a release", () =>
+    inWorld(Effect.gen(function*() {
+      lines.length = 0
+      yield* scene
+      const fiber = yield* Effect.forkChild(OrphanScanner.run)
+      const lists = () => sandboxdCalls("list")
+      yield* eventually(Effect.succeed(true))
+      yield* TestClock.adjust("59 seconds")
+      yield* eventually(Effect.succeed(true))
+      assert.strictEqual(yield* lists(), 0, "nothing before one interval")
+      yield* TestClock.adjust("1 second")
+      yield* eventually(Effect.map(lists(), (n) => n === 1))
+      yield* eventually(Effect.sync(() => verdictLines().length === 4))
+      // a failing cycle, then a good one: the loop goes on
+      yield* SandboxdSim.use((sim) => sim.injectFault("list", SimFault.status(503, "busy"), { times: 1 }))
+      yield* TestClock.adjust("60 seconds")
+      yield* eventually(Effect.map(lists(), (n) => n === 2))
+      yield* eventually(Effect.sync(() => lines.some((l) => l.message.startsWith("sandboxd list failed"))))
+      yield* TestClock.adjust("30 seconds")
+      yield* eventually(Effect.succeed(true))
+      assert.strictEqual(yield* lists(), 2, "not before the next interval")
+      yield* TestClock.adjust("30 seconds")
+      yield* eventually(Effect.map(lists(), (n) => n === 3))
+      assert.strictEqual(verdictLines().length, 4, "still once per transition across run cycles")
+      assert.isUndefined(fiber.pollUnsafe(), "still running")
+      yield* Fiber.interrupt(fiber)
+      assert.strictEqual(yield* sandboxdCalls("release"), 0)
+    })))
+
+  it.effect("an interval of 0 disables the scan", () =>
+    inWorld(
+      Effect.gen(function*() {
+        yield* scene
+        const fiber = yield* Effect.forkChild(OrphanScanner.run)
+        yield* TestClock.adjust("1 hour")
+        yield* eventually(Effect.succeed(true))
+        assert.isDefined(fiber.pollUnsafe(), "returned at once")
+        assert.strictEqual(yield* sandboxdCalls("list"), 0)
+        assert.strictEqual(yield* sandboxdCalls("release"), 0)
+      }),
+      0
+    ))
+})
