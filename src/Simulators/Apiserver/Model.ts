@@ -16,10 +16,12 @@
  *       | "json" | "apply" (server-side apply; fieldManager required)
  *   delete(r, ns, name, {gracePeriodSeconds, preconditions: {uid, resourceVersion}})
  *   Namespaces are the `Namespaces` resource; `finalizeNamespace(name)` plays the namespace controller.
+ *   deleteCollection(r, ns, selectors, deleteOptions), bind(ns, name, nodeName) (pods/binding)
  * Test helpers: `faults` (latency, 5xx rules, stalled watches: read by the HTTP face too), `deny(rule)`
  *   (403 Forbidden like RBAC), `bookmark()`, `expireWatches()` (ERROR 410 on every open watch),
- *   `dropWatches()`, `compact()`, `peek(r, ns, name)` / `put(r, obj)` (direct access, no semantics),
- *   `resourceVersion` (the global counter).
+ *   `dropWatches()`, `compact()`, `peek(r, ns, name)` / `put(r, obj)` / `remove(r, ns, name)` (direct
+ *   access, no semantics), `collectGarbage()` (the GC controller, on demand), `resourceVersion` (the
+ *   global counter), `openWatches()`.
  *
  * Time: creationTimestamp, deletionTimestamp and managedFields times come from the injected `now`.
  */
@@ -347,6 +349,33 @@ export class ClusterModel {
     if (o === undefined) return false
     this.commit(r, namespace, name, "DELETED", clone(o), o)
     return true
+  }
+
+  /**
+   * One pass of the garbage collector (a controller, not the apiserver; here on demand): every object whose
+   * owners are all gone is deleted in the background way, so a bound pod gets its graceful deletion.
+   * Returns the keys (`resource/namespace/name`) it deleted.
+   */
+  collectGarbage(): Array<string> {
+    const deleted: Array<string> = []
+    for (const r of this.resources) {
+      for (const o of [...this.bucket(r).values()]) {
+        const m = metaOf(o)
+        const refs = Array.isArray(m["ownerReferences"]) ? m["ownerReferences"].filter(isRecord) : []
+        if (refs.length === 0 || m["deletionTimestamp"] !== undefined) continue
+        const ns = str(m["namespace"]) ?? ""
+        const ownerGone = (ref: Record<string, unknown>) => {
+          const owner = this.resources.find((x) => apiVersionOf(x) === ref["apiVersion"] && x.kind === ref["kind"])
+          if (owner === undefined) return false // an owner kind the server does not know is left alone
+          const scope = owner.namespaced ? ns : ""
+          return ![...this.bucket(owner).values()].some((x) => metaOf(x)["uid"] === ref["uid"] && (metaOf(x)["namespace"] ?? "") === scope)
+        }
+        if (!refs.every(ownerGone)) continue
+        const name = str(m["name"]) ?? ""
+        if (Result.isSuccess(this.deleteOne(r, ns, name, {}))) deleted.push(`${r.plural}/${ns}/${name}`)
+      }
+    }
+    return deleted
   }
 
   /** Send a BOOKMARK to every open watch that asked for bookmarks. */

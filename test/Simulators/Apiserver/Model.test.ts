@@ -605,6 +605,20 @@ describe("ClusterModel: custom resources", () => {
       })
     }))
 
+  it.effect("collectGarbage deletes a pod whose Sandbox owner is gone (gracefully, as it is bound)", () =>
+    Effect.gen(function*() {
+      const m = model()
+      const sb = ok(m.create(Sandboxes, "default", sandbox([])))
+      const ref = { apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox", name: "review-bot-7f3k2", uid: meta(sb)["uid"], controller: true, blockOwnerDeletion: true }
+      ok(m.create(Pods, "default", pod("review-bot-7f3k2", "n1", { metadata: { ownerReferences: [ref] } })))
+      ok(m.create(Pods, "default", pod("foreign", "n1", { metadata: { ownerReferences: [{ apiVersion: "x.io/v1", kind: "Thing", name: "t", uid: "u" }] } })))
+      assert.deepStrictEqual(m.collectGarbage(), [])
+      ok(m.delete(Sandboxes, "default", "review-bot-7f3k2"))
+      assert.deepStrictEqual(m.collectGarbage(), ["pods/default/review-bot-7f3k2"])
+      assert.strictEqual(meta(m.peek(Pods, "default", "review-bot-7f3k2"))["deletionGracePeriodSeconds"], 30)
+      assert.isDefined(m.peek(Pods, "default", "foreign"))
+    }))
+
   it.effect("a DELETE without finalizers answers a Success Status with the uid", () =>
     Effect.gen(function*() {
       const m = model()
