@@ -86,10 +86,15 @@ export const make = (options: EventRecorderOptions = { flushInterval: Duration.s
       reportingInstance: config.nodeName
     })
 
+    // Names are `<object>.<hex nanoseconds>`. The clock has millisecond resolution, so the sub-millisecond
+    // part is a per-recorder sequence: two keys of one object created in the same millisecond (with the
+    // same count) would otherwise share a name, and the second create would fail AlreadyExists.
+    const sequence = yield* Ref.make(0)
     const create = (agg: Aggregate) =>
       Effect.gen(function*() {
         const millis = DateTime.toEpochMillis(agg.last)
-        const name = `${agg.involved.name}.${(BigInt(millis) * 1_000_000n + BigInt(agg.count)).toString(16)}`
+        const serial = yield* Ref.getAndUpdate(sequence, (n) => (n + 1) % 1_000_000)
+        const name = `${agg.involved.name}.${(BigInt(millis) * 1_000_000n + BigInt(serial)).toString(16)}`
         yield* kube.createEvent(eventBody(agg, name))
         return { name, namespace: eventNamespace(agg.involved), count: agg.count }
       })

@@ -1,0 +1,269 @@
+/**
+ * The aggregating event recorder against the in-memory API server over HTTP, through the live
+ * KubeApi layer, on TestClock: the flush interval is TestClock time, the writes are real I/O,
+ * so after moving time the tests wait in real turns for the apiserver to show the write.
+ */
+import { KubeConfig } from "@kubernetes/client-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect, Exit, Result, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import * as fs from "node:fs/promises"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as EventRecorderKube from "../../src/Layers/EventRecorderKube.ts"
+import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
+import { AppConfig, testConfig } from "../../src/Schemas/Config.ts"
+import type { InvolvedObject } from "../../src/Services/EventRecorder.ts"
+import { KubeApi } from "../../src/Services/KubeApi.ts"
+import { ClusterModel, type FailureRule } from "../../src/Simulators/Apiserver/Model.ts"
+import { CoreEvents } from "../../src/Simulators/Apiserver/Resources.ts"
+import { serve as serveApiserver } from "../../src/Simulators/Apiserver/Server.ts"
+
+const NODE = "vk-sandboxd"
+const START = Date.parse("2026-11-29T10:00:00.000Z")
+const FLUSH = Duration.seconds(1)
+
+const pod: InvolvedObject = { kind: "Pod", namespace: "team-a", name: "review-bot", uid: "pod-uid-1" }
+const node: InvolvedObject = { kind: "Node", namespace: "", name: NODE, uid: NODE }
+
+interface StoredEvent {
+  readonly metadata: { readonly name: string; readonly namespace: string; readonly uid: string; readonly resourceVersion: string }
+  readonly involvedObject: Record<string, string>
+  readonly reason: string
+  readonly message: string
+  readonly type: string
+  readonly count: number
+  readonly firstTimestamp: string
+  readonly lastTimestamp: string
+  readonly source: { readonly component: string; readonly host?: string }
+  readonly reportingComponent?: string
+  readonly [key: string]: unknown
+}
+
+const realTurn = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
+
+const eventually = (what: string, check: () => boolean) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 2500; i++) {
+      if (check()) return
+      yield* realTurn
+    }
+    return assert.fail(`timed out waiting for ${what}`)
+  })
+
+/** Enough real turns for an in-flight write to finish. */
+const settle = Effect.gen(function*() {
+  for (let i = 0; i < 25; i++) yield* realTurn
+})
+
+const setup = Effect.gen(function*() {
+  yield* TestClock.setTime(START)
+  const dir = yield* Effect.acquireRelease(
+    Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "events-"))),
+    (d) => Effect.promise(() => fs.rm(d, { recursive: true, force: true }))
+  )
+  const model = new ClusterModel({ namespaces: ["default", "team-a", "kube-node-lease"] })
+  const kubeconfigPath = path.join(dir, "kubeconfig")
+  yield* serveApiserver(model, { kubeconfigPath, bookmarkIntervalMs: 0 })
+  const kubeConfig = new KubeConfig()
+  kubeConfig.loadFromFile(kubeconfigPath)
+  const kube = yield* KubeApiClientNode.make(kubeConfig, {
+    ...KubeApiClientNode.defaultOptions,
+    callTimeout: "1 hour",
+    qps: 1000,
+    burst: 1000
+  })
+  const config = testConfig({ nodeName: NODE })
+  // The recorder in its own scope, so a test can close it (shutdown) before the test ends.
+  const scope = yield* Scope.make()
+  yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+  const recorder = yield* EventRecorderKube.make({ flushInterval: FLUSH }).pipe(
+    Effect.provideService(KubeApi, kube),
+    Effect.provideService(AppConfig, config),
+    Scope.provide(scope)
+  )
+  // let the recorder's first (empty) flush run, so every test starts mid-interval
+  yield* settle
+  /** The stored core/v1 Events of a namespace (undefined: all namespaces). */
+  const events = (namespace: string | undefined): ReadonlyArray<StoredEvent> => {
+    const list = model.list(CoreEvents, namespace)
+    return Result.isSuccess(list) ? (list.success["items"] as unknown as ReadonlyArray<StoredEvent>) : []
+  }
+  const allEvents = () => events(undefined)
+  /** Moves TestClock past one flush interval; the flush itself is real I/O. */
+  const flush = TestClock.adjust(FLUSH)
+  return { model, recorder, events, allEvents, flush, close: Scope.close(scope, Exit.void) }
+})
+
+const iso = (millis: number) => new Date(millis).toISOString()
+const seconds = (text: string) => Date.parse(text)
+
+describe("EventRecorderKube", () => {
+  it.effect("a Pod event has the EV-05 shape, in the Pod's namespace, written on the next flush", () =>
+    Effect.gen(function*() {
+      const { recorder, events, allEvents, flush } = yield* setup
+      yield* recorder.record(pod, "Normal", "Claimed", "claimed sb_4f9a0c2e7b1d3a65")
+      yield* settle
+      assert.strictEqual(allEvents().length, 0, "nothing is written before the flush interval")
+      yield* flush
+      yield* eventually("the event", () => events("team-a").length === 1)
+      const [event] = events("team-a")
+      assert.deepStrictEqual(event.involvedObject, {
+        kind: "Pod",
+        apiVersion: "v1",
+        namespace: "team-a",
+        name: "review-bot",
+        uid: "pod-uid-1"
+      })
+      assert.strictEqual(event.metadata.namespace, "team-a")
+      assert.match(event.metadata.name, /^review-bot\.[0-9a-f]+$/)
+      assert.strictEqual(event.reason, "Claimed")
+      assert.strictEqual(event.message, "claimed sb_4f9a0c2e7b1d3a65")
+      assert.strictEqual(event.type, "Normal")
+      assert.strictEqual(event.count, 1)
+      assert.strictEqual(event.source.component, "vk-sandbox")
+      assert.strictEqual(event.source.host, NODE)
+      assert.strictEqual(event.reportingComponent, "vk-sandbox")
+      // first and last are the time of the record() (TestClock START), not of the flush
+      assert.strictEqual(seconds(event.firstTimestamp), START)
+      assert.strictEqual(seconds(event.lastTimestamp), START)
+      assert.strictEqual(allEvents().length, 1)
+    }))
+
+  it.effect("a Node event goes to namespace default, its involvedObject without a namespace", () =>
+    Effect.gen(function*() {
+      const { recorder, events, allEvents, flush } = yield* setup
+      yield* recorder.record(node, "Warning", "SandboxdUnreachable", "GET /healthz: connection refused")
+      yield* flush
+      yield* eventually("the event", () => events("default").length === 1)
+      const [event] = events("default")
+      assert.deepStrictEqual(event.involvedObject, { kind: "Node", apiVersion: "v1", name: NODE, uid: NODE })
+      assert.strictEqual(event.type, "Warning")
+      assert.strictEqual(event.count, 1)
+      assert.strictEqual(allEvents().length, 1)
+    }))
+
+  it.effect("a burst of N records is ONE Event with count N; a later repeat patches that same Event", () =>
+    Effect.gen(function*() {
+      const { recorder, events, allEvents, flush } = yield* setup
+      for (let i = 1; i <= 5; i++) {
+        yield* recorder.record(pod, "Warning", "ProviderCreateFailed", `no warm capacity (attempt ${i})`)
+        yield* TestClock.adjust("100 millis")
+      }
+      yield* settle
+      assert.strictEqual(allEvents().length, 0, "the burst waits for the flush")
+      yield* flush
+      yield* eventually("count 5", () => events("team-a")[0]?.count === 5)
+      yield* settle
+      assert.strictEqual(allEvents().length, 1)
+      const first = events("team-a")[0]
+      assert.strictEqual(first.message, "no warm capacity (attempt 5)", "the newest message")
+      assert.strictEqual(seconds(first.firstTimestamp), START)
+
+      // nothing new recorded: a flush writes nothing
+      yield* flush
+      yield* settle
+      assert.strictEqual(events("team-a")[0].metadata.resourceVersion, first.metadata.resourceVersion)
+
+      yield* TestClock.adjust("1 minute")
+      const later = START + 500 + 1000 + 1000 + 60_000
+      yield* recorder.record(pod, "Warning", "ProviderCreateFailed", "no warm capacity (attempt 6)")
+      yield* recorder.record(pod, "Warning", "ProviderCreateFailed", "no warm capacity (attempt 7)")
+      yield* flush
+      yield* eventually("count 7", () => events("team-a")[0]?.count === 7)
+      const second = events("team-a")[0]
+      assert.strictEqual(allEvents().length, 1, "still one Event")
+      assert.strictEqual(second.metadata.name, first.metadata.name, "the same Event, patched")
+      assert.strictEqual(second.metadata.uid, first.metadata.uid, "not deleted and re-created")
+      assert.strictEqual(second.message, "no warm capacity (attempt 7)")
+      assert.strictEqual(seconds(second.firstTimestamp), START, "firstTimestamp stays")
+      assert.strictEqual(second.lastTimestamp, iso(Math.floor(later / 1000) * 1000).replace(".000Z", "Z"))
+    }))
+
+  it.effect("different reasons (and types) on the same object are separate Events", () =>
+    Effect.gen(function*() {
+      const { recorder, events, flush } = yield* setup
+      yield* recorder.record(pod, "Normal", "Claimed", "claimed")
+      yield* recorder.record(pod, "Normal", "Released", "released")
+      yield* recorder.record(pod, "Normal", "Released", "released again")
+      yield* recorder.record(pod, "Warning", "Released", "release failed")
+      yield* flush
+      yield* eventually("three events", () => events("team-a").length === 3)
+      yield* settle
+      const byKey = new Map(events("team-a").map((e) => [`${e.type}/${e.reason}`, e.count]))
+      assert.deepStrictEqual(byKey, new Map([["Normal/Claimed", 1], ["Normal/Released", 2], ["Warning/Released", 1]]))
+      assert.strictEqual(new Set(events("team-a").map((e) => e.metadata.name)).size, 3)
+    }))
+
+  it.effect("a failing events endpoint never fails record; after it recovers a later record writes the whole count", () =>
+    Effect.gen(function*() {
+      const { model, recorder, events, allEvents, flush } = yield* setup
+      const rule: FailureRule = { path: "/api/v1/namespaces/team-a/events", code: 500, times: 1000 }
+      model.faults.failures.push(rule)
+      // record returns at once, with no real I/O turn, and succeeds
+      for (let i = 0; i < 3; i++) yield* recorder.record(pod, "Warning", "ReleaseFailed", `attempt ${i + 1}`)
+      yield* flush
+      yield* eventually("the failed create", () => rule.times === 999)
+      yield* settle
+      assert.strictEqual(allEvents().length, 0)
+      // no retry storm: with nothing new recorded, later flushes do not write
+      yield* flush
+      yield* settle
+      yield* flush
+      yield* settle
+      assert.strictEqual(rule.times, 999, "a dropped round is not retried until something new is recorded")
+
+      // recovered: the next record brings the aggregated count
+      model.faults.failures.splice(model.faults.failures.indexOf(rule), 1)
+      yield* recorder.record(pod, "Warning", "ReleaseFailed", "attempt 4")
+      yield* flush
+      yield* eventually("the event", () => events("team-a").length === 1)
+      const [created] = events("team-a")
+      assert.strictEqual(created.count, 4)
+      assert.strictEqual(created.message, "attempt 4")
+      assert.strictEqual(seconds(created.firstTimestamp), START, "the first occurrence, from before the outage")
+
+      // a failing repeat (PATCH) behaves the same
+      const patchRule: FailureRule = { method: "PATCH", path: "/api/v1/namespaces/team-a/events", code: 503, times: 1000 }
+      model.faults.failures.push(patchRule)
+      yield* recorder.record(pod, "Warning", "ReleaseFailed", "attempt 5")
+      yield* flush
+      yield* eventually("the failed patch", () => patchRule.times === 999)
+      yield* settle
+      assert.strictEqual(events("team-a")[0].count, 4)
+      model.faults.failures.splice(model.faults.failures.indexOf(patchRule), 1)
+      yield* recorder.record(pod, "Warning", "ReleaseFailed", "attempt 6")
+      yield* flush
+      yield* eventually("count 6", () => events("team-a")[0]?.count === 6)
+      assert.strictEqual(events("team-a")[0].metadata.name, created.metadata.name)
+      assert.strictEqual(allEvents().length, 1)
+    }))
+
+  it.effect("a repeat whose Event was removed starts a fresh Event with the whole count", () =>
+    Effect.gen(function*() {
+      const { model, recorder, events, flush } = yield* setup
+      yield* recorder.record(pod, "Normal", "Adopted", "adopted sb_1")
+      yield* flush
+      yield* eventually("the event", () => events("team-a").length === 1)
+      yield* settle
+      const [gone] = events("team-a")
+      assert.isTrue(Result.isSuccess(model.delete(CoreEvents, "team-a", gone.metadata.name)))
+      yield* TestClock.adjust("5 seconds")
+      yield* recorder.record(pod, "Normal", "Adopted", "adopted sb_1 again")
+      yield* flush
+      yield* eventually("the fresh event", () => events("team-a").length === 1)
+      const [fresh] = events("team-a")
+      assert.notStrictEqual(fresh.metadata.name, gone.metadata.name)
+      assert.strictEqual(fresh.count, 2)
+    }))
+
+  it.effect("events still pending at shutdown are written by the final flush", () =>
+    Effect.gen(function*() {
+      const { recorder, events, close } = yield* setup
+      yield* recorder.record(pod, "Normal", "Released", "released sb_1")
+      yield* recorder.record(node, "Normal", "Registered", "node registered")
+      yield* close
+      assert.strictEqual(events("team-a").length, 1)
+      assert.strictEqual(events("default").length, 1)
+    }))
+})
