@@ -27,6 +27,13 @@ export const subcommands = [
     summary: "run a simulator (vk-sandbox sim --help lists them)",
     run: (args: ReadonlyArray<string>, env: Environment) =>
       Effect.promise(() => import("./Sim.ts")).pipe(Effect.flatMap((Sim) => Sim.runSim(args, env)))
+  },
+  {
+    name: "claims",
+    usage: "claims [flags]",
+    summary: "list the claims file, tokens redacted (read-only; works while the daemon runs)",
+    run: (args: ReadonlyArray<string>, env: Environment) =>
+      Effect.promise(() => import("./Claims.ts")).pipe(Effect.flatMap((Claims) => Claims.runClaims(args, env)))
   }
 ] as const
 
