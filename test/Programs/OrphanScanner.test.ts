@@ -7,9 +7,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Fiber, Logger, Option, References } from "effect"
 import { TestClock } from "effect/testing"
 import * as OrphanScanner from "../../src/Programs/OrphanScanner.ts"
-import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
+import { type ClaimRecord, ClaimState } from "../../src/Schemas/Claims.ts"
 import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
+import { Provider } from "../../src/Services/Provider.ts"
 import { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim, SimFault } from "../../src/Simulators/Sandboxd/Model.ts"
 import { deleteWorld, Template } from "./Authorization/world.ts"
@@ -122,6 +123,29 @@ describe("OrphanScanner.scanOnce", () => {
       assert.strictEqual(yield* sandboxdCalls("release"), 0)
     })))
 
+  it.effect("a lost claim response leaves a stray of this node: reported as a possible orphan naming the pod key, kept", () =>
+    inWorld(Effect.gen(function*() {
+      lines.length = 0
+      const provider = yield* Provider
+      // sandboxd claims the VM but the reply never arrives: the provider holds no claim for web
+      yield* SandboxdSim.use((sim) => sim.injectFault("claim", SimFault.loseReply("drop"), { times: 1 }))
+      const pod = { metadata: { namespace: "default", name: "web", uid: "uid-web", annotations: { "sandbox.cocoonstack.io/template": Template } }, spec: { containers: [{ name: "main", image: "python:3.12" }] } }
+      yield* Effect.exit(provider.createPod(pod))
+      assert.isTrue(Option.isNone(yield* ClaimTable.use((table) => table.held(webKey))))
+      const [lost] = yield* SandboxdSim.use((sim) => sim.claims)
+      assert.strictEqual(lost?.claimRef, webKey)
+      // the Pod is tracked (the retry will come), but whether or not, the key is this node's
+      yield* ClaimTable.use((table) => table.storePod(webKey, pod))
+      const verdicts = yield* (yield* OrphanScanner.make).scanOnce
+      assert.deepStrictEqual(verdicts, [{ _tag: "Stray", id: lost!.id as ClaimId, pod: webKey }])
+      const [line] = verdictLines()
+      assert.include(line?.message ?? "", "possible orphan")
+      assert.strictEqual(line?.annotations["pod"], webKey)
+      assert.strictEqual(line?.annotations["sandbox"], lost!.id)
+      assert.strictEqual((yield* SandboxdSim.use((sim) => sim.claims)).length, 1, "retained")
+      assert.strictEqual(yield* sandboxdCalls("release"), 0)
+    })))
+
   it.effect("tentative and quarantined claims count as ours", () =>
     inWorld(Effect.gen(function*() {
       const w = yield* claimWithRef(webKey)
@@ -143,15 +167,20 @@ describe("OrphanScanner.scanOnce", () => {
       yield* scanner.scanOnce
       assert.strictEqual(verdictLines().length, 4, "the second cycle logs nothing new")
 
-      // the orphan becomes a claim of ours (a verdict disappears) …
+      // the orphan becomes a claim of ours (its verdict disappears) …
       const orphanKey = podKeyOf("default", "adopted") as PodKey
+      const orphanRecord = yield* recordOf(o)
       yield* ClaimTable.use((table) =>
-        table.loadQuarantined(new Map([[orphanKey, { ...o, address: "", podUID: "", claimedAt: Option.none(), deadline: Option.none() }]]))
+        table.modify((state) => {
+          const rows = new Map(state.rows)
+          rows.set(orphanKey, { record: orphanRecord, state: ClaimState.Durable() })
+          return [undefined, { ...state, rows }] as const
+        })
       )
       const withoutOrphan = yield* scanner.scanOnce
+      assert.strictEqual(withoutOrphan?.length, 3)
       assert.isFalse((withoutOrphan ?? []).some((v) => v.id === o.id))
-      // loading replaced the table: web's claim W and api's stale A are gone from it, so W is now
-      // a stray of nothing local… count only the orphan's own lines below
+      assert.strictEqual(verdictLines().length, 4, "the others unchanged, nothing logged")
       const orphanLines = () => verdictLines().filter((l) => l.annotations["sandbox"] === o.id)
       assert.strictEqual(orphanLines().length, 1)
       // … and comes back: logged again
@@ -159,8 +188,9 @@ describe("OrphanScanner.scanOnce", () => {
       const back = yield* scanner.scanOnce
       assert.isTrue((back ?? []).some((v) => v._tag === "Orphan" && v.id === o.id))
       assert.strictEqual(orphanLines().length, 2)
+      assert.strictEqual(verdictLines().length, 5, "only the orphan again")
       yield* scanner.scanOnce
-      assert.strictEqual(orphanLines().length, 2)
+      assert.strictEqual(verdictLines().length, 5)
       assert.strictEqual(yield* sandboxdCalls("release"), 0)
     })))
 
