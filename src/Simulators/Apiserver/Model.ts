@@ -179,6 +179,12 @@ export interface ModelOptions {
   readonly user?: string
   /** Accept a pod PUT without resourceVersion, as Kubernetes ≤1.34 did; default false (1.35+) */
   readonly unconditionalPodUpdates?: boolean
+  /**
+   * Play the cluster's node admission and lifecycle: a new Node gets node.kubernetes.io/not-ready:NoSchedule
+   * (TaintNodesByCondition), removed once its Ready condition is True (the node lifecycle controller).
+   * Default false: the node keeps exactly the spec it was created with.
+   */
+  readonly nodeNotReadyTaint?: boolean
 }
 
 interface HistoryEntry {
@@ -274,6 +280,8 @@ const randomSuffix = (): string => {
 
 const listKind = (r: ResourceInfo) => `${r.kind}List`
 
+const notReadyTaint = { key: "node.kubernetes.io/not-ready", effect: "NoSchedule" } as const
+
 export class ClusterModel {
   readonly resources: ReadonlyArray<ResourceInfo>
   readonly faults: Faults = { latencyMs: 0, failures: [], stallWatches: false }
@@ -283,6 +291,7 @@ export class ClusterModel {
   private readonly newUid: () => string
   readonly expiredWatchStart: "event" | "status"
   private readonly unconditionalPodUpdates: boolean
+  private readonly nodeNotReadyTaint: boolean
   private readonly store = new Map<string, Map<string, JsonObject>>()
   private readonly history: Array<HistoryEntry> = []
   private readonly watchers = new Set<Watcher>()
@@ -298,6 +307,7 @@ export class ClusterModel {
     this.expiredWatchStart = options.expiredWatchStart ?? "event"
     this.user = options.user ?? "system:serviceaccount:vk-sandbox:vk-sandbox"
     this.unconditionalPodUpdates = options.unconditionalPodUpdates ?? false
+    this.nodeNotReadyTaint = options.nodeNotReadyTaint ?? false
     for (const ns of options.namespaces ?? ["default", "kube-system", "kube-public", "kube-node-lease"]) {
       this.create(Namespaces, "", { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } }, { fieldManager: "kube-apiserver" })
     }
@@ -569,7 +579,9 @@ export class ClusterModel {
     }
     if (this.bucket(r).has(okey(namespace, name))) return Result.fail(alreadyExists(r, name))
     this.recordManager(obj, undefined, options.fieldManager, "Update", undefined)
-    return Result.succeed(this.commit(r, namespace, name, "ADDED", obj, undefined))
+    const created = this.commit(r, namespace, name, "ADDED", obj, undefined)
+    if (r === Nodes && this.nodeNotReadyTaint) this.nodeLifecycle(name)
+    return Result.succeed(created)
   }
 
   update(r: ResourceInfo, ns: string, name: string, body: unknown, options: WriteOptions = {}): Outcome<JsonObject> {
@@ -936,6 +948,13 @@ export class ClusterModel {
   }
 
   private prepareForCreate(r: ResourceInfo, obj: JsonObject): void {
+    if (r === Nodes && this.nodeNotReadyTaint) {
+      const spec = isRecord(obj["spec"]) ? obj["spec"] : {}
+      const taints = Array.isArray(spec["taints"]) ? spec["taints"] : []
+      if (!taints.some((t) => isRecord(t) && t["key"] === notReadyTaint.key && t["effect"] === notReadyTaint.effect)) {
+        obj["spec"] = { ...spec, taints: [...taints, { ...notReadyTaint }] }
+      }
+    }
     if (r === Pods) {
       const spec = isRecord(obj["spec"]) ? obj["spec"] : {}
       obj["spec"] = {
@@ -1154,7 +1173,26 @@ export class ClusterModel {
       // the last finalizer was removed from an object marked for deletion: it goes now
       return Result.succeed(this.commit(r, namespace, name, "DELETED", next, stored))
     }
-    return Result.succeed(this.commit(r, namespace, name, "MODIFIED", next, stored))
+    const written = this.commit(r, namespace, name, "MODIFIED", next, stored)
+    if (r === Nodes && this.nodeNotReadyTaint) this.nodeLifecycle(name)
+    return Result.succeed(written)
+  }
+
+  /** The node lifecycle controller's part: drop the not-ready taint once Ready=True (its own write). */
+  private nodeLifecycle(name: string): void {
+    const stored = this.bucket(Nodes).get(okey("", name))
+    if (stored === undefined) return
+    const conditions = getPath(stored, ["status", "conditions"])
+    const ready = Array.isArray(conditions) && conditions.some((c) => isRecord(c) && c["type"] === "Ready" && c["status"] === "True")
+    const spec = isRecord(stored["spec"]) ? stored["spec"] : {}
+    const taints = Array.isArray(spec["taints"]) ? spec["taints"] : []
+    const kept = taints.filter((t) => !(isRecord(t) && t["key"] === notReadyTaint.key))
+    if (!ready || kept.length === taints.length) return
+    const next = clone(stored)
+    next["spec"] = { ...spec, taints: kept }
+    if (kept.length === 0) delete (next["spec"] as JsonObject)["taints"]
+    this.recordManager(next, stored, "kube-controller-manager", "Update", undefined)
+    this.commit(Nodes, "", name, "MODIFIED", next, stored)
   }
 
   private managedEntries(obj: JsonObject): Array<ManagedEntry> {

@@ -494,6 +494,18 @@ describe("ClusterModel: nodes/status strategic merge patch", () => {
       assert.strictEqual(n.spec["unschedulable"], undefined) // nodes/status keeps the stored spec
     }))
 
+  it.effect("with nodeNotReadyTaint, a new node is tainted not-ready until its Ready condition is True", () =>
+    Effect.gen(function*() {
+      const m = model({ nodeNotReadyTaint: true })
+      const n = node("n1")
+      ;(n["status"] as { conditions: Array<Record<string, string>> }).conditions[0]["status"] = "False"
+      const created = ok(m.create(Nodes, "", n)) as { spec: { taints: Array<{ key: string }> } }
+      assert.deepStrictEqual(created.spec.taints.map((t) => t.key), ["virtual-kubelet.io/provider", "node.kubernetes.io/not-ready"])
+      ok(m.patch(Nodes, "", "n1", "strategic", { status: { conditions: [{ type: "Ready", status: "True" }] } }, { subresource: "status" }))
+      const after = m.peek(Nodes, "", "n1") as { spec: { taints: Array<{ key: string }> } }
+      assert.deepStrictEqual(after.spec.taints.map((t) => t.key), ["virtual-kubelet.io/provider"])
+    }))
+
   it.effect("a JSON patch body that is not an array is 400; a merge patch replaces the conditions list", () =>
     Effect.gen(function*() {
       const m = model()
