@@ -1,0 +1,136 @@
+/**
+ * The daemon as a product: the real executable as a child process against both simulators (in
+ * this process, on loopback). Readiness before and after the first pod list, a few Pods Running,
+ * the metric families, then SIGTERM in the middle of a burst of creates: exit 0 within the bound,
+ * every claim sandboxd holds for a Running Pod in the claims file, no token in the output.
+ *
+ * Real time throughout (`it.live`): the daemon is another process with its own clock.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Option } from "effect"
+import * as fs from "node:fs"
+import { SimFault } from "../../src/Simulators/Sandboxd/Model.ts"
+import {
+  createPod,
+  getPod,
+  httpGet,
+  readClaimsFile,
+  spawnDaemon,
+  startCluster,
+  waitFor
+} from "../../src/Demo/Harness.ts"
+
+const SHUTDOWN_TIMEOUT_SECONDS = 3
+/** Beyond --shutdown-timeout: process start-up of the finalizers and the runtime's exit. */
+const SHUTDOWN_MARGIN_MS = 3_000
+
+describe("daemon end to end", () => {
+  it.live("readyz, metrics, and SIGTERM during a burst of creates", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const cluster = yield* startCluster({ warmPerPool: 8 })
+      // Every pod list fails until the rule is removed: the daemon cannot sync its watch.
+      const listFault = { method: "GET", path: /^\/api\/v1\/pods$/, code: 500 }
+      cluster.model.faults.failures.push(listFault)
+      const daemon = yield* spawnDaemon(cluster, { shutdownTimeout: `${SHUTDOWN_TIMEOUT_SECONDS}s` })
+
+      // ---- readiness: 503 before the first successful pod list, 200 after.
+      const notReady = yield* waitFor(
+        "readyz before the first list",
+        "/readyz to answer",
+        httpGet(`${daemon.metricsUrl}/readyz`),
+        { timeout: "20 seconds", describe: daemon.output }
+      )
+      assert.strictEqual(notReady.status, 503, notReady.body)
+      assert.include(notReady.body, "pod watch not synced")
+      // Still 503 a little later: the failing lists keep it out, not a start-up race.
+      yield* Effect.sleep("1 second")
+      const stillNotReady = yield* httpGet(`${daemon.metricsUrl}/readyz`)
+      assert.isTrue(Option.isSome(stillNotReady) && stillNotReady.value.status === 503)
+      cluster.model.faults.failures.splice(cluster.model.faults.failures.indexOf(listFault), 1)
+      yield* waitFor(
+        "readyz after the first list",
+        "/readyz 200",
+        httpGet(`${daemon.metricsUrl}/readyz`).pipe(Effect.map(Option.filter((r) => r.status === 200))),
+        { timeout: "20 seconds", describe: daemon.output }
+      )
+
+      // ---- a few Pods Running.
+      const tokens = new Set<string>()
+      const collectTokens = Effect.gen(function*() {
+        for (const claim of yield* cluster.sandboxd.claims) tokens.add(claim.token)
+        for (const row of Object.values(readClaimsFile(cluster))) {
+          if (typeof row["token"] === "string") tokens.add(row["token"])
+        }
+      })
+      for (const name of ["warm-1", "warm-2", "warm-3"]) yield* createPod(cluster, "scenario", name)
+      for (const name of ["warm-1", "warm-2", "warm-3"]) {
+        yield* waitFor(
+          "scenario",
+          `${name} Running`,
+          Effect.sync(() => Option.filter(getPod(cluster, name), (p) => p.phase === "Running" && p.claimId !== "")),
+          { describe: daemon.output }
+        )
+      }
+      yield* collectTokens
+
+      // ---- the metric families after the scenario.
+      const metrics = yield* httpGet(`${daemon.metricsUrl}/metrics`)
+      assert.isTrue(Option.isSome(metrics))
+      const body = Option.getOrThrow(metrics).body
+      for (
+        const family of [
+          "vk_sandbox_claims_total",
+          "vk_sandbox_claim_duration_seconds",
+          "vk_sandbox_claims_held",
+          "vk_sandbox_apiserver_requests_total",
+          "vk_sandbox_sandboxd_request_duration_seconds"
+        ]
+      ) {
+        assert.match(body, new RegExp(`^# TYPE ${family} `, "m"), `family ${family} in /metrics`)
+      }
+      assert.match(body, /^vk_sandbox_claims_held(\{[^}]*\})? 3$/m, "three claims held")
+      // The failed lists are counted by verb and code.
+      assert.match(body, /^vk_sandbox_apiserver_requests_total\{[^}]*code="500"[^}]*\} [1-9]/m)
+
+      // ---- SIGTERM in the middle of a burst of creates: each claim takes 400 ms in sandboxd, so
+      // the signal lands while claims are in flight.
+      yield* cluster.sandboxd.injectFault("claim", SimFault.latency("400 millis"))
+      const requestsBefore = (yield* cluster.sandboxd.audit).filter((e) => e.route === "claim").length
+      for (let i = 0; i < 20; i++) yield* createPod(cluster, "burst", `burst-${i}`)
+      yield* waitFor(
+        "burst",
+        "claims in flight in sandboxd",
+        Effect.map(cluster.sandboxd.audit, (audit) =>
+          audit.filter((e) => e.route === "claim").length > requestsBefore ? Option.some(true) : Option.none())
+      )
+      const signalledAt = Date.now()
+      yield* daemon.signal("SIGTERM")
+      const code = yield* Deferred.await(daemon.exited).pipe(Effect.timeout("30 seconds"))
+      const shutdownMs = Date.now() - signalledAt
+      assert.strictEqual(code, 0, daemon.output())
+      assert.isAtMost(shutdownMs, SHUTDOWN_TIMEOUT_SECONDS * 1000 + SHUTDOWN_MARGIN_MS, "shutdown bound")
+      yield* collectTokens
+
+      // Every claim sandboxd holds for a Running Pod is in the claims file.
+      const file = readClaimsFile(cluster)
+      let runningChecked = 0
+      for (const claim of yield* cluster.sandboxd.claims) {
+        const name = claim.claimRef.split("/")[1] ?? ""
+        const pod = getPod(cluster, name)
+        if (Option.isNone(pod) || pod.value.phase !== "Running") continue
+        runningChecked++
+        assert.strictEqual(file[claim.claimRef]?.["id"], claim.id, `${claim.claimRef} (${claim.id}) in the claims file`)
+      }
+      assert.isAtLeast(runningChecked, 3, "the Running pods were checked")
+      // The file holds no claim sandboxd does not know (nothing undone was left behind).
+      const held = new Set((yield* cluster.sandboxd.claims).map((c) => c.id))
+      for (const [key, row] of Object.entries(file)) assert.isTrue(held.has(String(row["id"])), `${key} held in sandboxd`)
+
+      // No token in anything the daemon printed.
+      const output = daemon.output()
+      assert.isAbove(output.length, 0)
+      assert.isAtLeast(tokens.size, 3)
+      for (const token of tokens) assert.notInclude(output, token, "a claim token in the daemon's output")
+      assert.notInclude(output, fs.readFileSync(cluster.tokenFile, "utf8").trim(), "the root token in the daemon's output")
+    })), { timeout: 90_000 })
+})
