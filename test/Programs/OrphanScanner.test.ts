@@ -14,7 +14,6 @@ import { Provider } from "../../src/Services/Provider.ts"
 import { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim, SimFault } from "../../src/Simulators/Sandboxd/Model.ts"
 import { deleteWorld, Template } from "./Authorization/world.ts"
-import { eventually } from "./Provider/harness.ts"
 
 interface Line {
   readonly message: string
@@ -27,6 +26,19 @@ const capture = Logger.make((options) => {
     annotations: options.fiber.getRef(References.CurrentLogAnnotations)
   })
 })
+
+/** Lets real sockets make progress (up to ~5 s of real time) until `check` holds. */
+const eventually = <E, R>(check: Effect.Effect<boolean, E, R>) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 1000; i++) {
+      if (yield* check) return
+      yield* Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
+    }
+    assert.fail("condition never held")
+  })
+
+/** A few real event-loop turns with sockets, for asserting that something did NOT happen. */
+const settle = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 30)))
 
 const webKey = podKeyOf("default", "web") as PodKey
 const apiKey = podKeyOf("default", "api") as PodKey
@@ -237,23 +249,26 @@ describe("OrphanScanner.run (ORPH-1)", () => {
       yield* scene
       const fiber = yield* Effect.forkChild(OrphanScanner.run)
       const lists = () => sandboxdCalls("list")
-      yield* eventually(Effect.succeed(true))
+      yield* settle
       yield* TestClock.adjust("59 seconds")
-      yield* eventually(Effect.succeed(true))
+      yield* settle
       assert.strictEqual(yield* lists(), 0, "nothing before one interval")
       yield* TestClock.adjust("1 second")
       yield* eventually(Effect.map(lists(), (n) => n === 1))
       yield* eventually(Effect.sync(() => verdictLines().length === 4))
+      yield* settle // the loop's next sleep starts once the cycle has finished
       // a failing cycle, then a good one: the loop goes on
       yield* SandboxdSim.use((sim) => sim.injectFault("list", SimFault.status(503, "busy"), { times: 1 }))
       yield* TestClock.adjust("60 seconds")
       yield* eventually(Effect.map(lists(), (n) => n === 2))
       yield* eventually(Effect.sync(() => lines.some((l) => l.message.startsWith("sandboxd list failed"))))
+      yield* settle
       yield* TestClock.adjust("30 seconds")
-      yield* eventually(Effect.succeed(true))
+      yield* settle
       assert.strictEqual(yield* lists(), 2, "not before the next interval")
       yield* TestClock.adjust("30 seconds")
       yield* eventually(Effect.map(lists(), (n) => n === 3))
+      yield* settle
       assert.strictEqual(verdictLines().length, 4, "still once per transition across run cycles")
       assert.isUndefined(fiber.pollUnsafe(), "still running")
       yield* Fiber.interrupt(fiber)
@@ -266,7 +281,7 @@ describe("OrphanScanner.run (ORPH-1)", () => {
         yield* scene
         const fiber = yield* Effect.forkChild(OrphanScanner.run)
         yield* TestClock.adjust("1 hour")
-        yield* eventually(Effect.succeed(true))
+        yield* settle
         assert.isDefined(fiber.pollUnsafe(), "returned at once")
         assert.strictEqual(yield* sandboxdCalls("list"), 0)
         assert.strictEqual(yield* sandboxdCalls("release"), 0)
