@@ -10,10 +10,12 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 tools="$here/tools"
 
-kube_version=$(awk '$1 == "k8s.io/kubernetes" { print $2 }' "$tools/go.mod")
-etcd_version=$(awk '$1 == "go.etcd.io/etcd/server/v3" { print $2 }' "$tools/go.mod")
-helm_version=$(awk '$1 == "helm.sh/helm/v3" { print $2 }' "$tools/helm/go.mod")
-files_hash=$(cat "$tools/go.mod" "$tools/go.sum" "$tools/cmd/etcd/main.go" "$tools/helm/go.mod" "$tools/helm/go.sum" | sha256sum | cut -c1-12)
+# The version a go.mod requires of a module (one-line or block form of `require`).
+pinned() { awk -v module="$1" '{ for (i = 1; i < NF; i++) if ($i == module) { print $(i + 1); exit } }' "$2"; }
+kube_version=$(pinned k8s.io/kubernetes "$tools/go.mod")
+etcd_version=$(pinned go.etcd.io/etcd/server/v3 "$tools/go.mod")
+helm_version=$(pinned helm.sh/helm/v3 "$tools/helm/go.mod")
+files_hash=$(cat "$here/build.sh" "$tools/go.mod" "$tools/go.sum" "$tools/cmd/etcd/main.go" "$tools/helm/go.mod" "$tools/helm/go.sum" | sha256sum | cut -c1-12)
 key="kube-${kube_version}_etcd-${etcd_version}_helm-${helm_version}_${files_hash}"
 root="${VK_K8S_CACHE:-$HOME/.cache/vk-sandbox/k8s/$key}"
 bin="$root/bin"
@@ -45,8 +47,13 @@ mkdir -p "$root"
 staging=$(mktemp -d "$root/build.XXXXXX")
 trap 'rm -rf "$staging"' EXIT
 start=$(date +%s)
-(cd "$tools" && go build -trimpath -ldflags='-s -w' -o "$staging/" k8s.io/kubernetes/cmd/kube-apiserver ./cmd/etcd) >&2
-(cd "$tools/helm" && go build -trimpath -ldflags='-s -w' -o "$staging/" helm.sh/helm/v3/cmd/helm) >&2
+# The version stamp kube-apiserver reports (/version); without it a module build says v0.0.0-master.
+kube_minor=$(printf '%s' "$kube_version" | cut -d. -f2)
+stamp="-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitMajor=1"
+stamp="$stamp -X k8s.io/component-base/version.gitMinor=$kube_minor -X k8s.io/component-base/version.gitTreeState=clean"
+(cd "$tools" && go build -trimpath -ldflags="-s -w $stamp" -o "$staging/" k8s.io/kubernetes/cmd/kube-apiserver ./cmd/etcd) >&2
+(cd "$tools/helm" && go build -trimpath -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version" \
+  -o "$staging/" helm.sh/helm/v3/cmd/helm) >&2
 rm -rf "$bin"
 mv "$staging" "$bin"
 trap - EXIT
