@@ -20,6 +20,7 @@ import {
   keyOfPod,
   podsEqual,
   shouldReconcile,
+  statusWriteBody,
   statusWriteIsNoop,
   uidOf
 } from "./PodFacts.ts"
@@ -84,6 +85,19 @@ export const make = (
     const pendingPush = yield* Ref.make(new Map<PodKey, V1Pod>())
     /** The last push written or found already in place, per key (status repair, PC-05). */
     const lastPushed = yield* Ref.make(new Map<PodKey, V1Pod>())
+    /**
+     * The last few Pods handed to createPod/updatePod per key. A push is a copy of one of them
+     * (same UID and resourceVersion): that one is the base of the three-way merge that keeps a
+     * status write from reverting label/annotation edits made since (PIT-06).
+     */
+    const handed = yield* Ref.make(new Map<PodKey, ReadonlyArray<V1Pod>>())
+    const recordHanded = (key: PodKey, pod: V1Pod) =>
+      Ref.update(handed, (m) => new Map(m).set(key, [...(m.get(key) ?? []).slice(-7), pod]))
+    const baseFor = (key: PodKey, push: V1Pod) =>
+      Effect.map(Ref.get(handed), (m) =>
+        (m.get(key) ?? []).find((pod) =>
+          uidOf(pod) === uidOf(push) && pod.metadata?.resourceVersion === push.metadata?.resourceVersion
+        ))
 
     const cached = (key: PodKey) => Ref.get(cache).pipe(Effect.map((m) => Option.fromNullishOr(m.get(key))))
     const setCached = (pod: V1Pod) =>
@@ -94,19 +108,36 @@ export const make = (
     // ---- writes to the apiserver -----------------------------------------------------------
 
     /**
-     * PUT pods/status of `body` with the resourceVersion the controller holds; on 409 re-read and
-     * try again (a few times, then the caller retries with backoff). 404 means the Pod is gone.
+     * A Pod read outside the watch (a 409 re-read) enters the cache as a watch event would, so a
+     * change it carries still reaches the provider (the later watch event will compare equal).
      */
-    const putStatus = (key: PodKey, body: (apiPod: V1Pod) => V1Pod) =>
+    const cacheReread = (fresh: V1Pod) =>
+      Effect.gen(function*() {
+        const key = keyOfPod(fresh)
+        const previous = (yield* Ref.get(cache)).get(key)
+        yield* setCached(fresh)
+        if (previous === undefined || shouldReconcile(previous, fresh)) yield* podQueue.enqueue(key, "change")
+      })
+
+    /**
+     * PUT pods/status of `body` (built from the Pod the controller holds, with its
+     * resourceVersion); on 409 re-read and try again (a few times, then the caller retries with
+     * backoff). The body is rebuilt from the re-read Pod, so the write rules (UID, terminal, no-op)
+     * are checked again each time: `body` returns undefined when nothing may be written.
+     * "Gone" when the Pod of `uid` is no longer there.
+     */
+    const putStatus = (key: PodKey, uid: string, body: (apiPod: V1Pod) => V1Pod | undefined) =>
       Effect.gen(function*() {
         for (let attempt = 0; attempt < 3; attempt++) {
           const apiPod = yield* cached(key)
-          if (Option.isNone(apiPod)) return "Gone" as const
-          const written = yield* kube.replacePodStatus(body(apiPod.value)).pipe(
+          if (Option.isNone(apiPod) || uidOf(apiPod.value) !== uid) return "Gone" as const
+          const wanted = body(apiPod.value)
+          if (wanted === undefined) return "Skipped" as const
+          const written = yield* kube.replacePodStatus(wanted).pipe(
             Effect.map(Option.some),
             Effect.catchTag("KubeConflict", () =>
               Metric.update(Metrics.statusWriteConflicts, 1).pipe(Effect.andThen(kube.getPod(...splitKey(key)))).pipe(
-                Effect.tap((fresh) => (uidOf(fresh) === uidOf(apiPod.value) ? setCached(fresh) : Effect.void)),
+                Effect.tap((fresh) => (uidOf(fresh) === uid ? cacheReread(fresh) : Effect.void)),
                 Effect.as(Option.none<V1Pod>()),
                 Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<V1Pod>()))
               ))
@@ -125,8 +156,8 @@ export const make = (
       })
 
     /** CU-05: the create failure is visible on the Pod (Pending, or Failed with restartPolicy Never). */
-    const writeProviderFailed = (key: PodKey, failure: ProviderFailure) =>
-      putStatus(key, (apiPod) => ({
+    const writeProviderFailed = (key: PodKey, uid: string, failure: ProviderFailure) =>
+      putStatus(key, uid, (apiPod) => isTerminal(apiPod) ? undefined : ({
         ...apiPod,
         status: {
           ...apiPod.status,
@@ -172,7 +203,7 @@ export const make = (
           isNoWarmCapacity(failure) ? "NoWarmCapacity" : "CreateFailed",
           `${failure._tag}: ${failure.message}`
         )
-        yield* writeProviderFailed(key, failure)
+        yield* writeProviderFailed(key, uidOf(pod), failure)
         return failure.retryable ? "Retry" as const : "Park" as const
       })
 
@@ -216,6 +247,7 @@ export const make = (
         const held = yield* provider.getPod(key)
         if (Option.isSome(held) && uidOf(held.value) === uidOf(pod)) {
           if (podsEqual(held.value, pod)) return "Done" as const
+          yield* recordHanded(key, pod)
           return yield* provider.updatePod(pod).pipe(
             Effect.as<KeyedQueue.RunOutcome>("Done"),
             Effect.catch((failure: ProviderFailure) =>
@@ -226,6 +258,7 @@ export const make = (
             )
           )
         }
+        yield* recordHanded(key, pod)
         return yield* provider.createPod(pod).pipe(
           Effect.trackDuration(Metrics.claimDuration, (d) => Duration.toMillis(d) / 1000),
           Effect.tap((outcome) =>
@@ -267,15 +300,12 @@ export const make = (
           yield* forget
           return "Done" as const
         }
-        if (statusWriteIsNoop(apiPod.value, push)) {
-          yield* Ref.update(lastPushed, (m) => new Map(m).set(key, push))
-          yield* forget
-          return "Done" as const
-        }
-        const result = yield* putStatus(key, (current) => ({
-          ...push,
-          metadata: { ...push.metadata, resourceVersion: current.metadata?.resourceVersion ?? "" }
-        })).pipe(
+        const base = yield* baseFor(key, push)
+        const result = yield* putStatus(key, uidOf(push), (current) => {
+          if (isTerminal(current)) return undefined
+          const body = statusWriteBody(push, current, base)
+          return statusWriteIsNoop(current, body) ? undefined : body
+        }).pipe(
           Effect.catchTag("KubeInvalid", (error) =>
             Effect.logError("status write refused by the apiserver").pipe(
               Effect.annotateLogs({ error }),
@@ -286,7 +316,7 @@ export const make = (
           )
         )
         if (result === "Failed" || result === "Conflicted") return "Retry" as const
-        if (result === "Written") yield* Ref.update(lastPushed, (m) => new Map(m).set(key, push))
+        if (result === "Written" || result === "Skipped") yield* Ref.update(lastPushed, (m) => new Map(m).set(key, push))
         yield* forget
         return "Done" as const
       }).pipe(logFor(key), Effect.withSpan("PodController.writeStatus", { attributes: { pod: key } }))
@@ -314,7 +344,7 @@ export const make = (
         const key = keyOfPod(pod)
         const pushed = (yield* Ref.get(lastPushed)).get(key)
         if (pushed === undefined || uidOf(pushed) !== uidOf(pod) || isTerminal(pod)) return
-        if (statusWriteIsNoop(pod, pushed)) return
+        if (statusWriteIsNoop(pod, statusWriteBody(pushed, pod, yield* baseFor(key, pushed)))) return
         yield* Ref.update(pendingPush, (m) => (m.has(key) ? m : new Map(m).set(key, pushed)))
         yield* statusQueue.enqueue(key, "resync")
       })
@@ -333,6 +363,11 @@ export const make = (
             return next
           })
           yield* Ref.update(lastPushed, (m) => {
+            const next = new Map(m)
+            next.delete(key)
+            return next
+          })
+          yield* Ref.update(handed, (m) => {
             const next = new Map(m)
             next.delete(key)
             return next

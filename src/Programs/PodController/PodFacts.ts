@@ -75,3 +75,58 @@ export const statusWriteIsNoop = (apiPod: V1Pod, pushed: V1Pod): boolean =>
   same(apiPod.status, pushed.status) &&
   same(apiPod.metadata?.annotations, pushed.metadata?.annotations) &&
   same(apiPod.metadata?.labels, pushed.metadata?.labels)
+
+type StringMap = { readonly [key: string]: string }
+
+/**
+ * Three-way merge of one metadata map: the keys the provider changed relative to the Pod it was
+ * handed (`base`) are applied onto the apiserver's current map (`current`); every other key keeps
+ * the apiserver's value. Without a known base, only keys the apiserver lacks are added.
+ */
+export const mergeProviderMap = (
+  base: StringMap | undefined,
+  pushed: StringMap | undefined,
+  current: StringMap | undefined,
+  hasBase: boolean
+): StringMap | undefined => {
+  const out: Record<string, string> = { ...current }
+  const keys = new Set([...Object.keys(hasBase ? base ?? {} : {}), ...Object.keys(pushed ?? {})])
+  for (const key of keys) {
+    const after = pushed?.[key]
+    if (!hasBase) {
+      if (after !== undefined && !(key in out)) out[key] = after
+      continue
+    }
+    if (base?.[key] === after) continue
+    if (after === undefined) delete out[key]
+    else out[key] = after
+  }
+  return Object.keys(out).length === 0 && current === undefined ? undefined : out
+}
+
+/**
+ * The body of a status write for a provider push (ST-06, PIT-06): the pushed Pod's status, and
+ * its labels and annotations merged with the apiserver's so a label or annotation edit made
+ * after the provider was handed the Pod is not reverted, while the provider's own additions
+ * (the claim-id annotation) still go through. `base` is the Pod the push was made from.
+ */
+export const statusWriteBody = (push: V1Pod, current: V1Pod, base: V1Pod | undefined): V1Pod => {
+  const hasBase = base !== undefined && uidOf(base) === uidOf(push)
+  const labels = mergeProviderMap(base?.metadata?.labels, push.metadata?.labels, current.metadata?.labels, hasBase)
+  const annotations = mergeProviderMap(
+    base?.metadata?.annotations,
+    push.metadata?.annotations,
+    current.metadata?.annotations,
+    hasBase
+  )
+  const { labels: _labels, annotations: _annotations, ...rest } = push.metadata ?? {}
+  return {
+    ...push,
+    metadata: {
+      ...rest,
+      ...(labels === undefined ? {} : { labels: { ...labels } }),
+      ...(annotations === undefined ? {} : { annotations: { ...annotations } }),
+      resourceVersion: current.metadata?.resourceVersion ?? ""
+    }
+  }
+}

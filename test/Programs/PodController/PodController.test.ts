@@ -1,0 +1,324 @@
+/**
+ * The pod controller over the real wire (issue 9 acceptance): the in-memory API server and the
+ * sandboxd simulator over loopback HTTP, the live clients, the real provider and file store.
+ * These run on the real clock with short intervals (backoff 50 ms → 400 ms): every step is a
+ * socket round trip, and TestClock would not move the sockets.
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Option } from "effect"
+import { Pods, Sandboxes } from "../../../src/Simulators/Apiserver/Resources.ts"
+import type { FailureRule } from "../../../src/Simulators/Apiserver/Model.ts"
+import { SimFault } from "../../../src/Simulators/Sandboxd/Model.ts"
+import {
+  ClaimIdAnnotation,
+  claimRequests,
+  claimsOnDisk,
+  createPod,
+  createSandboxCr,
+  eventually,
+  eventuallyEffect,
+  keyOf,
+  makeWorld,
+  NS,
+  peekPod,
+  podBody,
+  quiet,
+  releaseRequests,
+  running,
+  sleepReal
+} from "./harness.ts"
+
+const claimIdOf = (pod: { readonly metadata: { readonly annotations?: Record<string, string> } }) =>
+  pod.metadata.annotations?.[ClaimIdAnnotation] ?? ""
+
+const asPod = (value: unknown) => value as V1Pod
+
+describe("PodController", () => {
+  it.live("50 pods go Running with podIP and claim-id; a restart on the same state file adopts them all", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const first = yield* world.start()
+      const names = Array.from({ length: 50 }, (_, i) => `pod-${i}`)
+      for (const name of names) createPod(world.model, podBody(name))
+      yield* eventually("50 pods Running", () => names.every((n) => running(world.model, n) !== undefined), 15000)
+      const ids = new Set<string>()
+      for (const name of names) {
+        const pod = running(world.model, name)!
+        assert.strictEqual(pod.status?.podIP, "127.0.0.1")
+        ids.add(claimIdOf(pod))
+      }
+      assert.strictEqual(ids.size, 50)
+      assert.strictEqual(yield* claimRequests(world.sim), 50)
+      assert.strictEqual((yield* world.sim.claims).length, 50)
+      assert.deepStrictEqual(new Set(claimsOnDisk(world.statePath)), ids)
+      assert.isTrue(yield* first.handle.synced)
+
+      // A restart: the first daemon stops (drains), a second one starts on the same state file.
+      yield* first.stop
+      const second = yield* world.start()
+      yield* eventuallyEffect("every pod adopted", Effect.sync(() => names.every((n) => second.calls.create.get(keyOf(n)) === 1)))
+      yield* eventuallyEffect("provider holds all 50", Effect.map(second.lifecycle.getPods, (pods) => pods.length === 50))
+      yield* sleepReal(200)
+      assert.strictEqual(yield* claimRequests(world.sim), 50, "no new claims after the restart")
+      assert.strictEqual((yield* world.sim.claims).length, 50)
+      for (const name of names) assert.isTrue(ids.has(claimIdOf(running(world.model, name)!)))
+    }).pipe(quiet), { timeout: 30_000 })
+
+  it.live("delete with the owner alive preserves the claim and removes the Pod at once; the replacement adopts; owner gone releases", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      yield* world.start()
+      const ownerUid = createSandboxCr(world.model, "box")
+      createPod(world.model, podBody("owned", { owner: { name: "box", uid: ownerUid } }))
+      const claimId = claimIdOf(yield* eventually("owned Running", () => running(world.model, "owned")))
+
+      const deleted = world.model.delete(Pods, NS, "owned", { gracePeriodSeconds: 30 })
+      assert.strictEqual(deleted._tag, "Success")
+      const began = Date.now()
+      yield* eventually("the Pod object removed", () => peekPod(world.model, "owned") === undefined, 5000)
+      assert.isBelow(Date.now() - began, 5000, "not the 30 s grace period")
+      assert.deepStrictEqual(yield* releaseRequests(world.sim), [], "preserved: no release")
+      assert.isTrue((yield* world.sim.claims).some((c) => c.id === claimId))
+      assert.include(claimsOnDisk(world.statePath), claimId)
+
+      // A same-name replacement adopts the same sandbox: no new claim.
+      createPod(world.model, podBody("owned", { owner: { name: "box", uid: ownerUid } }))
+      const replacement = yield* eventually("replacement Running", () => running(world.model, "owned"))
+      assert.strictEqual(claimIdOf(replacement), claimId)
+      assert.strictEqual(yield* claimRequests(world.sim), 1)
+
+      // The owner goes; then the Pod's deletion releases the sandbox.
+      assert.strictEqual(world.model.delete(Sandboxes, NS, "box", {})._tag, "Success")
+      assert.isUndefined(world.model.peek(Sandboxes, NS, "box"))
+      world.model.delete(Pods, NS, "owned", { gracePeriodSeconds: 30 })
+      yield* eventually("the Pod object removed", () => peekPod(world.model, "owned") === undefined, 5000)
+      yield* eventuallyEffect(
+        "release at sandboxd",
+        Effect.map(releaseRequests(world.sim), (paths) => paths.includes(`/v1/sandboxes/${claimId}/release`))
+      )
+      assert.isFalse((yield* world.sim.claims).some((c) => c.id === claimId))
+      yield* eventually("claim gone from disk", () => !claimsOnDisk(world.statePath).includes(claimId))
+    }).pipe(quiet), { timeout: 20_000 })
+
+  it.live("no warm capacity: ProviderFailed/Pending naming the cause, Running once a claim is freed (within the backoff cap)", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld({ sim: { maxClaims: 1 } })
+      const daemon = yield* world.start()
+      createPod(world.model, podBody("first"))
+      const first = yield* eventually("first Running", () => running(world.model, "first"))
+      createPod(world.model, podBody("second"))
+      const failed = yield* eventually("second ProviderFailed", () => {
+        const pod = peekPod(world.model, "second")
+        return pod?.status?.reason === "ProviderFailed" ? pod : undefined
+      })
+      assert.strictEqual(failed.status?.phase, "Pending")
+      assert.include(failed.status?.message ?? "", "quota")
+      assert.strictEqual(claimIdOf(failed), "", "no claim-id on a Pod without a sandbox")
+
+      // The first Pod (bare) is deleted: its sandbox is released, which frees the quota.
+      world.model.delete(Pods, NS, "first", { gracePeriodSeconds: 0 })
+      yield* eventuallyEffect(
+        "release of the first claim",
+        Effect.map(releaseRequests(world.sim), (paths) => paths.includes(`/v1/sandboxes/${claimIdOf(first)}/release`))
+      )
+      const freedAt = Date.now()
+      const second = yield* eventually("second Running", () => running(world.model, "second"), 3000)
+      // backoff cap 400 ms (+20 % jitter at most lands on the cap) plus a claim round trip
+      assert.isBelow(Date.now() - freedAt, 1500)
+      assert.isUndefined(second.status?.reason)
+      assert.isAbove(daemon.calls.create.get(keyOf("second")) ?? 0, 1)
+    }).pipe(quiet), { timeout: 20_000 })
+
+  it.live("a wrong runtime: ProviderFailed, no claim, no hot retry loop", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const daemon = yield* world.start()
+      createPod(world.model, podBody("alien", { annotations: { "sandbox.cocoonstack.io/runtime": "kata" } }))
+      const failed = yield* eventually("alien ProviderFailed", () => {
+        const pod = peekPod(world.model, "alien")
+        return pod?.status?.reason === "ProviderFailed" ? pod : undefined
+      })
+      assert.strictEqual(failed.status?.phase, "Pending")
+      assert.include(failed.status?.message ?? "", "kata")
+      const requestsBefore = (yield* world.sim.stats).requests
+      // With a 50 ms backoff a retry loop would make ~10 attempts in this second.
+      yield* sleepReal(1000)
+      assert.strictEqual(daemon.calls.create.get(keyOf("alien")), 1)
+      assert.strictEqual((yield* world.sim.stats).requests, requestsBefore)
+      assert.strictEqual(yield* claimRequests(world.sim), 0)
+    }).pipe(quiet), { timeout: 20_000 })
+
+  it.live("a watch dropped mid-stream, closed cleanly, expired (410) or compacted: no pod missed; a status 409 is retried", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      yield* world.start()
+      createPod(world.model, podBody("p0"))
+      yield* eventually("p0 Running", () => running(world.model, "p0"))
+
+      // Connection reset mid-stream; a Pod created during the outage.
+      yield* eventually("a watch open", () => world.model.openWatches() > 0)
+      world.apiserver.resetWatchConnections()
+      createPod(world.model, podBody("p1"))
+      yield* eventually("p1 Running", () => running(world.model, "p1"))
+
+      // A clean server close.
+      yield* eventually("a watch open", () => world.model.openWatches() > 0)
+      world.model.dropWatches()
+      createPod(world.model, podBody("p2"))
+      yield* eventually("p2 Running", () => running(world.model, "p2"))
+
+      // 410 mid-stream (the watch fell behind), with the history compacted: only a relist finds p3.
+      yield* eventually("a watch open", () => world.model.openWatches() > 0)
+      createPod(world.model, podBody("p3"))
+      world.model.compact()
+      world.model.expireWatches()
+      yield* eventually("p3 Running", () => running(world.model, "p3"))
+
+      // A drop and a compaction together: the re-watch from the old resourceVersion gets 410.
+      yield* eventually("a watch open", () => world.model.openWatches() > 0)
+      world.apiserver.resetWatchConnections()
+      createPod(world.model, podBody("p4"))
+      world.model.compact()
+      yield* eventually("p4 Running", () => running(world.model, "p4"))
+
+      // A status write that meets a 409 is re-read and written.
+      const rule: FailureRule = { method: "PUT", path: /\/pods\/p5\/status$/, code: 409, times: 1 }
+      world.model.faults.failures.push(rule)
+      createPod(world.model, podBody("p5"))
+      yield* eventually("p5 Running", () => running(world.model, "p5"))
+      assert.strictEqual(rule.times, 0, "the 409 was served")
+      assert.strictEqual(yield* claimRequests(world.sim), 6)
+    }).pipe(quiet), { timeout: 30_000 })
+
+  it.live("a burst of changes during a slow claim: exactly one claim, the newest spec recorded", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const daemon = yield* world.start()
+      yield* world.sim.injectFault("claim", SimFault.latency("700 millis"), { times: 1 })
+      createPod(world.model, podBody("slow", { labels: { rev: "0" } }))
+      yield* eventuallyEffect("the claim in flight", Effect.map(claimRequests(world.sim), (n) => n === 1))
+      for (const rev of ["1", "2", "3"]) {
+        const out = world.model.patch(Pods, NS, "slow", "merge", { metadata: { labels: { rev } } })
+        assert.strictEqual(out._tag, "Success")
+        yield* sleepReal(50)
+      }
+      yield* eventually("slow Running", () => running(world.model, "slow"), 5000)
+      yield* eventuallyEffect(
+        "the provider holds rev 3",
+        Effect.map(daemon.lifecycle.getPod(keyOf("slow")), (held) => Option.isSome(held) && held.value.metadata?.labels?.["rev"] === "3")
+      )
+      yield* sleepReal(300)
+      assert.strictEqual(yield* claimRequests(world.sim), 1)
+      assert.strictEqual(daemon.calls.create.get(keyOf("slow")), 1)
+      assert.isAtLeast(daemon.calls.update.get(keyOf("slow")) ?? 0, 1)
+      const held = yield* daemon.lifecycle.getPod(keyOf("slow"))
+      assert.strictEqual(Option.getOrThrow(held).metadata?.labels?.["rev"], "3")
+      assert.strictEqual(peekPod(world.model, "slow")?.metadata.labels?.["rev"], "3", "the status write kept the newest labels")
+    }).pipe(quiet), { timeout: 20_000 })
+
+  it.live("the dangling sweep waits for a successful list, then deletes only the absent pods", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const daemon = yield* world.start()
+      createPod(world.model, podBody("kept"))
+      createPod(world.model, podBody("gone"))
+      const kept = yield* eventually("kept Running", () => running(world.model, "kept"))
+      const gone = yield* eventually("gone Running", () => running(world.model, "gone"))
+      yield* daemon.stopController
+      // While no controller runs, "gone" vanishes from the apiserver; the provider still has it.
+      assert.isTrue(world.model.remove(Pods, NS, "gone"))
+      const listFails: FailureRule = { method: "GET", path: "/api/v1/pods", code: 500 }
+      world.model.faults.failures.push(listFails)
+      const second = yield* daemon.startController()
+      yield* sleepReal(800)
+      assert.isFalse(yield* second.handle.synced)
+      assert.isTrue(Option.isSome(yield* daemon.lifecycle.getPod(keyOf("gone"))), "no sweep after a failed list")
+      assert.deepStrictEqual(yield* releaseRequests(world.sim), [])
+
+      world.model.faults.failures.length = 0
+      yield* eventuallyEffect("synced", second.handle.synced)
+      yield* eventuallyEffect(
+        "the absent pod released",
+        Effect.map(releaseRequests(world.sim), (paths) => paths.includes(`/v1/sandboxes/${claimIdOf(gone)}/release`))
+      )
+      assert.isTrue(Option.isNone(yield* daemon.lifecycle.getPod(keyOf("gone"))))
+      assert.isTrue(Option.isSome(yield* daemon.lifecycle.getPod(keyOf("kept"))))
+      assert.deepStrictEqual(yield* releaseRequests(world.sim), [`/v1/sandboxes/${claimIdOf(gone)}/release`])
+      assert.isTrue((yield* world.sim.claims).some((c) => c.id === claimIdOf(kept)))
+    }).pipe(quiet), { timeout: 20_000 })
+
+  it.live("status writes: another UID is not written, an identical push is skipped, a terminal Pod is left alone", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const daemon = yield* world.start()
+      createPod(world.model, podBody("st"))
+      yield* eventually("st Running", () => running(world.model, "st"))
+      yield* sleepReal(200)
+      const current = () => asPod(world.model.peek(Pods, NS, "st"))
+
+      // An identical push: nothing to write.
+      const writes0 = world.model.statusWrites
+      yield* daemon.pushStatus(current())
+      yield* sleepReal(300)
+      assert.strictEqual(world.model.statusWrites, writes0, "identical push skipped")
+
+      // A different status is written (the channel works).
+      const changed = current()
+      changed.status = { ...changed.status, message: "changed by the provider" }
+      yield* daemon.pushStatus(changed)
+      yield* eventually("the changed status written", () => peekPod(world.model, "st")?.status?.message === "changed by the provider")
+      assert.strictEqual(world.model.statusWrites, writes0 + 1)
+
+      // A push for another generation of the Pod (another UID) is never written.
+      const stale = current()
+      stale.metadata = { ...stale.metadata, uid: "some-older-generation" }
+      stale.status = { ...stale.status, message: "from the old generation" }
+      yield* daemon.pushStatus(stale)
+      yield* sleepReal(300)
+      assert.strictEqual(peekPod(world.model, "st")?.status?.message, "changed by the provider")
+      assert.strictEqual(world.model.statusWrites, writes0 + 1)
+
+      // Someone else makes the Pod terminal: pushes are dropped, and no provider call is made.
+      const terminal = current()
+      terminal.status = { ...terminal.status, phase: "Failed", reason: "Evicted", message: "evicted" }
+      assert.strictEqual(world.model.updateStatus(Pods, NS, "st", terminal)._tag, "Success")
+      yield* eventuallyEffect(
+        "the controller sees the Pod Failed",
+        Effect.map(daemon.handle.cachedPods, (pods) => pods.some((p) => p.status?.phase === "Failed"))
+      )
+      const writes1 = world.model.statusWrites
+      const calls = daemon.calls.create.get(keyOf("st"))
+      const running2 = current()
+      const { reason: _reason, ...rest } = running2.status ?? {}
+      running2.status = { ...rest, phase: "Running", message: "alive again" }
+      yield* daemon.pushStatus(running2)
+      yield* sleepReal(300)
+      assert.strictEqual(peekPod(world.model, "st")?.status?.phase, "Failed")
+      assert.strictEqual(world.model.statusWrites, writes1)
+      assert.strictEqual(daemon.calls.create.get(keyOf("st")), calls)
+      assert.isUndefined(daemon.calls.delete.get(keyOf("st")))
+    }).pipe(quiet), { timeout: 20_000 })
+
+  it.live("drain lets an in-flight create finish and commit; no reconcile starts after drain began", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const daemon = yield* world.start()
+      yield* world.sim.injectFault("claim", SimFault.latency("600 millis"), { times: 1 })
+      createPod(world.model, podBody("inflight"))
+      yield* eventuallyEffect("the claim in flight", Effect.map(claimRequests(world.sim), (n) => n === 1))
+      const draining = yield* Effect.forkChild(daemon.handle.drain(world.config.shutdownTimeout))
+      yield* sleepReal(50)
+      createPod(world.model, podBody("late"))
+      yield* Fiber.join(draining)
+      const claims = yield* world.sim.claims
+      assert.strictEqual(claims.length, 1)
+      const held = yield* daemon.table.held(keyOf("inflight"))
+      assert.isTrue(Option.isSome(held))
+      assert.strictEqual(Option.getOrThrow(held).state._tag, "Durable")
+      assert.include(claimsOnDisk(world.statePath), claims[0].id)
+      yield* sleepReal(300)
+      assert.isUndefined(daemon.calls.create.get(keyOf("late")), "no reconcile after drain began")
+      assert.strictEqual(yield* claimRequests(world.sim), 1)
+    }).pipe(quiet), { timeout: 20_000 })
+})

@@ -1,0 +1,313 @@
+/**
+ * The pod controller's test world, composed like `Programs/Daemon.ts` but without the node,
+ * kubelet and loops: the in-memory API server over loopback HTTP reached through the live
+ * KubeApi layer, the sandboxd simulator over loopback HTTP through the live client, the real
+ * claims table and file store in a temporary directory, the real provider with the live owner
+ * resolver and event recorder, and `PodController.make`. The simulators outlive a controller
+ * start, so a test can stop one daemon and start another on the same state file ("restart").
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { Context, Duration, Effect, Exit, Layer, Logger, Scope } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import * as ClaimsStoreFile from "../../../src/Layers/ClaimsStoreFile.ts"
+import { ClaimTableRefLayer } from "../../../src/Layers/ClaimTableRef.ts"
+import * as EventRecorderKube from "../../../src/Layers/EventRecorderKube.ts"
+import * as KubeApiClientNode from "../../../src/Layers/KubeApiClientNode.ts"
+import * as OwnerResolverKube from "../../../src/Layers/OwnerResolverKube.ts"
+import { PodLifecycleProviderLayer } from "../../../src/Layers/PodLifecycleProvider.ts"
+import { ProviderEventsPubSubLayer } from "../../../src/Layers/ProviderEventsPubSub.ts"
+import { ProviderLiveLayer } from "../../../src/Layers/ProviderLive.ts"
+import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
+import * as PodController from "../../../src/Programs/PodController/PodController.ts"
+import { startClaims } from "../../../src/Programs/Provider/Startup.ts"
+import { AppConfig, type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
+import type { PodKey } from "../../../src/Schemas/Ids.ts"
+import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
+import { KubeApi } from "../../../src/Services/KubeApi.ts"
+import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
+import { ProviderEvents } from "../../../src/Services/Provider.ts"
+import { ClusterModel } from "../../../src/Simulators/Apiserver/Model.ts"
+import { Pods, Sandboxes } from "../../../src/Simulators/Apiserver/Resources.ts"
+import { serve as serveApiserver } from "../../../src/Simulators/Apiserver/Server.ts"
+import type { JsonObject } from "../../../src/Simulators/Apiserver/Status.ts"
+import { make as makeSandboxdSim, type SandboxdSimOptions } from "../../../src/Simulators/Sandboxd/Model.ts"
+import { serve as serveSandboxd } from "../../../src/Simulators/Sandboxd/Server.ts"
+
+export const NODE = "vk-sandboxd"
+export const NS = "default"
+export const Template = "python"
+export const ClaimIdAnnotation = "sandbox.cocoonstack.io/claim-id"
+
+/** The apiserver model, counting the pods/status writes that reach it. */
+export class CountingModel extends ClusterModel {
+  statusWrites = 0
+  override updateStatus(...args: Parameters<ClusterModel["updateStatus"]>) {
+    if (args[0] === Pods) this.statusWrites++
+    return super.updateStatus(...args)
+  }
+}
+
+/** Short intervals: real I/O dominates these tests, so they run on the real clock. */
+export const fastOptions: PodController.PodControllerOptions = {
+  resyncInterval: Duration.seconds(60),
+  backoff: { initial: Duration.millis(50), max: Duration.millis(400) },
+  rewatchDelay: Duration.millis(20)
+}
+
+/** Calls the controller made into the provider, per key. */
+export interface Calls {
+  readonly create: Map<string, number>
+  readonly update: Map<string, number>
+  readonly delete: Map<string, number>
+}
+
+const bump = (m: Map<string, number>, key: string) => m.set(key, (m.get(key) ?? 0) + 1)
+
+/** PodLifecycle around the real adapter, counting each call the controller makes. */
+const countingLifecycle = (calls: Calls) =>
+  Layer.effect(
+    PodLifecycle,
+    Effect.gen(function*() {
+      const inner = yield* PodLifecycle
+      const keyOf = (pod: V1Pod) => `${pod.metadata?.namespace ?? ""}/${pod.metadata?.name ?? ""}`
+      return PodLifecycle.of({
+        ...inner,
+        createPod: (pod) => Effect.suspend(() => (bump(calls.create, keyOf(pod)), inner.createPod(pod))),
+        updatePod: (pod) => Effect.suspend(() => (bump(calls.update, keyOf(pod)), inner.updatePod(pod))),
+        deletePod: (pod) => Effect.suspend(() => (bump(calls.delete, keyOf(pod)), inner.deletePod(pod)))
+      })
+    })
+  )
+
+export interface Controller {
+  readonly handle: PodController.PodControllerHandle
+  /** Drains and closes this controller only (the provider stays). */
+  readonly stop: Effect.Effect<void>
+}
+
+export interface Daemon {
+  readonly handle: PodController.PodControllerHandle
+  readonly stopController: Effect.Effect<void>
+  readonly startController: (options?: PodController.PodControllerOptions) => Effect.Effect<Controller>
+  /** The provider's own status channel: a test can push as the provider would. */
+  readonly pushStatus: (pod: V1Pod) => Effect.Effect<void>
+  readonly lifecycle: PodLifecycle["Service"]
+  readonly table: ClaimTable["Service"]
+  readonly calls: Calls
+  /** Closes the controller and provider (drain first, as the daemon's finalizer does). */
+  readonly stop: Effect.Effect<void>
+}
+
+export interface WorldOptions {
+  readonly sim?: Partial<SandboxdSimOptions>
+  readonly config?: Partial<AppConfigShape>
+}
+
+/** The simulators and a way to start (and restart) the daemon's pod half on them. */
+export const makeWorld = (worldOptions: WorldOptions = {}) =>
+  Effect.gen(function*() {
+    const dir = yield* Effect.acquireRelease(
+      Effect.sync(() => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "vk-podctl-"))),
+      (d) => Effect.sync(() => NodeFs.rmSync(d, { recursive: true, force: true }))
+    )
+    const model = new CountingModel()
+    const kubeconfigPath = NodePath.join(dir, "kubeconfig")
+    const apiserver = yield* serveApiserver(model, { kubeconfigPath, bookmarkIntervalMs: 0 })
+    const sim = yield* makeSandboxdSim({
+      rootToken: "",
+      pools: [{ template: Template, net: "none", size: "small", target: 64 }],
+      nanosecondDeadlines: false,
+      refillDelay: "10 millis",
+      ...worldOptions.sim
+    })
+    const sandboxd = yield* serveSandboxd(sim, { host: "127.0.0.1", port: 0 })
+    const config = testConfig({
+      kubeconfig: kubeconfigPath,
+      sandboxdUrl: sandboxd.url,
+      statePath: NodePath.join(dir, "state", "claims.json"),
+      shutdownTimeout: Duration.seconds(5),
+      ...worldOptions.config
+    })
+
+    /** The provider graph (built once per "daemon start") and a first controller on it. */
+    const start = (options: PodController.PodControllerOptions = fastOptions) =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const calls: Calls = { create: new Map(), update: new Map(), delete: new Map() }
+        const wire = Layer.mergeAll(SandboxdClientHttp.layer, KubeApiClientNode.layer)
+        const claims = ClaimsStoreFile.layer.pipe(Layer.provideMerge(ClaimTableRefLayer))
+        const provider = countingLifecycle(calls).pipe(
+          Layer.provide(PodLifecycleProviderLayer),
+          Layer.provideMerge(ProviderLiveLayer),
+          Layer.provideMerge(Layer.mergeAll(ProviderEventsPubSubLayer, OwnerResolverKube.layer, EventRecorderKube.layer()))
+        )
+        const graph = Layer.effectDiscard(startClaims).pipe(
+          Layer.provideMerge(provider),
+          Layer.provideMerge(claims),
+          Layer.provideMerge(wire),
+          Layer.provideMerge(AppConfig.layer(config))
+        )
+        const context = yield* Layer.buildWithScope(graph, scope).pipe(Effect.orDie)
+
+        /** A controller in a scope of its own, on this provider (closing it drains first). */
+        const startController = (controllerOptions: PodController.PodControllerOptions = options) =>
+          Effect.gen(function*() {
+            const controllerScope = yield* Scope.fork(scope)
+            const handle = yield* PodController.make(controllerOptions).pipe(
+              Effect.provideContext(context),
+              Scope.provide(controllerScope)
+            )
+            const stop = handle.drain(config.shutdownTimeout).pipe(Effect.andThen(Scope.close(controllerScope, Exit.void)))
+            return { handle, stop }
+          })
+
+        const first = yield* startController()
+        const stop = first.stop.pipe(Effect.andThen(Scope.close(scope, Exit.void)))
+        yield* Effect.addFinalizer(() => stop)
+        const daemon: Daemon = {
+          handle: first.handle,
+          stopController: first.stop,
+          startController,
+          lifecycle: Context.get(context, PodLifecycle),
+          table: Context.get(context, ClaimTable),
+          pushStatus: Context.get(context, ProviderEvents).pushStatus,
+          calls,
+          stop
+        }
+        return daemon
+      })
+
+    /** A live KubeApi client of the test's own (for reads and fault checks through the wire). */
+    const kube = yield* Layer.build(KubeApiClientNode.layer.pipe(Layer.provide(AppConfig.layer(config)))).pipe(
+      Effect.orDie,
+      Effect.map((ctx) => Context.get(ctx, KubeApi))
+    )
+
+    return { dir, model, apiserver, sim, sandboxd, config, start, kube, statePath: config.statePath }
+  })
+
+export type World = Effect.Success<ReturnType<typeof makeWorld>>
+
+// ---- objects ----------------------------------------------------------------------------------
+
+export const podBody = (
+  name: string,
+  options: {
+    readonly annotations?: Record<string, string>
+    readonly labels?: Record<string, string>
+    readonly owner?: { readonly name: string; readonly uid: string }
+    readonly restartPolicy?: string
+  } = {}
+): JsonObject => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: {
+    namespace: NS,
+    name,
+    annotations: { "sandbox.cocoonstack.io/template": Template, ...options.annotations },
+    ...(options.labels === undefined ? {} : { labels: options.labels }),
+    ...(options.owner === undefined ? {} : {
+      ownerReferences: [{
+        apiVersion: "agents.x-k8s.io/v1beta1",
+        kind: "Sandbox",
+        name: options.owner.name,
+        uid: options.owner.uid,
+        controller: true
+      }]
+    })
+  },
+  spec: {
+    nodeName: NODE,
+    ...(options.restartPolicy === undefined ? {} : { restartPolicy: options.restartPolicy }),
+    containers: [{ name: "main", image: "python:3.12" }]
+  }
+})
+
+/** Creates a Pod bound to the node (a scheduler already ran); returns its uid. */
+export const createPod = (model: ClusterModel, body: JsonObject): string => {
+  const out = model.create(Pods, NS, body)
+  if (out._tag !== "Success") throw new Error(`create pod: ${JSON.stringify(out.failure)}`)
+  return String((out.success["metadata"] as Record<string, unknown>)["uid"])
+}
+
+export const createSandboxCr = (model: ClusterModel, name: string): string => {
+  const out = model.create(Sandboxes, NS, {
+    apiVersion: "agents.x-k8s.io/v1beta1",
+    kind: "Sandbox",
+    metadata: { name, namespace: NS },
+    spec: {}
+  })
+  if (out._tag !== "Success") throw new Error(`create sandbox: ${JSON.stringify(out.failure)}`)
+  return String((out.success["metadata"] as Record<string, unknown>)["uid"])
+}
+
+export interface PodView {
+  readonly metadata: {
+    readonly uid: string
+    readonly resourceVersion: string
+    readonly labels?: Record<string, string>
+    readonly annotations?: Record<string, string>
+    readonly deletionTimestamp?: string
+  }
+  readonly status?: { readonly phase?: string; readonly reason?: string; readonly message?: string; readonly podIP?: string }
+}
+
+export const peekPod = (model: ClusterModel, name: string): PodView | undefined =>
+  model.peek(Pods, NS, name) as unknown as PodView | undefined
+
+export const keyOf = (name: string) => `${NS}/${name}` as PodKey
+
+// ---- waiting ----------------------------------------------------------------------------------
+
+const realTurn = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
+
+/** Polls (real time, at most `limitMs`) until `check` yields a value. */
+export const eventually = <A>(what: string, check: () => A | undefined, limitMs = 8000) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + limitMs
+    while (Date.now() < deadline) {
+      const value = check()
+      if (value !== undefined && value !== false) return value
+      yield* realTurn
+    }
+    return yield* Effect.die(new Error(`timed out waiting for ${what}`))
+  })
+
+/** The same with an effectful check. */
+export const eventuallyEffect = <A>(what: string, check: Effect.Effect<A | undefined>, limitMs = 8000) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + limitMs
+    while (Date.now() < deadline) {
+      const value = yield* check
+      if (value !== undefined && value !== false) return value
+      yield* realTurn
+    }
+    return yield* Effect.die(new Error(`timed out waiting for ${what}`))
+  })
+
+export const sleepReal = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+
+export const running = (model: ClusterModel, name: string) => {
+  const pod = peekPod(model, name)
+  return pod?.status?.phase === "Running" && pod.metadata.annotations?.[ClaimIdAnnotation] !== undefined ? pod : undefined
+}
+
+export const claimRequests = (sim: World["sim"]) =>
+  Effect.map(sim.audit, (entries) => entries.filter((e) => e.route === "claim").length)
+
+export const releaseRequests = (sim: World["sim"]) =>
+  Effect.map(sim.audit, (entries) => entries.filter((e) => e.route === "release").map((e) => e.path))
+
+/** The claim ids in the state file on disk. */
+export const claimsOnDisk = (statePath: string): ReadonlyArray<string> => {
+  if (!NodeFs.existsSync(statePath)) return []
+  const text = NodeFs.readFileSync(statePath, "utf8")
+  return [...text.matchAll(/"(sb_[0-9a-f]+)"/g)].map((m) => m[1])
+}
+
+
+/** Logs off unless PODCTL_LOGS is set (the controller logs every step). */
+export const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  process.env["PODCTL_LOGS"] === undefined ? Effect.provide(effect, Logger.layer([])) : effect
