@@ -5,7 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node"
-import { DateTime, Effect, Exit, Logger, Option, Redacted, References } from "effect"
+import { DateTime, Effect, Exit, Fiber, Logger, Option, Redacted, References } from "effect"
+import { TestClock } from "effect/testing"
 import { ClaimsStoreMemoryControl } from "../../../src/Layers/ClaimsStoreMemory.ts"
 import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
 import { type PodKey, podKeyOf } from "../../../src/Schemas/Ids.ts"
@@ -201,6 +202,40 @@ describe("DeletePod: release (DEL-1 step 6, 7)", () => {
       assert.isTrue(Option.isNone(yield* heldRow))
       assert.isTrue(Option.isNone(yield* trackedPod))
       assert.isFalse((yield* control.disk).has(key))
+    })))
+
+  it.effect("a lost release reply fails and keeps the claim; the retry's 404 converges", () =>
+    inWorld(Effect.gen(function*() {
+      const provider = yield* Provider
+      yield* provider.createPod(pod("uid-1"))
+      const sim = yield* simClaimOf
+      yield* SandboxdSim.use((s) => s.injectFault("release", SimFault.loseReply("drop"), { times: 1 }))
+      const failed = yield* Effect.flip(provider.deletePod(pod("uid-1")))
+      assert.strictEqual(failed._tag, "ReleaseFailed")
+      assert.strictEqual(failed.cause._tag, "SandboxdUnreachable")
+      assert.strictEqual((yield* SandboxdSim.use((s) => s.claims)).length, 0, "sandboxd did release")
+      yield* expectHeld(sim.id, sim.token)
+      assert.isTrue(Option.isSome(yield* trackedPod))
+      const retried = yield* provider.deletePod(pod("uid-1"))
+      assert.deepStrictEqual(retried._tag === "Released" ? retried.alreadyGone : retried._tag, true)
+      assert.isTrue(Option.isNone(yield* heldRow))
+      assert.isFalse((yield* ClaimsStoreMemoryControl.use((c) => c.disk)).has(key))
+    })))
+
+  it.effect("a release that never answers times out (sandboxd timeout on the TestClock): ReleaseFailed, claim kept", () =>
+    inWorld(Effect.gen(function*() {
+      const provider = yield* Provider
+      yield* provider.createPod(pod("uid-1"))
+      const sim = yield* simClaimOf
+      yield* SandboxdSim.use((s) => s.injectFault("release", SimFault.hang, { times: 1 }))
+      const fiber = yield* Effect.forkChild(Effect.flip(provider.deletePod(pod("uid-1"))))
+      yield* Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 30)))
+      yield* TestClock.adjust("11 seconds")
+      const failed = yield* Fiber.join(fiber)
+      assert.strictEqual(failed._tag, "ReleaseFailed")
+      assert.strictEqual(failed.cause._tag, "SandboxdTimeout")
+      yield* expectHeld(sim.id, sim.token)
+      assert.isTrue(Option.isSome(yield* trackedPod))
     })))
 
   it.effect("sandboxd 404 (already gone) converges: row and Pod dropped, file rewritten", () =>
