@@ -152,9 +152,9 @@ describe("AUTH-1 through the live KubeApi against the in-memory apiserver", () =
       const { model } = yield* ApiserverSim
       const uid = yield* putSandbox("sb")
       yield* deleteSandbox("sb")
-      // the server holds the answer (a real 404 naming the owner) for 2 s of real time; the
+      // the server holds the answer (a real 404 naming the owner) for 0.5 s of real time; the
       // client's 30 s call timeout runs on the TestClock and fires first
-      model.faults.latencyMs = 2_000
+      model.faults.latencyMs = 500
       const fiber = yield* Effect.forkChild(verdictOf(podOwnedBy([sandboxRef("sb", uid)])))
       yield* Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 20)))
       yield* TestClock.adjust("29 seconds")
