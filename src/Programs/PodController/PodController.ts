@@ -157,15 +157,14 @@ export const make = (
 
     /** CU-05: the create failure is visible on the Pod (Pending, or Failed with restartPolicy Never). */
     const writeProviderFailed = (key: PodKey, uid: string, failure: ProviderFailure) =>
-      putStatus(key, uid, (apiPod) => isTerminal(apiPod) ? undefined : ({
-        ...apiPod,
-        status: {
-          ...apiPod.status,
-          phase: apiPod.spec?.restartPolicy === "Never" ? "Failed" : "Pending",
-          reason: "ProviderFailed",
-          message: failure.message
-        }
-      })).pipe(
+      putStatus(key, uid, (apiPod) => {
+        const phase = apiPod.spec?.restartPolicy === "Never" ? "Failed" : "Pending"
+        const status = apiPod.status
+        // Terminal is final; the same failure already shown needs no write (a resync retry).
+        if (isTerminal(apiPod)) return undefined
+        if (status?.phase === phase && status.reason === "ProviderFailed" && status.message === failure.message) return undefined
+        return { ...apiPod, status: { ...status, phase, reason: "ProviderFailed", message: failure.message } }
+      }).pipe(
         Effect.catch((error: KubeError) =>
           Effect.logWarning("could not record the create failure on the pod").pipe(Effect.annotateLogs({ error }))
         ),

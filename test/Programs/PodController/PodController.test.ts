@@ -6,7 +6,7 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Option } from "effect"
+import { Duration, Effect, Fiber, Option } from "effect"
 import { Pods, Sandboxes } from "../../../src/Simulators/Apiserver/Resources.ts"
 import type { FailureRule } from "../../../src/Simulators/Apiserver/Model.ts"
 import { SimFault } from "../../../src/Simulators/Sandboxd/Model.ts"
@@ -18,6 +18,7 @@ import {
   createSandboxCr,
   eventually,
   eventuallyEffect,
+  fastOptions,
   keyOf,
   makeWorld,
   NS,
@@ -147,6 +148,33 @@ describe("PodController", () => {
       assert.strictEqual(daemon.calls.create.get(keyOf("alien")), 1)
       assert.strictEqual((yield* world.sim.stats).requests, requestsBefore)
       assert.strictEqual(yield* claimRequests(world.sim), 0)
+    }).pipe(quiet), { timeout: 20_000 })
+
+  it.live("unfixable failures wait for the resync without rewriting the same status; restartPolicy Never fails for good; a Pod that never ran is removed at once", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const daemon = yield* world.start({ ...fastOptions, resyncInterval: Duration.millis(300) })
+      createPod(world.model, podBody("alien", { annotations: { "sandbox.cocoonstack.io/runtime": "kata" } }))
+      createPod(world.model, podBody("once", { annotations: { "sandbox.cocoonstack.io/runtime": "kata" }, restartPolicy: "Never" }))
+      yield* eventually("alien ProviderFailed", () => peekPod(world.model, "alien")?.status?.reason === "ProviderFailed")
+      const once = yield* eventually("once Failed", () => {
+        const pod = peekPod(world.model, "once")
+        return pod?.status?.phase === "Failed" ? pod : undefined
+      })
+      assert.strictEqual(once.status?.reason, "ProviderFailed")
+      const writes = world.model.statusWrites
+      yield* sleepReal(1000)
+      // about three resyncs: a retry each, and no status write for the same failure
+      const attempts = daemon.calls.create.get(keyOf("alien")) ?? 0
+      assert.isAtLeast(attempts, 3)
+      assert.isAtMost(attempts, 6)
+      assert.strictEqual(world.model.statusWrites, writes)
+      assert.strictEqual(daemon.calls.create.get(keyOf("once")), 1, "a Failed Pod is left alone")
+      assert.strictEqual(yield* claimRequests(world.sim), 0)
+
+      // Nothing runs in it: a graceful delete removes the object at once.
+      world.model.delete(Pods, NS, "alien", { gracePeriodSeconds: 30 })
+      yield* eventually("alien removed", () => peekPod(world.model, "alien") === undefined, 3000)
     }).pipe(quiet), { timeout: 20_000 })
 
   it.live("a watch dropped mid-stream, closed cleanly, expired (410) or compacted: no pod missed; a status 409 is retried", () =>
