@@ -4,7 +4,7 @@
 # and go.sum, so a build resolves nothing new. Binaries land in a cache outside the repository,
 # keyed by the pinned versions and a hash of the module files:
 #   ${VK_K8S_CACHE:-$HOME/.cache/vk-sandbox/k8s/<key>}/bin/{kube-apiserver,etcd,helm}
-# The last stdout line is that bin directory.
+# The last stdout line is that bin directory; on exit 2 or 3 it is the reason instead.
 # Exit codes: 0 built or reused; 2 no Go toolchain; 3 module proxy unavailable; 1 build failure.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -29,7 +29,7 @@ if have_all; then
 fi
 
 if ! command -v go >/dev/null 2>&1; then
-  echo "k8s binaries: no Go toolchain on PATH" >&2
+  echo "no Go toolchain on PATH"
   exit 2
 fi
 
@@ -37,7 +37,7 @@ export GOFLAGS=-mod=mod
 # Fetch every pinned module first, so an unreachable proxy is told apart from a failing build.
 for module in "$tools" "$tools/helm"; do
   if ! out=$(cd "$module" && go mod download 2>&1); then
-    echo "k8s binaries: Go module proxy unavailable ($(printf '%s\n' "$out" | tail -n 1))" >&2
+    echo "Go module proxy unavailable: $(printf '%s\n' "$out" | tail -n 1)"
     exit 3
   fi
 done

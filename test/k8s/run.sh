@@ -9,19 +9,21 @@ export PATH="$PWD/node_modules/.bin:$PATH"
 
 bin=$(bash test/k8s/build.sh)
 status=$?
+last_line=$(printf '%s\n' "$bin" | tail -n 1)
 case $status in
   0) ;;
-  2) echo "k8s suite: SKIPPED (no Go toolchain on PATH)"; exit 0 ;;
-  3) echo "k8s suite: SKIPPED (Go module proxy unavailable)"; exit 0 ;;
+  2 | 3) echo "k8s suite: SKIPPED ($last_line)"; exit 0 ;;
   *) echo "k8s suite: building the control-plane binaries failed (exit $status)" >&2; exit "$status" ;;
 esac
-export VK_K8S_BIN="$(printf '%s\n' "$bin" | tail -n 1)"
+export VK_K8S_BIN="$last_line"
 
 # The global setup records the process groups it starts here; whatever way vitest ends, none of
 # them outlives this script.
 state=$(mktemp -d "${TMPDIR:-/tmp}/vk-k8s.XXXXXX")
 export VK_K8S_STATE="$state"
+vitest_pid=""
 cleanup() {
+  if [ -n "$vitest_pid" ]; then kill -TERM "$vitest_pid" 2>/dev/null; fi
   if [ -f "$state/pgids" ]; then
     while read -r pgid; do
       [ -n "$pgid" ] && kill -KILL -- "-$pgid" 2>/dev/null
@@ -33,4 +35,11 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-vitest run --config vitest.k8s.config.ts "$@"
+# In the background and waited for, so a signal to this script is handled at once (bash defers
+# traps until a foreground command ends).
+vitest run --config vitest.k8s.config.ts "$@" &
+vitest_pid=$!
+wait "$vitest_pid"
+status=$?
+vitest_pid=""
+exit "$status"
