@@ -102,6 +102,21 @@ describe("PodController", () => {
       yield* eventually("claim gone from disk", () => !claimsOnDisk(world.statePath).includes(claimId))
     }).pipe(quiet), { timeout: 20_000 })
 
+  it.live("while the release keeps failing the Pod object stays; it goes once the release succeeds", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      yield* world.start()
+      createPod(world.model, podBody("bare"))
+      const claimId = claimIdOf(yield* eventually("bare Running", () => running(world.model, "bare")))
+      yield* world.sim.injectFault("release", SimFault.status(500, "disk on fire"), { times: 3 })
+      world.model.delete(Pods, NS, "bare", { gracePeriodSeconds: 30 })
+      yield* eventuallyEffect("three failed releases", Effect.map(releaseRequests(world.sim), (paths) => paths.length >= 3))
+      assert.isDefined(peekPod(world.model, "bare")?.metadata.deletionTimestamp, "the object stays while the release fails")
+      yield* eventually("the Pod object removed", () => peekPod(world.model, "bare") === undefined, 3000)
+      assert.isFalse((yield* world.sim.claims).some((c) => c.id === claimId), "released")
+      assert.strictEqual((yield* releaseRequests(world.sim)).length, 4)
+    }).pipe(quiet), { timeout: 20_000 })
+
   it.live("no warm capacity: ProviderFailed/Pending naming the cause, Running once a claim is freed (within the backoff cap)", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld({ sim: { maxClaims: 1 } })
@@ -345,6 +360,7 @@ describe("PodController", () => {
       assert.isTrue(Option.isSome(held))
       assert.strictEqual(Option.getOrThrow(held).state._tag, "Durable")
       assert.include(claimsOnDisk(world.statePath), claims[0].id)
+      assert.strictEqual(claimIdOf(running(world.model, "inflight") ?? { metadata: {} }), claims[0].id, "its status written within the drain")
       yield* sleepReal(300)
       assert.isUndefined(daemon.calls.create.get(keyOf("late")), "no reconcile after drain began")
       assert.strictEqual(yield* claimRequests(world.sim), 1)
