@@ -8,9 +8,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Option } from "effect"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { SimFault } from "../../src/Simulators/Sandboxd/Model.ts"
 import {
+  binary,
   createPod,
   getPod,
   httpGet,
@@ -19,6 +21,21 @@ import {
   startCluster,
   waitFor
 } from "../../src/Demo/Harness.ts"
+
+/** `vk-sandbox claims --state-path <path>`: exit code and everything it printed. */
+const runClaimsCommand = (statePath: string) =>
+  Effect.callback<{ readonly code: number | null; readonly output: string }>((resume) => {
+    const child = spawn(binary, ["claims", "--state-path", statePath], {
+      env: { PATH: process.env["PATH"] ?? "" },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
+    child.on("error", (error) => resume(Effect.die(error)))
+    child.on("close", (code) => resume(Effect.succeed({ code, output })))
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
 
 const SHUTDOWN_TIMEOUT_SECONDS = 3
 /** Beyond --shutdown-timeout: process start-up of the finalizers and the runtime's exit. */
@@ -72,6 +89,15 @@ describe("daemon end to end", () => {
         )
       }
       yield* collectTokens
+
+      // ---- `vk-sandbox claims` beside the running daemon (no lock taken, tokens redacted).
+      const listing = yield* runClaimsCommand(cluster.statePath)
+      assert.strictEqual(listing.code, 0, listing.output)
+      for (const name of ["warm-1", "warm-2", "warm-3"]) {
+        const claimId = Option.getOrThrow(getPod(cluster, name)).claimId
+        assert.match(listing.output, new RegExp(`^team-a/${name}\\s+${claimId}\\s`, "m"), listing.output)
+      }
+      for (const token of tokens) assert.notInclude(listing.output, token)
 
       // ---- the metric families after the scenario.
       const metrics = yield* httpGet(`${daemon.metricsUrl}/metrics`)
