@@ -1,0 +1,50 @@
+import type { V1Pod } from "@kubernetes/client-node"
+import { assert, describe, it } from "@effect/vitest"
+import { mergeProviderMap, statusWriteBody, statusWriteIsNoop } from "../../../src/Programs/PodController/PodFacts.ts"
+
+const pod = (rv: string, labels: Record<string, string>, annotations: Record<string, string>, uid = "u1"): V1Pod => ({
+  metadata: { namespace: "default", name: "p", uid, resourceVersion: rv, labels, annotations },
+  spec: { containers: [{ name: "main", image: "python:3.12" }] },
+  status: { phase: "Pending" }
+})
+
+describe("PodFacts status write body", () => {
+  it("applies the provider's own changes onto the apiserver's current labels and annotations", () => {
+    const base = pod("10", { rev: "0", team: "a" }, { template: "python", note: "x" })
+    const push: V1Pod = {
+      ...base,
+      metadata: { ...base.metadata, annotations: { ...base.metadata!.annotations, "claim-id": "sb_1" } },
+      status: { phase: "Running" }
+    }
+    // since the provider was handed rev 10: a label changed, one removed, an annotation added
+    const current = pod("14", { rev: "3" }, { template: "python", note: "x", extra: "y" })
+    const body = statusWriteBody(push, current, base)
+    assert.deepStrictEqual(body.metadata?.labels, { rev: "3" })
+    assert.deepStrictEqual(body.metadata?.annotations, { template: "python", note: "x", extra: "y", "claim-id": "sb_1" })
+    assert.strictEqual(body.metadata?.resourceVersion, "14")
+    assert.strictEqual(body.status?.phase, "Running")
+  })
+
+  it("a key the provider removed is removed; without a known base only missing keys are added", () => {
+    const base = pod("10", {}, { a: "1", b: "2" })
+    assert.deepStrictEqual(mergeProviderMap(base.metadata!.annotations, { a: "1" }, { a: "1", b: "2", c: "3" }, true), { a: "1", c: "3" })
+    assert.deepStrictEqual(mergeProviderMap(undefined, { a: "old", id: "sb_1" }, { a: "new" }, false), { a: "new", id: "sb_1" })
+    assert.isUndefined(mergeProviderMap(undefined, undefined, undefined, false))
+  })
+
+  it("a base of another generation is not used", () => {
+    const base = pod("10", { rev: "0" }, {}, "old-uid")
+    const push = pod("10", { rev: "0" }, { "claim-id": "sb_1" })
+    const current = pod("12", { rev: "5" }, {})
+    const body = statusWriteBody(push, current, base)
+    assert.deepStrictEqual(body.metadata?.labels, { rev: "5" })
+    assert.deepStrictEqual(body.metadata?.annotations, { "claim-id": "sb_1" })
+  })
+
+  it("a push that changes nothing the apiserver has is a no-op", () => {
+    const current: V1Pod = { ...pod("12", { rev: "1" }, { "claim-id": "sb_1" }), status: { phase: "Running" } }
+    const push: V1Pod = { ...pod("9", { rev: "1" }, { "claim-id": "sb_1" }), status: { phase: "Running" } }
+    assert.isTrue(statusWriteIsNoop(current, statusWriteBody(push, current, push)))
+    assert.isFalse(statusWriteIsNoop(current, statusWriteBody({ ...push, status: { phase: "Failed" } }, current, push)))
+  })
+})
