@@ -202,7 +202,10 @@ export const make = (
           isNoWarmCapacity(failure) ? "NoWarmCapacity" : "CreateFailed",
           `${failure._tag}: ${failure.message}`
         )
-        yield* writeProviderFailed(key, uidOf(pod), failure)
+        // CU-05 is for a Pod that has not started. A running one (adopted after a restart while
+        // sandboxd cannot confirm its claim) keeps its status: Pending would be a phase going
+        // backwards, and with restartPolicy Never a transient failure would end it for good.
+        if (!isRunning(pod)) yield* writeProviderFailed(key, uidOf(pod), failure)
         return failure.retryable ? "Retry" as const : "Park" as const
       })
 

@@ -66,6 +66,35 @@ describe("PodController", () => {
       for (const name of names) assert.isTrue(ids.has(claimIdOf(running(world.model, name)!)))
     }).pipe(quiet), { timeout: 30_000 })
 
+  it.live("a restart while sandboxd cannot list: running Pods keep Running (no ProviderFailed) and are adopted once it can", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const first = yield* world.start()
+      createPod(world.model, podBody("kept-pending", {}))
+      createPod(world.model, podBody("kept-never", { restartPolicy: "Never" }))
+      yield* eventually("both Running", () => running(world.model, "kept-pending") && running(world.model, "kept-never"))
+      yield* first.stop
+      const phases: Array<string> = []
+      const watch = world.model.watch(Pods, NS, {}, {
+        onEvent: (event) => {
+          const status = (event.object as { status?: { phase?: string; reason?: string } }).status
+          phases.push(`${status?.phase}/${status?.reason ?? ""}`)
+        },
+        onClose: () => undefined
+      })
+      yield* Effect.addFinalizer(() => Effect.sync(() => watch._tag === "Success" && watch.success.close()))
+      yield* world.sim.injectFault("list", SimFault.status(500, "list broken"), { times: 6 })
+      const second = yield* world.start()
+      yield* eventually(
+        "both adopted",
+        () => second.calls.create.get(keyOf("kept-pending"))! > 1 && second.calls.create.get(keyOf("kept-never"))! > 1 &&
+          running(world.model, "kept-pending") && running(world.model, "kept-never")
+      )
+      yield* eventuallyEffect("provider holds both", Effect.map(second.lifecycle.getPods, (pods) => pods.length === 2))
+      assert.deepStrictEqual(phases.filter((p) => p !== "Running/"), [], "never Pending or Failed")
+      assert.strictEqual(yield* claimRequests(world.sim), 2)
+    }).pipe(quiet), { timeout: 20_000 })
+
   it.live("delete with the owner alive preserves the claim and removes the Pod at once; the replacement adopts; owner gone releases", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld()
