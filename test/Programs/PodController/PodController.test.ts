@@ -11,7 +11,7 @@ import { Pods, Sandboxes } from "../../../src/Simulators/Apiserver/Resources.ts"
 import type { FailureRule } from "../../../src/Simulators/Apiserver/Model.ts"
 import { SimFault } from "../../../src/Simulators/Sandboxd/Model.ts"
 import {
-  ClaimIdAnnotation,
+  claimIdOf,
   claimRequests,
   claimsOnDisk,
   createPod,
@@ -29,9 +29,6 @@ import {
   running,
   sleepReal
 } from "./harness.ts"
-
-const claimIdOf = (pod: { readonly metadata: { readonly annotations?: Record<string, string> } }) =>
-  pod.metadata.annotations?.[ClaimIdAnnotation] ?? ""
 
 const asPod = (value: unknown) => value as V1Pod
 
@@ -129,6 +126,29 @@ describe("PodController", () => {
       )
       assert.isFalse((yield* world.sim.claims).some((c) => c.id === claimId))
       yield* eventually("claim gone from disk", () => !claimsOnDisk(world.statePath).includes(claimId))
+    }).pipe(quiet), { timeout: 20_000 })
+
+  it.live("Pods deleted while the daemon was down: after the restart the bare one is released, the owned one preserved, both removed", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const first = yield* world.start()
+      const ownerUid = createSandboxCr(world.model, "box")
+      createPod(world.model, podBody("bare"))
+      createPod(world.model, podBody("owned", { owner: { name: "box", uid: ownerUid } }))
+      const bare = yield* eventually("bare Running", () => running(world.model, "bare"))
+      const owned = yield* eventually("owned Running", () => running(world.model, "owned"))
+      yield* first.stop
+      world.model.delete(Pods, NS, "bare", { gracePeriodSeconds: 30 })
+      world.model.delete(Pods, NS, "owned", { gracePeriodSeconds: 30 })
+      yield* world.start()
+      yield* eventually("both removed", () => peekPod(world.model, "bare") === undefined && peekPod(world.model, "owned") === undefined)
+      yield* eventuallyEffect(
+        "bare released",
+        Effect.map(releaseRequests(world.sim), (paths) => paths.includes(`/v1/sandboxes/${claimIdOf(bare)}/release`))
+      )
+      assert.strictEqual((yield* releaseRequests(world.sim)).length, 1)
+      assert.isTrue((yield* world.sim.claims).some((c) => c.id === claimIdOf(owned)))
+      assert.include(claimsOnDisk(world.statePath), claimIdOf(owned))
     }).pipe(quiet), { timeout: 20_000 })
 
   it.live("while the release keeps failing the Pod object stays; it goes once the release succeeds", () =>

@@ -294,6 +294,9 @@ export const running = (model: ClusterModel, name: string) => {
   return pod?.status?.phase === "Running" && pod.metadata.annotations?.[ClaimIdAnnotation] !== undefined ? pod : undefined
 }
 
+export const claimIdOf = (pod: { readonly metadata: { readonly annotations?: Record<string, string> } }) =>
+  pod.metadata.annotations?.[ClaimIdAnnotation] ?? ""
+
 export const claimRequests = (sim: World["sim"]) =>
   Effect.map(sim.audit, (entries) => entries.filter((e) => e.route === "claim").length)
 
