@@ -81,6 +81,57 @@ const waitReady = (daemon: Daemon, step: string) =>
     )
   )
 
+/**
+ * What the daemon said since the last call: its JSON log lines at info and above, shown with a
+ * fixed set of annotations only (pod, claim, verdict, …; never anything else it might carry).
+ */
+const makeLogEcho = (logFile: string) => {
+  let offset = 0
+  const shown = ["pod", "claim", "verdict", "reason", "loaded", "verified", "quarantined", "pods"]
+  return Effect.suspend(() => {
+    let content = ""
+    try {
+      content = fs.readFileSync(logFile, "utf8").slice(offset)
+    } catch {
+      return Effect.void
+    }
+    const end = content.lastIndexOf("\n") + 1
+    offset += end
+    const lines: Array<string> = []
+    for (const raw of content.slice(0, end).split("\n")) {
+      if (raw === "") continue
+      let entry: { message?: unknown; level?: unknown; annotations?: Record<string, unknown> }
+      try {
+        entry = JSON.parse(raw) as typeof entry
+      } catch {
+        continue
+      }
+      if (entry.level === "DEBUG" || entry.level === "TRACE" || typeof entry.message !== "string") continue
+      const annotations = entry.annotations ?? {}
+      const parts = shown.filter((key) => annotations[key] !== undefined).map((key) => `${key}=${String(annotations[key])}`)
+      const error = annotations["error"]
+      if (typeof error === "object" && error !== null) {
+        const cause = (error as { cause?: { _tag?: unknown } }).cause
+        parts.push(`error=${String((error as { _tag?: unknown })._tag)}${cause?._tag === undefined ? "" : `(${String(cause._tag)})`}`)
+      }
+      // The failure message repeats what the error tag says; keep the line readable.
+      const message = entry.message.length > 100 ? `${entry.message.slice(0, 97)}...` : entry.message
+      lines.push(`    daemon: ${message}${parts.length === 0 ? "" : `  [${parts.join(" ")}]`}`)
+    }
+    return lines.length === 0 ? Effect.void : say(lines.join("\n"))
+  })
+}
+
+/** A counter's value in Prometheus text (0 when absent). */
+const counterValue = (body: string, family: string): number => {
+  let total = 0
+  for (const line of body.split("\n")) {
+    const match = new RegExp(`^${family}(\\{[^}]*\\})? ([0-9.e+]+)$`).exec(line)
+    if (match !== null) total += Number(match[2])
+  }
+  return total
+}
+
 /** The claims file as the `vk-sandbox claims` command shows it: tokens redacted. */
 const printClaimsFile = (cluster: Cluster) =>
   Effect.gen(function*() {
@@ -91,16 +142,27 @@ const printClaimsFile = (cluster: Cluster) =>
     yield* say(table.split("\n").map((line) => `      ${line}`).join("\n"))
   })
 
+/** One line per top-level field; list items one line each as `key=value` pairs. */
 const summarizeInventory = (inventory: JsonObject): string => {
-  const copy = structuredClone(inventory)
-  const metadata = copy["metadata"]
-  if (typeof metadata === "object" && metadata !== null) {
-    // The bookkeeping fields say nothing about the node; keep the output short.
-    for (const key of ["managedFields", "uid", "resourceVersion", "generation", "creationTimestamp"]) {
-      delete (metadata as Record<string, unknown>)[key]
+  const scalar = (value: unknown): string => (typeof value === "object" && value !== null ? JSON.stringify(value) : String(value))
+  const flat = (item: unknown): string =>
+    typeof item === "object" && item !== null && !Array.isArray(item)
+      ? Object.entries(item).map(([k, v]) => `${k}=${scalar(v)}`).join("  ")
+      : scalar(item)
+  const lines: Array<string> = []
+  for (const [key, value] of Object.entries(inventory)) {
+    if (key === "metadata") {
+      // The bookkeeping fields (uid, resourceVersion, managedFields, …) say nothing about the node.
+      const name = typeof value === "object" && value !== null ? (value as { name?: unknown }).name : undefined
+      lines.push(`metadata.name: ${String(name)}`)
+    } else if (Array.isArray(value)) {
+      lines.push(`${key}: ${value.length}`)
+      for (const item of value) lines.push(`  - ${flat(item)}`)
+    } else {
+      lines.push(`${key}: ${flat(value)}`)
     }
   }
-  return JSON.stringify(copy, null, 2).split("\n").map((line) => `      ${line}`).join("\n")
+  return lines.map((line) => `      ${line}`).join("\n")
 }
 
 export const runScenario = Effect.scoped(
@@ -108,6 +170,7 @@ export const runScenario = Effect.scoped(
     const started = Date.now()
     const cluster = yield* startCluster({ keepDir: true })
     const logFile = path.join(cluster.dir, "daemon.log")
+    const echo = makeLogEcho(logFile)
     yield* say("vk-sandbox demo: the in-memory API server and the sandboxd simulator run in this process,")
     yield* say("the daemon runs as a child process against them over HTTP.")
     yield* say(`  apiserver  ${cluster.apiserver.url}`)
@@ -120,6 +183,7 @@ export const runScenario = Effect.scoped(
     yield* heading(1, "start the daemon")
     let daemon = yield* spawnDaemon(cluster, { logFile })
     yield* waitReady(daemon, step)
+    yield* echo
     yield* ok(`daemon pid ${daemon.pid} ready (node ${cluster.nodeName} registered, pod watch synced)`)
 
     // 2 ------------------------------------------------------------------------------------------
@@ -147,6 +211,7 @@ export const runScenario = Effect.scoped(
           : Option.none()
       )
     )
+    yield* echo
     yield* ok("the claims file holds the three claims:")
     yield* printClaimsFile(cluster)
 
@@ -157,6 +222,7 @@ export const runScenario = Effect.scoped(
     yield* deletePod(cluster, step, "sb-1")
     yield* say("    deleted Pod sb-1 (owner Sandbox sb-1 alive)")
     yield* waitGone(cluster, step, "sb-1")
+    yield* echo
     yield* ok("the daemon let the Pod object go")
     yield* check(step, Option.contains(claimInFile(cluster, "sb-1"), preservedId), `claim ${preservedId} left the claims file`)
     yield* check(step, (yield* simClaimIds(cluster)).has(preservedId), `sandboxd no longer holds ${preservedId}`)
@@ -171,6 +237,7 @@ export const runScenario = Effect.scoped(
     yield* check(step, adopted.claimId === preservedId, `adopted claim ${adopted.claimId}, expected ${preservedId}`)
     yield* check(step, (yield* claimRequests(cluster)) === claimsBefore, "sandboxd saw a new claim request")
     running.set("sb-1", adopted)
+    yield* echo
     yield* ok(`${podLine(adopted)} (same claim, no new sandboxd claim)`)
 
     // 5 ------------------------------------------------------------------------------------------
@@ -192,6 +259,7 @@ export const runScenario = Effect.scoped(
     )
     yield* check(step, !(yield* simClaimIds(cluster)).has(releasedId), `sandboxd still holds ${releasedId}`)
     yield* check(step, Option.isNone(claimInFile(cluster, "sb-3")), "the claims file still has sb-3")
+    yield* echo
     yield* ok(`verdict release: sandboxd audit shows POST /v1/sandboxes/${releasedId}/release; row gone from the file`)
 
     // 6 ------------------------------------------------------------------------------------------
@@ -213,11 +281,13 @@ export const runScenario = Effect.scoped(
       ),
       { describe: describePod(cluster, "sb-4") }
     )
+    yield* echo
     yield* ok(`sb-4: Pending (ProviderFailed) "${pending.message}"`)
     yield* cluster.sandboxd.setMaxClaims(0)
     yield* say("    sandboxd max_claims lifted (capacity frees)")
     const recovered = yield* waitRunning(cluster, step, "sb-4")
     running.set("sb-4", recovered)
+    yield* echo
     yield* ok(podLine(recovered))
 
     // 7 ------------------------------------------------------------------------------------------
@@ -234,6 +304,7 @@ export const runScenario = Effect.scoped(
       ),
       { describe: describePod(cluster, "short-lived") }
     )
+    yield* echo
     yield* ok(`${podLine(expired)} "${expired.message}"`)
 
     // 8 ------------------------------------------------------------------------------------------
@@ -248,6 +319,7 @@ export const runScenario = Effect.scoped(
       })
     )
     yield* check(step, code === 0, `the daemon exited with ${code} on SIGTERM, expected 0`)
+    yield* echo
     yield* ok("SIGTERM: the daemon drained and exited 0")
     daemon = yield* spawnDaemon(cluster, { logFile })
     yield* waitReady(daemon, step)
@@ -258,8 +330,21 @@ export const runScenario = Effect.scoped(
       yield* check(step, Option.contains(claimInFile(cluster, name), before.claimId), `${name}'s claim is not in the claims file`)
       yield* ok(`${podLine(after)} (unchanged)`)
     }
-    // Give the verification pass and a reconcile of every Pod time to happen before counting.
-    yield* Effect.sleep("2 seconds")
+    // The new process adopted every Pod in place (its own adoption counter) ...
+    const restarted = daemon
+    yield* waitFor(
+      step,
+      `${running.size} adoptions in the restarted daemon's metrics`,
+      httpGet(`${restarted.metricsUrl}/metrics`).pipe(
+        Effect.map(Option.filter((r) => counterValue(r.body, "vk_sandbox_adoptions_total") >= running.size))
+      )
+    )
+    // ... after loading the claims file and verifying it against sandboxd's listing.
+    const loaded = fs.readFileSync(logFile, "utf8").split("\n").filter((line) => line.includes('"claims table loaded"')).at(-1)
+    yield* check(step, loaded !== undefined && loaded.includes('"verified":true'), "the restarted daemon did not report a verified load")
+    // Give the other loops a moment: a stray claim would show up now.
+    yield* Effect.sleep("1 second")
+    yield* echo
     const requestsAfter = yield* claimRequests(cluster)
     yield* check(step, requestsAfter === requestsBefore, `sandboxd saw ${requestsAfter - requestsBefore} new claim requests`)
     yield* ok("no claim request reached sandboxd after the restart")

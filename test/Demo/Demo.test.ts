@@ -40,7 +40,7 @@ describe("npm run demo", () => {
         assert.include(stdout, "verdict release")
         assert.include(stdout, "Pending (ProviderFailed)")
         assert.include(stdout, "Failed (SandboxLeaseExpired)")
-        assert.include(stdout, '"kind": "NodeInventory"')
+        assert.include(stdout, "kind: NodeInventory")
         assert.include(stdout, "<redacted>")
 
         assert.isDefined(dir, stdout)
