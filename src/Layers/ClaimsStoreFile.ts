@@ -14,9 +14,9 @@
 import { randomBytes } from "node:crypto"
 import * as NFS from "node:fs/promises"
 import * as NPath from "node:path"
-import { Deferred, Effect, Exit, Layer, Option, Queue, Schema, type Scope } from "effect"
+import { Deferred, Effect, Layer, Option, Queue, Schema, type Scope } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
-import { assembleClaimsFile, compareKeys, decodeClaimsFile, encodeClaimMember } from "../Schemas/ClaimsFile.ts"
+import { compareKeys, decodeClaimsFile, encodeClaimMember, encodeClaimsFile } from "../Schemas/ClaimsFile.ts"
 import { AppConfig } from "../Schemas/Config.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { ClaimsLoadError, ClaimsSnapshot, ClaimsStore, ClaimsWriteError } from "../Services/ClaimsStore.ts"
@@ -49,16 +49,17 @@ export const makeGroupCommit = (
       Effect.gen(function*() {
         const committing = new Set<PodKey>()
         for (const entry of batch) if (Option.isSome(entry.key)) committing.add(entry.key.value)
-        const rows = yield* snapshot.rowsForWrite(committing)
-        const exit = yield* Effect.exit(write(rows, committing))
-        if (Exit.isSuccess(exit)) {
+        // Even a defect (in the snapshot, say) must reach the callers, and the writer must live on.
+        const exit = yield* Effect.exit(Effect.gen(function*() {
+          const rows = yield* snapshot.rowsForWrite(committing)
+          yield* write(rows, committing)
           const written = new Map<PodKey, ClaimId>()
           for (const key of committing) {
             const row = rows.get(key)
             if (row !== undefined) written.set(key, row.id)
           }
           yield* snapshot.landed(written)
-        }
+        }))
         for (const entry of batch) Deferred.doneUnsafe(entry.done, exit)
       }).pipe(Effect.uninterruptible)
 
@@ -98,7 +99,7 @@ export interface ClaimsFileOps {
   readonly unlink: (path: string) => Promise<void>
   /** Creates a new file (fails if it exists). */
   readonly create: (path: string, mode: number) => Promise<NFS.FileHandle>
-  readonly write: (file: NFS.FileHandle, text: string) => Promise<void>
+  readonly write: (file: NFS.FileHandle, data: Uint8Array) => Promise<void>
   readonly fsync: (file: NFS.FileHandle) => Promise<void>
   readonly close: (file: NFS.FileHandle) => Promise<void>
   readonly rename: (from: string, to: string) => Promise<void>
@@ -124,7 +125,7 @@ export const nodeClaimsFileOps: ClaimsFileOps = {
   readFile: (path) => orMissing(NFS.readFile(path, "utf8")),
   unlink: (path) => NFS.unlink(path),
   create: (path, mode) => NFS.open(path, "wx", mode),
-  write: (file, text) => file.writeFile(text),
+  write: (file, data) => file.writeFile(data),
   fsync: (file) => file.sync(),
   close: (file) => file.close(),
   rename: (from, to) => NFS.rename(from, to),
@@ -149,45 +150,124 @@ class FileStepError extends Schema.TaggedError<FileStepError>()("FileStepError",
 
 const describeCause = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
+const errnoOf = (cause: unknown): string =>
+  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" ? cause.code : ""
+
 /**
- * Encodes the table, reusing the JSON of every row whose record object is unchanged since the
- * previous encoding. Only the rows passed in are ever written: the cache is looked up by key AND
- * record identity, and rebuilt from exactly those rows on every call, so a removed or excluded
- * (tentative) row can never come back from it.
+ * Encodes the table to the file's bytes, reusing the UTF-8 JSON of every row whose record object
+ * is unchanged since the previous call (re-encoding 2000 rows costs about as much as the durable
+ * write itself). Only the rows passed in are ever written: a member is reused only when the cached
+ * entry is for the same key AND the same record object, and after each call the cache holds
+ * exactly the rows of that call, so a removed or excluded (tentative) row can never come back
+ * from it. The key order is kept sorted incrementally. The returned bytes are a view of a buffer
+ * the next call overwrites: the single writer writes them before it encodes again.
  */
 export const makeClaimsEncoder = () => {
-  let members = new Map<PodKey, { readonly record: ClaimRecord; readonly member: string }>()
-  let sortedKeys: Array<PodKey> = []
-  return (rows: ReadonlyMap<PodKey, ClaimRecord>): string => {
-    const next = new Map<PodKey, { readonly record: ClaimRecord; readonly member: string }>()
-    const added: Array<PodKey> = []
-    for (const [key, record] of rows) {
-      const cached = members.get(key)
-      if (cached === undefined) added.push(key)
-      next.set(key, cached !== undefined && cached.record === record ? cached : { record, member: encodeClaimMember(key, record) })
-    }
-    const removed = members.size - (rows.size - added.length)
-    let keys: Array<PodKey>
-    if (added.length + removed > 32) {
-      keys = Array.from(rows.keys()).sort(compareKeys)
-    } else {
-      keys = removed > 0 ? sortedKeys.filter((key) => rows.has(key)) : sortedKeys.slice()
-      for (const key of added) {
-        let lo = 0
-        let hi = keys.length
-        while (lo < hi) {
-          const mid = (lo + hi) >>> 1
-          if (compareKeys(keys[mid]!, key) < 0) lo = mid + 1
-          else hi = mid
+  interface Member {
+    readonly key: PodKey
+    record: ClaimRecord
+    bytes: Uint8Array
+    /** The call that last saw this key among the rows. */
+    seen: number
+    /** Re-encoded in this call. */
+    changed: boolean
+    /** Where its bytes start in `out` (valid for the unchanged prefix). */
+    offset: number
+  }
+  const cache = new Map<PodKey, Member>()
+  /** Every cached member, sorted by key: the order of the last output. */
+  let sorted: Array<Member> = []
+  let call = 0
+  let out = Buffer.alloc(0)
+  const open = Buffer.from(`{"claims":{`)
+  const close = Buffer.from(`}}`)
+  const comma = 0x2c
+  const encodeMember = (key: PodKey, record: ClaimRecord) => Buffer.from(encodeClaimMember(key, record))
+
+  return (rows: ReadonlyMap<PodKey, ClaimRecord>): Uint8Array => {
+    const current = ++call
+    const added: Array<Member> = []
+    let bodyBytes = 0
+    // Pass 1: a member for every row, reused only for the very same record object.
+    rows.forEach((record, key) => {
+      let member = cache.get(key)
+      if (member === undefined) {
+        member = { key, record, bytes: encodeMember(key, record), seen: current, changed: true, offset: -1 }
+        cache.set(key, member)
+        added.push(member)
+      } else {
+        if (member.record !== record) {
+          member.record = record
+          member.bytes = encodeMember(key, record)
+          member.changed = true
         }
-        keys.splice(lo, 0, key)
+        member.seen = current
       }
+      bodyBytes += member.bytes.length
+    })
+    // Pass 2: drop members not among the rows (in place), note the first position that differs
+    // from the last output, then insert the new keys in order.
+    let firstChange = -1
+    let w = 0
+    for (let i = 0; i < sorted.length; i++) {
+      const member = sorted[i]!
+      if (member.seen !== current) {
+        cache.delete(member.key)
+        if (firstChange < 0) firstChange = w
+        continue
+      }
+      if (member.changed && firstChange < 0) firstChange = w
+      sorted[w++] = member
     }
-    members = next
-    sortedKeys = keys
-    const out = new Array<string>(keys.length)
-    for (let i = 0; i < keys.length; i++) out[i] = next.get(keys[i]!)!.member
-    return assembleClaimsFile(out)
+    sorted.length = w
+    if (added.length > 1) added.sort((a, b) => compareKeys(a.key, b.key))
+    for (const member of added) {
+      let lo = 0
+      let hi = sorted.length
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1
+        if (compareKeys(sorted[mid]!.key, member.key) < 0) lo = mid + 1
+        else hi = mid
+      }
+      sorted.splice(lo, 0, member)
+      if (firstChange < 0 || lo < firstChange) firstChange = lo
+    }
+    if (sorted.length !== rows.size || cache.size !== rows.size) {
+      // Cannot happen (every cached member is in `sorted`); start over rather than write wrong bytes.
+      cache.clear()
+      sorted = []
+      out = Buffer.alloc(0)
+      return encodeAll(rows)
+    }
+    // Pass 3: copy from the first change on; the bytes before it are still in `out`.
+    const byteLength = open.length + bodyBytes + Math.max(0, rows.size - 1) + close.length
+    if (out.length < byteLength) {
+      out = Buffer.alloc(Math.max(byteLength, Math.ceil(out.length * 1.5)))
+      firstChange = 0
+    }
+    if (firstChange < 0) firstChange = sorted.length // nothing changed: only the tail is rewritten
+    const target = out
+    let offset: number
+    if (firstChange === 0) {
+      target.set(open, 0)
+      offset = open.length
+    } else {
+      const before = sorted[firstChange - 1]!
+      offset = before.offset + before.bytes.length
+    }
+    for (let i = firstChange; i < sorted.length; i++) {
+      const member = sorted[i]!
+      if (i > 0) target[offset++] = comma
+      target.set(member.bytes, offset)
+      member.offset = offset
+      member.changed = false
+      offset += member.bytes.length
+    }
+    target.set(close, offset)
+    return target.subarray(0, byteLength)
+  }
+  function encodeAll(rows: ReadonlyMap<PodKey, ClaimRecord>): Uint8Array {
+    return Buffer.from(encodeClaimsFile(rows))
   }
 }
 
@@ -212,15 +292,7 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
     const step = <A>(operation: string, target: string, run: () => Promise<A>) =>
       Effect.tryPromise({
         try: run,
-        catch: (cause) =>
-          new FileStepError({
-            operation,
-            path: target,
-            code: typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
-              ? cause.code
-              : "",
-            message: describeCause(cause)
-          })
+        catch: (cause) => new FileStepError({ operation, path: target, code: errnoOf(cause), message: describeCause(cause) })
       })
     const loadError = (e: FileStepError) =>
       new ClaimsLoadError({ path, message: `cannot ${e.operation} ${e.path}: ${e.message}` })
@@ -261,31 +333,61 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
     }).pipe(Effect.catchTag("FileStepError", (e) => Effect.fail(loadError(e))))
 
     const encode = makeClaimsEncoder()
+    /**
+     * The durable replace, as one promise: the steps follow each other directly, without a fiber
+     * hop per step (that alone would cost a large share of the write). `failed` names the step.
+     */
+    const durableReplace = async (data: Uint8Array, failed: { operation: string; path: string }) => {
+      const temp = NPath.join(dir, `.${base}.tmp-${randomBytes(6).toString("hex")}`)
+      const at = (operation: string, target: string) => {
+        failed.operation = operation
+        failed.path = target
+      }
+      try {
+        at("create", temp)
+        let file: NFS.FileHandle
+        try {
+          file = await ops.create(temp, 0o600)
+        } catch (cause) {
+          // A deleted state directory must not break every later write: recreate it once.
+          if (errnoOf(cause) !== "ENOENT") throw cause
+          at("mkdir", dir)
+          await ops.mkdir(dir, 0o700)
+          at("create", temp)
+          file = await ops.create(temp, 0o600)
+        }
+        try {
+          at("write", temp)
+          await ops.write(file, data)
+          at("fsync", temp)
+          await ops.fsync(file)
+        } finally {
+          // After a successful fsync a close error loses nothing.
+          await ops.close(file).catch(() => undefined)
+        }
+        at("rename", path)
+        await ops.rename(temp, path)
+      } catch (cause) {
+        await ops.unlink(temp).catch(() => undefined)
+        throw cause
+      }
+      at("fsync", dir)
+      await ops.fsyncDir(dir)
+    }
     const writeTable: WriteTable = (rows) =>
-      Effect.gen(function*() {
-        const text = encode(rows)
-        const temp = NPath.join(dir, `.${base}.tmp-${randomBytes(6).toString("hex")}`)
-        const create = step("create", temp, () => ops.create(temp, 0o600))
-        // A deleted state directory must not break every later write: recreate it once.
-        const file = yield* create.pipe(
-          Effect.catchIf(
-            (e) => e.code === "ENOENT",
-            () => Effect.andThen(step("mkdir", dir, () => ops.mkdir(dir, 0o700)), create)
-          )
-        )
-        yield* Effect.gen(function*() {
-          yield* step("write", temp, () => ops.write(file, text)).pipe(
-            Effect.andThen(step("fsync", temp, () => ops.fsync(file))),
-            Effect.ensuring(step("close", temp, () => ops.close(file)).pipe(Effect.ignore))
-          )
-          yield* step("rename", path, () => ops.rename(temp, path))
-        }).pipe(Effect.onError(() => step("unlink", temp, () => ops.unlink(temp)).pipe(Effect.ignore)))
-        yield* step("fsync", dir, () => ops.fsyncDir(dir))
-      }).pipe(
-        Effect.mapError((e) =>
-          new ClaimsWriteError({ path, operation: e.operation, message: `cannot ${e.operation} ${e.path}: ${e.message}` })
-        )
-      )
+      Effect.suspend(() => {
+        const data = encode(rows)
+        const failed = { operation: "encode", path }
+        return Effect.tryPromise({
+          try: () => durableReplace(data, failed),
+          catch: (cause) =>
+            new ClaimsWriteError({
+              path,
+              operation: failed.operation,
+              message: `cannot ${failed.operation} ${failed.path}: ${describeCause(cause)}`
+            })
+        })
+      })
 
     const commit = yield* makeGroupCommit(writeTable)
     return ClaimsStore.of({ path, load, commit })

@@ -145,7 +145,9 @@ export const testSnapshotLayer = Layer.effectContext(
       rowsForWrite: (committing) =>
         Effect.sync(() => {
           const out = new Map<PodKey, ClaimRecord>()
-          for (const [key, record] of rows) if (!tentative.has(key) || committing.has(key)) out.set(key, record)
+          rows.forEach((record, key) => {
+            if (!tentative.has(key) || committing.has(key)) out.set(key, record)
+          })
           return out
         }),
       landed: (written) =>

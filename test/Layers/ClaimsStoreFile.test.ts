@@ -6,6 +6,7 @@ import * as NPath from "node:path"
 import * as ClaimsStoreFile from "../../src/Layers/ClaimsStoreFile.ts"
 import { TestClaimsTable, testSnapshotLayer } from "../../src/Layers/ClaimsStoreMemory.ts"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
+import { encodeClaimsFile } from "../../src/Schemas/ClaimsFile.ts"
 import { AppConfig, testConfig } from "../../src/Schemas/Config.ts"
 import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
 import { ClaimsStore } from "../../src/Services/ClaimsStore.ts"
@@ -68,7 +69,7 @@ const recordingOps = (failAt?: keyof ClaimsStoreFile.ClaimsFileOps) => {
   for (const [name, fn] of Object.entries(ClaimsStoreFile.nodeClaimsFileOps)) {
     ops[name] = (...args: Array<unknown>) => {
       steps.push(name)
-      if (name === "write") written.push(args[1] as string)
+      if (name === "write") written.push(Buffer.from(args[1] as Uint8Array).toString("utf8"))
       if (armed && name === failAt) {
         return Promise.reject(Object.assign(new Error(`EIO: injected ${name} failure`), { code: "EIO" }))
       }
@@ -370,7 +371,7 @@ describe("ClaimsStoreFile", () => {
       assert.strictEqual(last.claims[key(1)]!.id, record(101).id)
     }))
 
-  it("the cached encoder always equals a fresh encoding (random churn)", () => {
+  it("the cached encoder always equals a fresh encoding: exactly the rows given (random churn)", () => {
     const encode = ClaimsStoreFile.makeClaimsEncoder()
     const rows = new Map<PodKey, ClaimRecord>()
     let seed = 7
@@ -386,7 +387,8 @@ describe("ClaimsStoreFile", () => {
         else rows.set(k, record(rand(1000)))
       }
       const view = new Map([...rows].filter(() => rand(10) !== 0)) // some rows excluded from this write
-      assert.strictEqual(encode(view), ClaimsStoreFile.makeClaimsEncoder()(view))
+      assert.strictEqual(Buffer.from(encode(view)).toString("utf8"), encodeClaimsFile(view))
+      if (round % 7 === 0) assert.strictEqual(Buffer.from(encode(view)).toString("utf8"), encodeClaimsFile(view), "unchanged")
     }
   })
 
