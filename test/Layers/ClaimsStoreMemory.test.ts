@@ -3,7 +3,7 @@ import { DateTime, Effect, Exit, Fiber, Layer, Option, Redacted } from "effect"
 import * as ClaimsStoreMemory from "../../src/Layers/ClaimsStoreMemory.ts"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
-import { ClaimsStore } from "../../src/Services/ClaimsStore.ts"
+import { ClaimsSnapshot, ClaimsStore } from "../../src/Services/ClaimsStore.ts"
 
 const record = (n: number): ClaimRecord => ({
   id: `sb_${n.toString(16).padStart(16, "0")}` as ClaimId,
@@ -68,5 +68,22 @@ describe("ClaimsStoreMemory", () => {
       assert.strictEqual(loaded.get(key(1))?.id, record(1).id)
       const error = yield* Effect.flip(ClaimsStore.use((s) => s.load).pipe(Effect.provide(TestLayer({ loadError: "boom" }))))
       assert.strictEqual(error._tag, "ClaimsLoadError")
+    }))
+
+  it.effect("a defect while taking the rows reaches the batch's callers, and the writer lives on", () =>
+    Effect.gen(function*() {
+      let calls = 0
+      const flaky = Layer.succeed(ClaimsSnapshot, ClaimsSnapshot.of({
+        rowsForWrite: () =>
+          Effect.suspend(() => (++calls === 1 ? Effect.die("snapshot broke") : Effect.succeed(new Map()))),
+        landed: () => Effect.void
+      }))
+      yield* Effect.gen(function*() {
+        const store = yield* ClaimsStore
+        const first = yield* Effect.exit(store.commit(Option.none()))
+        assert.isTrue(Exit.hasDies(first))
+        yield* store.commit(Option.none())
+        assert.strictEqual(calls, 2)
+      }).pipe(Effect.provide(ClaimsStoreMemory.layer().pipe(Layer.provide(flaky))))
     }))
 })
