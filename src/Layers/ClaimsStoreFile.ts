@@ -271,8 +271,13 @@ export const makeClaimsEncoder = () => {
   }
 }
 
-/** Temp files of this store: `.<base>.tmp-<hex>`, plus the reference's fixed `<base>.tmp`. */
-const isTempName = (base: string, name: string): boolean => name.startsWith(`.${base}.tmp-`) || name === `${base}.tmp`
+/**
+ * Temp files left by a crash: ours (`.<base>.tmp-<hex>`), the reference's fixed `<base>.tmp`, and
+ * the state lock's record-in-progress (`<base>.lock.<nonce>`).
+ */
+const isTempName = (base: string, name: string): boolean =>
+  name.startsWith(`.${base}.tmp-`) || name === `${base}.tmp` ||
+  (name.startsWith(`${base}.lock.`) && /^[0-9a-f]{24}$/.test(name.slice(base.length + 6)))
 
 export interface ClaimsStoreFileOptions {
   readonly ops?: ClaimsFileOps

@@ -182,13 +182,21 @@ describe("ClaimsStoreFile", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir
       const path = NPath.join(dir, "claims.json")
-      for (const name of [".claims.json.tmp-0a1b2c", "claims.json.tmp", "other.json", ".other.json.tmp-1"]) {
+      const names = [
+        ".claims.json.tmp-0a1b2c",
+        "claims.json.tmp",
+        "claims.json.lock.0123456789abcdef01234567",
+        "claims.json.lock.keep",
+        "other.json",
+        ".other.json.tmp-1"
+      ]
+      for (const name of names) {
         yield* Effect.promise(() => NFS.writeFile(NPath.join(dir, name), "partial"))
       }
       yield* Effect.promise(() => NFS.writeFile(path, `{"claims":{}}`))
       yield* withStore(path, ClaimsStore.use((s) => s.load))
       const left = (yield* listDir(dir)).sort()
-      assert.deepStrictEqual(left, [".other.json.tmp-1", "claims.json", "other.json"])
+      assert.deepStrictEqual(left, [".other.json.tmp-1", "claims.json", "claims.json.lock.keep", "other.json"])
     }))
 
   it.effect("a write is create(0600) → write → fsync → close → rename → fsync(dir), no temp left", () =>
