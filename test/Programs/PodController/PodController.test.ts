@@ -7,6 +7,8 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Option } from "effect"
+import { TestClock } from "effect/testing"
+import * as PodController from "../../../src/Programs/PodController/PodController.ts"
 import { Pods, Sandboxes } from "../../../src/Simulators/Apiserver/Resources.ts"
 import type { FailureRule } from "../../../src/Simulators/Apiserver/Model.ts"
 import { SimFault } from "../../../src/Simulators/Sandboxd/Model.ts"
@@ -194,6 +196,39 @@ describe("PodController", () => {
       assert.isUndefined(second.status?.reason)
       assert.isAbove(daemon.calls.create.get(keyOf("second")) ?? 0, 1)
     }).pipe(quiet), { timeout: 20_000 })
+
+  it.effect("default backoff on TestClock: a capacity failure is retried 1 s → 30 s and goes Running within the cap once a claim is freed", () =>
+    Effect.gen(function*() {
+      // TestClock moves the backoff; real I/O turns are interleaved (EFFECT4.md §11).
+      const world = yield* makeWorld({ sim: { maxClaims: 1 } })
+      const daemon = yield* world.start(PodController.defaultOptions)
+      const ioTurns = Effect.gen(function*() {
+        for (let i = 0; i < 15; i++) yield* sleepReal(1)
+      })
+      createPod(world.model, podBody("first"))
+      yield* eventually("first Running", () => running(world.model, "first"))
+      createPod(world.model, podBody("second"))
+      yield* eventually("second ProviderFailed", () => peekPod(world.model, "second")?.status?.reason === "ProviderFailed")
+      // 90 s of retries: 1, 2, 4, 8, 16, 30, 30 … (±20 %, never above 30 s)
+      for (let second = 0; second < 90; second++) {
+        yield* ioTurns
+        yield* TestClock.adjust("1 second")
+      }
+      yield* ioTurns
+      const attempts = daemon.calls.create.get(keyOf("second")) ?? 0
+      assert.isAtLeast(attempts, 6)
+      assert.isAtMost(attempts, 9, "exponential, not a fixed short interval")
+      yield* world.sim.setMaxClaims(0)
+      let waited = 0
+      while (running(world.model, "second") === undefined) {
+        assert.isAtMost(waited, 31, "Running within the 30 s backoff cap")
+        yield* TestClock.adjust("1 second")
+        waited++
+        yield* ioTurns
+      }
+      // one claim request per attempt: first's, each refused retry, and the one that succeeded
+      assert.strictEqual(yield* claimRequests(world.sim), 1 + attempts + 1)
+    }).pipe(quiet), { timeout: 30_000 })
 
   it.live("a wrong runtime: ProviderFailed, no claim, no hot retry loop", () =>
     Effect.gen(function*() {
