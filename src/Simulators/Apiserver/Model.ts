@@ -185,6 +185,11 @@ export interface ModelOptions {
    * Default false: the node keeps exactly the spec it was created with.
    */
   readonly nodeNotReadyTaint?: boolean
+  /**
+   * A PUT of a missing lease or event creates it, as the real lease and event strategies allow
+   * (AllowCreateOnUpdate). Default true; false answers 404 instead (not what a real server does).
+   */
+  readonly createOnUpdate?: boolean
 }
 
 interface HistoryEntry {
@@ -292,6 +297,7 @@ export class ClusterModel {
   readonly expiredWatchStart: "event" | "status"
   private readonly unconditionalPodUpdates: boolean
   private readonly nodeNotReadyTaint: boolean
+  private readonly createOnUpdate: boolean
   private readonly store = new Map<string, Map<string, JsonObject>>()
   private readonly history: Array<HistoryEntry> = []
   private readonly watchers = new Set<Watcher>()
@@ -308,6 +314,7 @@ export class ClusterModel {
     this.user = options.user ?? "system:serviceaccount:vk-sandbox:vk-sandbox"
     this.unconditionalPodUpdates = options.unconditionalPodUpdates ?? false
     this.nodeNotReadyTaint = options.nodeNotReadyTaint ?? false
+    this.createOnUpdate = options.createOnUpdate ?? true
     for (const ns of options.namespaces ?? ["default", "kube-system", "kube-public", "kube-node-lease"]) {
       this.create(Namespaces, "", { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } }, { fieldManager: "kube-apiserver" })
     }
@@ -1089,6 +1096,13 @@ export class ClusterModel {
     const decode = this.decodeCheck(r, obj)
     if (decode !== undefined) return Result.fail(decode)
     const stored = this.bucket(r).get(okey(namespace, name))
+    if (stored === undefined && patchedFrom === undefined && sub === undefined && r.allowCreateOnUpdate && this.createOnUpdate) {
+      // AllowCreateOnUpdate (leases, events): the PUT creates the object, whatever resourceVersion it carries
+      const fresh = clone(obj)
+      delete metaOf(fresh)["resourceVersion"]
+      metaOf(fresh)["name"] = name
+      return this.create(r, ns, fresh, options)
+    }
     if (stored === undefined) return Result.fail(notFound(r, name))
     if (patchedFrom !== undefined && stored !== patchedFrom) return Result.fail(staleConflict(r, name))
     const sm = metaOf(stored)
@@ -1098,7 +1112,7 @@ export class ClusterModel {
     if (uid !== undefined && uid !== "" && uid !== storedUid) return Result.fail(uidPreconditionConflict(r, name, uid, storedUid))
     const rv = str(m["resourceVersion"]) ?? ""
     if (rv === "" || rv === "0") {
-      // nodes, leases, events, namespaces allow an unconditional update (AllowUnconditionalUpdate); custom
+      // nodes, events, namespaces allow an unconditional update (AllowUnconditionalUpdate); leases, custom
       // resources, and pods since 1.35, refuse it with 422 naming the resource (not the Kind) in the message
       const unconditional = r === Pods ? this.unconditionalPodUpdates : r.allowUnconditionalUpdate
       if (!unconditional) {

@@ -15,6 +15,8 @@ export interface ResourceInfo extends GroupResource {
   readonly subresources: ReadonlyArray<"status">
   /** May a PUT omit metadata.resourceVersion? (the strategy's AllowUnconditionalUpdate) */
   readonly allowUnconditionalUpdate: boolean
+  /** Does a PUT of a missing object create it? (the strategy's AllowCreateOnUpdate) */
+  readonly allowCreateOnUpdate: boolean
   /** DELETE answers with the object (pods) instead of a `Status` of kind Success. */
   readonly returnDeletedObject: boolean
   /** metadata.generation is set to 1 on create and bumped on spec (non-metadata) changes. */
@@ -34,6 +36,7 @@ const base = {
   shortNames: [],
   subresources: [],
   allowUnconditionalUpdate: true,
+  allowCreateOnUpdate: false,
   returnDeletedObject: false,
   tracksGeneration: false,
   customResource: false,
@@ -104,6 +107,7 @@ export const CoreEvents: ResourceInfo = {
   kind: "Event",
   namespaced: true,
   shortNames: ["ev"],
+  allowCreateOnUpdate: true, // the event strategy: a PUT may create
   fieldLabels: [
     ...meta,
     "involvedObject.kind",
@@ -129,6 +133,7 @@ export const EventsV1: ResourceInfo = {
   kind: "Event",
   namespaced: true,
   shortNames: ["ev"],
+  allowCreateOnUpdate: true,
   fieldLabels: [...meta, "regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid", "reason", "type", "reportingController"]
 }
 
@@ -140,6 +145,9 @@ export const Leases: ResourceInfo = {
   singular: "lease",
   kind: "Lease",
   namespaced: true,
+  // the lease strategy: no PUT without resourceVersion (422), but a PUT of a missing lease creates it
+  allowUnconditionalUpdate: false,
+  allowCreateOnUpdate: true,
   fieldLabels: meta
 }
 

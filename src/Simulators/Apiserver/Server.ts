@@ -349,8 +349,9 @@ const handleResource = (
     case "PUT": {
       const body = decodeBody()
       if (Result.isFailure(body)) return sendStatus(res, body.failure)
+      const existed = model.peek(r, ns, name) !== undefined // a PUT that creates (leases, events) answers 201
       return reply(
-        200,
+        existed ? 200 : 201,
         t.subresource === "status" ? model.updateStatus(r, ns, name, body.success, { fieldManager }) : model.update(r, ns, name, body.success, { fieldManager })
       )
     }

@@ -545,6 +545,14 @@ describe("ClusterModel: leases and events", () => {
       const renewed = structuredClone(l) as { spec: Record<string, unknown> }
       renewed.spec["renewTime"] = "2026-01-01T00:00:10.000000+00:00"
       ok(m.update(Leases, "kube-node-lease", "n1", renewed))
+      const blind = structuredClone(renewed) as unknown as { metadata: Record<string, unknown> }
+      delete blind.metadata["resourceVersion"]
+      const noRv = refused(m.update(Leases, "kube-node-lease", "n1", blind))
+      assert.strictEqual(noRv.code, 422) // the lease strategy refuses an unconditional update
+      assert.strictEqual(noRv.message, "leases.coordination.k8s.io \"n1\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update")
+      // a PUT of a missing lease creates it (AllowCreateOnUpdate)
+      const made = ok(m.update(Leases, "kube-node-lease", "n2", { ...lease("2026-01-01T00:00:00.000000Z"), metadata: { name: "n2", resourceVersion: "999" } }))
+      assert.match(String(meta(made)["uid"]), /^[0-9a-f-]{36}$/)
       const stale = refused(m.update(Leases, "kube-node-lease", "n1", renewed))
       assert.strictEqual(stale.code, 409)
       assert.strictEqual(stale.message.startsWith("Operation cannot be fulfilled on leases.coordination.k8s.io \"n1\""), true)
