@@ -14,7 +14,8 @@
 import { randomBytes } from "node:crypto"
 import * as NFS from "node:fs/promises"
 import * as NPath from "node:path"
-import { Deferred, Effect, Layer, Option, Queue, Schema, type Scope } from "effect"
+import { Deferred, Effect, Layer, Metric, Option, Queue, Schema, type Scope } from "effect"
+import { commitBatchSize } from "../Programs/Observability/Metrics.ts"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
 import { compareKeys, decodeClaimsFile, encodeClaimMember, encodeClaimsFile } from "../Schemas/ClaimsFile.ts"
 import { AppConfig } from "../Schemas/Config.ts"
@@ -61,6 +62,7 @@ export const makeGroupCommit = (
           yield* snapshot.landed(written)
         }))
         for (const entry of batch) Deferred.doneUnsafe(entry.done, exit)
+        yield* Metric.update(commitBatchSize, batch.length)
       }).pipe(Effect.uninterruptible)
 
     // Registered before the writer is forked, so it runs after the writer has been interrupted

@@ -42,6 +42,7 @@ import { runLeaseWatch } from "./LeaseWatcher.ts"
 import { NodeController, NodeHealth } from "./Node/NodeController.ts"
 import * as HealthServer from "./Observability/HealthServer.ts"
 import { instrumentKube, instrumentSandboxd } from "./Observability/Instrument.ts"
+import * as Metrics from "./Observability/Metrics.ts"
 import { claimsHeld, commitDuration, quarantinedClaims } from "./Observability/Metrics.ts"
 import * as OrphanScanner from "./OrphanScanner.ts"
 import * as PodController from "./PodController/PodController.ts"
@@ -234,6 +235,7 @@ export const run: Effect.Effect<void, StartupError, AppConfig> = Effect.gen(func
   const config = yield* AppConfig
   yield* Effect.scoped(
     Effect.gen(function*() {
+      yield* Metrics.initialize
       yield* Layer.build(daemonLayer(config)).pipe(
         Effect.tapError((error) => Effect.logError("vk-sandbox cannot start").pipe(Effect.annotateLogs({ error }))),
         Effect.mapError((error) => new StartupError({ message: describe(error) }))

@@ -2,7 +2,7 @@
  * The daemon's Prometheus metrics (issue 12 §2), defined once here and updated where the thing
  * happens. Exposed as Prometheus text by `HealthServer.ts` (`/metrics` on `--metrics-addr`).
  */
-import { Metric } from "effect"
+import { Effect, Metric } from "effect"
 
 const latencyBoundaries = Metric.exponentialBoundaries({ start: 0.0005, factor: 2, count: 16 }) // 0.5 ms … ~16 s
 
@@ -59,3 +59,27 @@ export const statusWriteConflicts = Metric.counter("vk_sandbox_status_write_conf
 /** Add one to a counter with attributes. */
 export const count = (counter: Metric.Metric<number, unknown>, attributes: Record<string, string>) =>
   Metric.update(Metric.withAttributes(counter, attributes), 1)
+
+/**
+ * Every family appears in /metrics from the start (a Prometheus family is exposed only once
+ * updated): counters get 0 for their common label sets, gauges 0.
+ */
+export const initialize = Effect.all([
+  count0(claims, { outcome: "claimed" }),
+  count0(claims, { outcome: "adopted" }),
+  count0(releases, { result: "released" }),
+  count0(releases, { result: "already_gone" }),
+  count0(releases, { result: "failed" }),
+  Metric.update(adoptions, 0),
+  Metric.update(leaseExpiries, 0),
+  Metric.update(quarantinedClaims, 0),
+  Metric.update(claimsHeld, 0),
+  count0(watchRestarts, { reason: "closed" }),
+  count0(watchRestarts, { reason: "gone" }),
+  count0(watchRestarts, { reason: "failed" }),
+  Metric.update(statusWriteConflicts, 0)
+], { discard: true })
+
+function count0(counter: Metric.Metric<number, unknown>, attributes: Record<string, string>) {
+  return Metric.update(Metric.withAttributes(counter, attributes), 0)
+}
