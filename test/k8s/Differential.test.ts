@@ -248,7 +248,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         assert.strictEqual(failure._tag, "KubeGone")
       }))
 
-    scenario("the server ends a watch at its timeoutSeconds: the stream ends cleanly", () =>
+    scenario("the server ends a quiet watch at its timeoutSeconds: the stream ends cleanly, with no event", () =>
       Effect.gen(function*() {
         const backend = yield* acquire
         const nodeName = uniqueName("vk-node")
@@ -260,7 +260,9 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         )
         const elapsed = Date.now() - started
         assert.isAtLeast(elapsed, 1_500)
-        assert.isTrue(events.every((event) => event.type === "BOOKMARK"), JSON.stringify(events))
+        // Nothing happened on the node: the real server sends no event at all (no bookmark either,
+        // its bookmarks come about once a minute).
+        assert.deepStrictEqual(events, [])
       }))
 
     scenario("graceful deletion marks a bound pod terminating; grace-0 delete: wrong UID 409, right UID removes it", () =>

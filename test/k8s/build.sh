@@ -33,7 +33,8 @@ if ! command -v go >/dev/null 2>&1; then
   exit 2
 fi
 
-export GOFLAGS=-mod=mod
+# -buildvcs=false: the stamp would depend on the checkout (and on git being usable there).
+export GOFLAGS="-mod=mod -buildvcs=false"
 # Fetch every pinned module first, so an unreachable proxy is told apart from a failing build.
 for module in "$tools" "$tools/helm"; do
   if ! out=$(cd "$module" && go mod download 2>&1); then
