@@ -281,7 +281,7 @@ describe("PodController", () => {
       const world = yield* makeWorld()
       yield* world.start()
       createPod(world.model, podBody("p0"))
-      yield* eventually("p0 Running", () => running(world.model, "p0"))
+      const p0 = yield* eventually("p0 Running", () => running(world.model, "p0"))
 
       // Connection reset mid-stream; a Pod created during the outage.
       yield* eventually("a watch open", () => world.model.openWatches() > 0)
@@ -302,12 +302,18 @@ describe("PodController", () => {
       world.model.expireWatches()
       yield* eventually("p3 Running", () => running(world.model, "p3"))
 
-      // A drop and a compaction together: the re-watch from the old resourceVersion gets 410.
+      // A drop and a compaction together: the re-watch from the old resourceVersion gets 410. A Pod
+      // force-deleted meanwhile is seen only as missing from the relist: its sandbox is released.
       yield* eventually("a watch open", () => world.model.openWatches() > 0)
       world.apiserver.resetWatchConnections()
       createPod(world.model, podBody("p4"))
+      assert.isTrue(world.model.remove(Pods, NS, "p0"))
       world.model.compact()
       yield* eventually("p4 Running", () => running(world.model, "p4"))
+      yield* eventuallyEffect(
+        "p0 released",
+        Effect.map(releaseRequests(world.sim), (paths) => paths.includes(`/v1/sandboxes/${claimIdOf(p0)}/release`))
+      )
 
       // A status write that meets a 409 is re-read and written.
       const rule: FailureRule = { method: "PUT", path: /\/pods\/p5\/status$/, code: 409, times: 1 }
