@@ -1,27 +1,40 @@
 /**
  * In-memory Kubernetes API server model: the state machine behind the HTTP face (`Server.ts`) and the
  * in-memory KubeApi test layer. Plain synchronous TypeScript over JSON objects; every operation returns
- * `Result<A, ApiStatusError>` (yieldable in `Effect.gen`), where the error carries the exact `Status`
- * body and HTTP code the real kube-apiserver would answer with.
+ * `Result<A, ApiStatusError>` (use `Effect.fromResult` in Effect code), where the error carries the exact
+ * `Status` body and HTTP code the real kube-apiserver would answer with.
  *
  * API (resources are the `ResourceInfo` constants from `Resources.ts`; `ns` is "" for cluster scope):
  *   create(r, ns, obj, {fieldManager})                     POST
  *   get(r, ns, name)                                       GET
  *   list(r, ns | undefined, {labelSelector, fieldSelector}) GET collection (undefined ns: all namespaces)
- *   watch(r, ns | undefined, {resourceVersion, allowWatchBookmarks, labelSelector, fieldSelector}, sink)
- *       → WatchHandle. Replayed/initial events are delivered synchronously inside the call; later events
- *       synchronously inside the write that caused them.
+ *   watch(r, ns | undefined, {resourceVersion, allowWatchBookmarks, sendInitialEvents, labelSelector,
+ *       fieldSelector}, sink) → WatchHandle. Replayed/initial events are delivered synchronously inside the
+ *       call; later events synchronously inside the write that caused them.
  *   update(r, ns, name, obj) / updateStatus(r, ns, name, obj)     PUT (main resource / status subresource)
  *   patch(r, ns, name, patchType, patch, {subresource, fieldManager, force})  PATCH: "strategic" | "merge"
  *       | "json" | "apply" (server-side apply; fieldManager required)
  *   delete(r, ns, name, {gracePeriodSeconds, preconditions: {uid, resourceVersion}})
- *   Namespaces are the `Namespaces` resource; `finalizeNamespace(name)` plays the namespace controller.
  *   deleteCollection(r, ns, selectors, deleteOptions), bind(ns, name, nodeName) (pods/binding)
+ *   Namespaces are the `Namespaces` resource; `finalizeNamespace(name)` plays the namespace controller.
  * Test helpers: `faults` (latency, 5xx rules, stalled watches: read by the HTTP face too), `deny(rule)`
  *   (403 Forbidden like RBAC), `bookmark()`, `expireWatches()` (ERROR 410 on every open watch),
  *   `dropWatches()`, `compact()`, `peek(r, ns, name)` / `put(r, obj)` / `remove(r, ns, name)` (direct
  *   access, no semantics), `collectGarbage()` (the GC controller, on demand), `resourceVersion` (the
  *   global counter), `openWatches()`.
+ *
+ * Modelled as the real server does it (sources in the comments at each place):
+ * - request order: authorization, decoding (400), admission (NamespaceLifecycle 404/403), validation
+ *   (422), storage (uid precondition, then resourceVersion 409; AlreadyExists 409);
+ * - PUT without resourceVersion: allowed for nodes, events, namespaces; 422 for leases, custom resources
+ *   and (Kubernetes 1.35+) pods; a PUT of a missing lease or event creates it;
+ * - a no-op write keeps the resourceVersion and sends no watch event;
+ * - watch start errors (expired or future resourceVersion) are one ERROR event on a 200 response;
+ *   an object leaving a watch's selector is a DELETED event for that watch;
+ * - lists are atomic for server-side apply (the CRDs here declare no list types).
+ * Not modelled: pagination (limit/continue: everything is returned), dryRun, propagationPolicy,
+ * structural-schema pruning of custom resources, and events.k8s.io/v1 as a view of core/v1 events
+ * (here they are two separate stores).
  *
  * Time: creationTimestamp, deletionTimestamp and managedFields times come from the injected `now`.
  */
