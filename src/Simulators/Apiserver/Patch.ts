@@ -11,7 +11,8 @@ import { type ApiStatusError, badRequest, failure } from "./Status.ts"
 export const isRecord = (u: unknown): u is Record<string, unknown> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
 
-export const clone = <A>(a: A): A => structuredClone(a)
+/** A deep copy of a JSON value (undefined members drop out, as on the wire); faster than structuredClone here. */
+export const clone = <A>(a: A): A => (a === undefined ? a : (JSON.parse(JSON.stringify(a)) as A))
 
 /** How a list field merges under a strategic merge patch. */
 export type ListStrategy = { readonly mergeKey: string } | "primitive-merge" | "replace"
