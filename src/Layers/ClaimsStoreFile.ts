@@ -114,6 +114,7 @@ const isNotFound = (cause: unknown): boolean =>
 const orMissing = <A>(promise: Promise<A>): Promise<A | undefined> =>
   promise.catch((cause) => {
     if (isNotFound(cause)) return undefined
+    // inside a Promise run by Effect.tryPromise: the rethrow becomes the typed error
     throw cause
   })
 
@@ -376,6 +377,7 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
         await ops.rename(temp, path)
       } catch (cause) {
         await ops.unlink(temp).catch(() => undefined)
+        // inside a Promise run by Effect.tryPromise: the rethrow becomes the typed error
         throw cause
       }
       at("fsync", dir)

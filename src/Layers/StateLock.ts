@@ -64,6 +64,7 @@ const readText = async (path: string): Promise<string | undefined> => {
     return await NFS.readFile(path, "utf8")
   } catch (cause) {
     if (errorCode(cause) === "ENOENT") return undefined
+    // inside a Promise run by Effect.tryPromise: the rethrow becomes the typed error
     throw cause
   }
 }
@@ -142,6 +143,7 @@ export const acquire = (
         return true
       } catch (cause) {
         if (errorCode(cause) === "EEXIST") return false
+        // inside a Promise run by Effect.tryPromise: the rethrow becomes the typed error
         throw cause
       } finally {
         await NFS.unlink(temp).catch(() => undefined)
@@ -162,6 +164,7 @@ export const acquire = (
         const took = yield* io("takeover", mutex, () =>
           NFS.mkdir(mutex, { mode: 0o700 }).then(() => true, (cause) => {
             if (errorCode(cause) === "EEXIST") return false
+            // inside a Promise run by Effect.tryPromise: the rethrow becomes the typed error
             throw cause
           }))
         if (!took) {
