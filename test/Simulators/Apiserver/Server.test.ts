@@ -68,6 +68,26 @@ describe("apiserver over HTTP: routing, discovery and Status bodies", () => {
       assert.match(unknownGroup.contentType, /^text\/plain/)
     }))
 
+  it.effect("405 for a method the path does not take; 400 for a body that is not JSON", () =>
+    Effect.gen(function*() {
+      const { url } = yield* start()
+      const post = yield* request(`${url}/api/v1/pods`, { method: "POST", body: pod("a") })
+      assert.strictEqual(post.status, 405)
+      assert.deepStrictEqual(post.json, {
+        kind: "Status",
+        apiVersion: "v1",
+        metadata: {},
+        status: "Failure",
+        message: "the server does not allow this method on the requested resource",
+        reason: "MethodNotAllowed",
+        details: {},
+        code: 405
+      })
+      const bad = yield* request(`${url}/api/v1/namespaces/default/pods`, { method: "POST", rawBody: "{not json" })
+      assert.strictEqual(bad.status, 400)
+      assert.strictEqual((bad.json as { reason: string }).reason, "BadRequest")
+    }))
+
   it.effect("a request without the token is 401 Unauthorized", () =>
     Effect.gen(function*() {
       const { url } = yield* start()
