@@ -18,7 +18,7 @@ import { defaultOptions, make } from "../../src/Layers/KubeApiClientNode.ts"
 import type { KubeApi } from "../../src/Services/KubeApi.ts"
 import { ClusterModel } from "../../src/Simulators/Apiserver/Model.ts"
 import { serve } from "../../src/Simulators/Apiserver/Server.ts"
-import { adminKubeconfig, daemonKubeconfig, kube, uniqueName } from "./fixture/Kube.ts"
+import { adminKubeconfig, compactEtcd, daemonKubeconfig, kube, uniqueName } from "./fixture/Kube.ts"
 
 class BackendUnavailable extends Schema.TaggedError<BackendUnavailable>()("BackendUnavailable", {
   message: Schema.String
@@ -32,13 +32,16 @@ interface Backend {
   readonly admin: KubeApi["Service"]
   /** The daemon's client asking the server to end each watch after 2 s. */
   readonly shortWatch: KubeApi["Service"]
+  /** Expire every resourceVersion handed out so far (the store's history compaction). */
+  readonly compact: Effect.Effect<void, unknown>
 }
 
 const clientOptions = { ...defaultOptions, qps: 100, burst: 200 }
 
-const clients = (adminConfig: k8s.KubeConfig, daemonConfig: k8s.KubeConfig) =>
+const clients = (adminConfig: k8s.KubeConfig, daemonConfig: k8s.KubeConfig, compact: Effect.Effect<void, unknown>) =>
   Effect.gen(function*() {
     return {
+      compact,
       adminConfig,
       daemonConfig,
       daemon: yield* make(daemonConfig, clientOptions),
@@ -48,7 +51,7 @@ const clients = (adminConfig: k8s.KubeConfig, daemonConfig: k8s.KubeConfig) =>
   })
 
 const realServer: Effect.Effect<Backend, unknown, Scope.Scope> = Effect.gen(function*() {
-  return yield* clients(yield* adminKubeconfig, yield* daemonKubeconfig)
+  return yield* clients(yield* adminKubeconfig, yield* daemonKubeconfig, compactEtcd)
 })
 
 const inMemoryServer: Effect.Effect<Backend, unknown, Scope.Scope> = Effect.gen(function*() {
@@ -57,7 +60,8 @@ const inMemoryServer: Effect.Effect<Backend, unknown, Scope.Scope> = Effect.gen(
     (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true }))
   )
   const kubeconfigPath = join(dir, "kubeconfig")
-  yield* serve(new ClusterModel({ historySize: 50 }), { token: "diff-token", kubeconfigPath })
+  const model = new ClusterModel()
+  yield* serve(model, { token: "diff-token", kubeconfigPath })
   const config = yield* Effect.try({
     try: () => {
       const loaded = new k8s.KubeConfig()
@@ -66,7 +70,7 @@ const inMemoryServer: Effect.Effect<Backend, unknown, Scope.Scope> = Effect.gen(
     },
     catch: (cause) => new BackendUnavailable({ message: String(cause) })
   })
-  return yield* clients(config, config)
+  return yield* clients(config, config, Effect.sync(() => model.compact()))
 })
 
 interface RawReply {
@@ -238,14 +242,22 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
       Effect.gen(function*() {
         const backend = yield* acquire
         const namespace = yield* newNamespace(backend)
-        // Move the server's history well past the first revisions.
-        for (let i = 0; i < 60; i++) yield* createPod(backend, namespace, "elsewhere")
-        const failure = yield* backend.daemon.watchPods(uniqueName("vk-node"), "1").pipe(
+        const nodeName = uniqueName("vk-node")
+        const list = yield* backend.daemon.listPods(nodeName)
+        // Two writes after the list: its resourceVersion is then strictly older than the
+        // compaction point (a watch starts just after the revision it is given).
+        yield* createPod(backend, namespace, nodeName)
+        yield* createPod(backend, namespace, "elsewhere")
+        yield* backend.compact
+        const failure = yield* backend.daemon.watchPods(nodeName, list.resourceVersion).pipe(
           Stream.runCollect,
           Effect.timeout("20 seconds"),
           Effect.flip
         )
         assert.strictEqual(failure._tag, "KubeGone")
+        // A relist gives a resourceVersion to watch from again.
+        const relist = yield* backend.daemon.listPods(nodeName)
+        assert.strictEqual(relist.items.length, 1)
       }))
 
     scenario("the server ends a quiet watch at its timeoutSeconds: the stream ends cleanly, with no event", () =>
