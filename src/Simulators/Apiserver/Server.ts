@@ -23,6 +23,7 @@ import {
   internalError,
   type JsonObject,
   methodNotAllowed,
+  notFound,
   unauthorized,
   unsupportedMediaType
 } from "./Status.ts"
@@ -149,10 +150,16 @@ const routeGroupVersion = (model: ClusterModel, group: string, version: string, 
   const legacyWatch = restIn[0] === "watch"
   const rest = legacyWatch ? restIn.slice(1) : restIn
   const find = (plural: string) => model.resourceFor(group, version, plural)
-  const notFoundHere: Target = { _tag: "Status", error: endpointNotFound() }
+  // Built-in groups answer an unknown resource from their REST container: a Status with empty details.
+  // A custom-resource group hands an unknown resource on to the apiserver's not-found handler: plain text.
+  const customGroup = model.resources.some((r) => r.group === group && r.customResource)
+  const notFoundHere: Target = customGroup ? pageNotFound : { _tag: "Status", error: endpointNotFound() }
   const target = (resource: ResourceInfo, namespace: string | undefined, name: string | undefined, sub: string | undefined): Target => {
     const known = resource.subresources.includes(sub as "status") || (resource === Pods && sub === "binding")
-    if (sub !== undefined && !known) return notFoundHere
+    if (sub !== undefined && !known) {
+      // the custom resource handler answers an unknown subresource with the object-level NotFound
+      return resource.customResource && name !== undefined ? { _tag: "Status", error: notFound(resource, name) } : notFoundHere
+    }
     return { _tag: "Resource", resource, namespace, name, subresource: sub, legacyWatch }
   }
   // /namespaces/{ns}/{plural}[/{name}[/{sub}]]

@@ -57,7 +57,15 @@ describe("apiserver over HTTP: routing, discovery and Status bodies", () => {
         sb.text,
         "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"sandboxes.agents.x-k8s.io \\\"review-bot-7f3k2\\\" not found\",\"reason\":\"NotFound\",\"details\":{\"name\":\"review-bot-7f3k2\",\"group\":\"agents.x-k8s.io\",\"kind\":\"sandboxes\"},\"code\":404}"
       )
-      const unknownResource = yield* request(`${url}/apis/agents.x-k8s.io/v1beta1/namespaces/team-a/widgets/w`)
+      // a custom-resource group passes an unknown resource to the not-found handler (plain text) ...
+      const unknownCr = yield* request(`${url}/apis/agents.x-k8s.io/v1beta1/namespaces/team-a/widgets/w`)
+      assert.strictEqual(unknownCr.status, 404)
+      assert.strictEqual(unknownCr.text, "404 page not found\n")
+      // ... and answers an unknown subresource of its own resource with the object-level NotFound
+      const scale = yield* request(`${url}/apis/agents.x-k8s.io/v1beta1/namespaces/team-a/sandboxes/sb/scale`)
+      assert.deepStrictEqual(scale.json, notFoundBody("sandboxes.agents.x-k8s.io \"sb\" not found", { name: "sb", group: "agents.x-k8s.io", kind: "sandboxes" }))
+      // a built-in group answers with a Status whose details are empty
+      const unknownResource = yield* request(`${url}/apis/coordination.k8s.io/v1/namespaces/team-a/widgets/w`)
       assert.strictEqual(unknownResource.status, 404)
       assert.deepStrictEqual(unknownResource.json, notFoundBody("the server could not find the requested resource", {}))
       const coreUnknown = yield* request(`${url}/api/v1/foos`)
