@@ -1153,6 +1153,9 @@ export class ClusterModel {
           const refs = sm["ownerReferences"]
           if (refs === undefined) delete m["ownerReferences"]
           else m["ownerReferences"] = clone(refs)
+          // the QoS class is the pod's, fixed at creation: the status write keeps the stored one
+          const qos = getPath(stored, ["status", "qosClass"])
+          if (qos !== undefined) next["status"] = { ...(isRecord(next["status"]) ? next["status"] : {}), qosClass: qos }
         }
       }
     } else {

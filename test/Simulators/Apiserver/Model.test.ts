@@ -428,6 +428,7 @@ describe("ClusterModel: pods/status strategy", () => {
       assert.deepStrictEqual(meta(u)["ownerReferences"], [owner])
       assert.strictEqual((u as { spec: { nodeName: string } }).spec.nodeName, "n1")
       assert.strictEqual((u as { status: { phase: string } }).status.phase, "Running")
+      assert.strictEqual((u as { status: { qosClass: string } }).status.qosClass, "BestEffort") // kept from storage
     }))
 
   it.effect("an invalid podIP is 422 Invalid", () =>
