@@ -305,7 +305,9 @@ const handleResource = (
   const ns = t.namespace ?? ""
   const fieldManager = q.get("fieldManager") ?? userAgentManager(req.headers["user-agent"])
   const decodeBody = (): Result.Result<unknown, ApiStatusError> => {
-    const parsed = parseJson(rawBody)
+    // the server decodes JSON, and YAML when the request says so (application/yaml)
+    const yaml = (req.headers["content-type"] ?? "").toLowerCase().includes("yaml")
+    const parsed = yaml ? parseYaml(rawBody) : parseJson(rawBody)
     return Result.isFailure(parsed)
       ? Result.fail(badRequest(`couldn't get version/kind; json parse error: ${parsed.failure}`))
       : Result.succeed(parsed.success)

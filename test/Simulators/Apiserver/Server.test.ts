@@ -91,6 +91,9 @@ describe("apiserver over HTTP: routing, discovery and Status bodies", () => {
         details: {},
         code: 405
       })
+      const yamlPod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: from-yaml\nspec:\n  containers:\n  - {name: c, image: i}\n"
+      const created = yield* request(`${url}/api/v1/namespaces/default/pods`, { method: "POST", contentType: "application/yaml", rawBody: yamlPod })
+      assert.strictEqual(created.status, 201)
       const bad = yield* request(`${url}/api/v1/namespaces/default/pods`, { method: "POST", rawBody: "{not json" })
       assert.strictEqual(bad.status, 400)
       assert.strictEqual((bad.json as { reason: string }).reason, "BadRequest")
