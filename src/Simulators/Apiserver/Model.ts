@@ -7,7 +7,8 @@
  * API (resources are the `ResourceInfo` constants from `Resources.ts`; `ns` is "" for cluster scope):
  *   create(r, ns, obj, {fieldManager})                     POST
  *   get(r, ns, name)                                       GET
- *   list(r, ns | undefined, {labelSelector, fieldSelector}) GET collection (undefined ns: all namespaces)
+ *   list(r, ns | undefined, {labelSelector, fieldSelector, limit, continue})  GET collection (undefined
+ *       ns: all namespaces)
  *   watch(r, ns | undefined, {resourceVersion, allowWatchBookmarks, sendInitialEvents, labelSelector,
  *       fieldSelector}, sink) → WatchHandle. Replayed/initial events are delivered synchronously inside the
  *       call; later events synchronously inside the write that caused them.
@@ -32,7 +33,9 @@
  * - watch start errors (expired or future resourceVersion) are one ERROR event on a 200 response;
  *   an object leaving a watch's selector is a DELETED event for that watch;
  * - lists are atomic for server-side apply (the CRDs here declare no list types).
- * Not modelled: pagination (limit/continue: everything is returned), dryRun, propagationPolicy,
+ * - pagination with limit/continue (later pages come from the current state, not a snapshot at the
+ *   token's resourceVersion; a token older than the retained window is 410 Expired).
+ * Not modelled: dryRun, propagationPolicy,
  * structural-schema pruning of custom resources, and events.k8s.io/v1 as a view of core/v1 events
  * (here they are two separate stores).
  *
@@ -116,6 +119,12 @@ export interface WatchHandle {
 export interface ListOptions {
   readonly labelSelector?: string | undefined
   readonly fieldSelector?: string | undefined
+}
+
+export interface PageOptions {
+  /** at most this many items; the rest through `continue` */
+  readonly limit?: number | undefined
+  readonly continue?: string | undefined
 }
 
 export interface WatchOptions extends ListOptions {
@@ -298,6 +307,24 @@ const randomSuffix = (): string => {
 
 const listKind = (r: ResourceInfo) => `${r.kind}List`
 
+const continueTooOld =
+  "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
+
+const encodeContinue = (rv: number, start: string): string =>
+  Buffer.from(JSON.stringify({ v: "meta.k8s.io/v1", rv, start })).toString("base64url")
+
+const decodeContinue = (token: string): { rv: number; start: string } | undefined => {
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(token, "base64url").toString("utf8"))
+    if (!isRecord(parsed) || parsed["v"] !== "meta.k8s.io/v1" || typeof parsed["rv"] !== "number" || typeof parsed["start"] !== "string") {
+      return undefined
+    }
+    return { rv: parsed["rv"], start: parsed["start"] }
+  } catch {
+    return undefined
+  }
+}
+
 const notReadyTaint = { key: "node.kubernetes.io/not-ready", effect: "NoSchedule" } as const
 
 export class ClusterModel {
@@ -454,7 +481,7 @@ export class ClusterModel {
     return o === undefined ? Result.fail(notFound(r, name)) : Result.succeed(clone(o))
   }
 
-  list(r: ResourceInfo, ns: string | undefined, options: ListOptions = {}): Outcome<JsonObject> {
+  list(r: ResourceInfo, ns: string | undefined, options: ListOptions & PageOptions = {}): Outcome<JsonObject> {
     const denied = this.authorize("list", r, undefined, ns, undefined)
     if (denied !== undefined) return Result.fail(denied)
     const labels = parseLabelSelector(options.labelSelector)
@@ -463,14 +490,38 @@ export class ClusterModel {
     if (Result.isFailure(fields)) return Result.fail(fields.failure)
     const selected = [...this.bucket(r).entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([, o]) => o)
-      .filter((o) => this.matches(r, o, ns, labels.success, fields.success))
+      .filter(([, o]) => this.matches(r, o, ns, labels.success, fields.success))
+    // pagination: the continue token carries the list's resourceVersion and the key to start after
+    let start = 0
+    let listRv = this.rv
+    if (options.continue !== undefined && options.continue !== "") {
+      const token = decodeContinue(options.continue)
+      if (token === undefined) return Result.fail(badRequest(`continue key is not valid: illegal base64 data`))
+      if (token.rv < this.compactedRv) return Result.fail(expired(continueTooOld))
+      listRv = token.rv
+      start = selected.findIndex(([k]) => k >= token.start)
+      if (start < 0) start = selected.length
+    }
+    const limit = options.limit ?? 0
+    const rest = selected.slice(start)
+    const page = limit > 0 ? rest.slice(0, limit) : rest
+    const more = page.length < rest.length
     // one JSON round trip for the whole page is much cheaper than a structured clone per item
-    const items = (JSON.parse(JSON.stringify(selected)) as Array<JsonObject>).map((o) => this.typedListItem(r, o))
+    const items = (JSON.parse(JSON.stringify(page.map(([, o]) => o))) as Array<JsonObject>).map((o) => this.typedListItem(r, o))
+    const unselective = labels.success.length === 0 && fields.success.length === 0
     return Result.succeed({
       kind: listKind(r),
       apiVersion: apiVersionOf(r),
-      metadata: { resourceVersion: String(this.rv) },
+      metadata: {
+        resourceVersion: String(listRv),
+        ...(more
+          ? {
+            continue: encodeContinue(listRv, `${page[page.length - 1][0]}\u0000`),
+            // the server counts what is left only when no selector filters the list
+            ...(unselective ? { remainingItemCount: rest.length - page.length } : {})
+          }
+          : {})
+      },
       items
     })
   }

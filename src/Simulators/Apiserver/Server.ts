@@ -320,7 +320,12 @@ const handleResource = (
       const watch = t.legacyWatch || boolParam(q.get("watch")) === true
       const listOptions = { labelSelector: q.get("labelSelector") ?? undefined, fieldSelector: q.get("fieldSelector") ?? undefined }
       if (watch) return startWatch(ctx, req, res, r, t.namespace, q, listOptions)
-      return reply(200, model.list(r, t.namespace, listOptions))
+      const limitText = q.get("limit")
+      return reply(200, model.list(r, t.namespace, {
+        ...listOptions,
+        limit: limitText !== null && /^\d+$/.test(limitText) ? Number(limitText) : undefined,
+        continue: q.get("continue") ?? undefined
+      }))
     }
     if (method === "POST" && (t.namespace !== undefined || !r.namespaced)) {
       const body = decodeBody()

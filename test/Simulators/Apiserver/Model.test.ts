@@ -215,6 +215,31 @@ describe("ClusterModel: list and selectors", () => {
     }))
 })
 
+describe("ClusterModel: pagination", () => {
+  it.effect("limit and continue page through a list at the first page's resourceVersion", () =>
+    Effect.gen(function*() {
+      const m = model({ historySize: 10 })
+      for (const n of ["a", "b", "c", "d", "e"]) ok(m.create(Pods, "default", pod(n, "n1")))
+      const first = ok(m.list(Pods, undefined, { limit: 2 })) as { metadata: Record<string, unknown>; items: Array<{ metadata: { name: string } }> }
+      assert.deepStrictEqual(first.items.map((i) => i.metadata.name), ["a", "b"])
+      assert.strictEqual(first.metadata["remainingItemCount"], 3)
+      const listRv = first.metadata["resourceVersion"]
+      ok(m.create(Pods, "default", pod("f", "n1")))
+      const second = ok(m.list(Pods, undefined, { limit: 2, continue: String(first.metadata["continue"]) })) as typeof first
+      assert.deepStrictEqual(second.items.map((i) => i.metadata.name), ["c", "d"])
+      assert.strictEqual(second.metadata["resourceVersion"], listRv)
+      const third = ok(m.list(Pods, undefined, { limit: 5, continue: String(second.metadata["continue"]), fieldSelector: "spec.nodeName=n1" })) as typeof first
+      assert.deepStrictEqual(third.items.map((i) => i.metadata.name), ["e", "f"])
+      assert.strictEqual(third.metadata["continue"], undefined)
+      const selective = ok(m.list(Pods, undefined, { limit: 1, labelSelector: "!x" })) as typeof first
+      assert.isString(selective.metadata["continue"])
+      assert.strictEqual(selective.metadata["remainingItemCount"], undefined) // not counted under a selector
+      assert.strictEqual(refused(m.list(Pods, undefined, { continue: "%%%" })).code, 400)
+      m.compact()
+      assert.strictEqual(refused(m.list(Pods, undefined, { continue: String(first.metadata["continue"]) })).code, 410)
+    }))
+})
+
 describe("ClusterModel: watch", () => {
   it.effect("replays from a resourceVersion, then streams; bookmarks only when asked", () =>
     Effect.gen(function*() {

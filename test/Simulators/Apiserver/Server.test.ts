@@ -124,6 +124,11 @@ describe("apiserver over HTTP: routing, discovery and Status bodies", () => {
       assert.deepStrictEqual(missingNs.json, notFoundBody("namespaces \"ghost\" not found", { name: "ghost", kind: "namespaces" }))
       const list = yield* request(`${url}/api/v1/pods?fieldSelector=${encodeURIComponent("spec.nodeName=n1")}`)
       assert.strictEqual((list.json as { items: Array<unknown> }).items.length, 1)
+      yield* request(`${url}/api/v1/namespaces/default/pods`, { method: "POST", body: pod("b", "n1") })
+      const page = (yield* request(`${url}/api/v1/pods?limit=1`)).json as { metadata: { continue: string }; items: Array<{ metadata: { name: string } }> }
+      assert.deepStrictEqual(page.items.map((i) => i.metadata.name), ["a"])
+      const next = (yield* request(`${url}/api/v1/pods?limit=1&continue=${page.metadata.continue}`)).json as typeof page
+      assert.deepStrictEqual(next.items.map((i) => i.metadata.name), ["b"])
     }))
 
   it.effect("pods/status PUT: the annotation lands, spec does not; a bad hostIP is 422", () =>
