@@ -1,0 +1,120 @@
+/**
+ * The pod half of the daemon (issue 9) on the real kube-apiserver: provider, live owner resolver,
+ * event recorder and pod controller as `Programs/Daemon.ts` composes them, as the daemon's RBAC
+ * identity (pods list/watch/get/delete, pods/status update, events, sandboxes get), with the
+ * sandboxd simulator over HTTP. The admin binds Pods by `spec.nodeName` at create (no scheduler
+ * runs here) and deletes them as a user would.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import {
+  claimCount,
+  claimIdOf,
+  createNamespace,
+  createPod,
+  createSandbox,
+  deletePodGracefully,
+  deleteSandbox,
+  eventually,
+  getPod,
+  kubeconfigPath,
+  quiet,
+  releasePaths,
+  runningPod,
+  sandboxdHolds,
+  scenarioConfig,
+  startPodHalf,
+  startSandboxd,
+  tempDir
+} from "./scenarioHarness.ts"
+
+const world = (simOptions: Parameters<typeof startSandboxd>[0] = {}) =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir("vk-k8s-pods-")
+    const sandboxd = yield* startSandboxd(simOptions)
+    const config = scenarioConfig(yield* kubeconfigPath("VK_K8S_DAEMON_KUBECONFIG"), sandboxd.url, dir)
+    const namespace = yield* createNamespace("pods")
+    const daemon = yield* startPodHalf(config)
+    yield* eventually("the pod watch synced", daemon.handle.synced)
+    return { sandboxd, config, namespace, nodeName: config.nodeName, daemon }
+  })
+
+describe("the pod controller on the real kube-apiserver, as the daemon", () => {
+  it.live("Pods bound to the node go Running with podIP and claim-id; owner alive → preserved and removed at once; owner gone → released", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { sandboxd, namespace, nodeName } = yield* world()
+
+      // ---- a few bare Pods go Running, written through pods/status
+      const names = ["agent-1", "agent-2", "agent-3", "agent-4"]
+      for (const name of names) yield* createPod(namespace, name, nodeName)
+      const claimIds = new Set<string>()
+      for (const name of names) {
+        const pod = yield* eventually(`${name} Running`, runningPod(namespace, name))
+        assert.isUndefined(pod.status?.reason)
+        claimIds.add(claimIdOf(pod))
+      }
+      assert.strictEqual(claimIds.size, names.length, "one claim per Pod")
+      for (const id of claimIds) assert.isTrue(yield* sandboxdHolds(sandboxd, id))
+
+      // ---- owner alive: a 30 s graceful delete → preserved, the object gone within seconds
+      const ownerUid = yield* createSandbox(namespace, "review-bot")
+      yield* createPod(namespace, "owned", nodeName, { name: "review-bot", uid: ownerUid })
+      const owned = yield* eventually("owned Running", runningPod(namespace, "owned"))
+      const ownedClaim = claimIdOf(owned)
+      yield* deletePodGracefully(namespace, "owned", 30)
+      const began = Date.now()
+      yield* eventually("the owned Pod object removed", Effect.map(getPod(namespace, "owned"), (pod) => pod === undefined), 5_000)
+      assert.isBelow(Date.now() - began, 5_000, "not the 30 s grace period")
+      assert.deepStrictEqual(yield* releasePaths(sandboxd), [], "preserved: no release")
+      assert.isTrue(yield* sandboxdHolds(sandboxd, ownedClaim))
+
+      // ---- a same-name replacement adopts the preserved sandbox
+      const claimsBefore = yield* claimCount(sandboxd)
+      yield* createPod(namespace, "owned", nodeName, { name: "review-bot", uid: ownerUid })
+      const replacement = yield* eventually("the replacement Running", runningPod(namespace, "owned"))
+      assert.strictEqual(claimIdOf(replacement), ownedClaim)
+      assert.strictEqual(yield* claimCount(sandboxd), claimsBefore, "adopted: no new claim")
+
+      // ---- owner deleted (no garbage collector here: the Pod stays), then the Pod → released
+      yield* deleteSandbox(namespace, "review-bot")
+      yield* deletePodGracefully(namespace, "owned", 30)
+      yield* eventually("the owned Pod object removed", Effect.map(getPod(namespace, "owned"), (pod) => pod === undefined), 5_000)
+      yield* eventually(
+        "the release at sandboxd",
+        Effect.map(releasePaths(sandboxd), (paths) => paths.includes(`/v1/sandboxes/${ownedClaim}/release`))
+      )
+      assert.isFalse(yield* sandboxdHolds(sandboxd, ownedClaim))
+
+      // ---- a bare Pod deleted gracefully → released and removed
+      const bareClaim = claimIdOf(yield* eventually("agent-1 Running", runningPod(namespace, "agent-1")))
+      yield* deletePodGracefully(namespace, "agent-1", 30)
+      yield* eventually("agent-1 removed", Effect.map(getPod(namespace, "agent-1"), (pod) => pod === undefined), 5_000)
+      yield* eventually("agent-1 released", Effect.map(releasePaths(sandboxd), (paths) => paths.includes(`/v1/sandboxes/${bareClaim}/release`)))
+      assert.strictEqual((yield* releasePaths(sandboxd)).length, 2)
+    }).pipe(quiet)), { timeout: 45_000 })
+
+  it.live("no warm capacity: ProviderFailed/Pending naming the cause, Running once a claim is freed", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { sandboxd, namespace, nodeName } = yield* world({ maxClaims: 1 })
+      yield* createPod(namespace, "first", nodeName)
+      const first = yield* eventually("first Running", runningPod(namespace, "first"))
+      yield* createPod(namespace, "second", nodeName)
+      const failed = yield* eventually(
+        "second ProviderFailed",
+        Effect.map(getPod(namespace, "second"), (pod) => pod?.status?.reason === "ProviderFailed" ? pod : undefined)
+      )
+      assert.strictEqual(failed.status?.phase, "Pending")
+      assert.include(failed.status?.message ?? "", "quota")
+      assert.strictEqual(claimIdOf(failed), "", "no claim-id without a sandbox")
+
+      // The first (bare) Pod goes: its release frees the quota, and the retry claims.
+      yield* deletePodGracefully(namespace, "first", 0)
+      yield* eventually(
+        "the first claim released",
+        Effect.map(releasePaths(sandboxd), (paths) => paths.includes(`/v1/sandboxes/${claimIdOf(first)}/release`))
+      )
+      const second = yield* eventually("second Running", runningPod(namespace, "second"), 5_000)
+      assert.notStrictEqual(claimIdOf(second), claimIdOf(first))
+      assert.isUndefined(second.status?.reason, "the ProviderFailed reason is replaced")
+    }).pipe(quiet)), { timeout: 45_000 })
+})
