@@ -28,7 +28,8 @@
  * - request order: authorization, decoding (400), admission (NamespaceLifecycle 404/403), validation
  *   (422), storage (uid precondition, then resourceVersion 409; AlreadyExists 409);
  * - PUT without resourceVersion: allowed for nodes, events, namespaces; 422 for leases, custom resources
- *   and (Kubernetes 1.35+) pods; a PUT of a missing lease or event creates it;
+ *   and (Kubernetes 1.35+) pods; a PUT of a missing lease or event creates it, unless the body carries a
+ *   uid (a storage precondition the missing object fails: 409);
  * - a no-op write keeps the resourceVersion and sends no watch event;
  * - watch start errors (expired or future resourceVersion) are one ERROR event on a 200 response;
  *   an object leaving a watch's selector is a DELETED event for that watch;
@@ -1162,7 +1163,10 @@ export class ClusterModel {
     if (decode !== undefined) return Result.fail(decode)
     const stored = this.bucket(r).get(okey(namespace, name))
     if (stored === undefined && patchedFrom === undefined && sub === undefined && r.allowCreateOnUpdate && this.createOnUpdate) {
-      // AllowCreateOnUpdate (leases, events): the PUT creates the object, whatever resourceVersion it carries
+      // AllowCreateOnUpdate (leases, events): the PUT creates the object, whatever resourceVersion it carries;
+      // but a uid in the body is a storage precondition, which a missing object (uid "") fails: 409
+      const bodyUid = str(m["uid"])
+      if (bodyUid !== undefined && bodyUid !== "") return Result.fail(uidPreconditionConflict(r, name, bodyUid, ""))
       const fresh = clone(obj)
       delete metaOf(fresh)["resourceVersion"]
       metaOf(fresh)["name"] = name

@@ -579,6 +579,10 @@ describe("ClusterModel: leases and events", () => {
       // a PUT of a missing lease creates it (AllowCreateOnUpdate)
       const made = ok(m.update(Leases, "kube-node-lease", "n2", { ...lease("2026-01-01T00:00:00.000000Z"), metadata: { name: "n2", resourceVersion: "999" } }))
       assert.match(String(meta(made)["uid"]), /^[0-9a-f-]{36}$/)
+      // ... unless the body carries a uid: that precondition fails against the missing object
+      const gone = refused(m.update(Leases, "kube-node-lease", "n3", { ...lease("2026-01-01T00:00:00.000000Z"), metadata: { name: "n3", uid: "old-uid", resourceVersion: "7" } }))
+      assert.strictEqual(gone.code, 409)
+      assert.strictEqual(gone.message, "Operation cannot be fulfilled on leases.coordination.k8s.io \"n3\": Precondition failed: UID in precondition: old-uid, UID in object meta: ")
       const stale = refused(m.update(Leases, "kube-node-lease", "n1", renewed))
       assert.strictEqual(stale.code, 409)
       assert.strictEqual(stale.message.startsWith("Operation cannot be fulfilled on leases.coordination.k8s.io \"n1\""), true)
