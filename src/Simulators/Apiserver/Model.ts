@@ -772,42 +772,49 @@ export class ClusterModel {
     const m = metaOf(next)
     const finalizers = finalizersOf(next)
     const existingGrace = typeof sm["deletionGracePeriodSeconds"] === "number" ? sm["deletionGracePeriodSeconds"] : undefined
-    const deleting = sm["deletionTimestamp"] !== undefined
-    let grace = this.gracePeriod(r, stored, options.gracePeriodSeconds)
-    if (deleting) {
-      // already being deleted: only a shorter grace period changes anything
-      if (existingGrace === undefined || existingGrace === 0) {
-        grace = 0
-      } else if (options.gracePeriodSeconds === undefined || grace >= existingGrace) {
-        return Result.succeed({ _tag: "Pending", object: clone(stored) })
-      } else {
-        const ts = Date.parse(String(sm["deletionTimestamp"])) - existingGrace * 1000 + grace * 1000
+    const asked = options.gracePeriodSeconds
+    const requested = asked === undefined ? undefined : asked < 0 ? 1 : asked // negative means 1 s on the delete path
+    // Pods have the graceful-delete strategy: every DELETE first writes deletionTimestamp and
+    // deletionGracePeriodSeconds (a MODIFIED event), even with grace 0; the object then goes at once
+    // if the grace is 0 and no finalizer holds it. Other resources go at once (or wait for finalizers).
+    let marked = false
+    if (sm["deletionTimestamp"] !== undefined) {
+      if (existingGrace !== undefined && existingGrace !== 0) {
+        // already being deleted: only a shorter grace period (as asked, not re-derived) changes anything
+        if (requested === undefined || requested >= existingGrace) return Result.succeed({ _tag: "Pending", object: clone(stored) })
+        const ts = Date.parse(String(sm["deletionTimestamp"])) - existingGrace * 1000 + requested * 1000
         m["deletionTimestamp"] = rfc3339(ts)
-        m["deletionGracePeriodSeconds"] = grace
+        m["deletionGracePeriodSeconds"] = requested
+        marked = true
       }
-    } else if (grace > 0) {
-      // graceful deletion: a pod bound to a node waits for its kubelet's final grace-0 DELETE
+    } else if (r === Pods) {
+      const grace = this.gracePeriod(r, stored, requested)
       m["deletionTimestamp"] = rfc3339(this.now() + grace * 1000)
       m["deletionGracePeriodSeconds"] = grace
       if (typeof m["generation"] === "number" && m["generation"] > 0) m["generation"] = m["generation"] + 1
-    }
-    const nowGrace = typeof m["deletionGracePeriodSeconds"] === "number" ? m["deletionGracePeriodSeconds"] : grace
-    if (finalizers.length === 0 && (grace === 0 || nowGrace === 0)) {
-      const deleted = this.commit(r, namespace, name, "DELETED", next, stored)
-      return Result.succeed({
-        _tag: "Deleted",
-        object: deleted,
-        body: r.returnDeletedObject ? deleted : success(r, name, uid)
-      })
-    }
-    if (finalizers.length > 0 && m["deletionTimestamp"] === undefined) {
+      marked = true
+    } else if (finalizers.length > 0) {
       // finalizers hold the object: it is marked for deletion now, with grace 0
       m["deletionTimestamp"] = rfc3339(this.now())
       m["deletionGracePeriodSeconds"] = 0
       if (typeof m["generation"] === "number" && m["generation"] > 0) m["generation"] = m["generation"] + 1
+      marked = true
     }
-    if (sameValue(withoutVolatile(next), withoutVolatile(stored))) return Result.succeed({ _tag: "Pending", object: clone(stored) })
-    return Result.succeed({ _tag: "Pending", object: this.commit(r, namespace, name, "MODIFIED", next, stored) })
+    let current = stored
+    let markedObject: JsonObject | undefined
+    if (marked) {
+      markedObject = this.commit(r, namespace, name, "MODIFIED", next, stored)
+      current = this.bucket(r).get(okey(namespace, name)) ?? stored
+    }
+    const grace = metaOf(current)["deletionGracePeriodSeconds"]
+    const removeNow = finalizers.length === 0 && (grace === undefined || grace === 0)
+    if (!removeNow) return Result.succeed({ _tag: "Pending", object: markedObject ?? clone(stored) })
+    const deleted = this.commit(r, namespace, name, "DELETED", clone(current), current)
+    return Result.succeed({
+      _tag: "Deleted",
+      object: deleted,
+      body: r.returnDeletedObject ? deleted : success(r, name, uid)
+    })
   }
 
   /** The namespace controller's job: remove everything in the namespace, then the namespace. */

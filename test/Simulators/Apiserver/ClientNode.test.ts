@@ -72,7 +72,8 @@ describe("@kubernetes/client-node against the simulator", () => {
       assert.deepStrictEqual(result.patched.status?.conditions?.map((c) => `${c.type}=${c.status}`), ["Ready=False", "MemoryPressure=False"])
       assert.strictEqual(result.owner?.code, 404)
       assert.deepStrictEqual(JSON.parse(result.owner?.body ?? "{}").details, { name: "gone", group: "agents.x-k8s.io", kind: "sandboxes" })
-      assert.deepStrictEqual(result.events, ["DELETED p1"])
+      // a grace-0 delete of a pod is two writes: the deletion marks (MODIFIED), then the removal
+      assert.deepStrictEqual(result.events, ["MODIFIED p1", "DELETED p1"])
       assert.strictEqual(server.kubeconfigPath, kubeconfigPath)
     }))
 })

@@ -255,13 +255,16 @@ describe("ClusterModel: watch", () => {
       assert.deepStrictEqual(rec.summary(), ["ADDED b"])
       ok(m.delete(Pods, "default", "a", { gracePeriodSeconds: 0 }))
       m.bookmark()
-      assert.deepStrictEqual(rec.summary(), ["ADDED b", "DELETED a", "BOOKMARK"])
-      assert.deepStrictEqual(rec.events[2].object, {
+      // a pod's grace-0 delete writes the deletion marks first (MODIFIED), then removes it
+      assert.deepStrictEqual(rec.summary(), ["ADDED b", "MODIFIED a", "DELETED a", "BOOKMARK"])
+      assert.strictEqual(meta(rec.events[2].object)["deletionGracePeriodSeconds"], 0)
+      assert.isString(meta(rec.events[2].object)["deletionTimestamp"])
+      assert.deepStrictEqual(rec.events[3].object, {
         kind: "Pod",
         apiVersion: "v1",
         metadata: { resourceVersion: m.resourceVersion, creationTimestamp: null }
       })
-      assert.deepStrictEqual(quiet.summary(), ["ADDED b", "ADDED other", "DELETED a"])
+      assert.deepStrictEqual(quiet.summary(), ["ADDED b", "ADDED other", "MODIFIED a", "DELETED a"])
     }))
 
   it.effect("resourceVersion 0 starts with the current state as ADDED events", () =>
@@ -406,7 +409,9 @@ describe("ClusterModel: pod deletion", () => {
       const gone = ok(m.delete(Pods, "default", "a", { gracePeriodSeconds: 0, preconditions: { uid } }))
       assert.strictEqual(gone._tag, "Deleted")
       assert.strictEqual(gone._tag === "Deleted" ? meta(gone.body)["name"] : undefined, "a") // the pod registry answers with the pod
-      assert.deepStrictEqual(rec.summary(), ["MODIFIED a", "DELETED a"])
+      // the shortening to 0 is written (MODIFIED) before the removal
+      assert.deepStrictEqual(rec.summary(), ["MODIFIED a", "MODIFIED a", "DELETED a"])
+      assert.strictEqual(meta(rec.events[2].object)["deletionGracePeriodSeconds"], 0)
       assert.strictEqual(refused(m.get(Pods, "default", "a")).code, 404)
     }))
 
