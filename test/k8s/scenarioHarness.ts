@@ -12,6 +12,7 @@ import { Context, Duration, Effect, Layer, Logger, Schema } from "effect"
 import * as NodeFs from "node:fs"
 import { request as httpRequest } from "node:http"
 import { request as httpsRequest, type RequestOptions } from "node:https"
+import { createServer } from "node:net"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as ClaimsStoreFile from "../../src/Layers/ClaimsStoreFile.ts"
@@ -315,3 +316,14 @@ export const eventually = <A, E, R>(what: string, check: Effect.Effect<A | undef
       yield* Effect.sleep("50 millis")
     }
   })
+
+/** A free loopback port (listen on 0, read it, close): for the daemon's kubelet and metrics servers. */
+export const freeLoopbackPort = Effect.callback<number, ScenarioFailed>((resume) => {
+  const server = createServer()
+  server.once("error", (cause) => resume(Effect.fail(new ScenarioFailed({ message: `no free port: ${String(cause)}` }))))
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    server.close(() => resume(port > 0 ? Effect.succeed(port) : Effect.fail(new ScenarioFailed({ message: "no free port" }))))
+  })
+})

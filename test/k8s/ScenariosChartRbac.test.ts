@@ -1,0 +1,268 @@
+/**
+ * Issue 13 §3: the Helm chart's own RBAC on the real kube-apiserver. The chart is rendered with
+ * the helm binary of the suite's cache (publishing on), its ServiceAccount, ClusterRole and
+ * ClusterRoleBinding are applied as the admin in a fresh namespace, a TokenRequest token of that
+ * ServiceAccount becomes a kubeconfig, and the whole daemon (`daemonLayer`, as `vk-sandbox run`
+ * builds it) runs under that identity against the sandboxd simulator: node and lease, Pods
+ * Running, a delete preserved and one released, inventory publishes, then a restart (the status
+ * patch of an existing Node, the lease update, adoption). A verb missing from the chart's role
+ * fails the behaviour below, and the access review table fails on any verb missing or extra.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as k8s from "@kubernetes/client-node"
+import { Duration, Effect, Exit, Layer, Scope } from "effect"
+import { execFile } from "node:child_process"
+import { writeFileSync } from "node:fs"
+import { join, resolve } from "node:path"
+import * as YAML from "yaml"
+import { daemonLayer } from "../../src/Programs/Daemon.ts"
+import type { AppConfigShape } from "../../src/Schemas/Config.ts"
+import { kube, uniqueName } from "./fixture/Kube.ts"
+import {
+  admin,
+  adminGet,
+  claimCount,
+  claimIdOf,
+  createNamespace,
+  createPod,
+  createSandbox,
+  deletePodGracefully,
+  deleteSandbox,
+  eventually,
+  freeLoopbackPort,
+  getPod,
+  quiet,
+  releasePaths,
+  runningPod,
+  sandboxdHolds,
+  scenarioConfig,
+  ScenarioFailed,
+  startSandboxd,
+  tempDir
+} from "./scenarioHarness.ts"
+
+const repoRoot = resolve(import.meta.dirname, "..", "..")
+
+/** `helm template` of the chart with publishing on; the documents parsed. */
+const renderChart = (release: string, namespace: string) =>
+  Effect.gen(function*() {
+    const binDir = process.env["VK_K8S_BIN"] ?? ""
+    if (binDir === "") return yield* new ScenarioFailed({ message: "VK_K8S_BIN is not set: run with npm run test:k8s" })
+    const stdout = yield* Effect.callback<string, ScenarioFailed>((resume) => {
+      const child = execFile(
+        join(binDir, "helm"),
+        ["template", release, join(repoRoot, "deploy", "helm", "vk-sandbox"), "--namespace", namespace, "--set", "inventory.publish=true"],
+        { maxBuffer: 16 * 1024 * 1024 },
+        (error, out, err) =>
+          resume(error === null ? Effect.succeed(out) : Effect.fail(new ScenarioFailed({ message: `helm template: ${String(error)}\n${err}` })))
+      )
+      return Effect.sync(() => child.kill("SIGKILL"))
+    })
+    return k8s.loadAllYaml(stdout).filter((doc): doc is k8s.KubernetesObject => typeof doc === "object" && doc !== null)
+  })
+
+/** (apiGroup, resource[/subresource]) → the verbs the daemon uses (issue 5 §3), publishing on. */
+const daemonVerbs: ReadonlyArray<readonly [string, string, ReadonlyArray<string>]> = [
+  ["", "nodes", ["get", "create"]],
+  ["", "nodes/status", ["patch"]],
+  ["", "pods", ["get", "list", "watch", "delete"]],
+  ["", "pods/status", ["update"]],
+  ["", "events", ["create", "patch"]],
+  ["coordination.k8s.io", "leases", ["get", "create", "update"]],
+  ["agents.x-k8s.io", "sandboxes", ["get"]],
+  ["extensions.agents.x-k8s.io", "nodeinventories", ["get", "create", "patch"]]
+]
+const allVerbs = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
+
+interface NodeView {
+  readonly metadata: { readonly uid: string }
+  readonly status: { readonly conditions: ReadonlyArray<{ readonly type: string; readonly status: string }> }
+}
+interface LeaseView {
+  readonly metadata: { readonly ownerReferences?: ReadonlyArray<Record<string, unknown>> }
+  readonly spec: { readonly renewTime?: string }
+}
+interface InventoryView {
+  readonly entries?: ReadonlyArray<{ readonly name: string; readonly id?: string; readonly addr?: string }>
+  readonly address?: string
+}
+
+const httpStatus = (url: string) =>
+  Effect.tryPromise({
+    try: async () => (await fetch(url, { signal: AbortSignal.timeout(2_000) })).status,
+    catch: (cause) => new ScenarioFailed({ message: `GET ${url}: ${String(cause)}` })
+  })
+
+/** The whole daemon in a scope of its own; closing it is the daemon's shutdown. */
+const startDaemon = (config: AppConfigShape) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    yield* Layer.buildWithScope(daemonLayer(config), scope)
+    return { stop: Scope.close(scope, Exit.void) }
+  })
+
+describe("the Helm chart's RBAC on the real kube-apiserver", () => {
+  it.live("the daemon runs under the chart's ServiceAccount and ClusterRole", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { config: adminConfig, core, objects } = yield* admin
+      const authz = adminConfig.makeApiClient(k8s.AuthorizationV1Api)
+
+      // ---- render, extract, apply as the admin in a fresh namespace
+      const installNamespace = yield* createNamespace("chart")
+      const release = uniqueName("chart")
+      const docs = yield* renderChart(release, installNamespace)
+      const wanted = ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"]
+      const rbac = docs.filter((doc) => wanted.includes(doc.kind ?? ""))
+      assert.deepStrictEqual(rbac.map((doc) => doc.kind), wanted, "one of each, in this order")
+      for (const doc of rbac) yield* kube(`apply ${doc.kind}`, () => objects.create(doc))
+      const serviceAccount = rbac[0]?.metadata?.name ?? ""
+      const user = `system:serviceaccount:${installNamespace}:${serviceAccount}`
+
+      // ---- the access review: exactly the daemon's verbs, nothing missing, nothing extra
+      const review = (verb: string, group: string, resourcePath: string) =>
+        Effect.gen(function*() {
+          const [resource, subresource] = resourcePath.split("/")
+          const answer = yield* kube(`access review ${verb} ${resourcePath}`, () =>
+            authz.createSubjectAccessReview({
+              body: {
+                spec: {
+                  user,
+                  groups: ["system:serviceaccounts", `system:serviceaccounts:${installNamespace}`, "system:authenticated"],
+                  resourceAttributes: {
+                    group,
+                    resource: resource ?? "",
+                    ...(subresource !== undefined ? { subresource } : {}),
+                    verb,
+                    namespace: resource === "nodes" || resource === "nodeinventories" ? "" : "team-a"
+                  }
+                }
+              }
+            }))
+          return answer.status?.allowed === true
+        })
+      // The authorizer's cache follows the new binding shortly.
+      yield* eventually("the binding in effect", review("get", "", "nodes"), 10_000)
+      const mismatches: Array<string> = []
+      for (const [group, resourcePath, verbs] of daemonVerbs) {
+        for (const verb of allVerbs) {
+          const allowed = yield* review(verb, group, resourcePath)
+          if (allowed !== verbs.includes(verb)) mismatches.push(`${verb} ${group}/${resourcePath}: allowed=${allowed}`)
+        }
+      }
+      assert.deepStrictEqual(mismatches, [])
+
+      // ---- a token of that ServiceAccount, as a kubeconfig
+      const tokenRequest = yield* kube("token request", () =>
+        core.createNamespacedServiceAccountToken({
+          name: serviceAccount,
+          namespace: installNamespace,
+          body: { spec: { audiences: [], expirationSeconds: 3600 } }
+        }))
+      const cluster = adminConfig.getCurrentCluster()
+      const dir = yield* tempDir("vk-k8s-chart-")
+      const kubeconfigFile = join(dir, "kubeconfig")
+      writeFileSync(
+        kubeconfigFile,
+        YAML.stringify({
+          apiVersion: "v1",
+          kind: "Config",
+          clusters: [{ name: "vk-test", cluster: { server: cluster?.server ?? "", "certificate-authority-data": cluster?.caData ?? "" } }],
+          users: [{ name: serviceAccount, user: { token: tokenRequest.status?.token ?? "" } }],
+          contexts: [{ name: serviceAccount, context: { cluster: "vk-test", user: serviceAccount } }],
+          "current-context": serviceAccount
+        }),
+        { mode: 0o600 }
+      )
+
+      // ---- the daemon under that identity
+      const sandboxd = yield* startSandboxd()
+      const metricsPort = yield* freeLoopbackPort
+      const config = scenarioConfig(kubeconfigFile, sandboxd.url, dir, {
+        listenAddr: { host: "127.0.0.1", port: yield* freeLoopbackPort },
+        metricsAddr: { host: "127.0.0.1", port: metricsPort },
+        publishInventory: true,
+        publishInterval: Duration.millis(500),
+        shutdownTimeout: Duration.seconds(3)
+      })
+      const nodeName = config.nodeName
+      const nodePath = `/api/v1/nodes/${nodeName}`
+      const leasePath = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${nodeName}`
+      const inventoryPath = `/apis/extensions.agents.x-k8s.io/v1beta1/nodeinventories/${nodeName}`
+      const namespace = yield* createNamespace("chart-pods")
+      const keeperUid = yield* createSandbox(namespace, "keeper")
+      const leaverUid = yield* createSandbox(namespace, "leaver")
+
+      const first = yield* startDaemon(config)
+      const node = yield* eventually("the node", adminGet<NodeView>(nodePath))
+      assert.strictEqual(node.status.conditions.find((c) => c.type === "Ready")?.status, "True")
+      const lease = yield* eventually("the lease", adminGet<LeaseView>(leasePath))
+      assert.deepStrictEqual(lease.metadata.ownerReferences?.map((o) => o["uid"]), [node.metadata.uid])
+      yield* eventually("readyz 200", Effect.map(httpStatus(`http://127.0.0.1:${metricsPort}/readyz`), (s) => s === 200))
+      yield* eventually(
+        "the Registered event",
+        Effect.map(
+          adminGet<{ items: ReadonlyArray<{ reason?: string }> }>(
+            `/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3D${nodeName}`
+          ),
+          (list) => (list?.items ?? []).some((e) => e.reason === "Registered")
+        ),
+        5_000
+      )
+
+      // ---- Pods Running; the inventory lists their sandboxes
+      yield* createPod(namespace, "kept", nodeName, { name: "keeper", uid: keeperUid })
+      yield* createPod(namespace, "released", nodeName, { name: "leaver", uid: leaverUid })
+      const keptClaim = claimIdOf(yield* eventually("kept Running", runningPod(namespace, "kept")))
+      const releasedClaim = claimIdOf(yield* eventually("released Running", runningPod(namespace, "released")))
+      const inventory = yield* eventually(
+        "both sandboxes in the inventory",
+        Effect.map(adminGet<InventoryView>(inventoryPath), (inv) => (inv?.entries ?? []).length === 2 ? inv : undefined),
+        5_000
+      )
+      assert.deepStrictEqual(inventory.entries?.map((e) => [e.name, e.id]), [
+        [`${namespace}/kept`, keptClaim],
+        [`${namespace}/released`, releasedClaim]
+      ])
+      assert.isTrue((inventory.entries ?? []).every((e) => (e.addr ?? "") !== ""), "own claims carry their address")
+      assert.strictEqual(inventory.address, "10.0.0.5:7777")
+
+      // ---- owner alive: a 30 s graceful delete → preserved, the object gone at once
+      yield* deletePodGracefully(namespace, "kept", 30)
+      yield* eventually("kept removed", Effect.map(getPod(namespace, "kept"), (pod) => pod === undefined), 5_000)
+      assert.deepStrictEqual(yield* releasePaths(sandboxd), [], "preserved: no release")
+      assert.isTrue(yield* sandboxdHolds(sandboxd, keptClaim))
+
+      // ---- owner gone (the owner GET's NotFound), then the Pod → released
+      yield* deleteSandbox(namespace, "leaver")
+      yield* deletePodGracefully(namespace, "released", 30)
+      yield* eventually("released removed", Effect.map(getPod(namespace, "released"), (pod) => pod === undefined), 5_000)
+      yield* eventually(
+        "the release at sandboxd",
+        Effect.map(releasePaths(sandboxd), (paths) => paths.includes(`/v1/sandboxes/${releasedClaim}/release`))
+      )
+      yield* eventually(
+        "the inventory without the released sandbox",
+        Effect.map(adminGet<InventoryView>(inventoryPath), (inv) =>
+          (inv?.entries ?? []).map((e) => e.id).join(",") === keptClaim),
+        5_000
+      )
+
+      // ---- restart: the existing Node's status is patched, the Lease updated, the preserved
+      // sandbox adopted by a same-name replacement
+      yield* first.stop
+      const leaseBefore = yield* eventually("the lease", adminGet<LeaseView>(leasePath))
+      const claimsBefore = yield* claimCount(sandboxd)
+      yield* createPod(namespace, "kept", nodeName, { name: "keeper", uid: keeperUid })
+      const second = yield* startDaemon(config)
+      yield* eventually(
+        "the lease renewed by the second start",
+        Effect.map(adminGet<LeaseView>(leasePath), (l) => l !== undefined && l.spec.renewTime !== leaseBefore.spec.renewTime),
+        5_000
+      )
+      const adopted = yield* eventually("the replacement Running", runningPod(namespace, "kept"))
+      assert.strictEqual(claimIdOf(adopted), keptClaim)
+      assert.strictEqual(yield* claimCount(sandboxd), claimsBefore, "adopted: no new claim")
+      assert.strictEqual((yield* adminGet<NodeView>(nodePath))?.metadata.uid, node.metadata.uid, "the same Node")
+      yield* second.stop
+    }).pipe(quiet)), { timeout: 60_000 })
+})
