@@ -27,8 +27,8 @@
  * Modelled as the real server does it (sources in the comments at each place):
  * - request order: authorization, decoding (400), admission (NamespaceLifecycle 404/403), validation
  *   (422), storage (uid precondition, then resourceVersion 409; AlreadyExists 409);
- * - PUT without resourceVersion: allowed for nodes, events, namespaces; 422 for leases, custom resources
- *   and (Kubernetes 1.35+) pods; a PUT of a missing lease or event creates it, unless the body carries a
+ * - PUT without resourceVersion: allowed for pods, nodes, events, namespaces; 422 for leases and custom
+ *   resources; a PUT of a missing lease or event creates it, unless the body carries a
  *   uid (a storage precondition the missing object fails: 409);
  * - a no-op write keeps the resourceVersion and sends no watch event;
  * - watch start errors (expired or future resourceVersion) are one ERROR event on a 200 response;
@@ -58,12 +58,14 @@ import { clone, isRecord, jsonMergePatch, jsonPatch, strategicMerge } from "./Pa
 import {
   AllResources,
   apiVersionOf,
+  CoreEvents,
   EventsV1,
   findResource,
   Namespaces,
   NodeInventories,
   Nodes,
   Pods,
+  registryKey,
   type ResourceInfo
 } from "./Resources.ts"
 import {
@@ -82,7 +84,7 @@ import {
   expired,
   failure,
   type FieldError,
-  internalError,
+  plainServerError,
   invalid,
   type JsonObject,
   namespaceTerminating,
@@ -200,7 +202,10 @@ export interface ModelOptions {
   readonly expiredWatchStart?: "event" | "status"
   /** the user named in Forbidden messages */
   readonly user?: string
-  /** Accept a pod PUT without resourceVersion, as Kubernetes ≤1.34 did; default false (1.35+) */
+  /**
+   * Accept a pod PUT without resourceVersion; default true, as kube-apiserver v1.37.2 does. false models
+   * the 422 virtual-kubelet PR #1399 reports from 1.35 clusters.
+   */
   readonly unconditionalPodUpdates?: boolean
   /**
    * Play the cluster's node admission and lifecycle: a new Node gets node.kubernetes.io/not-ready:NoSchedule
@@ -234,6 +239,8 @@ interface Watcher {
   readonly sink: WatchSink
   open: boolean
   lastRv: number
+  /** events at or below this resourceVersion are not delivered */
+  readonly after: number
 }
 
 const rid = (r: ResourceInfo) => `${r.group}/${r.plural}`
@@ -326,6 +333,28 @@ const decodeContinue = (token: string): { rv: number; start: string } | undefine
   }
 }
 
+/** Defaults from the CRD schemas (the Sandbox CRD defaults operatingMode and shutdownPolicy). */
+const applyDefaults = (r: ResourceInfo, obj: JsonObject): void => {
+  if (r.plural !== "sandboxes" || !r.customResource || !isRecord(obj["spec"])) return
+  const spec = obj["spec"]
+  if (spec["operatingMode"] === undefined) spec["operatingMode"] = "Running"
+  if (spec["shutdownPolicy"] === undefined) spec["shutdownPolicy"] = "Retain"
+}
+
+/**
+ * The v1 ⇄ internal conversion of a pod's IPs: podIP wins when it disagrees with podIPs[0] (and fills an
+ * empty podIPs), and podIP is written back as podIPs[0]. hostIP/hostIPs get no such sync.
+ */
+const syncPodIPs = (pod: JsonObject): void => {
+  const status = pod["status"]
+  if (!isRecord(status)) return
+  const podIP = typeof status["podIP"] === "string" ? status["podIP"] : ""
+  const podIPs = Array.isArray(status["podIPs"]) ? status["podIPs"] : []
+  if (podIP !== "" && (podIPs.length === 0 || !isRecord(podIPs[0]) || podIPs[0]["ip"] !== podIP)) status["podIPs"] = [{ ip: podIP }]
+  const synced = Array.isArray(status["podIPs"]) ? status["podIPs"] : []
+  if (podIP === "" && synced.length > 0 && isRecord(synced[0]) && typeof synced[0]["ip"] === "string") status["podIP"] = synced[0]["ip"]
+}
+
 const notReadyTaint = { key: "node.kubernetes.io/not-ready", effect: "NoSchedule" } as const
 
 export class ClusterModel {
@@ -353,7 +382,7 @@ export class ClusterModel {
     this.newUid = options.newUid ?? (() => crypto.randomUUID())
     this.expiredWatchStart = options.expiredWatchStart ?? "event"
     this.user = options.user ?? "system:serviceaccount:vk-sandbox:vk-sandbox"
-    this.unconditionalPodUpdates = options.unconditionalPodUpdates ?? false
+    this.unconditionalPodUpdates = options.unconditionalPodUpdates ?? true
     this.nodeNotReadyTaint = options.nodeNotReadyTaint ?? false
     this.createOnUpdate = options.createOnUpdate ?? true
     for (const ns of options.namespaces ?? ["default", "kube-system", "kube-public", "kube-node-lease"]) {
@@ -510,7 +539,8 @@ export class ClusterModel {
     // one JSON round trip for the whole page is much cheaper than a structured clone per item
     const items = (JSON.parse(JSON.stringify(page.map(([, o]) => o))) as Array<JsonObject>).map((o) => this.typedListItem(r, o))
     const unselective = labels.success.length === 0 && fields.success.length === 0
-    return Result.succeed({
+    const envelope = r.customResource ? (o: JsonObject) => sortedKeys(o) as JsonObject : (o: JsonObject) => o
+    return Result.succeed(envelope({
       kind: listKind(r),
       apiVersion: apiVersionOf(r),
       metadata: {
@@ -524,7 +554,7 @@ export class ClusterModel {
           : {})
       },
       items
-    })
+    }))
   }
 
   watch(r: ResourceInfo, ns: string | undefined, options: WatchOptions, sink: WatchSink): Outcome<WatchHandle> {
@@ -542,12 +572,9 @@ export class ClusterModel {
     // Past authorization and resourceVersion parsing, the watch cache reports start errors as one ERROR
     // event on a 200 response ("to match the uncached watch implementation"); "status" mode answers them
     // as the HTTP status instead.
-    const startError = from !== undefined && from > this.rv
-      ? failure(504, "Timeout", `Too large resource version: ${from}, current: ${this.rv}`, {
-        causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }],
-        retryAfterSeconds: 1
-      }) // the watch cache waits up to 3 s for a future resourceVersion first
-      : from !== undefined && from < this.compactedRv
+    // A resourceVersion from the future is waited for (kube-apiserver v1.37.2 keeps such a watch open and
+    // silent): events are delivered only past it.
+    const startError = from !== undefined && from < this.compactedRv
       ? expired(`too old resource version: ${from} (${this.compactedRv})`)
       : undefined
     if (startError !== undefined && this.expiredWatchStart === "status") return Result.fail(startError)
@@ -560,7 +587,8 @@ export class ClusterModel {
       stalled: this.faults.stallWatches,
       sink,
       open: true,
-      lastRv: from ?? this.rv
+      lastRv: from ?? this.rv,
+      after: from ?? this.rv
     }
     const handle: WatchHandle = {
       close: () => this.closeWatcher(w, false),
@@ -648,7 +676,7 @@ export class ClusterModel {
     if (errs !== undefined) return Result.fail(errs)
     // storage: a resourceVersion on a new object is a plain error there (500 InternalError), then the key check
     if (givenRv !== undefined && givenRv !== "" && givenRv !== "0") {
-      return Result.fail(internalError("resourceVersion should not be set on objects to be created"))
+      return Result.fail(plainServerError("resourceVersion should not be set on objects to be created"))
     }
     if (this.bucket(r).has(okey(namespace, name))) return Result.fail(alreadyExists(r, name))
     this.recordManager(obj, undefined, options.fieldManager, "Update", undefined)
@@ -763,7 +791,7 @@ export class ClusterModel {
     const sm = metaOf(stored)
     const uid = str(sm["uid"]) ?? ""
     const pre = options.preconditions
-    if (pre?.uid !== undefined && pre.uid !== uid) return Result.fail(uidPreconditionConflict(r, name, pre.uid, uid))
+    if (pre?.uid !== undefined && pre.uid !== uid) return Result.fail(uidPreconditionConflict(r, name, pre.uid, uid, registryKey(r, namespace, name)))
     if (pre?.resourceVersion !== undefined && pre.resourceVersion !== sm["resourceVersion"]) {
       return Result.fail(rvPreconditionConflict(r, name, pre.resourceVersion, String(sm["resourceVersion"])))
     }
@@ -839,7 +867,11 @@ export class ClusterModel {
     options: PatchOptions
   ): Outcome<{ readonly object: JsonObject; readonly created: boolean }> {
     const manager = options.fieldManager
-    if (manager === undefined || manager === "") return Result.fail(badRequest("fieldManager is required for apply requests"))
+    if (manager === undefined || manager === "") {
+      return Result.fail(invalid("meta.k8s.io", "PatchOptions", "", [
+        { field: "fieldManager", type: "FieldValueRequired", detail: "is required for apply patch" }
+      ]))
+    }
     if (!isRecord(body)) return Result.fail(badRequest("error decoding YAML: the apply configuration is not an object"))
     const applied: JsonObject = clone(body)
     const apiVersion = str(applied["apiVersion"]) ?? ""
@@ -898,13 +930,17 @@ export class ClusterModel {
       }
     })
     if (conflicts.length > 0 && options.force !== true) {
-      const render = (c: { manager: string; path: string }) => `conflict with "${c.manager}" using ${apiVersionOf(r)}: .${fromKey(c.path).join(".")}`
+      // worded as kube-apiserver v1.37.2 does: one conflict inline, several listed per manager
+      const field = (c: { path: string }) => `.${fromKey(c.path).join(".")}`
+      const managers = [...new Set(conflicts.map((c) => c.manager))]
       const message = conflicts.length === 1
-        ? `Apply failed with 1 conflict: ${render(conflicts[0])}`
-        : `Apply failed with ${conflicts.length} conflicts: ${conflicts.map(render).join("\n")}`
+        ? `Apply failed with 1 conflict: conflict with "${conflicts[0].manager}": ${field(conflicts[0])}`
+        : `Apply failed with ${conflicts.length} conflicts: ${
+          managers.map((mg) => `conflicts with "${mg}":\n${conflicts.filter((c) => c.manager === mg).map((c) => `- ${field(c)}`).join("\n")}`).join("\n")
+        }`
       return Result.fail(
         failure(409, "Conflict", message, {
-          causes: conflicts.map((c) => ({ reason: "FieldManagerConflict", message: render(c), field: `.${fromKey(c.path).join(".")}` }))
+          causes: conflicts.map((c) => ({ reason: "FieldManagerConflict", message: `conflict with "${c.manager}"`, field: field(c) }))
         })
       )
     }
@@ -1059,6 +1095,7 @@ export class ClusterModel {
     } else if (r.customResource && r.subresources.includes("status")) {
       delete obj["status"] // a CR with a status subresource ignores status on create
     }
+    applyDefaults(r, obj)
   }
 
   private validate(r: ResourceInfo, obj: JsonObject, old: JsonObject | undefined): ApiStatusError | undefined {
@@ -1070,7 +1107,7 @@ export class ClusterModel {
         errors.push({ field: "spec.containers", type: "FieldValueRequired", detail: "" })
       }
       const status = isRecord(obj["status"]) ? obj["status"] : {}
-      const ips = (field: "podIPs" | "hostIPs") => {
+      const ipErrors = (field: "podIPs" | "hostIPs") => {
         const list = status[field]
         if (!Array.isArray(list)) return
         list.forEach((e, i) => {
@@ -1085,8 +1122,25 @@ export class ClusterModel {
           }
         })
       }
-      ips("podIPs")
-      ips("hostIPs")
+      ipErrors("podIPs")
+      // hostIP is not synced into hostIPs on decoding (podIP is): a hostIPs list must start with hostIP
+      const hostIPs = Array.isArray(status["hostIPs"]) ? status["hostIPs"] : []
+      if (hostIPs.length > 0) {
+        const first = isRecord(hostIPs[0]) ? hostIPs[0]["ip"] : undefined
+        if (first !== (status["hostIP"] ?? "")) {
+          errors.push({ field: "status.hostIPs[0].ip", type: "FieldValueInvalid", value: JSON.stringify(first ?? ""), detail: "must be equal to `hostIP`" })
+        }
+      }
+      ipErrors("hostIPs")
+    }
+    if (r === CoreEvents) {
+      // legacy events: involvedObject.namespace must be the event's namespace (or empty, for "default")
+      const involved = getPath(obj, ["involvedObject", "namespace"])
+      const eventNs = str(metaOf(obj)["namespace"]) ?? ""
+      const given = typeof involved === "string" ? involved : ""
+      if (given === "" ? eventNs !== "" && eventNs !== "default" : given !== eventNs) {
+        errors.push({ field: "involvedObject.namespace", type: "FieldValueInvalid", value: JSON.stringify(given), detail: "does not match event.namespace" })
+      }
     }
     if (r === EventsV1) {
       // events.k8s.io/v1 writes get the strict event validation (core/v1 keeps the lenient legacy rules)
@@ -1173,7 +1227,7 @@ export class ClusterModel {
       // AllowCreateOnUpdate (leases, events): the PUT creates the object, whatever resourceVersion it carries;
       // but a uid in the body is a storage precondition, which a missing object (uid "") fails: 409
       const bodyUid = str(m["uid"])
-      if (bodyUid !== undefined && bodyUid !== "") return Result.fail(uidPreconditionConflict(r, name, bodyUid, ""))
+      if (bodyUid !== undefined && bodyUid !== "") return Result.fail(uidPreconditionConflict(r, name, bodyUid, "", registryKey(r, namespace, name)))
       const fresh = clone(obj)
       delete metaOf(fresh)["resourceVersion"]
       metaOf(fresh)["name"] = name
@@ -1185,11 +1239,13 @@ export class ClusterModel {
     // storage checks the uid precondition (taken from the body) before comparing resourceVersions
     const uid = str(m["uid"])
     const storedUid = str(sm["uid"]) ?? ""
-    if (uid !== undefined && uid !== "" && uid !== storedUid) return Result.fail(uidPreconditionConflict(r, name, uid, storedUid))
+    if (uid !== undefined && uid !== "" && uid !== storedUid) {
+      return Result.fail(uidPreconditionConflict(r, name, uid, storedUid, registryKey(r, namespace, name)))
+    }
     const rv = str(m["resourceVersion"]) ?? ""
     if (rv === "" || rv === "0") {
-      // nodes, events, namespaces allow an unconditional update (AllowUnconditionalUpdate); leases, custom
-      // resources, and pods since 1.35, refuse it with 422 naming the resource (not the Kind) in the message
+      // pods, nodes, events, namespaces allow an unconditional update (AllowUnconditionalUpdate); leases and
+      // custom resources refuse it with 422 naming the resource (not the Kind) in the message
       const unconditional = r === Pods ? this.unconditionalPodUpdates : r.allowUnconditionalUpdate
       if (!unconditional) {
         return Result.fail(invalid(r.group, r.plural, name, [
@@ -1249,6 +1305,8 @@ export class ClusterModel {
       }
       if (!sameValue(strip(next), strip(stored))) nm["generation"] = nm["generation"] + 1
     }
+    if (r === Pods) syncPodIPs(next)
+    applyDefaults(r, next)
     const errs = this.validate(r, next, stored)
     if (errs !== undefined) return Result.fail(errs)
     if (entries !== undefined) {
@@ -1366,7 +1424,7 @@ export class ClusterModel {
   ): JsonObject {
     this.rv += 1
     metaOf(obj)["resourceVersion"] = String(this.rv)
-    const snapshot = inWireOrder(obj)
+    const snapshot = inWireOrder(obj, r)
     if (type === "DELETED") this.bucket(r).delete(okey(ns, name))
     else this.bucket(r).set(okey(ns, name), snapshot)
     const entry: HistoryEntry = { rv: this.rv, resource: r, namespace: ns, type, object: snapshot, prev }
@@ -1380,7 +1438,7 @@ export class ClusterModel {
   }
 
   private deliver(w: Watcher, h: HistoryEntry): void {
-    if (!w.open || w.stalled || h.resource !== w.resource) return
+    if (!w.open || w.stalled || h.resource !== w.resource || h.rv <= w.after) return
     if (w.namespace !== undefined && w.namespace !== "" && h.namespace !== w.namespace) return
     const cur = h.type !== "DELETED" && this.matches(w.resource, h.object, w.namespace, w.labels, w.fields)
     const before = h.prev !== undefined && this.matches(w.resource, h.prev, w.namespace, w.labels, w.fields)
@@ -1454,7 +1512,7 @@ const errGroup = (r: ResourceInfo): string => r.group
 
 const notFoundSubresource = () => failure(404, "NotFound", "the server could not find the requested resource", {})
 
-const topOrder = ["apiVersion", "kind", "metadata"]
+const topOrder = ["kind", "apiVersion", "metadata"]
 const metaOrder = [
   "name",
   "generateName",
@@ -1478,8 +1536,20 @@ const ordered = (o: Record<string, unknown>, order: ReadonlyArray<string>): Reco
   return out
 }
 
-/** A copy with keys in the order the server's Go structs serialise them (apiVersion, kind, metadata, ...). */
-const inWireOrder = (o: JsonObject): JsonObject => {
+const sortedKeys = (v: unknown): unknown => {
+  if (Array.isArray(v)) return v.map(sortedKeys)
+  if (!isRecord(v)) return v
+  const out: Record<string, unknown> = {}
+  for (const k of Object.keys(v).sort()) out[k] = sortedKeys(v[k])
+  return out
+}
+
+/**
+ * A copy with keys in the order the server writes them: typed objects in Go struct order (kind,
+ * apiVersion, metadata, ...); custom resources are unstructured maps, written with sorted keys.
+ */
+const inWireOrder = (o: JsonObject, r: ResourceInfo): JsonObject => {
+  if (r.customResource) return sortedKeys(clone(o)) as JsonObject
   const c = ordered(clone(o), topOrder)
   if (isRecord(c["metadata"])) c["metadata"] = ordered(c["metadata"], metaOrder)
   return c

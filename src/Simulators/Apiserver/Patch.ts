@@ -193,7 +193,9 @@ const missing = (path: string) => unprocessable(`doc is missing path: "${path}":
 
 /** RFC 6902, on a copy. A body that is not an array is refused as the server's decoder refuses it (400). */
 export const jsonPatch = (original: unknown, ops: unknown): Result.Result<unknown, ApiStatusError> => {
-  if (!Array.isArray(ops)) return Result.fail(badRequest(`json: cannot unmarshal ${jsonKind(ops)} into Go value of type jsonpatch.Patch`))
+  if (!Array.isArray(ops)) {
+    return Result.fail(badRequest(`error decoding patch: json: cannot unmarshal ${jsonKind(ops)} into Go value of type []handlers.jsonPatchOp`))
+  }
   let doc: unknown = clone(original)
   for (const opRaw of ops) {
     if (!isRecord(opRaw) || typeof opRaw["op"] !== "string" || typeof opRaw["path"] !== "string") {

@@ -29,6 +29,12 @@ export interface ResourceInfo extends GroupResource {
 
 export const apiVersionOf = (r: ResourceInfo): string => (r.group === "" ? r.version : `${r.group}/${r.version}`)
 
+/** The object's etcd key, as storage errors quote it (nodes are stored as "minions"). */
+export const registryKey = (r: ResourceInfo, namespace: string, name: string): string => {
+  const base = r.customResource ? `${r.group}/${r.plural}` : r.plural === "nodes" ? "minions" : r.plural
+  return `/registry/${base}/${r.namespaced ? `${namespace}/` : ""}${name}`
+}
+
 const allVerbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 const meta = ["metadata.name", "metadata.namespace"]
 
@@ -53,9 +59,9 @@ export const Pods: ResourceInfo = {
   namespaced: true,
   shortNames: ["po"],
   subresources: ["status"],
-  // Kubernetes 1.35+ refuses a pod (and pods/status) PUT without resourceVersion: 422 "metadata.resourceVersion:
-  // Invalid value: 0: must be specified for an update" (virtual-kubelet PR #1399). ModelOptions can restore ≤1.34.
-  allowUnconditionalUpdate: false,
+  // A pod or pods/status PUT without resourceVersion (or with "0") is accepted: checked against kube-apiserver
+  // v1.37.2 (virtual-kubelet PR #1399 reports a 422 on 1.35+; ModelOptions.unconditionalPodUpdates models that).
+  allowUnconditionalUpdate: true,
   returnDeletedObject: true, // the pod registry answers DELETE with the pod
   tracksGeneration: true, // pods carry metadata.generation since 1.33
   fieldLabels: [

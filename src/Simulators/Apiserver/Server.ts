@@ -371,16 +371,7 @@ const handleResource = (
     }
     case "PATCH": {
       const patchType = patchTypeOf(req.headers["content-type"] ?? "")
-      if (patchType === undefined) {
-        return sendStatus(
-          res,
-          unsupportedMediaType(
-            r.customResource
-              ? ["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"]
-              : ["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml", "application/strategic-merge-patch+json"]
-          )
-        )
-      }
+      if (patchType === undefined) return sendStatus(res, unsupportedMediaType())
       const parsed = patchType === "apply" ? parseYaml(rawBody) : parseJson(rawBody)
       if (Result.isFailure(parsed)) return sendStatus(res, badRequest(`error decoding patch: ${parsed.failure}`))
       const force = boolParam(q.get("force"))

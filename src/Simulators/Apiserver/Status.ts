@@ -100,8 +100,13 @@ export const conflict = (gr: GroupResource, name: string, why: string): ApiStatu
 export const staleConflict = (gr: GroupResource, name: string): ApiStatusError =>
   conflict(gr, name, "the object has been modified; please apply your changes to the latest version and try again")
 
-export const uidPreconditionConflict = (gr: GroupResource, name: string, want: string, have: string): ApiStatusError =>
-  conflict(gr, name, `Precondition failed: UID in precondition: ${want}, UID in object meta: ${have}`)
+/** A failed uid precondition in storage; the message quotes the storage error (kube-apiserver v1.37.2). */
+export const uidPreconditionConflict = (gr: GroupResource, name: string, want: string, have: string, key: string): ApiStatusError =>
+  conflict(
+    gr,
+    name,
+    `StorageError: invalid object, Code: 4, Key: ${key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: ${want}, UID in object meta: ${have}`
+  )
 
 export const rvPreconditionConflict = (gr: GroupResource, name: string, want: string, have: string): ApiStatusError =>
   conflict(gr, name, `Precondition failed: ResourceVersion in precondition: ${want}, ResourceVersion in object meta: ${have}`)
@@ -114,12 +119,8 @@ export const badRequest = (message: string): ApiStatusError => failure(400, "Bad
 export const methodNotAllowed = (): ApiStatusError =>
   failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
 
-export const unsupportedMediaType = (accepted: ReadonlyArray<string>): ApiStatusError =>
-  failure(
-    415,
-    "UnsupportedMediaType",
-    `the body of the request was in an unknown format - accepted media types include: ${accepted.join(", ")}`
-  )
+/** An unknown PATCH content type, as the REST layer answers it (kube-apiserver v1.37.2). */
+export const unsupportedMediaType = (): ApiStatusError => failure(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
 
 export const unauthorized = (): ApiStatusError => failure(401, "Unauthorized", "Unauthorized")
 
@@ -192,7 +193,7 @@ export const invalid = (
   const joined = list.length === 1 ? list[0] : `[${list.join(", ")}]`
   const qualifiedKind = group === "" ? kind : `${kind}.${group}`
   return failure(422, "Invalid", `${qualifiedKind} "${name}" is invalid: ${joined}`, {
-    name,
+    ...(name !== "" ? { name } : {}),
     ...(group !== "" ? { group } : {}),
     kind,
     causes
@@ -201,6 +202,9 @@ export const invalid = (
 
 export const internalError = (message: string): ApiStatusError =>
   failure(500, "InternalError", `Internal error occurred: ${message}`, { causes: [{ message }] })
+
+/** A plain (non-API) error from storage: code 500, the bare message, no reason, no details. */
+export const plainServerError = (message: string): ApiStatusError => failure(500, "", message)
 
 /** The Status an injected fault answers with, by code. */
 export const injected = (code: number, message: string): ApiStatusError => {
