@@ -90,7 +90,6 @@ import {
   namespaceTerminating,
   notFound,
   rbacForbidden,
-  rvPreconditionConflict,
   staleConflict,
   type StatusBody,
   success,
@@ -791,9 +790,13 @@ export class ClusterModel {
     const sm = metaOf(stored)
     const uid = str(sm["uid"]) ?? ""
     const pre = options.preconditions
-    if (pre?.uid !== undefined && pre.uid !== uid) return Result.fail(uidPreconditionConflict(r, name, pre.uid, uid, registryKey(r, namespace, name)))
+    // DELETE checks its preconditions early, naming the Kind (kube-apiserver v1.37.2 wording)
+    const byKind = { group: r.group, plural: r.kind }
+    if (pre?.uid !== undefined && pre.uid !== uid) {
+      return Result.fail(conflict(byKind, name, `the UID in the precondition (${pre.uid}) does not match the UID in record (${uid}). The object might have been deleted and then recreated`))
+    }
     if (pre?.resourceVersion !== undefined && pre.resourceVersion !== sm["resourceVersion"]) {
-      return Result.fail(rvPreconditionConflict(r, name, pre.resourceVersion, String(sm["resourceVersion"])))
+      return Result.fail(conflict(byKind, name, `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${String(sm["resourceVersion"])}). The object might have been modified`))
     }
     if (r === Namespaces) return Result.succeed(this.deleteNamespace(stored, name))
     const next = clone(stored)

@@ -108,9 +108,6 @@ export const uidPreconditionConflict = (gr: GroupResource, name: string, want: s
     `StorageError: invalid object, Code: 4, Key: ${key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: ${want}, UID in object meta: ${have}`
   )
 
-export const rvPreconditionConflict = (gr: GroupResource, name: string, want: string, have: string): ApiStatusError =>
-  conflict(gr, name, `Precondition failed: ResourceVersion in precondition: ${want}, ResourceVersion in object meta: ${have}`)
-
 /** 410 as the watch cache writes it: no details. */
 export const expired = (message: string): ApiStatusError => failure(410, "Expired", message)
 

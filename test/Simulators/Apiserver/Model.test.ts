@@ -405,9 +405,9 @@ describe("ClusterModel: pod deletion", () => {
         apiVersion: "v1",
         metadata: {},
         status: "Failure",
-        message: `Operation cannot be fulfilled on pods "a": StorageError: invalid object, Code: 4, Key: /registry/pods/default/a, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: 0000, UID in object meta: ${uid}`,
+        message: `Operation cannot be fulfilled on Pod "a": the UID in the precondition (0000) does not match the UID in record (${uid}). The object might have been deleted and then recreated`,
         reason: "Conflict",
-        details: { name: "a", kind: "pods" },
+        details: { name: "a", kind: "Pod" },
         code: 409
       })
       const gone = ok(m.delete(Pods, "default", "a", { gracePeriodSeconds: 0, preconditions: { uid } }))

@@ -167,7 +167,7 @@ describe("apiserver over HTTP: routing, discovery and Status bodies", () => {
       assert.strictEqual(wrong.status, 409)
       assert.strictEqual(
         (wrong.json as { message: string }).message,
-        `Operation cannot be fulfilled on pods "a": StorageError: invalid object, Code: 4, Key: /registry/pods/default/a, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: not-it, UID in object meta: ${uid}`
+        `Operation cannot be fulfilled on Pod "a": the UID in the precondition (not-it) does not match the UID in record (${uid}). The object might have been deleted and then recreated`
       )
       const right = yield* request(`${url}/api/v1/namespaces/default/pods/a`, {
         method: "DELETE",
