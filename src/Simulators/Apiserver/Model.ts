@@ -24,19 +24,24 @@
  *   access, no semantics), `collectGarbage()` (the GC controller, on demand), `resourceVersion` (the
  *   global counter), `openWatches()`.
  *
- * Modelled as the real server does it (sources in the comments at each place):
+ * Modelled as the real server does it (sources in the comments at each place; Status bodies, PUT without
+ * resourceVersion, pod IP checks, preconditions, SSA wording and watch starts were compared with raw
+ * requests to kube-apiserver v1.37.2 from test/k8s):
  * - request order: authorization, decoding (400), admission (NamespaceLifecycle 404/403), validation
  *   (422), storage (uid precondition, then resourceVersion 409; AlreadyExists 409);
  * - PUT without resourceVersion: allowed for pods, nodes, events, namespaces; 422 for leases and custom
  *   resources; a PUT of a missing lease or event creates it, unless the body carries a
  *   uid (a storage precondition the missing object fails: 409);
  * - a no-op write keeps the resourceVersion and sends no watch event;
+ * - every pod DELETE first writes deletionTimestamp/deletionGracePeriodSeconds (MODIFIED), then, at
+ *   grace 0 with no finalizer left, removes the pod (DELETED) — the graceful-delete strategy;
  * - watch start errors (expired or future resourceVersion) are one ERROR event on a 200 response;
  *   an object leaving a watch's selector is a DELETED event for that watch;
  * - lists are atomic for server-side apply (the CRDs here declare no list types).
  * - pagination with limit/continue (later pages come from the current state, not a snapshot at the
  *   token's resourceVersion; a token older than the retained window is 410 Expired).
- * Not modelled: dryRun, propagationPolicy,
+ * Not modelled: the not-ready taint TaintNodesByCondition adds to new nodes (opt in: nodeNotReadyTaint),
+ * managedFields detail (no "." or "k:" entries: lists are leaves), dryRun, propagationPolicy,
  * structural-schema pruning of custom resources, and events.k8s.io/v1 as a view of core/v1 events
  * (here they are two separate stores).
  *
