@@ -35,9 +35,10 @@
  * - a no-op write keeps the resourceVersion and sends no watch event;
  * - every pod DELETE first writes deletionTimestamp/deletionGracePeriodSeconds (MODIFIED), then, at
  *   grace 0 with no finalizer left, removes the pod (DELETED) — the graceful-delete strategy;
- * - watch start errors (expired or future resourceVersion) are one ERROR event on a 200 response;
- *   an object leaving a watch's selector is a DELETED event for that watch;
- * - lists are atomic for server-side apply (the CRDs here declare no list types).
+ * - a watch from an expired resourceVersion gets one ERROR event (410 Expired) on a 200 response; one
+ *   from a future resourceVersion stays open and silent until the counter passes it; an object leaving
+ *   a watch's selector is a DELETED event for that watch;
+ * - lists are atomic for server-side apply (the CRDs here declare no list types);
  * - pagination with limit/continue (later pages come from the current state, not a snapshot at the
  *   token's resourceVersion; a token older than the retained window is 410 Expired).
  * Not modelled: the not-ready taint TaintNodesByCondition adds to new nodes (opt in: nodeNotReadyTaint),
