@@ -120,7 +120,7 @@ export interface WatchSink {
 export interface WatchHandle {
   readonly close: () => void
   readonly isOpen: () => boolean
-  /** Send this watch a BOOKMARK now (if it asked for bookmarks), as the watch cache does 2 s before a timeout. */
+  /** Send this watch a BOOKMARK now (if it asked for bookmarks). */
   readonly bookmark: () => void
 }
 
@@ -755,14 +755,17 @@ export class ClusterModel {
     if (Result.isFailure(labels)) return Result.fail(labels.failure)
     const fields = parseFieldSelector(selectors.fieldSelector, r.fieldLabels)
     if (Result.isFailure(fields)) return Result.fail(fields.failure)
-    const targets = [...this.bucket(r).values()].filter((o) => this.matches(r, o, ns, labels.success, fields.success))
-    const items: Array<JsonObject> = []
+    const targets = [...this.bucket(r).entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, o]) => o)
+      .filter((o) => this.matches(r, o, ns, labels.success, fields.success))
+    // the answer is the list taken before deleting (kube-apiserver v1.37.2): items as they were, its resourceVersion
+    const listed = { kind: listKind(r), apiVersion: apiVersionOf(r), metadata: { resourceVersion: String(this.rv) }, items: targets.map((o) => this.listItem(r, o)) }
     for (const o of targets) {
       const m = metaOf(o)
-      const out = this.deleteOne(r, str(m["namespace"]) ?? "", str(m["name"]) ?? "", options)
-      if (Result.isSuccess(out)) items.push(this.listItem(r, out.success.object))
+      this.deleteOne(r, str(m["namespace"]) ?? "", str(m["name"]) ?? "", options)
     }
-    return Result.succeed({ kind: listKind(r), apiVersion: apiVersionOf(r), metadata: { resourceVersion: String(this.rv) }, items })
+    return Result.succeed(listed)
   }
 
   /**
