@@ -154,7 +154,7 @@ const backends: ReadonlyArray<{
   readonly knownDifferences: ReadonlySet<string>
 }> = [
   { name: "real kube-apiserver", backend: realServer, knownDifferences: new Set() },
-  { name: "in-memory apiserver", backend: inMemoryServer, knownDifferences: new Set([watchOrder]) }
+  { name: "in-memory apiserver", backend: inMemoryServer, knownDifferences: new Set() }
 ]
 
 for (const { name, backend: acquire, knownDifferences } of backends) {
