@@ -4,14 +4,10 @@
  * `retryable`, so they pass through unchanged.
  */
 import { Effect, Layer, Stream } from "effect"
+import { splitPodKey } from "../Schemas/Ids.ts"
 import { PodLifecycle } from "../Services/PodLifecycle.ts"
 import { Provider } from "../Services/Provider.ts"
 
-/** `ns/name` → its parts; a key without "/" names a Pod in the empty namespace. */
-const splitKey = (key: string): readonly [string, string] => {
-  const slash = key.indexOf("/")
-  return slash < 0 ? ["", key] : [key.slice(0, slash), key.slice(slash + 1)]
-}
 
 export const PodLifecycleProviderLayer: Layer.Layer<PodLifecycle, never, Provider> = Layer.effect(
   PodLifecycle,
@@ -22,7 +18,7 @@ export const PodLifecycleProviderLayer: Layer.Layer<PodLifecycle, never, Provide
       updatePod: provider.updatePod,
       deletePod: provider.deletePod,
       getPod: (key) => {
-        const [namespace, name] = splitKey(key)
+        const [namespace, name] = splitPodKey(key)
         return provider.getPod(namespace, name)
       },
       getPods: provider.getPods,

@@ -5,7 +5,7 @@
  * deadline instead (archive rewrites leases). A failed listing defers everything. Nothing is
  * dropped or released here; a later authorized delete does that.
  */
-import { EventRecorder } from "../Services/EventRecorder.ts"
+import { EventRecorder, involvedPod } from "../Services/EventRecorder.ts"
 import { leaseExpiries } from "./Observability/Metrics.ts"
 import type { V1Pod } from "@kubernetes/client-node"
 import { DateTime, Effect, Metric, Option, Schedule } from "effect"
@@ -70,7 +70,7 @@ export const publishExpiredLeases = Effect.gen(function*() {
     if (Option.isSome(recorder)) {
       // Repeats on later ticks aggregate into the same Event's count.
       yield* recorder.value.record(
-        { kind: "Pod", namespace: pod.metadata?.namespace ?? "", name: pod.metadata?.name ?? "", uid: pod.metadata?.uid ?? "" },
+        involvedPod(pod),
         "Warning",
         "LeaseExpired",
         `sandbox ${claim.id} lease ended; the microVM is reaped at the deadline`

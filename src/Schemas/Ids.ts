@@ -1,3 +1,4 @@
+import type { V1Pod } from "@kubernetes/client-node"
 import { Schema } from "effect"
 
 /** `namespace/name` of a Pod: the key of the claims table and of every per-pod state. */
@@ -5,6 +6,14 @@ export const PodKey = Schema.String.pipe(Schema.brand("PodKey"))
 export type PodKey = typeof PodKey.Type
 
 export const podKeyOf = (namespace: string, name: string): PodKey => `${namespace}/${name}` as PodKey
+
+export const podKeyOfPod = (pod: V1Pod): PodKey => podKeyOf(pod.metadata?.namespace ?? "", pod.metadata?.name ?? "")
+
+/** `ns/name` → [ns, name]; a key without "/" names a Pod in the empty namespace. */
+export const splitPodKey = (key: string): readonly [string, string] => {
+  const slash = key.indexOf("/")
+  return slash < 0 ? ["", key] : [key.slice(0, slash), key.slice(slash + 1)]
+}
 
 /** sandboxd's claim id (`sb_` + 16 hex); the handle of one microVM. */
 export const ClaimId = Schema.String.pipe(Schema.brand("ClaimId"))

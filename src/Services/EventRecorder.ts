@@ -4,6 +4,7 @@
  * (`Layers/EventRecorderKube.ts`) aggregates repeats per object and reason into one Event with a
  * growing count and writes at most one update per key per flush interval.
  */
+import type { V1Pod } from "@kubernetes/client-node"
 import { Context, type Effect } from "effect"
 
 export interface InvolvedObject {
@@ -15,6 +16,13 @@ export interface InvolvedObject {
 }
 
 export type EventType = "Normal" | "Warning"
+
+export const involvedPod = (pod: V1Pod): InvolvedObject => ({
+  kind: "Pod",
+  namespace: pod.metadata?.namespace ?? "",
+  name: pod.metadata?.name ?? "",
+  uid: pod.metadata?.uid ?? ""
+})
 
 export class EventRecorder extends Context.Service<EventRecorder, {
   readonly record: (involved: InvolvedObject, type: EventType, reason: string, message: string) => Effect.Effect<void>

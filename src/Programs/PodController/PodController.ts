@@ -7,8 +7,8 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Clock, Duration, Effect, Metric, Option, Ref, Schedule, type Scope, Stream } from "effect"
 import { AppConfig } from "../../Schemas/Config.ts"
-import type { PodKey } from "../../Schemas/Ids.ts"
-import { EventRecorder, type InvolvedObject } from "../../Services/EventRecorder.ts"
+import { type PodKey, podKeyOfPod, splitPodKey } from "../../Schemas/Ids.ts"
+import { EventRecorder, involvedPod } from "../../Services/EventRecorder.ts"
 import { KubeApi, type KubeError, type PodWatchEvent } from "../../Services/KubeApi.ts"
 import { PodLifecycle, type ProviderFailure } from "../../Services/PodLifecycle.ts"
 import * as Metrics from "../Observability/Metrics.ts"
@@ -17,7 +17,6 @@ import {
   isDeleting,
   isRunning,
   isTerminal,
-  keyOfPod,
   podsEqual,
   shouldReconcile,
   statusWriteBody,
@@ -47,17 +46,7 @@ export interface PodControllerHandle {
   readonly drain: (timeout: Duration.Duration) => Effect.Effect<void>
 }
 
-const podObject = (pod: V1Pod): InvolvedObject => ({
-  kind: "Pod",
-  namespace: pod.metadata?.namespace ?? "",
-  name: pod.metadata?.name ?? "",
-  uid: uidOf(pod)
-})
 
-const splitKey = (key: PodKey): readonly [string, string] => {
-  const slash = key.indexOf("/")
-  return [key.slice(0, slash), key.slice(slash + 1)]
-}
 
 const failureCause = (failure: ProviderFailure): unknown => ("cause" in failure ? (failure as { cause: unknown }).cause : undefined)
 
@@ -101,7 +90,7 @@ export const make = (
 
     const cached = (key: PodKey) => Ref.get(cache).pipe(Effect.map((m) => Option.fromNullishOr(m.get(key))))
     const setCached = (pod: V1Pod) =>
-      Ref.update(cache, (m) => new Map(m).set(keyOfPod(pod), pod))
+      Ref.update(cache, (m) => new Map(m).set(podKeyOfPod(pod), pod))
 
     const logFor = (key: PodKey) => Effect.annotateLogs({ pod: key, node: nodeName })
 
@@ -113,7 +102,7 @@ export const make = (
      */
     const cacheReread = (fresh: V1Pod) =>
       Effect.gen(function*() {
-        const key = keyOfPod(fresh)
+        const key = podKeyOfPod(fresh)
         const previous = (yield* Ref.get(cache)).get(key)
         yield* setCached(fresh)
         if (previous === undefined || shouldReconcile(previous, fresh)) yield* podQueue.enqueue(key, "change")
@@ -136,7 +125,7 @@ export const make = (
           const written = yield* kube.replacePodStatus(wanted).pipe(
             Effect.map(Option.some),
             Effect.catchTag("KubeConflict", () =>
-              Metric.update(Metrics.statusWriteConflicts, 1).pipe(Effect.andThen(kube.getPod(...splitKey(key)))).pipe(
+              Metric.update(Metrics.statusWriteConflicts, 1).pipe(Effect.andThen(kube.getPod(...splitPodKey(key)))).pipe(
                 Effect.tap((fresh) => (uidOf(fresh) === uid ? cacheReread(fresh) : Effect.void)),
                 Effect.as(Option.none<V1Pod>()),
                 Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<V1Pod>()))
@@ -173,7 +162,7 @@ export const make = (
 
     /** DEL-01/DEL-02: the final delete; 404 and 409 (the UID precondition) mean done. */
     const finalDelete = (key: PodKey, uid: string) =>
-      kube.deletePod(...splitKey(key), uid).pipe(
+      kube.deletePod(...splitPodKey(key), uid).pipe(
         Effect.tap(() => Effect.logInfo("pod removed from the apiserver")),
         Effect.catchTag("KubeNotFound", () => Effect.void),
         Effect.catchTag("KubeConflict", () =>
@@ -197,7 +186,7 @@ export const make = (
           Effect.annotateLogs({ error: failure, retryable: failure.retryable })
         )
         yield* events.record(
-          podObject(pod),
+          involvedPod(pod),
           "Warning",
           isNoWarmCapacity(failure) ? "NoWarmCapacity" : "CreateFailed",
           `${failure._tag}: ${failure.message}`
@@ -273,7 +262,7 @@ export const make = (
             onFailure: (failure: ProviderFailure) => onCreateFailure(key, pod, failure),
             onSuccess: (outcome) =>
               events.record(
-                podObject(pod),
+                involvedPod(pod),
                 "Normal",
                 outcome._tag,
                 outcome._tag === "Claimed" ? `claimed sandbox ${outcome.claimId}` : `adopted sandbox ${outcome.claimId}`
@@ -327,7 +316,7 @@ export const make = (
 
     yield* provider.statusPushes.pipe(
       Stream.runForEach((pod) => {
-        const key = keyOfPod(pod)
+        const key = podKeyOfPod(pod)
         return Ref.update(pendingPush, (m) => new Map(m).set(key, pod)).pipe(
           Effect.andThen(statusQueue.enqueue(key, "change"))
         )
@@ -343,7 +332,7 @@ export const make = (
     /** PC-05 repair: someone else rewrote what we last pushed; write it again. */
     const repairStatus = (pod: V1Pod) =>
       Effect.gen(function*() {
-        const key = keyOfPod(pod)
+        const key = podKeyOfPod(pod)
         const pushed = (yield* Ref.get(lastPushed)).get(key)
         if (pushed === undefined || uidOf(pushed) !== uidOf(pod) || isTerminal(pod)) return
         if (statusWriteIsNoop(pod, statusWriteBody(pushed, pod, yield* baseFor(key, pushed)))) return
@@ -357,7 +346,7 @@ export const make = (
       Effect.gen(function*() {
         if (event.type === "BOOKMARK") return
         const pod = event.object
-        const key = keyOfPod(pod)
+        const key = podKeyOfPod(pod)
         if (event.type === "DELETED") {
           yield* Ref.update(cache, (m) => {
             const next = new Map(m)
@@ -388,7 +377,7 @@ export const make = (
       Effect.gen(function*() {
         const previous = yield* Ref.get(cache)
         const next = new Map<PodKey, V1Pod>()
-        for (const pod of items) next.set(keyOfPod(pod), pod)
+        for (const pod of items) next.set(podKeyOfPod(pod), pod)
         yield* Ref.set(cache, next)
         for (const key of previous.keys()) if (!next.has(key)) yield* podQueue.enqueue(key, "change")
         for (const [key, pod] of next) {
@@ -401,12 +390,12 @@ export const make = (
     const danglingSweep = Effect.gen(function*() {
       const known = yield* Ref.get(cache)
       const held = yield* provider.getPods
-      const dangling = held.filter((pod) => !known.has(keyOfPod(pod)))
+      const dangling = held.filter((pod) => !known.has(podKeyOfPod(pod)))
       if (dangling.length > 0) yield* Effect.logInfo("dangling pods at startup").pipe(Effect.annotateLogs({ count: dangling.length }))
       yield* Effect.forEach(dangling, (pod) =>
         provider.deletePod(pod).pipe(
           Effect.catch((failure: ProviderFailure) =>
-            Effect.logWarning("dangling pod delete failed").pipe(Effect.annotateLogs({ pod: keyOfPod(pod), error: failure }))
+            Effect.logWarning("dangling pod delete failed").pipe(Effect.annotateLogs({ pod: podKeyOfPod(pod), error: failure }))
           )
         ), { concurrency: 8, discard: true })
     })
@@ -479,7 +468,7 @@ export const make = (
     // PC-01 resync: re-examine every known Pod; also the status repair check.
     yield* Effect.gen(function*() {
       const pods = [...(yield* Ref.get(cache)).values()]
-      yield* Effect.forEach(pods, (pod) => podQueue.enqueue(keyOfPod(pod), "resync").pipe(Effect.andThen(repairStatus(pod))), {
+      yield* Effect.forEach(pods, (pod) => podQueue.enqueue(podKeyOfPod(pod), "resync").pipe(Effect.andThen(repairStatus(pod))), {
         discard: true
       })
     }).pipe(

@@ -2,9 +2,7 @@
  * Pure facts about Pods that the controller decides on (virtual-kubelet PC-06, SY-04, CU-03).
  */
 import type { V1Pod } from "@kubernetes/client-node"
-import { type PodKey, podKeyOf } from "../../Schemas/Ids.ts"
 
-export const keyOfPod = (pod: V1Pod): PodKey => podKeyOf(pod.metadata?.namespace ?? "", pod.metadata?.name ?? "")
 
 export const uidOf = (pod: V1Pod): string => pod.metadata?.uid ?? ""
 

@@ -10,7 +10,7 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { DateTime, Effect, Option, Result } from "effect"
 import type { ClaimRecord } from "../../Schemas/Claims.ts"
-import { type PodKey, podKeyOf } from "../../Schemas/Ids.ts"
+import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import {
   ClaimFailed,
   ClaimNotPersisted,
@@ -38,7 +38,7 @@ import { pushRunning } from "./Push.ts"
 import { formatSeconds } from "./Status.ts"
 
 /** CRT-8. */
-export const podKeyOfPod = (pod: V1Pod): PodKey => podKeyOf(pod.metadata?.namespace ?? "", pod.metadata?.name ?? "")
+export { podKeyOfPod }
 
 /** PER-7 `saveState`: a write whose failure can only be logged (nothing left to undo). */
 export const saveState = Effect.gen(function*() {

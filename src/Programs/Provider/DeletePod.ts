@@ -6,10 +6,10 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Option, Schema } from "effect"
 import { DeleteVerdict } from "../../Schemas/DeleteVerdict.ts"
-import { type PodKey, podKeyOf } from "../../Schemas/Ids.ts"
+import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimTable, type ClaimTableState, podUidIsCurrent } from "../../Services/ClaimTable.ts"
-import { EventRecorder, type InvolvedObject } from "../../Services/EventRecorder.ts"
+import { EventRecorder, involvedPod } from "../../Services/EventRecorder.ts"
 import * as Metrics from "../Observability/Metrics.ts"
 import { OwnerResolver } from "../../Services/OwnerResolver.ts"
 import {
@@ -39,12 +39,6 @@ export type DeleteOutcome =
   | { readonly _tag: "Preserved"; readonly verdict: DeleteVerdict }
   | { readonly _tag: "Released"; readonly verdict: DeleteVerdict; readonly alreadyGone: boolean }
 
-const podObject = (pod: V1Pod): InvolvedObject => ({
-  kind: "Pod",
-  namespace: pod.metadata?.namespace ?? "",
-  name: pod.metadata?.name ?? "",
-  uid: pod.metadata?.uid ?? ""
-})
 
 const withoutPod = (state: ClaimTableState, key: PodKey): ClaimTableState => {
   if (!state.pods.has(key)) return state
@@ -59,7 +53,7 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
   const sandboxd = yield* SandboxdClient
   const store = yield* ClaimsStore
   const events = yield* EventRecorder
-  const key = podKeyOf(pod.metadata?.namespace ?? "", pod.metadata?.name ?? "")
+  const key = podKeyOfPod(pod)
   const uid = pod.metadata?.uid ?? ""
 
   // 1. Stale-UID guard (ST-4): a previous generation's request touches nothing.
@@ -87,7 +81,7 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
         // 5. Only the Pod entry goes; claim, token and state marker stay.
         yield* Effect.logInfo("preserving sandbox: pod deletion is not VM authority").pipe(Effect.annotateLogs(annotations))
         yield* table.modify((state) => [undefined, withoutPod(state, key)] as const)
-        yield* events.record(podObject(pod), "Normal", "Preserved", `sandbox ${claimId} preserved: ${verdict.detail}`)
+        yield* events.record(involvedPod(pod), "Normal", "Preserved", `sandbox ${claimId} preserved: ${verdict.detail}`)
         return { _tag: "Preserved", verdict } as DeleteOutcome
       }),
     Release: () =>
@@ -107,7 +101,7 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
             Metrics.count(Metrics.releases, { result: "failed" }).pipe(
               Effect.andThen(Effect.logWarning("release failed; claim kept for the retry")),
               Effect.annotateLogs({ ...annotations, error }),
-              Effect.andThen(events.record(podObject(pod), "Warning", "ReleaseFailed", error.message))
+              Effect.andThen(events.record(involvedPod(pod), "Warning", "ReleaseFailed", error.message))
             )
           )
         )
@@ -128,7 +122,7 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
             Effect.logError("persist claims state").pipe(Effect.annotateLogs({ error })))
         )
         yield* events.record(
-          podObject(pod),
+          involvedPod(pod),
           "Normal",
           "Released",
           `sandbox ${claimId} released (${verdict.detail})${outcome === "AlreadyGone" ? "; it was already gone" : ""}`
