@@ -42,11 +42,14 @@ export class TtlAnnotationInvalid extends Schema.TaggedError<TtlAnnotationInvali
 
 const INT64_MAX = 9_223_372_036_854_775_807n
 const INT64_MIN = -9_223_372_036_854_775_808n
+const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER)
 
 /**
  * CRT-6: the lease to request. Absent/empty → 86400. Otherwise a base-10 integer as Go's Atoi
  * accepts it (optional sign, leading zeros; no whitespace, decimals, underscores, hex or int64
  * overflow); negative values are rejected; 0 is kept (the claim body then omits `ttl_seconds`).
+ * A valid value beyond what a JSON number carries exactly (2^53 − 1) is capped there: sandboxd
+ * clamps every lease to 24 h, so the cap asks for the same lease, and the result is always exact.
  */
 export const parseTtlSeconds = (annotations: Annotations): Result.Result<number, TtlAnnotationInvalid> => {
   const raw = annotationValue(annotations, PodAnnotation.ttlSeconds)
@@ -63,5 +66,5 @@ export const parseTtlSeconds = (annotations: Annotations): Result.Result<number,
   const parsed = BigInt(value)
   if (parsed > INT64_MAX || parsed < INT64_MIN) return invalid("out of range")
   if (parsed < 0n) return invalid("must not be negative")
-  return Result.succeed(Number(parsed))
+  return Result.succeed(Number(parsed > MAX_EXACT ? MAX_EXACT : parsed))
 }

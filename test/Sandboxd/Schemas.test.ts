@@ -150,7 +150,12 @@ describe("pod annotations", () => {
     assert.deepStrictEqual(ttl("3600"), Result.succeed(3600))
     assert.deepStrictEqual(ttl("+60"), Result.succeed(60))
     assert.deepStrictEqual(ttl("007"), Result.succeed(7))
-    assert.deepStrictEqual(ttl("9223372036854775807"), Result.succeed(9223372036854775807))
+    // Valid int64 values beyond 2^53 − 1 are capped there exactly (never an inexact Number
+    // that lies outside int64, as Number(9223372036854775807n) = 2^63 would).
+    assert.deepStrictEqual(ttl("9007199254740991"), Result.succeed(Number.MAX_SAFE_INTEGER))
+    for (const huge of ["9007199254740992", "9007199254740993", "9223372036854775807", "+09223372036854775807"]) {
+      assert.deepStrictEqual(ttl(huge), Result.succeed(Number.MAX_SAFE_INTEGER), huge)
+    }
     for (const bad of ["-1", " 60", "60 ", "1.5", "1_000", "0x10", "1e3", "9223372036854775808", "abc", "+", "--1"]) {
       const result = ttl(bad)
       assert.isTrue(Result.isFailure(result), bad)

@@ -244,7 +244,6 @@ export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
       message: `pod ${key} has no ${PodAnnotation.template} annotation; a fresh claim needs one`
     })
   }
-  // 8–11. A TTL beyond what a JSON number carries exactly would reach sandboxd as a value
-  // outside int64 (a decode error there); the largest exact one asks for the same (clamped) lease.
-  return yield* claimAndCommit(key, pod, template.value, Math.min(ttl.success, Number.MAX_SAFE_INTEGER))
+  // 8–11. (parseTtlSeconds already caps a huge TTL at the largest exact JSON integer.)
+  return yield* claimAndCommit(key, pod, template.value, ttl.success)
 })
