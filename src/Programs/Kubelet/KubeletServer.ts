@@ -6,7 +6,7 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as https from "node:https"
@@ -37,6 +37,8 @@ export interface KubeletServerOptions {
   readonly allowEphemeralPort?: boolean
   /** Header timeout in milliseconds; 30 s unless a test needs it shorter. */
   readonly headersTimeoutMillis?: number
+  /** How long shutdown lets open connections finish before cutting them; 1 s by default. */
+  readonly closeGraceMillis?: number
 }
 
 export class KubeletServer extends Context.Service<KubeletServer, {
@@ -136,6 +138,20 @@ const make = Effect.fnUntraced(function*(options: KubeletServerOptions) {
     }
   })
   yield* httpServer.serve(app)
+  // server.close() waits for every open connection, and one stuck mid-request (a slow client,
+  // up to the header timeout) would hold shutdown past its bound: a short grace, then cut them.
+  // Registered after serve, so it runs before the library's own (then immediate) close.
+  yield* Effect.addFinalizer(() =>
+    Effect.callback<void>((resume) => {
+      if (!server.listening) return resume(Effect.void)
+      server.close(() => resume(Effect.void))
+    }).pipe(
+      Effect.timeoutOrElse({
+        duration: Duration.millis(options.closeGraceMillis ?? 1_000),
+        orElse: () => Effect.sync(() => server.closeAllConnections())
+      })
+    )
+  )
 
   const bound = server.address() as AddressInfo
   yield* Effect.logInfo("kubelet API listening").pipe(

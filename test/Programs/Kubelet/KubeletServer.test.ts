@@ -2,7 +2,7 @@ import "../../../src/Programs/Kubelet/ReflectMetadata.ts"
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import * as x509 from "@peculiar/x509"
-import { Effect, Exit, Layer } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { randomBytes, webcrypto, X509Certificate } from "node:crypto"
 import { mkdtemp, rm, writeFile } from "node:fs/promises"
 import * as https from "node:https"
@@ -416,5 +416,36 @@ describe("KubeletServer routes", () => {
         withServer(serverConfig({ clientCaFile: join(dir, "absent.crt") }), () => Effect.void)
       )
       assert.strictEqual(missing._tag, "KubeletTlsError")
+    }))
+})
+
+describe("KubeletServer shutdown", () => {
+  it.live("a client stuck mid-request does not hold the close past the grace", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const server = yield* Layer.buildWithScope(
+        KubeletServer.layer({ allowEphemeralPort: true, headersTimeoutMillis: 120_000, closeGraceMillis: 200 }).pipe(
+          Layer.provide(AppConfig.layer(serverConfig())),
+          Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([pod]) }))
+        ),
+        scope
+      ).pipe(Effect.map(Context.get(KubeletServer)))
+      // Headers begun but never finished: the connection is active, not idle.
+      const socket = yield* Effect.callback<tls.TLSSocket, Error>((resume) => {
+        const s = tls.connect({ host: "127.0.0.1", port: server.port, rejectUnauthorized: false }, () => {
+          s.write("GET /healthz HTTP/1.1\r\nHost: kubelet\r\n", () => resume(Effect.succeed(s)))
+        })
+        s.on("error", () => undefined)
+      })
+      const closedBy = Effect.callback<void>((resume) => {
+        if (socket.destroyed) return resume(Effect.void)
+        socket.once("close", () => resume(Effect.void))
+      })
+      // Closing runs uninterruptibly: race its fiber rather than the close itself.
+      const closing = yield* Effect.forkDetach(Scope.close(scope, Exit.void))
+      const closed = yield* Fiber.join(closing).pipe(Effect.timeout("5 seconds"), Effect.exit)
+      socket.destroy()
+      assert.isTrue(Exit.isSuccess(closed), "the server closed within the bound")
+      yield* closedBy
     }))
 })
