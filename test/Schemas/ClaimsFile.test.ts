@@ -115,6 +115,24 @@ describe("ClaimsFile", () => {
       }
     }))
 
+  it.effect("a file that is not JSON is reported by position, never by quoting it (it holds tokens)", () =>
+    Effect.gen(function*() {
+      const token = "tok_4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+      for (
+        const text of [
+          `{"claims":{"ns/a":{"id":"x","token":${token}}}}`,
+          `{"claims":{"ns/a":{"id":"x","token":"${token}"x}}}`,
+          `{"claims":{"ns/a":{"id":"x","token":"${token}`
+        ]
+      ) {
+        const error = yield* Effect.flip(decodeClaimsFile(text))
+        assert.match(error.message, /^invalid JSON/, text)
+        for (let i = 0; i + 4 <= token.length; i++) assert.notInclude(error.message, token.slice(i, i + 4), text)
+      }
+      const truncated = yield* Effect.flip(decodeClaimsFile(`{"claims":{"ns/a":{"id":"x","token":"${token}"`))
+      assert.include(truncated.message, `at position ${token.length + 38}`)
+    }))
+
   it("parses RFC 3339 like Go and formats at second precision in UTC", () => {
     assert.strictEqual(millisOf("2026-07-27T02:15:00Z"), Date.UTC(2026, 6, 27, 2, 15, 0))
     assert.strictEqual(millisOf("2026-07-27T02:15:00.5Z"), Date.UTC(2026, 6, 27, 2, 15, 0, 500))
