@@ -8,7 +8,7 @@
  * reported, or returned, or kept in memory as a tentative row.
  */
 import type { V1Pod } from "@kubernetes/client-node"
-import { DateTime, Effect, Option, Result } from "effect"
+import { Cause, DateTime, Effect, Exit, Option, Result } from "effect"
 import type { ClaimRecord } from "../../Schemas/Claims.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import {
@@ -21,7 +21,7 @@ import {
   RuntimeMismatch,
   StrandedClaimNotReturned
 } from "../../Schemas/ProviderErrors.ts"
-import { ClaimsStore } from "../../Services/ClaimsStore.ts"
+import { ClaimsStore, ClaimsWriteError } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
 import type { CreatePodOutcome } from "../../Services/Provider.ts"
 import { SandboxdClient } from "../../Services/SandboxdClient.ts"
@@ -158,9 +158,19 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
       deadline: claimed.deadline
     }
     yield* table.recordTentative(key, record, pod)
-    const committed = yield* Effect.result(store.commit(Option.some(key)))
-    if (Result.isFailure(committed)) {
-      const writeError = committed.failure
+    // Any end but success is a commit that did not land: one cut short (the store closing at
+    // shutdown interrupts queued commits) or broken by a defect is undone like a failed write,
+    // or the VM would be returned by no one and its token would go with the process.
+    const committed = yield* Effect.exit(store.commit(Option.some(key)))
+    if (Exit.isFailure(committed)) {
+      const writeError = Option.getOrElse(Cause.findErrorOption(committed.cause), () =>
+        new ClaimsWriteError({
+          path: store.path,
+          operation: "commit",
+          message: Cause.hasInterruptsOnly(committed.cause)
+            ? "the commit was interrupted before its write landed"
+            : `the commit failed unexpectedly: ${Cause.pretty(committed.cause)}`
+        }))
       const released = yield* Effect.result(detachedRelease(record.id, record.token))
       if (Result.isSuccess(released)) {
         yield* table.withdraw(key, record.id)

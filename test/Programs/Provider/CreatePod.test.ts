@@ -2,6 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Fiber, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { ClaimsStoreMemoryControl } from "../../../src/Layers/ClaimsStoreMemory.ts"
+import { createPod } from "../../../src/Programs/Provider/CreatePod.ts"
+import { ClaimsStore } from "../../../src/Services/ClaimsStore.ts"
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
 import { Provider } from "../../../src/Services/Provider.ts"
 import { SandboxdSim, SimFault } from "../../../src/Simulators/Sandboxd/Model.ts"
@@ -101,6 +103,23 @@ describe("CreatePod", () => {
       // A retry claims afresh.
       yield* provider.createPod(pod("web"))
       assert.strictEqual((yield* drain(pushes)).length, 1)
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("a commit cut short (the store closing at shutdown) is undone like a failed write: VM returned, nothing kept or pushed", () =>
+    Effect.gen(function*() {
+      const store = yield* ClaimsStore
+      const pushes = yield* subscribePushes
+      // What a closing store does to a commit still queued: it interrupts it (no write carries it).
+      const closing = ClaimsStore.of({ ...store, commit: (key) => Option.isSome(key) ? Effect.interrupt : store.commit(key) })
+      const error = yield* Effect.flip(createPod(pod("web")).pipe(Effect.provideService(ClaimsStore, closing)))
+      assert.strictEqual(error._tag, "ClaimNotPersisted")
+      if (error._tag !== "ClaimNotPersisted") return
+      assert.strictEqual(error.cause.operation, "commit")
+      assert.isUndefined(error.releaseError)
+      assert.deepStrictEqual(yield* simClaimIds, [], "sandboxd got the VM back")
+      assert.deepStrictEqual(yield* releasePaths, [`/v1/sandboxes/${error.claimId}/release`])
+      assert.deepStrictEqual(yield* rowState("web"), Option.none())
+      assert.deepStrictEqual(yield* drain(pushes), [])
     }).pipe(Effect.provide(world(), { local: true })))
 
   it.effect("commit and release both fail: both errors, the credential kept tentative; the next create returns it first (CRT-15, CRT-9)", () =>
@@ -303,6 +322,22 @@ describe("CreatePod", () => {
       assert.strictEqual(second.metadata?.uid, "uid-2")
       assert.deepStrictEqual(second.status?.startTime, first.status?.startTime)
       assert.strictEqual((yield* control.disk).get(keyOf("web"))?.podUID, "uid-2", "the rebind was saved")
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("CreatePod applies no stale-UID guard: with the old generation still tracked, the new Pod adopts (ST-4)", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const pushes = yield* subscribePushes
+      const first = yield* provider.createPod(pod("web", { uid: "uid-1" }))
+      yield* drain(pushes)
+      // The delete of uid-1 and the create of uid-2 reached the controller as one change of the key.
+      const second = yield* provider.createPod(pod("web", { uid: "uid-2" }))
+      assert.deepStrictEqual(second, { _tag: "Adopted", claimId: first.claimId })
+      assert.strictEqual((yield* claimBodies).length, 1)
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPod("default", "web")).metadata?.uid, "uid-2")
+      const [pushed] = yield* drain(pushes)
+      assert.strictEqual(pushed?.metadata?.uid, "uid-2")
+      assert.strictEqual(pushed?.status?.phase, "Running")
     }).pipe(Effect.provide(world(), { local: true })))
 
   it.effect("the claim-to-push segment is not cut by interruption (ARCHITECTURE.md §6.15)", () =>
