@@ -44,6 +44,8 @@ export interface PodControllerHandle {
   readonly cachedPods: Effect.Effect<ReadonlyArray<V1Pod>>
   /** Stop admitting reconciles and wait, at most `timeout`, for those in flight. */
   readonly drain: (timeout: Duration.Duration) => Effect.Effect<void>
+  /** Keys holding per-pod state besides the cache (pushes, handed Pods, queues): a leak check. */
+  readonly retainedKeys: Effect.Effect<number>
 }
 
 
@@ -87,6 +89,16 @@ export const make = (
         (m.get(key) ?? []).find((pod) =>
           uidOf(pod) === uidOf(push) && pod.metadata?.resourceVersion === push.metadata?.resourceVersion
         ))
+
+    const dropKey = <V>(ref: Ref.Ref<Map<PodKey, V>>, key: PodKey) =>
+      Ref.update(ref, (m) => {
+        if (!m.has(key)) return m
+        const next = new Map(m)
+        next.delete(key)
+        return next
+      })
+    /** The Pod is gone from the apiserver: nothing kept for it may outlive it. */
+    const forgetPod = (key: PodKey) => Effect.andThen(dropKey(lastPushed, key), dropKey(handed, key))
 
     const cached = (key: PodKey) => Ref.get(cache).pipe(Effect.map((m) => Option.fromNullishOr(m.get(key))))
     const setCached = (pod: V1Pod) =>
@@ -203,6 +215,8 @@ export const make = (
         const apiPod = yield* cached(key)
         // SY-02: gone from the apiserver → the provider lets go of it (deletePod is idempotent).
         if (Option.isNone(apiPod)) {
+          // Also reached when a relist no longer has the Pod (no DELETED event was seen).
+          yield* forgetPod(key)
           const held = yield* provider.getPod(key)
           if (Option.isNone(held)) return "Done" as const
           return yield* provider.deletePod(held.value).pipe(
@@ -307,7 +321,13 @@ export const make = (
           )
         )
         if (result === "Failed" || result === "Conflicted") return "Retry" as const
-        if (result === "Written" || result === "Skipped") yield* Ref.update(lastPushed, (m) => new Map(m).set(key, push))
+        if (result === "Written" || result === "Skipped") {
+          // Not for a Pod deleted meanwhile: its state was already forgotten.
+          const still = yield* cached(key)
+          if (Option.isSome(still) && uidOf(still.value) === uidOf(push)) {
+            yield* Ref.update(lastPushed, (m) => new Map(m).set(key, push))
+          }
+        }
         yield* forget
         return "Done" as const
       }).pipe(logFor(key), Effect.withSpan("PodController.writeStatus", { attributes: { pod: key } }))
@@ -353,16 +373,7 @@ export const make = (
             next.delete(key)
             return next
           })
-          yield* Ref.update(lastPushed, (m) => {
-            const next = new Map(m)
-            next.delete(key)
-            return next
-          })
-          yield* Ref.update(handed, (m) => {
-            const next = new Map(m)
-            next.delete(key)
-            return next
-          })
+          yield* forgetPod(key)
           yield* podQueue.enqueue(key, "change")
           return
         }
@@ -406,13 +417,19 @@ export const make = (
       Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, options.backoff.max)))
     )
 
-    /** Watch from `rv` until the stream fails or the server closes it; returns the newest rv. */
+    /**
+     * Watch from `rv` until the stream fails or the server closes it; returns the newest rv, and
+     * whether the watch was "very short" (closed within a second having delivered nothing).
+     */
     const watchFrom = (rv: string) =>
       Effect.gen(function*() {
         const latest = yield* Ref.make(rv)
+        const delivered = yield* Ref.make(0)
+        const startedAt = yield* Clock.currentTimeMillis
         const outcome = yield* kube.watchPods(nodeName, rv).pipe(
           Stream.runForEach((event) =>
             applyEvent(event).pipe(
+              Effect.andThen(Ref.update(delivered, (n) => n + 1)),
               Effect.andThen(
                 Ref.set(latest, event.type === "BOOKMARK" ? event.resourceVersion : (event.object.metadata?.resourceVersion ?? rv))
               )
@@ -422,7 +439,8 @@ export const make = (
           Effect.catchTag("KubeGone", () => Effect.succeed({ _tag: "Gone" as const })),
           Effect.catch((error: KubeError) => Effect.succeed({ _tag: "Failed" as const, error }))
         )
-        return { outcome, rv: yield* Ref.get(latest) }
+        const lasted = (yield* Clock.currentTimeMillis) - startedAt
+        return { outcome, rv: yield* Ref.get(latest), veryShort: lasted < 1000 && (yield* Ref.get(delivered)) === 0 }
       })
 
     const listOnce = kube.listPods(nodeName).pipe(
@@ -450,13 +468,16 @@ export const make = (
             yield* Effect.logInfo("watch resourceVersion expired; relisting")
             break
           }
-          if (result.outcome._tag === "Closed") {
-            failures = 0
+          // A watch that worked for a while starts the backoff afresh.
+          if (!result.veryShort) failures = 0
+          if (result.outcome._tag === "Closed" && !result.veryShort) {
             yield* Effect.sleep(options.rewatchDelay)
             continue
           }
           failures++
-          yield* Effect.logWarning("pod watch failed; re-watching").pipe(Effect.annotateLogs({ error: result.outcome.error }))
+          // A server that closes every watch at once would otherwise be asked again ten times a second.
+          if (result.outcome._tag === "Closed") yield* Effect.logWarning("pod watch closed at once with no events; backing off")
+          else yield* Effect.logWarning("pod watch failed; re-watching").pipe(Effect.annotateLogs({ error: result.outcome.error }))
           const delay = yield* KeyedQueue.backoffDelay(options.backoff, failures)
           yield* Effect.sleep(delay)
         }
@@ -488,6 +509,14 @@ export const make = (
           yield* podQueue.drain(timeout)
           // Statuses of creates that just finished still get written, within the same bound.
           yield* statusQueue.drain(Duration.millis(Math.max(0, Duration.toMillis(timeout) / 2)))
-        })
+        }),
+      retainedKeys: Effect.gen(function*() {
+        const keys = new Set<PodKey>([
+          ...(yield* Ref.get(lastPushed)).keys(),
+          ...(yield* Ref.get(handed)).keys(),
+          ...(yield* Ref.get(pendingPush)).keys()
+        ])
+        return keys.size + (yield* podQueue.size) + (yield* statusQueue.size)
+      })
     }
   })

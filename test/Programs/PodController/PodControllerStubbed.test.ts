@@ -1,0 +1,153 @@
+/**
+ * The pod controller against scripted KubeApi and provider stubs, on TestClock: behaviour that
+ * depends on time or on internal bookkeeping, where the real wire adds nothing.
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Option, Queue, Ref, Stream } from "effect"
+import { TestClock } from "effect/testing"
+import * as PodController from "../../../src/Programs/PodController/PodController.ts"
+import { AppConfig, testConfig } from "../../../src/Schemas/Config.ts"
+import { type PodKey, podKeyOfPod } from "../../../src/Schemas/Ids.ts"
+import { EventRecorder } from "../../../src/Services/EventRecorder.ts"
+import { KubeApi, type KubeError, KubeGone, type PodWatchEvent } from "../../../src/Services/KubeApi.ts"
+import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
+import { quiet } from "./harness.ts"
+
+const NODE = "vk-sandboxd"
+
+const pod = (name: string, uid: string): V1Pod => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name, namespace: "default", uid, resourceVersion: "1" },
+  spec: { nodeName: NODE, containers: [{ name: "c", image: "i" }] },
+  status: { phase: "Pending" }
+})
+
+const unsupported = () => Effect.die("not used by the pod controller")
+
+/** A KubeApi whose pod list is `pods` and whose watches are scripted by `watch`. */
+const kubeStub = (
+  pods: Ref.Ref<ReadonlyArray<V1Pod>>,
+  watch: () => Stream.Stream<PodWatchEvent, KubeError>,
+  counts: { lists: number; watches: number; statusWrites: number }
+) =>
+  KubeApi.of({
+    listPods: () =>
+      Effect.map(Ref.get(pods), (items) => {
+        counts.lists++
+        return { items, resourceVersion: "1" }
+      }),
+    watchPods: () =>
+      Stream.suspend(() => {
+        counts.watches++
+        return watch()
+      }),
+    getPod: unsupported,
+    replacePodStatus: (body) =>
+      Effect.sync(() => {
+        counts.statusWrites++
+        return { ...body, metadata: { ...body.metadata, resourceVersion: `${counts.statusWrites + 1}` } }
+      }),
+    deletePod: unsupported,
+    getNode: unsupported,
+    createNode: unsupported,
+    patchNodeStatus: unsupported,
+    getLease: unsupported,
+    createLease: unsupported,
+    replaceLease: unsupported,
+    createEvent: unsupported,
+    patchEvent: unsupported,
+    getOwner: unsupported,
+    applyNodeInventory: unsupported
+  })
+
+/** A provider that claims at once and pushes a Running status, as the real one does. */
+const providerStub = Effect.gen(function*() {
+  const held = yield* Ref.make(new Map<PodKey, V1Pod>())
+  const pushes = yield* Queue.unbounded<V1Pod>()
+  return PodLifecycle.of({
+    createPod: (p) =>
+      Effect.gen(function*() {
+        yield* Ref.update(held, (m) => new Map(m).set(podKeyOfPod(p), p))
+        yield* Queue.offer(pushes, { ...p, status: { phase: "Running", podIP: "10.0.0.1" } })
+        return { _tag: "Claimed" as const, claimId: "c-1" }
+      }),
+    updatePod: () => Effect.void,
+    deletePod: (p) =>
+      Ref.update(held, (m) => {
+        const next = new Map(m)
+        next.delete(podKeyOfPod(p))
+        return next
+      }),
+    getPod: (key) => Effect.map(Ref.get(held), (m) => Option.fromNullishOr(m.get(key))),
+    getPods: Effect.map(Ref.get(held), (m) => [...m.values()]),
+    statusPushes: Stream.fromQueue(pushes),
+    retryNow: Stream.never
+  })
+})
+
+const start = (pods: Ref.Ref<ReadonlyArray<V1Pod>>, watch: () => Stream.Stream<PodWatchEvent, KubeError>) =>
+  Effect.gen(function*() {
+    const counts = { lists: 0, watches: 0, statusWrites: 0 }
+    const provider = yield* providerStub
+    const handle = yield* PodController.make(PodController.defaultOptions).pipe(
+      Effect.provide(
+        Layer.mergeAll(
+          AppConfig.layer(testConfig({ nodeName: NODE })),
+          Layer.succeed(KubeApi, kubeStub(pods, watch, counts)),
+          Layer.succeed(PodLifecycle, provider),
+          Layer.succeed(EventRecorder, EventRecorder.of({ record: () => Effect.void }))
+        )
+      )
+    )
+    return { handle, counts }
+  })
+
+/** Lets the forked fibers run, moving the clock `millis` in 10 ms steps. */
+const advance = (millis: number) =>
+  Effect.gen(function*() {
+    for (let t = 0; t < millis; t += 10) {
+      for (let i = 0; i < 5; i++) yield* Effect.yieldNow
+      yield* TestClock.adjust("10 millis")
+    }
+    for (let i = 0; i < 5; i++) yield* Effect.yieldNow
+  })
+
+describe("PodController (stubbed)", () => {
+  it.effect("a server that closes every watch at once is re-watched with backoff, not ten times a second", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([])
+      const { counts, handle } = yield* start(pods, () => Stream.empty)
+      yield* advance(20)
+      assert.isTrue(yield* handle.synced)
+      const before = counts.watches
+      yield* advance(10_000)
+      // backoff 1 s, 2 s, 4 s (±20 %) fits at most four re-watches in 10 s; a 100 ms delay ~100
+      assert.isAtMost(counts.watches - before, 5)
+      assert.isAtLeast(counts.watches - before, 2)
+    })).pipe(quiet))
+
+  it.effect("a Pod seen gone only by a relist (410) leaves no per-pod state behind", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const web = pod("web", "u-1")
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([web])
+      const expire = yield* Queue.unbounded<void>()
+      const { counts, handle } = yield* start(
+        pods,
+        () =>
+          Stream.fromEffect(Queue.take(expire)).pipe(
+            Stream.flatMap(() => Stream.fail(new KubeGone({ operation: "watchPods", message: "too old" })))
+          )
+      )
+      yield* advance(100)
+      assert.strictEqual(counts.statusWrites, 1, "the Running push was written")
+      // Force-deleted while the watch was behind: the relist is the only sign.
+      yield* Ref.set(pods, [])
+      yield* Queue.offer(expire, undefined)
+      yield* advance(100)
+      assert.strictEqual(counts.lists, 2, "relisted after the 410")
+      assert.deepStrictEqual(yield* handle.cachedPods, [])
+      assert.strictEqual(yield* handle.retainedKeys, 0)
+    })).pipe(quiet))
+})
