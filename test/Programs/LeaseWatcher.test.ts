@@ -195,6 +195,30 @@ describe("expiry settlement in CreatePod (LEASE-5) and GetPodStatus (LEASE-8)", 
       assert.strictEqual(row.state._tag, "Durable")
     }).pipe(Effect.provide(world(), { local: true })))
 
+  it.effect("settlement re-checks the id after its listing: a row replaced meanwhile is not dropped (CC-2 d)", () =>
+    Effect.gen(function*() {
+      yield* createThenExpire
+      yield* forgetPod("web")
+      const gate = yield* (yield* ListGate).arm
+      const create = yield* Effect.forkChild((yield* Provider).createPod(pod("web", { uid: "uid-2" })))
+      yield* Deferred.await(gate.reached)
+      // The listing was taken for the expired claim; the key now holds another one.
+      const newId = "sb_newowner00000000" as ClaimId
+      yield* (yield* ClaimTable).modify((state) => {
+        const row = state.rows.get(keyOf("web"))!
+        const rows = new Map(state.rows).set(keyOf("web"), {
+          record: { ...row.record, id: newId, deadline: Option.none() },
+          state: ClaimState.Durable()
+        })
+        return [undefined, { ...state, rows }] as const
+      })
+      yield* Deferred.succeed(gate.open, undefined)
+      assert.deepStrictEqual(yield* Fiber.join(create), { _tag: "Adopted", claimId: newId })
+      assert.strictEqual((yield* claimOf("web")).record.id, newId)
+      const claims = (yield* (yield* SandboxdSim).audit).filter((entry) => entry.route === "claim")
+      assert.strictEqual(claims.length, 1, "no fresh claim over the row that replaced the expired one")
+    }).pipe(Effect.provide(world(), { local: true })))
+
   it.effect("expired but still listed: the listing's deadline is taken and the claim adopted", () =>
     Effect.gen(function*() {
       const provider = yield* Provider
