@@ -4,7 +4,7 @@
  * `/readyz` (claims verified at startup, node registered, pod watch synced).
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { createServer } from "node:http"
@@ -39,6 +39,12 @@ const routes = (checks: HealthChecks) =>
     HttpRouter.add("GET", "/readyz", Effect.map(checks.notReady, verdict))
   )
 
+/** The metrics address cannot be bound (in use, not local): a startup error naming it. */
+export class MetricsListenError extends Schema.TaggedError<MetricsListenError>()("MetricsListenError", {
+  address: Schema.String,
+  message: Schema.String
+}) {}
+
 /** The server as a layer; it also provides `HttpServer` so callers can read the bound address. */
 export const layer = (address: ListenAddr, checks: HealthChecks) =>
   HttpRouter.serve(routes(checks), { disableLogger: true, disableListenLog: true }).pipe(
@@ -48,7 +54,15 @@ export const layer = (address: ListenAddr, checks: HealthChecks) =>
         ...(address.host !== "" ? { host: address.host } : {}),
         gracefulShutdownTimeout: "1 second"
       })
-    )
+    ),
+    // The library's ServeError has no message: the startup line would say only "ServeError: ".
+    Layer.catchTag("ServeError", (error) => {
+      const shown = `${address.host.includes(":") ? `[${address.host}]` : address.host}:${address.port}`
+      const reason = error.cause instanceof Error ? error.cause.message : String(error.cause)
+      return Layer.effectDiscard(
+        Effect.fail(new MetricsListenError({ address: shown, message: `cannot listen on --metrics-addr ${shown}: ${reason}` }))
+      )
+    })
   )
 
 /** The bound port (useful with port 0). */
