@@ -506,9 +506,12 @@ export const make = (
       cachedPods: Ref.get(cache).pipe(Effect.map((m) => [...m.values()])),
       drain: (timeout: Duration.Duration) =>
         Effect.gen(function*() {
+          const startedAt = yield* Clock.currentTimeMillis
           yield* podQueue.drain(timeout)
-          // Statuses of creates that just finished still get written, within the same bound.
-          yield* statusQueue.drain(Duration.millis(Math.max(0, Duration.toMillis(timeout) / 2)))
+          // Statuses of creates that just finished still get written, within what is left of the
+          // same bound (one bound for the whole drain: the daemon's shutdown budget counts on it).
+          const left = Duration.toMillis(timeout) - ((yield* Clock.currentTimeMillis) - startedAt)
+          yield* statusQueue.drain(Duration.millis(Math.max(0, left)))
         }),
       retainedKeys: Effect.gen(function*() {
         const keys = new Set<PodKey>([

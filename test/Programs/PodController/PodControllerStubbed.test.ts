@@ -4,7 +4,7 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Option, Queue, Ref, Stream } from "effect"
+import { Clock, Duration, Effect, Fiber, Layer, Option, Queue, Ref, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
 import { AppConfig, testConfig } from "../../../src/Schemas/Config.ts"
@@ -30,7 +30,8 @@ const unsupported = () => Effect.die("not used by the pod controller")
 const kubeStub = (
   pods: Ref.Ref<ReadonlyArray<V1Pod>>,
   watch: () => Stream.Stream<PodWatchEvent, KubeError>,
-  counts: { lists: number; watches: number; statusWrites: number }
+  counts: { lists: number; watches: number; statusWrites: number },
+  behaviour: Behaviour
 ) =>
   KubeApi.of({
     listPods: () =>
@@ -45,10 +46,10 @@ const kubeStub = (
       }),
     getPod: unsupported,
     replacePodStatus: (body) =>
-      Effect.sync(() => {
+      (behaviour.statusWritesHang ? Effect.never : Effect.void).pipe(Effect.andThen(Effect.sync(() => {
         counts.statusWrites++
         return { ...body, metadata: { ...body.metadata, resourceVersion: `${counts.statusWrites + 1}` } }
-      }),
+      }))),
     deletePod: unsupported,
     getNode: unsupported,
     createNode: unsupported,
@@ -63,12 +64,13 @@ const kubeStub = (
   })
 
 /** A provider that claims at once and pushes a Running status, as the real one does. */
-const providerStub = Effect.gen(function*() {
+const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
   const held = yield* Ref.make(new Map<PodKey, V1Pod>())
   const pushes = yield* Queue.unbounded<V1Pod>()
   return PodLifecycle.of({
     createPod: (p) =>
       Effect.gen(function*() {
+        yield* Effect.sleep(behaviour.createTakes ?? "0 millis")
         yield* Ref.update(held, (m) => new Map(m).set(podKeyOfPod(p), p))
         yield* Queue.offer(pushes, { ...p, status: { phase: "Running", podIP: "10.0.0.1" } })
         return { _tag: "Claimed" as const, claimId: "c-1" }
@@ -87,15 +89,24 @@ const providerStub = Effect.gen(function*() {
   })
 })
 
-const start = (pods: Ref.Ref<ReadonlyArray<V1Pod>>, watch: () => Stream.Stream<PodWatchEvent, KubeError>) =>
+interface Behaviour {
+  readonly createTakes?: Duration.Input
+  readonly statusWritesHang?: boolean
+}
+
+const start = (
+  pods: Ref.Ref<ReadonlyArray<V1Pod>>,
+  watch: () => Stream.Stream<PodWatchEvent, KubeError>,
+  behaviour: Behaviour = {}
+) =>
   Effect.gen(function*() {
     const counts = { lists: 0, watches: 0, statusWrites: 0 }
-    const provider = yield* providerStub
+    const provider = yield* providerStub(behaviour)
     const handle = yield* PodController.make(PodController.defaultOptions).pipe(
       Effect.provide(
         Layer.mergeAll(
           AppConfig.layer(testConfig({ nodeName: NODE })),
-          Layer.succeed(KubeApi, kubeStub(pods, watch, counts)),
+          Layer.succeed(KubeApi, kubeStub(pods, watch, counts, behaviour)),
           Layer.succeed(PodLifecycle, provider),
           Layer.succeed(EventRecorder, EventRecorder.of({ record: () => Effect.void }))
         )
@@ -149,5 +160,19 @@ describe("PodController (stubbed)", () => {
       assert.strictEqual(counts.lists, 2, "relisted after the 410")
       assert.deepStrictEqual(yield* handle.cachedPods, [])
       assert.strictEqual(yield* handle.retainedKeys, 0)
+    })).pipe(quiet))
+
+  it.effect("drain keeps to its bound: a status write that hangs gets only what the in-flight create left", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([pod("web", "u-1")])
+      const { handle } = yield* start(pods, () => Stream.never, { createTakes: "3 seconds", statusWritesHang: true })
+      yield* advance(20) // the create is in flight
+      const startedAt = yield* Clock.currentTimeMillis
+      const draining = yield* Effect.forkChild(handle.drain(Duration.seconds(4)))
+      while (draining.pollUnsafe() === undefined) {
+        assert.isAtMost((yield* Clock.currentTimeMillis) - startedAt, 4_000, "drain past its 4 s bound")
+        yield* advance(100)
+      }
+      yield* Fiber.join(draining)
     })).pipe(quiet))
 })
