@@ -335,12 +335,21 @@ export const make = (
     const statusQueue = yield* KeyedQueue.make<PodKey>(writePush, options.backoff)
 
     yield* provider.statusPushes.pipe(
-      Stream.runForEach((pod) => {
-        const key = podKeyOfPod(pod)
-        return Ref.update(pendingPush, (m) => new Map(m).set(key, pod)).pipe(
-          Effect.andThen(statusQueue.enqueue(key, "change"))
-        )
-      }),
+      Stream.runForEach((pod) =>
+        Effect.gen(function*() {
+          const key = podKeyOfPod(pod)
+          const apiPod = yield* cached(key)
+          const currentUid = Option.isSome(apiPod) ? uidOf(apiPod.value) : undefined
+          yield* Ref.update(pendingPush, (m) => {
+            const queued = m.get(key)
+            // The newest push wins, but one for an older Pod of the same name (which could never
+            // be written) must not displace a queued push for the Pod the apiserver has now.
+            if (queued !== undefined && uidOf(queued) === currentUid && uidOf(pod) !== currentUid) return m
+            return new Map(m).set(key, pod)
+          })
+          yield* statusQueue.enqueue(key, "change")
+        })
+      ),
       Effect.forkScoped
     )
 

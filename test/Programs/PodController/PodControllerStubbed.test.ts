@@ -30,7 +30,7 @@ const unsupported = () => Effect.die("not used by the pod controller")
 const kubeStub = (
   pods: Ref.Ref<ReadonlyArray<V1Pod>>,
   watch: () => Stream.Stream<PodWatchEvent, KubeError>,
-  counts: { lists: number; watches: number; statusWrites: number },
+  counts: Counts,
   behaviour: Behaviour
 ) =>
   KubeApi.of({
@@ -46,8 +46,9 @@ const kubeStub = (
       }),
     getPod: unsupported,
     replacePodStatus: (body) =>
-      (behaviour.statusWritesHang ? Effect.never : Effect.void).pipe(Effect.andThen(Effect.sync(() => {
+      (behaviour.statusWritesHang ? Effect.never : Effect.sleep(behaviour.statusWriteTakes ?? "0 millis")).pipe(Effect.andThen(Effect.sync(() => {
         counts.statusWrites++
+        counts.written.push(body)
         return { ...body, metadata: { ...body.metadata, resourceVersion: `${counts.statusWrites + 1}` } }
       }))),
     deletePod: unsupported,
@@ -67,12 +68,12 @@ const kubeStub = (
 const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
   const held = yield* Ref.make(new Map<PodKey, V1Pod>())
   const pushes = yield* Queue.unbounded<V1Pod>()
-  return PodLifecycle.of({
+  const lifecycle = PodLifecycle.of({
     createPod: (p) =>
       Effect.gen(function*() {
         yield* Effect.sleep(behaviour.createTakes ?? "0 millis")
         yield* Ref.update(held, (m) => new Map(m).set(podKeyOfPod(p), p))
-        yield* Queue.offer(pushes, { ...p, status: { phase: "Running", podIP: "10.0.0.1" } })
+        if (!behaviour.manualPushes) yield* Queue.offer(pushes, { ...p, status: { phase: "Running", podIP: "10.0.0.1" } })
         return { _tag: "Claimed" as const, claimId: "c-1" }
       }),
     updatePod: () => Effect.void,
@@ -87,11 +88,22 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
     statusPushes: Stream.fromQueue(pushes),
     retryNow: Stream.never
   })
+  return { lifecycle, pushes }
 })
 
 interface Behaviour {
   readonly createTakes?: Duration.Input
   readonly statusWritesHang?: boolean
+  readonly statusWriteTakes?: Duration.Input
+  /** createPod pushes nothing; the test pushes. */
+  readonly manualPushes?: boolean
+}
+
+interface Counts {
+  lists: number
+  watches: number
+  statusWrites: number
+  readonly written: Array<V1Pod>
 }
 
 const start = (
@@ -100,19 +112,19 @@ const start = (
   behaviour: Behaviour = {}
 ) =>
   Effect.gen(function*() {
-    const counts = { lists: 0, watches: 0, statusWrites: 0 }
+    const counts: Counts = { lists: 0, watches: 0, statusWrites: 0, written: [] }
     const provider = yield* providerStub(behaviour)
     const handle = yield* PodController.make(PodController.defaultOptions).pipe(
       Effect.provide(
         Layer.mergeAll(
           AppConfig.layer(testConfig({ nodeName: NODE })),
           Layer.succeed(KubeApi, kubeStub(pods, watch, counts, behaviour)),
-          Layer.succeed(PodLifecycle, provider),
+          Layer.succeed(PodLifecycle, provider.lifecycle),
           Layer.succeed(EventRecorder, EventRecorder.of({ record: () => Effect.void }))
         )
       )
     )
-    return { handle, counts }
+    return { handle, counts, pushes: provider.pushes }
   })
 
 /** Lets the forked fibers run, moving the clock `millis` in 10 ms steps. */
@@ -174,5 +186,20 @@ describe("PodController (stubbed)", () => {
         yield* advance(100)
       }
       yield* Fiber.join(draining)
+    })).pipe(quiet))
+
+  it.effect("a push for an older Pod of the same name does not displace a queued push for the current one", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const current = pod("web", "u-2")
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([current])
+      const { counts, pushes } = yield* start(pods, () => Stream.never, { statusWriteTakes: "1 second", manualPushes: true })
+      yield* advance(20)
+      yield* Queue.offer(pushes, { ...current, status: { phase: "Pending", message: "starting" } })
+      yield* advance(100) // that write is in flight
+      yield* Queue.offer(pushes, { ...current, status: { phase: "Running", podIP: "10.0.0.1" } })
+      // The provider still reports on the Pod this name had before (u-1), e.g. its lease ran out.
+      yield* Queue.offer(pushes, { ...pod("web", "u-1"), status: { phase: "Failed", reason: "SandboxLeaseExpired" } })
+      yield* advance(3_000)
+      assert.deepStrictEqual(counts.written.map((w) => [w.metadata?.uid, w.status?.phase]), [["u-2", "Pending"], ["u-2", "Running"]])
     })).pipe(quiet))
 })
