@@ -6,7 +6,7 @@
  * waits on the events endpoint.
  */
 import type { CoreV1Event } from "@kubernetes/client-node"
-import { DateTime, Duration, Effect, Layer, Option, Ref, Schedule } from "effect"
+import { DateTime, Duration, Effect, Layer, Option, Ref, Schedule, Semaphore } from "effect"
 import { AppConfig } from "../Schemas/Config.ts"
 import { EventRecorder, type EventType, type InvolvedObject } from "../Services/EventRecorder.ts"
 import { KubeApi } from "../Services/KubeApi.ts"
@@ -140,10 +140,13 @@ export const make = (options: EventRecorderOptions = { flushInterval: Duration.s
         )
       )
 
+    // One flush at a time: the final flush at shutdown must not write again what the periodic
+    // one is writing (each would create its own Event for the same aggregate).
+    const flushLock = yield* Semaphore.make(1)
     const flush = Effect.gen(function*() {
       const dirty = [...(yield* Ref.get(state)).entries()].filter(([, agg]) => agg.dirty)
       yield* Effect.forEach(dirty, ([key, agg]) => writeOne(key, agg), { concurrency: 8, discard: true })
-    })
+    }).pipe(flushLock.withPermits(1))
 
     yield* flush.pipe(
       Effect.repeat(Schedule.spaced(options.flushInterval)),

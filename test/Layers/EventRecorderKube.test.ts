@@ -266,4 +266,19 @@ describe("EventRecorderKube", () => {
       assert.strictEqual(events("team-a").length, 1)
       assert.strictEqual(events("default").length, 1)
     }))
+
+  it.effect("shutdown during a flush does not write the same Event twice", () =>
+    Effect.gen(function*() {
+      const { model, recorder, events, flush, close } = yield* setup
+      model.faults.latencyMs = 200
+      yield* recorder.record(pod, "Normal", "Released", "released sb_1")
+      yield* flush // the periodic flush's create is now in flight
+      yield* realTurn
+      yield* close
+      yield* settle
+      model.faults.latencyMs = 0
+      yield* eventually("the event", () => events("team-a").length > 0)
+      for (let i = 0; i < 8; i++) yield* settle // past the injected latency of any second write
+      assert.strictEqual(events("team-a").length, 1)
+    }))
 })
