@@ -9,6 +9,7 @@
  * The status → result mapping lives in the `interpret*` functions below, shared with the
  * simulator-backed test layer (`SandboxdClientSim.ts`) so both speak the same contract.
  */
+import { parseJsonQuietly } from "../Schemas/Json.ts"
 import * as Http from "node:http"
 import * as Https from "node:https"
 import { Duration, Effect, Layer, Option, Redacted, Result, Schema, Semaphore } from "effect"
@@ -52,13 +53,8 @@ export interface RawReply {
 
 // ---- shared interpretation ---------------------------------------------------------------------
 
-const parseJson = (text: string): Result.Result<unknown, string> => {
-  try {
-    return Result.succeed(JSON.parse(text) as unknown)
-  } catch (error) {
-    return Result.fail(error instanceof Error ? error.message : String(error))
-  }
-}
+/** Never quotes the body: a malformed claim response can carry a token. */
+const parseJson = parseJsonQuietly
 
 /** The `error` field of a `{"error":…}` body, or "" when the body is not one. */
 export const errorMessageOf = (body: string): string => {
@@ -75,11 +71,17 @@ const decodeJson = <S extends Schema.Decoder<unknown>>(
 ): Result.Result<S["Type"], SandboxdDecodeError> => {
   const json = parseJson(body)
   if (Result.isFailure(json)) {
-    return Result.fail(new SandboxdDecodeError({ operation, message: `invalid JSON: ${json.failure}` }))
+    return Result.fail(new SandboxdDecodeError({ operation, message: json.failure }))
   }
   const decoded = Schema.decodeUnknownResult(schema)(json.success)
   return Result.isFailure(decoded)
-    ? Result.fail(new SandboxdDecodeError({ operation, message: `unexpected body: ${decoded.failure.message}` }))
+    ? Result.fail(
+      new SandboxdDecodeError({
+        operation,
+        // The schema's message quotes the offending value, and in a claim response that can be the token.
+        message: operation === "claim" ? "unexpected claim response shape" : `unexpected body: ${decoded.failure.message}`
+      })
+    )
     : Result.succeed(decoded.success)
 }
 

@@ -9,6 +9,7 @@
  * daemons in either direction. Reading is lenient where the reference is: indentation, fractional
  * seconds, any UTC offset, `null` timestamps, a missing or `null` `claims`, unknown keys.
  */
+import { invalidJsonMessage } from "./Json.ts"
 import { DateTime, Effect, Option, Redacted, Result, Schema } from "effect"
 import type { ClaimRecord } from "./Claims.ts"
 import type { ClaimId, PodKey } from "./Ids.ts"
@@ -118,19 +119,6 @@ export const decodeClaimsValue = (
   return Result.succeed(rows)
 }
 
-/**
- * What is wrong with text that is not JSON, without quoting it: the parser's own message can
- * quote the text around the fault (`Unexpected token 'o', ..."token":tok_4f9a"...`), and in this
- * file that text is release tokens. Only the position is kept.
- */
-const invalidJsonMessage = (cause: unknown): string => {
-  const text = cause instanceof Error ? cause.message : ""
-  const at = /at position ([0-9]+)(?: \(line ([0-9]+) column ([0-9]+)\))?/.exec(text)
-  if (at === null) return "invalid JSON"
-  return at[2] === undefined
-    ? `invalid JSON at position ${at[1]}`
-    : `invalid JSON at position ${at[1]} (line ${at[2]} column ${at[3]})`
-}
 
 /** Decodes the file's text. Empty text, truncated JSON and a top-level array are errors. */
 export const decodeClaimsFile = (

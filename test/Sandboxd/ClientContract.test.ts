@@ -209,6 +209,21 @@ describe("claim", () => {
       assert.strictEqual(wrongType._tag, "SandboxdDecodeError")
     }))
 
+  it.live("a malformed claim response never puts its token into the error", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const token = "0123456789abcdef0123456789abcdef"
+      yield* sim.injectFault("claim", SimFault.body(200, `{"id":"sb_0000000000000001","token":${token}x}`), { times: 1 })
+      yield* sim.injectFault("claim", SimFault.body(200, `{"id":"sb_0000000000000001","token":["${token}"]}`), { times: 1 })
+      const client = yield* clientFor(url)
+      for (let i = 0; i < 2; i++) {
+        const error = yield* Effect.flip(client.claim(claimSpec()))
+        assert.strictEqual(error._tag, "SandboxdDecodeError")
+        const text = JSON.stringify(error) + String(error.message)
+        for (let at = 0; at + 6 <= token.length; at++) assert.notInclude(text, token.slice(at, at + 6))
+      }
+    }))
+
   it.live("an error body is read up to 64 KiB", () =>
     Effect.gen(function*() {
       const { sim, url } = yield* startSim()
