@@ -97,8 +97,23 @@ export const make = (
         next.delete(key)
         return next
       })
+    /**
+     * Keys whose last createPod failed. The provider may still track such a Pod (a claim whose
+     * commit and undo both failed stays in memory, CRT-16), and an unchanged Pod it tracks is
+     * otherwise "done": a failed create must be retried until it succeeds (ARCHITECTURE.md §6.8).
+     */
+    const createFailed = yield* Ref.make(new Set<PodKey>())
+    const setCreateFailed = (key: PodKey, failed: boolean) =>
+      Ref.update(createFailed, (set) => {
+        if (set.has(key) === failed) return set
+        const next = new Set(set)
+        if (failed) next.add(key)
+        else next.delete(key)
+        return next
+      })
     /** The Pod is gone from the apiserver: nothing kept for it may outlive it. */
-    const forgetPod = (key: PodKey) => Effect.andThen(dropKey(lastPushed, key), dropKey(handed, key))
+    const forgetPod = (key: PodKey) =>
+      Effect.andThen(dropKey(lastPushed, key), dropKey(handed, key)).pipe(Effect.andThen(setCreateFailed(key, false)))
 
     const cached = (key: PodKey) => Ref.get(cache).pipe(Effect.map((m) => Option.fromNullishOr(m.get(key))))
     const setCached = (pod: V1Pod) =>
@@ -250,7 +265,8 @@ export const make = (
         // SY-07: terminal Pods are left alone.
         if (isTerminal(pod)) return "Done" as const
         const held = yield* provider.getPod(key)
-        if (Option.isSome(held) && uidOf(held.value) === uidOf(pod)) {
+        const lastCreateFailed = (yield* Ref.get(createFailed)).has(key)
+        if (Option.isSome(held) && uidOf(held.value) === uidOf(pod) && !lastCreateFailed) {
           if (podsEqual(held.value, pod)) return "Done" as const
           yield* recordHanded(key, pod)
           return yield* provider.updatePod(pod).pipe(
@@ -271,7 +287,10 @@ export const make = (
               Effect.andThen(outcome._tag === "Adopted" ? Metric.update(Metrics.adoptions, 1) : Effect.void)
             )
           ),
-          Effect.tapError((failure: ProviderFailure) => Metrics.count(Metrics.claims, { outcome: failure._tag })),
+          Effect.tapError((failure: ProviderFailure) =>
+            Metrics.count(Metrics.claims, { outcome: failure._tag }).pipe(Effect.andThen(setCreateFailed(key, true)))
+          ),
+          Effect.tap(() => setCreateFailed(key, false)),
           Effect.matchEffect({
             onFailure: (failure: ProviderFailure) => onCreateFailure(key, pod, failure),
             onSuccess: (outcome) =>
@@ -526,7 +545,8 @@ export const make = (
         const keys = new Set<PodKey>([
           ...(yield* Ref.get(lastPushed)).keys(),
           ...(yield* Ref.get(handed)).keys(),
-          ...(yield* Ref.get(pendingPush)).keys()
+          ...(yield* Ref.get(pendingPush)).keys(),
+          ...(yield* Ref.get(createFailed))
         ])
         return keys.size + (yield* podQueue.size) + (yield* statusQueue.size)
       })

@@ -73,6 +73,12 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
       Effect.gen(function*() {
         yield* Effect.sleep(behaviour.createTakes ?? "0 millis")
         yield* Ref.update(held, (m) => new Map(m).set(podKeyOfPod(p), p))
+        behaviour.creates?.push(p.metadata?.name ?? "")
+        if (behaviour.failCreates !== undefined && behaviour.failCreates.left > 0) {
+          behaviour.failCreates.left--
+          // The provider keeps tracking the Pod, as it does when a commit and its undo both fail (CRT-16).
+          return yield* Effect.fail({ _tag: "ClaimNotPersisted", message: "commit and undo both failed", retryable: true })
+        }
         if (!behaviour.manualPushes) yield* Queue.offer(pushes, { ...p, status: { phase: "Running", podIP: "10.0.0.1" } })
         return { _tag: "Claimed" as const, claimId: "c-1" }
       }),
@@ -97,6 +103,10 @@ interface Behaviour {
   readonly statusWriteTakes?: Duration.Input
   /** createPod pushes nothing; the test pushes. */
   readonly manualPushes?: boolean
+  /** The first `left` creates fail (retryable) after the provider recorded the Pod. */
+  readonly failCreates?: { left: number }
+  /** Names of the Pods createPod was called with, in order. */
+  readonly creates?: Array<string>
 }
 
 interface Counts {
@@ -172,6 +182,20 @@ describe("PodController (stubbed)", () => {
       assert.strictEqual(counts.lists, 2, "relisted after the 410")
       assert.deepStrictEqual(yield* handle.cachedPods, [])
       assert.strictEqual(yield* handle.retainedKeys, 0)
+    })).pipe(quiet))
+
+  it.effect("a failed create is retried although the provider still tracks the unchanged Pod", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([pod("web", "u-1")])
+      const creates: Array<string> = []
+      const { counts } = yield* start(pods, () => Stream.never, { failCreates: { left: 2 }, creates })
+      yield* advance(20)
+      assert.deepStrictEqual(creates, ["web"])
+      yield* advance(10_000) // backoff 1 s, then 2 s (±20 %)
+      assert.deepStrictEqual(creates, ["web", "web", "web"], "retried until it succeeded")
+      assert.strictEqual(counts.written.at(-1)?.status?.phase, "Running")
+      yield* advance(60_000)
+      assert.strictEqual(creates.length, 3, "no create after the success")
     })).pipe(quiet))
 
   it.effect("drain keeps to its bound: a status write that hangs gets only what the in-flight create left", () =>
