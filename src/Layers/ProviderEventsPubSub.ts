@@ -4,6 +4,9 @@ import { Effect, Layer, PubSub, Ref } from "effect"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { ProviderEvents } from "../Services/Provider.ts"
 
+/** Claims remembered for the once-per-claim Pod IP warning. */
+const MAX_WARNED = 4096
+
 export const ProviderEventsPubSubLayer: Layer.Layer<ProviderEvents> = Layer.effect(
   ProviderEvents,
   Effect.gen(function*() {
@@ -16,7 +19,12 @@ export const ProviderEventsPubSubLayer: Layer.Layer<ProviderEvents> = Layer.effe
       publishUnquarantined: (keys) => keys.length === 0 ? Effect.void : PubSub.publish(lifted, keys).pipe(Effect.asVoid),
       unquarantined: PubSub.subscribe(lifted),
       firstIpWarning: (id) =>
-        Ref.modify(warned, (set) => set.has(id) ? [false, set] : [true, new Set(set).add(id)])
+        Ref.modify(warned, (set) => {
+          if (set.has(id)) return [false, set]
+          // Bounded: the oldest claims (long released, most likely) are forgotten first.
+          const kept = set.size >= MAX_WARNED ? [...set].slice(set.size - MAX_WARNED + 1) : set
+          return [true, new Set(kept).add(id)]
+        })
     })
   })
 )
