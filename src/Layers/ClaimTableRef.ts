@@ -15,6 +15,7 @@ import {
   type QuarantineJudgement,
   type StorePodOutcome
 } from "../Services/ClaimTable.ts"
+import { RowsView } from "./ClaimsStoreFile.ts"
 
 /** Pods are mutable client-node objects: the table keeps its own copies and hands out copies. */
 const copyPod = (pod: V1Pod): V1Pod => structuredClone(pod)
@@ -134,14 +135,16 @@ export const makeClaimTable = Effect.gen(function*() {
   })
 
   const snapshot = ClaimsSnapshot.of({
+    // The state's maps are never changed in place, so a view of this state's rows is a consistent
+    // snapshot for the whole write without copying 2000 rows per write.
     rowsForWrite: (committing) =>
-      read((s) => {
-        const out = new Map<PodKey, ClaimRecord>()
-        for (const [key, row] of s.rows) {
-          if (row.state._tag !== "Tentative" || committing.has(key)) out.set(key, row.record)
-        }
-        return out
-      }),
+      read((s) =>
+        new RowsView<ClaimRow>(
+          s.rows,
+          (key, row) => row.state._tag !== "Tentative" || committing.has(key),
+          (row) => row.record
+        )
+      ),
     landed: (written) =>
       Ref.update(ref, (s) => {
         let rows: Map<PodKey, ClaimRow> | undefined

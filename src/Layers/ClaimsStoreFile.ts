@@ -85,6 +85,72 @@ export const makeGroupCommit = (
       })
   })
 
+/**
+ * The rows of one write without copying the table: a read-only view of a map that nobody changes
+ * after the view is taken (an immutable state's map, or one its owner copies before its next
+ * change), keeping the rows `include` accepts, as `project` maps them. That makes it a consistent
+ * snapshot at the price of a filter on each read, instead of a copy of every row per write.
+ */
+export class RowsView<R> implements ReadonlyMap<PodKey, ClaimRecord> {
+  readonly #base: ReadonlyMap<PodKey, R>
+  readonly #include: (key: PodKey, row: R) => boolean
+  readonly #project: (row: R) => ClaimRecord
+  #size = -1
+  constructor(
+    base: ReadonlyMap<PodKey, R>,
+    include: (key: PodKey, row: R) => boolean,
+    project: (row: R) => ClaimRecord
+  ) {
+    this.#base = base
+    this.#include = include
+    this.#project = project
+  }
+  get size(): number {
+    if (this.#size < 0) {
+      let n = 0
+      this.#base.forEach((row, key) => {
+        if (this.#include(key, row)) n++
+      })
+      this.#size = n
+    }
+    return this.#size
+  }
+  get(key: PodKey): ClaimRecord | undefined {
+    const row = this.#base.get(key)
+    return row !== undefined && this.#include(key, row) ? this.#project(row) : undefined
+  }
+  has(key: PodKey): boolean {
+    return this.get(key) !== undefined
+  }
+  forEach(callback: (record: ClaimRecord, key: PodKey, map: ReadonlyMap<PodKey, ClaimRecord>) => void): void {
+    this.#base.forEach((row, key) => {
+      if (this.#include(key, row)) callback(this.#project(row), key, this)
+    })
+  }
+  // Iteration (not on the write path, which uses forEach and get) goes through a copy, made once.
+  #copy: Map<PodKey, ClaimRecord> | undefined
+  #materialized(): Map<PodKey, ClaimRecord> {
+    if (this.#copy === undefined) {
+      const copy = new Map<PodKey, ClaimRecord>()
+      this.forEach((record, key) => copy.set(key, record))
+      this.#copy = copy
+    }
+    return this.#copy
+  }
+  entries(): MapIterator<[PodKey, ClaimRecord]> {
+    return this.#materialized().entries()
+  }
+  keys(): MapIterator<PodKey> {
+    return this.#materialized().keys()
+  }
+  values(): MapIterator<ClaimRecord> {
+    return this.#materialized().values()
+  }
+  [Symbol.iterator](): MapIterator<[PodKey, ClaimRecord]> {
+    return this.entries()
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The file layer
 
@@ -162,8 +228,14 @@ const errnoOf = (cause: unknown): string =>
  * write itself). Only the rows passed in are ever written: a member is reused only when the cached
  * entry is for the same key AND the same record object, and after each call the cache holds
  * exactly the rows of that call, so a removed or excluded (tentative) row can never come back
- * from it. The key order is kept sorted incrementally. The returned bytes are a view of a buffer
- * the next call overwrites: the single writer writes them before it encodes again.
+ * from it. The key order is kept sorted incrementally.
+ *
+ * Two output buffers take turns: runs of unchanged members that were adjacent in the previous
+ * output are copied from it as one block each, and only new or changed members are copied from
+ * their own bytes. A commit that removes one row and adds one costs a few block copies instead of
+ * one small copy per row (the per-row copies touch memory scattered over the heap, which is cold
+ * after the write's I/O waits). The returned bytes are a view of a buffer that the call after next
+ * overwrites: the single writer writes them before it encodes again.
  */
 export const makeClaimsEncoder = () => {
   interface Member {
@@ -172,105 +244,113 @@ export const makeClaimsEncoder = () => {
     bytes: Uint8Array
     /** The call that last saw this key among the rows. */
     seen: number
-    /** Re-encoded in this call. */
-    changed: boolean
-    /** Where its bytes start in `out` (valid for the unchanged prefix). */
+    /** Where its bytes start in the last output; -1 when not there (new, or re-encoded). */
     offset: number
   }
   const cache = new Map<PodKey, Member>()
   /** Every cached member, sorted by key: the order of the last output. */
   let sorted: Array<Member> = []
   let call = 0
-  let out = Buffer.alloc(0)
+  /** The last output (read by the next call) and the buffer the next call writes. */
+  let last = Buffer.alloc(0)
+  let spare = Buffer.alloc(0)
   const open = Buffer.from(`{"claims":{`)
   const close = Buffer.from(`}}`)
   const comma = 0x2c
   const encodeMember = (key: PodKey, record: ClaimRecord) => Buffer.from(encodeClaimMember(key, record))
 
+  const startOver = (rows: ReadonlyMap<PodKey, ClaimRecord>): Uint8Array => {
+    // Cannot happen (every cached member is in `sorted`); start over rather than write wrong bytes.
+    cache.clear()
+    sorted = []
+    last = Buffer.alloc(0)
+    spare = Buffer.alloc(0)
+    return Buffer.from(encodeClaimsFile(rows))
+  }
+
   return (rows: ReadonlyMap<PodKey, ClaimRecord>): Uint8Array => {
     const current = ++call
     const added: Array<Member> = []
     let bodyBytes = 0
+    let count = 0
     // Pass 1: a member for every row, reused only for the very same record object.
     rows.forEach((record, key) => {
       let member = cache.get(key)
       if (member === undefined) {
-        member = { key, record, bytes: encodeMember(key, record), seen: current, changed: true, offset: -1 }
+        member = { key, record, bytes: encodeMember(key, record), seen: current, offset: -1 }
         cache.set(key, member)
         added.push(member)
       } else {
         if (member.record !== record) {
           member.record = record
           member.bytes = encodeMember(key, record)
-          member.changed = true
+          member.offset = -1
         }
         member.seen = current
       }
       bodyBytes += member.bytes.length
+      count++
     })
-    // Pass 2: drop members not among the rows (in place), note the first position that differs
-    // from the last output, then insert the new keys in order.
-    let firstChange = -1
-    let w = 0
-    for (let i = 0; i < sorted.length; i++) {
-      const member = sorted[i]!
+    if (added.length > 1) added.sort((a, b) => compareKeys(a.key, b.key))
+
+    const byteLength = open.length + bodyBytes + Math.max(0, count - 1) + close.length
+    if (spare.length < byteLength) spare = Buffer.alloc(Math.max(byteLength, Math.ceil(last.length * 1.5)))
+    const target = spare
+    const previous = last
+    target.set(open, 0)
+    let offset = open.length
+    // The pending block of the previous output: [runFrom, runTo) goes to `runDest`.
+    let runFrom = -1
+    let runTo = -1
+    let runDest = -1
+    const flush = () => {
+      if (runFrom >= 0) {
+        previous.copy(target, runDest, runFrom, runTo)
+        offset = runDest + (runTo - runFrom)
+        runFrom = -1
+      }
+    }
+    const out: Array<Member> = []
+    const place = (member: Member) => {
+      const length = member.bytes.length
+      if (runFrom >= 0 && member.offset === runTo + 1) {
+        // Adjacent to the block in the previous output (after its comma): the block grows.
+        member.offset = runDest + (member.offset - runFrom)
+        runTo += 1 + length
+      } else {
+        flush()
+        if (out.length > 0) target[offset++] = comma
+        if (member.offset >= 0) {
+          runFrom = member.offset
+          runTo = member.offset + length
+          runDest = offset
+          member.offset = offset
+        } else {
+          target.set(member.bytes, offset)
+          member.offset = offset
+          offset += length
+        }
+      }
+      out.push(member)
+    }
+    // Pass 2: the previous order minus the members not among the rows, merged with the new keys.
+    let a = 0
+    for (const member of sorted) {
       if (member.seen !== current) {
         cache.delete(member.key)
-        if (firstChange < 0) firstChange = w
         continue
       }
-      if (member.changed && firstChange < 0) firstChange = w
-      sorted[w++] = member
+      while (a < added.length && compareKeys(added[a]!.key, member.key) < 0) place(added[a++]!)
+      place(member)
     }
-    sorted.length = w
-    if (added.length > 1) added.sort((a, b) => compareKeys(a.key, b.key))
-    for (const member of added) {
-      let lo = 0
-      let hi = sorted.length
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1
-        if (compareKeys(sorted[mid]!.key, member.key) < 0) lo = mid + 1
-        else hi = mid
-      }
-      sorted.splice(lo, 0, member)
-      if (firstChange < 0 || lo < firstChange) firstChange = lo
-    }
-    if (sorted.length !== rows.size || cache.size !== rows.size) {
-      // Cannot happen (every cached member is in `sorted`); start over rather than write wrong bytes.
-      cache.clear()
-      sorted = []
-      out = Buffer.alloc(0)
-      return encodeAll(rows)
-    }
-    // Pass 3: copy from the first change on; the bytes before it are still in `out`.
-    const byteLength = open.length + bodyBytes + Math.max(0, rows.size - 1) + close.length
-    if (out.length < byteLength) {
-      out = Buffer.alloc(Math.max(byteLength, Math.ceil(out.length * 1.5)))
-      firstChange = 0
-    }
-    if (firstChange < 0) firstChange = sorted.length // nothing changed: only the tail is rewritten
-    const target = out
-    let offset: number
-    if (firstChange === 0) {
-      target.set(open, 0)
-      offset = open.length
-    } else {
-      const before = sorted[firstChange - 1]!
-      offset = before.offset + before.bytes.length
-    }
-    for (let i = firstChange; i < sorted.length; i++) {
-      const member = sorted[i]!
-      if (i > 0) target[offset++] = comma
-      target.set(member.bytes, offset)
-      member.offset = offset
-      member.changed = false
-      offset += member.bytes.length
-    }
+    while (a < added.length) place(added[a++]!)
+    flush()
+    if (out.length !== count || cache.size !== count || offset + close.length !== byteLength) return startOver(rows)
     target.set(close, offset)
+    sorted = out
+    last = target
+    spare = previous
     return target.subarray(0, byteLength)
-  }
-  function encodeAll(rows: ReadonlyMap<PodKey, ClaimRecord>): Uint8Array {
-    return Buffer.from(encodeClaimsFile(rows))
   }
 }
 

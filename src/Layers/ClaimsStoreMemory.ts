@@ -10,7 +10,7 @@ import type { ClaimRecord } from "../Schemas/Claims.ts"
 import { encodeClaimsFile } from "../Schemas/ClaimsFile.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
 import { ClaimsLoadError, ClaimsSnapshot, ClaimsStore, ClaimsWriteError } from "../Services/ClaimsStore.ts"
-import { makeGroupCommit } from "./ClaimsStoreFile.ts"
+import { makeGroupCommit, RowsView } from "./ClaimsStoreFile.ts"
 
 /** One attempted write, in order. */
 export interface MemoryWrite {
@@ -138,17 +138,26 @@ export class TestClaimsTable extends Context.Service<TestClaimsTable, {
 /** `ClaimsSnapshot` + `TestClaimsTable` over one in-memory table. */
 export const testSnapshotLayer = Layer.effectContext(
   Effect.sync(() => {
-    const rows = new Map<PodKey, ClaimRecord>()
+    // Copy-on-write, like the real table's immutable state: a write's rows are a view of `rows`,
+    // and the first change after a snapshot replaces `rows` with a copy instead of mutating it.
+    let rows = new Map<PodKey, ClaimRecord>()
+    let snapshotTaken = false
+    const forChange = () => {
+      if (snapshotTaken) {
+        rows = new Map(rows)
+        snapshotTaken = false
+      }
+      return rows
+    }
     const tentative = new Set<PodKey>()
     const landedCalls: Array<ReadonlyMap<PodKey, string>> = []
     const snapshot = ClaimsSnapshot.of({
       rowsForWrite: (committing) =>
         Effect.sync(() => {
-          const out = new Map<PodKey, ClaimRecord>()
-          rows.forEach((record, key) => {
-            if (!tentative.has(key) || committing.has(key)) out.set(key, record)
-          })
-          return out
+          snapshotTaken = true
+          const excluded = new Set<PodKey>()
+          for (const key of tentative) if (!committing.has(key)) excluded.add(key)
+          return new RowsView<ClaimRecord>(rows, (key) => !excluded.has(key), (record) => record)
         }),
       landed: (written) =>
         Effect.sync(() => {
@@ -160,13 +169,13 @@ export const testSnapshotLayer = Layer.effectContext(
     const table = TestClaimsTable.of({
       put: (key, record, options) =>
         Effect.sync(() => {
-          rows.set(key, record)
+          forChange().set(key, record)
           if (options?.tentative === true) tentative.add(key)
           else tentative.delete(key)
         }),
       remove: (key) =>
         Effect.sync(() => {
-          rows.delete(key)
+          forChange().delete(key)
           tentative.delete(key)
         }),
       tentative: Effect.sync(() => new Set(tentative)),

@@ -42,6 +42,26 @@ describe("ClaimTable (Ref layer)", () => {
       assert.deepStrictEqual([...afterLanding.keys()].sort(), [key("a"), key("q")])
     })))
 
+  it.effect("rowsForWrite is a snapshot: changes made after it (even while a write is in flight) are not in it", () =>
+    run(Effect.gen(function*() {
+      const table = yield* ClaimTable
+      const snapshot = yield* ClaimsSnapshot
+      yield* table.loadQuarantined(new Map([[key("q"), rec("sb_q")], [key("r"), rec("sb_r")]]))
+      yield* table.recordTentative(key("a"), rec("sb_a"), pod("a", "ua"))
+      const rows = yield* snapshot.rowsForWrite(new Set([key("a")]))
+      yield* table.dropClaim(key("q"), "sb_q" as ClaimId)
+      yield* table.recordTentative(key("a"), rec("sb_a2"), pod("a", "ua"))
+      yield* table.recordTentative(key("b"), rec("sb_b"), pod("b", "ub"))
+      assert.strictEqual(rows.size, 3)
+      assert.strictEqual(rows.get(key("a"))?.id, "sb_a")
+      assert.isTrue(rows.has(key("q")))
+      assert.isFalse(rows.has(key("b")))
+      const seen: Array<string> = []
+      rows.forEach((record, k) => seen.push(`${k}=${record.id}`))
+      assert.deepStrictEqual(seen.sort(), ["ns/a=sb_a", "ns/q=sb_q", "ns/r=sb_r"])
+      assert.deepStrictEqual([...rows].map(([k]) => k).sort(), [key("a"), key("q"), key("r")])
+    })))
+
   it.effect("durable lookup sees only settled rows; held lookup sees all three states (ST-2)", () =>
     run(Effect.gen(function*() {
       const table = yield* ClaimTable

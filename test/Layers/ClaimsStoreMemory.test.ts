@@ -86,4 +86,25 @@ describe("ClaimsStoreMemory", () => {
         assert.strictEqual(calls, 2)
       }).pipe(Effect.provide(ClaimsStoreMemory.layer().pipe(Layer.provide(flaky))))
     }))
+
+  it.effect("the test snapshot is copy-on-write: changes after rowsForWrite are not in the taken rows", () =>
+    Effect.gen(function*() {
+      const table = yield* ClaimsStoreMemory.TestClaimsTable
+      const snapshot = yield* ClaimsSnapshot
+      yield* table.put(key(1), record(1))
+      yield* table.put(key(2), record(2), { tentative: true })
+      yield* table.put(key(3), record(3), { tentative: true })
+      const rows = yield* snapshot.rowsForWrite(new Set([key(2)]))
+      yield* table.remove(key(1))
+      yield* table.put(key(2), record(22), { tentative: true })
+      yield* table.put(key(4), record(4))
+      // Landing key 2 now must not turn the replacement (record 22) durable.
+      yield* snapshot.landed(new Map([[key(2), rows.get(key(2))!.id]]))
+      assert.deepStrictEqual([...rows.keys()].sort(), [key(1), key(2)])
+      assert.strictEqual(rows.get(key(2))?.id, record(2).id)
+      assert.isFalse(rows.has(key(3)), "a tentative row outside the batch is excluded")
+      assert.isTrue((yield* table.tentative).has(key(2)))
+      const next = yield* snapshot.rowsForWrite(new Set())
+      assert.deepStrictEqual([...next.keys()].sort(), [key(4)])
+    }).pipe(Effect.provide(ClaimsStoreMemory.testSnapshotLayer)))
 })
