@@ -242,14 +242,20 @@ export const makeClaimsEncoder = () => {
     readonly key: PodKey
     record: ClaimRecord
     bytes: Uint8Array
+    /** `bytes.length`, kept here so that an unchanged row costs no look at its bytes. */
+    length: number
     /** The call that last saw this key among the rows. */
     seen: number
     /** Where its bytes start in the last output; -1 when not there (new, or re-encoded). */
     offset: number
+    /** Its position in the rows' iteration order of the last call. */
+    order: number
   }
   const cache = new Map<PodKey, Member>()
   /** Every cached member, sorted by key: the order of the last output. */
   let sorted: Array<Member> = []
+  /** Every cached member in the rows' iteration order of the last call. */
+  let iterated: Array<Member> = []
   let call = 0
   /** The last output (read by the next call) and the buffer the next call writes. */
   let last = Buffer.alloc(0)
@@ -263,6 +269,7 @@ export const makeClaimsEncoder = () => {
     // Cannot happen (every cached member is in `sorted`); start over rather than write wrong bytes.
     cache.clear()
     sorted = []
+    iterated = []
     last = Buffer.alloc(0)
     spare = Buffer.alloc(0)
     return Buffer.from(encodeClaimsFile(rows))
@@ -273,24 +280,43 @@ export const makeClaimsEncoder = () => {
     const added: Array<Member> = []
     let bodyBytes = 0
     let count = 0
-    // Pass 1: a member for every row, reused only for the very same record object.
+    // Pass 1: a member for every row, reused only for the very same record object. A table's
+    // iteration order barely changes between writes, so the member of the last call's next
+    // position is tried before the cache lookup (which hashes the key: a few cache misses per row
+    // when memory is cold after the write's I/O waits).
+    const previousOrder = iterated
+    const order: Array<Member> = []
+    let next = 0
     rows.forEach((record, key) => {
-      let member = cache.get(key)
+      const guess = previousOrder[next]
+      let member: Member | undefined
+      if (guess !== undefined && guess.key === key) {
+        member = guess
+        next++
+      } else {
+        member = cache.get(key)
+        if (member !== undefined) next = member.order + 1
+      }
       if (member === undefined) {
-        member = { key, record, bytes: encodeMember(key, record), seen: current, offset: -1 }
+        const bytes = encodeMember(key, record)
+        member = { key, record, bytes, length: bytes.length, seen: current, offset: -1, order: 0 }
         cache.set(key, member)
         added.push(member)
       } else {
         if (member.record !== record) {
           member.record = record
           member.bytes = encodeMember(key, record)
+          member.length = member.bytes.length
           member.offset = -1
         }
         member.seen = current
       }
-      bodyBytes += member.bytes.length
+      member.order = order.length
+      order.push(member)
+      bodyBytes += member.length
       count++
     })
+    iterated = order
     if (added.length > 1) added.sort((a, b) => compareKeys(a.key, b.key))
 
     const byteLength = open.length + bodyBytes + Math.max(0, count - 1) + close.length
@@ -312,7 +338,7 @@ export const makeClaimsEncoder = () => {
     }
     const out: Array<Member> = []
     const place = (member: Member) => {
-      const length = member.bytes.length
+      const length = member.length
       if (runFrom >= 0 && member.offset === runTo + 1) {
         // Adjacent to the block in the previous output (after its comma): the block grows.
         member.offset = runDest + (member.offset - runFrom)

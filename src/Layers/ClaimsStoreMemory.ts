@@ -157,7 +157,8 @@ export const testSnapshotLayer = Layer.effectContext(
           snapshotTaken = true
           const excluded = new Set<PodKey>()
           for (const key of tentative) if (!committing.has(key)) excluded.add(key)
-          return new RowsView<ClaimRecord>(rows, (key) => !excluded.has(key), (record) => record)
+          const include = excluded.size === 0 ? () => true : (key: PodKey) => !excluded.has(key)
+          return new RowsView<ClaimRecord>(rows, include, (record) => record)
         }),
       landed: (written) =>
         Effect.sync(() => {
