@@ -359,14 +359,26 @@ export const makeClaimsEncoder = () => {
       }
       out.push(member)
     }
-    // Pass 2: the previous order minus the members not among the rows, merged with the new keys.
+    // Pass 2: the previous order minus the members not among the rows, merged with the new keys
+    // (each new key's place found by binary search, not by comparing it with every key before it).
+    const insertAt = added.map((member) => {
+      let lo = 0
+      let hi = sorted.length
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1
+        if (compareKeys(sorted[mid]!.key, member.key) < 0) lo = mid + 1
+        else hi = mid
+      }
+      return lo
+    })
     let a = 0
-    for (const member of sorted) {
+    for (let i = 0; i < sorted.length; i++) {
+      const member = sorted[i]!
+      while (a < added.length && insertAt[a]! <= i) place(added[a++]!)
       if (member.seen !== current) {
         cache.delete(member.key)
         continue
       }
-      while (a < added.length && compareKeys(added[a]!.key, member.key) < 0) place(added[a++]!)
       place(member)
     }
     while (a < added.length) place(added[a++]!)
