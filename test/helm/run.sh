@@ -37,4 +37,4 @@ done
 [ "$status" -eq 0 ] || exit "$status"
 
 export VK_HELM_RENDER_DIR="$out"
-PATH="$PWD/node_modules/.bin:$PATH" vitest run --config vitest.helm.config.ts
+PATH="$PWD/node_modules/.bin:$PATH" vitest run --config vitest.helm.config.ts "$@"
