@@ -430,6 +430,41 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         assert.isUndefined(unknownGroup._tag === "KubeNotFound" ? unknownGroup.details?.name : "")
       }))
 
+    scenario("status writes: another uid is 409, a lease PUT without resourceVersion 422, $patch: delete drops a node condition", () =>
+      Effect.gen(function*() {
+        const backend = yield* acquire
+        const namespace = yield* newNamespace(backend)
+        const pod = yield* createPod(backend, namespace, uniqueName("vk-node"))
+        const current = yield* backend.daemon.getPod(namespace, pod.metadata?.name ?? "")
+        const otherUid = yield* backend.daemon.replacePodStatus({
+          ...current,
+          metadata: { ...current.metadata, uid: "00000000-0000-0000-0000-000000000000" },
+          status: { ...current.status, phase: "Running" }
+        }).pipe(Effect.flip)
+        assert.strictEqual(otherUid._tag === "KubeConflict" ? otherUid.reason : otherUid._tag, "Conflict")
+
+        const leaseName = uniqueName("vk-node")
+        const lease = yield* backend.daemon.createLease({
+          metadata: { name: leaseName, namespace: "kube-node-lease" },
+          spec: { holderIdentity: leaseName, leaseDurationSeconds: 40, renewTime: new Date() }
+        })
+        const { resourceVersion: _held, ...unversioned } = lease.metadata ?? {}
+        const noVersion = yield* backend.daemon.replaceLease({ ...lease, metadata: unversioned }).pipe(Effect.flip)
+        assert.strictEqual(noVersion._tag, "KubeInvalid")
+
+        const name = uniqueName("vk-node")
+        yield* backend.daemon.createNode({ metadata: { name } })
+        const time = secondsAgo(1)
+        const condition = (type: string) => ({ type, status: "False", reason: "Probe", message: "", lastHeartbeatTime: time, lastTransitionTime: time })
+        yield* backend.daemon.patchNodeStatus(name, { status: { conditions: [condition("Ready"), condition("MemoryPressure")] } })
+        yield* backend.daemon.patchNodeStatus(name, { status: { conditions: [{ type: "MemoryPressure", $patch: "delete" }] } })
+        const node = yield* backend.daemon.getNode(name)
+        assert.deepStrictEqual((node.status?.conditions ?? []).map((c) => c.type), ["Ready"])
+
+        const missingPod = yield* backend.daemon.getOwner({ group: "", version: "v1", plural: "pods", namespace, name: "gone-pod" }).pipe(Effect.flip)
+        assert.deepStrictEqual(missingPod._tag === "KubeNotFound" ? missingPod.details : missingPod._tag, { name: "gone-pod", kind: "pods" })
+      }))
+
     scenario("NodeInventory server-side apply: create, replace, omitted list items removed", () =>
       Effect.gen(function*() {
         const backend = yield* acquire
