@@ -179,6 +179,23 @@ interface Exchange {
   readonly successStatus: number
 }
 
+/**
+ * The release route for `id`, path-escaped. An id that is not valid text (a lone UTF-16 surrogate,
+ * which JSON can carry) cannot be escaped: a local error, never a thrown URIError.
+ */
+export const releasePath = (id: ClaimId): Result.Result<string, SandboxdHttpError> => {
+  if (id === "") {
+    return Result.fail(new SandboxdHttpError({ operation: "release", status: 0, message: "release requires a sandbox id" }))
+  }
+  try {
+    return Result.succeed(`/v1/sandboxes/${encodeURIComponent(id)}/release`)
+  } catch {
+    return Result.fail(
+      new SandboxdHttpError({ operation: "release", status: 0, message: "release: the sandbox id is not valid text" })
+    )
+  }
+}
+
 /** Strips trailing slashes so `http://h:7777/` and `http://h:7777` address the same routes. */
 export const normalizeBaseUrl = (url: string): string => url.replace(/\/+$/, "")
 
@@ -201,7 +218,7 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
   const request = secure ? Https.request : Http.request
 
   const roundTrip = (exchange: Exchange) =>
-    Effect.callback<RawReply, SandboxdUnreachable | SandboxdDecodeError>((resume) => {
+    Effect.callback<RawReply, SandboxdUnreachable | SandboxdDecodeError | SandboxdHttpError>((resume) => {
       const { operation } = exchange
       let url: URL
       try {
@@ -218,7 +235,7 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
         headers["content-length"] = String(Buffer.byteLength(exchange.body))
       }
       let settled = false
-      const settle = (effect: Effect.Effect<RawReply, SandboxdUnreachable | SandboxdDecodeError>) => {
+      const settle = (effect: Effect.Effect<RawReply, SandboxdUnreachable | SandboxdDecodeError | SandboxdHttpError>) => {
         if (settled) return
         settled = true
         resume(effect)
@@ -230,42 +247,58 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
             message: `${exchange.method} ${url.pathname}: ${cause instanceof Error ? cause.message : String(cause)}`
           })
         ))
-      const req = request(url, { method: exchange.method, agent, headers }, (res) => {
-        const status = res.statusCode ?? 0
-        const isSuccessBody = status === exchange.successStatus
-        const limit = isSuccessBody ? SUCCESS_BODY_LIMIT : ERROR_BODY_LIMIT
-        const chunks: Array<Buffer> = []
-        let size = 0
-        const finish = () => settle(Effect.succeed({ status, body: Buffer.concat(chunks).toString("utf8") }))
-        res.on("data", (chunk: Buffer) => {
-          if (settled) return
-          const room = limit - size
-          if (chunk.length <= room) {
-            chunks.push(chunk)
-            size += chunk.length
-            return
-          }
-          if (isSuccessBody) {
-            settle(Effect.fail(
-              new SandboxdDecodeError({
-                operation,
-                message: `${operation} reply body exceeds the ${limit / (1024 * 1024)} MiB limit`
-              })
-            ))
-          } else {
-            chunks.push(chunk.subarray(0, room))
-            size = limit
-            finish()
-          }
-          // Stop reading: the rest of an oversize body is not worth draining.
-          res.destroy()
+      let req: Http.ClientRequest
+      try {
+        req = request(url, { method: exchange.method, agent, headers }, (res) => {
+          const status = res.statusCode ?? 0
+          const isSuccessBody = status === exchange.successStatus
+          const limit = isSuccessBody ? SUCCESS_BODY_LIMIT : ERROR_BODY_LIMIT
+          const chunks: Array<Buffer> = []
+          let size = 0
+          const finish = () => settle(Effect.succeed({ status, body: Buffer.concat(chunks).toString("utf8") }))
+          res.on("data", (chunk: Buffer) => {
+            if (settled) return
+            const room = limit - size
+            if (chunk.length <= room) {
+              chunks.push(chunk)
+              size += chunk.length
+              return
+            }
+            if (isSuccessBody) {
+              settle(Effect.fail(
+                new SandboxdDecodeError({
+                  operation,
+                  message: `${operation} reply body exceeds the ${limit / (1024 * 1024)} MiB limit`
+                })
+              ))
+            } else {
+              chunks.push(chunk.subarray(0, room))
+              size = limit
+              finish()
+            }
+            // Stop reading: the rest of an oversize body is not worth draining.
+            res.destroy()
+          })
+          res.on("end", finish)
+          res.on("error", unreachable)
+          res.on("close", () => {
+            if (!res.complete) unreachable(new Error("connection closed before the reply was complete"))
+          })
         })
-        res.on("end", finish)
-        res.on("error", unreachable)
-        res.on("close", () => {
-          if (!res.complete) unreachable(new Error("connection closed before the reply was complete"))
-        })
-      })
+      } catch (cause) {
+        // node:http validates headers synchronously: a token holding a character HTTP cannot carry
+        // (a control character, say) throws here. Node's message can quote a header value, so
+        // only its code is kept; the request was never sent.
+        const code = cause instanceof Error && "code" in cause ? String(cause.code) : "unknown error"
+        settle(Effect.fail(
+          new SandboxdHttpError({
+            operation,
+            status: 0,
+            message: `${exchange.method} ${url.pathname}: the request could not be sent (${code})`
+          })
+        ))
+        return
+      }
       req.on("error", unreachable)
       req.end(exchange.body)
       return Effect.sync(() => {
@@ -307,17 +340,11 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
 
   const release = Effect.fn("SandboxdClient.release")(
     function*(id: ClaimId, claimToken: Redacted.Redacted<string>) {
-      if (id === "") {
-        return yield* new SandboxdHttpError({
-          operation: "release",
-          status: 0,
-          message: "release requires a sandbox id"
-        })
-      }
+      const path = yield* Effect.fromResult(releasePath(id))
       const reply = yield* exchange({
         operation: "release",
         method: "POST",
-        path: `/v1/sandboxes/${encodeURIComponent(id)}/release`,
+        path,
         token: claimToken,
         successStatus: 204
       })

@@ -10,7 +10,6 @@ import { claimRequestBody } from "../Schemas/Sandboxd.ts"
 import {
   type ClaimSpec,
   SandboxdClient,
-  SandboxdHttpError,
   SandboxdTimeout,
   SandboxdUnreachable
 } from "../Services/SandboxdClient.ts"
@@ -23,6 +22,7 @@ import {
   interpretList,
   interpretRelease,
   type RawReply,
+  releasePath,
   type SandboxdClientShape
 } from "./SandboxdClientHttp.ts"
 
@@ -80,10 +80,8 @@ export const make: Effect.Effect<SandboxdClientShape, never, SandboxdSim | AppCo
 
   const release = Effect.fn("SandboxdClient.release")(
     function*(id: ClaimId, claimToken: Redacted.Redacted<string>) {
-      if (id === "") {
-        return yield* new SandboxdHttpError({ operation: "release", status: 0, message: "release requires a sandbox id" })
-      }
-      const reply = yield* exchange("release", "POST", `/v1/sandboxes/${encodeURIComponent(id)}/release`, claimToken)
+      const path = yield* Effect.fromResult(releasePath(id))
+      const reply = yield* exchange("release", "POST", path, claimToken)
       return yield* Effect.fromResult(interpretRelease(reply))
     }
   )

@@ -305,6 +305,26 @@ describe("release", () => {
       assert.strictEqual(error._tag, "SandboxdHttpError")
       assert.strictEqual((yield* sim.audit).length, 0)
     }))
+
+  it.live("a token HTTP cannot carry or an id that is not valid text is a local error, never a defect", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(url)
+      const claim = yield* client.claim(claimSpec())
+      yield* sim.clearAudit
+      // A claim token with a control character (JSON can carry one) and an id with a lone surrogate.
+      const badToken = yield* Effect.flip(client.release(claim.id, Redacted.make("0d4c9a17\ne2b85f36")))
+      assert.deepInclude(badToken, { _tag: "SandboxdHttpError", operation: "release", status: 0 })
+      assert.notInclude(badToken.message, "0d4c9a17")
+      const badId = yield* Effect.flip(client.release("sb_\ud800" as ClaimId, claim.token))
+      assert.deepInclude(badId, { _tag: "SandboxdHttpError", operation: "release", status: 0 })
+      // The node token too: the claim fails typed rather than dying.
+      const badNodeToken = yield* clientFor(url, { sandboxdToken: Redacted.make("root\u20actoken") })
+      assert.deepInclude(yield* Effect.flip(badNodeToken.claim(claimSpec())), { _tag: "SandboxdHttpError", status: 0 })
+      assert.strictEqual((yield* sim.audit).length, 0)
+      // Nothing was held: the client still works.
+      assert.strictEqual(yield* client.release(claim.id, claim.token), "Released")
+    }))
 })
 
 describe("list and info", () => {
