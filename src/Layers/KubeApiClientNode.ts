@@ -505,8 +505,25 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       return `${base}${scope}/${segment(ref.plural)}/${segment(ref.name)}`
     }
 
+    /**
+     * An object-level 404 names the resource it is about (`details.group`, omitted for the core
+     * group, and `details.kind`, the plural). A Status about any other resource, or one without a
+     * kind, is not a NotFound of the requested owner: its details are dropped, so a matching
+     * `details.name` cannot make it look like one (the caller then treats the 404 as ambiguous).
+     */
+    const ownNotFound = (ref: OwnerRef) => (error: KubeError): KubeError => {
+      if (error._tag !== "KubeNotFound" || error.details === undefined) return error
+      const { group, kind } = error.details
+      if ((group ?? "") === ref.group && kind === ref.plural) return error
+      return new KubeNotFound({
+        operation: error.operation,
+        message: `404 about another resource (${kind ?? "no kind"}${group ? `.${group}` : ""}): ${error.message}`
+      })
+    }
+
     const getOwner = (ref: OwnerRef): Effect.Effect<OwnerObject, KubeError> =>
       raw("getOwner", { method: HttpMethod.GET, path: ownerPath(ref) }).pipe(
+        Effect.mapError(ownNotFound(ref)),
         Effect.flatMap((body) => {
           const owner = decodeOwnerBody(body)
           if (Option.isNone(owner)) {

@@ -303,6 +303,24 @@ describe("KubeApiClientNode on the wire", () => {
         kind: "replicasets"
       })
 
+      // a Status about another resource, even one naming the requested name, is not the owner's NotFound
+      const foreign = [
+        { name: "rs", group: "apps", kind: "deployments" },
+        { name: "rs", group: "other.example.com", kind: "replicasets" },
+        { name: "rs", kind: "replicasets" },
+        { name: "rs", group: "apps" }
+      ]
+      for (const details of foreign) {
+        rec.setHandler(() => json(404, { kind: "Status", status: "Failure", reason: "NotFound", code: 404, message: "not found", details }))
+        const other = yield* Effect.flip(kube.getOwner(ref))
+        assert.strictEqual(other._tag, "KubeNotFound")
+        assert.isFalse("details" in other, JSON.stringify(details))
+      }
+      // the core group is omitted from details by the real server
+      rec.setHandler(() => json(404, { kind: "Status", reason: "NotFound", code: 404, message: "not found", details: { name: "rc", kind: "replicationcontrollers" } }))
+      const core = yield* Effect.flip(kube.getOwner({ group: "", version: "v1", plural: "replicationcontrollers", namespace: "ns", name: "rc" }))
+      assert.deepStrictEqual(core._tag === "KubeNotFound" ? core.details : undefined, { name: "rc", kind: "replicationcontrollers" })
+
       rec.setHandler(() => json(200, { metadata: { uid: "u-1", deletionTimestamp: "2026-11-29T09:00:00Z" }, spec: {} }))
       const owner = yield* kube.getOwner({ group: "", version: "v1", plural: "replicationcontrollers", namespace: "ns", name: "rc" })
       assert.strictEqual(rec.requests.at(-1)!.url.pathname, "/api/v1/namespaces/ns/replicationcontrollers/rc")
