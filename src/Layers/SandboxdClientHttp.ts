@@ -53,6 +53,32 @@ export interface RawReply {
 
 // ---- shared interpretation ---------------------------------------------------------------------
 
+/**
+ * The body caps applied to a reply already in memory (the simulator-backed layer), so it meets
+ * the same limits the HTTP transport enforces while streaming: a success body beyond
+ * `SUCCESS_BODY_LIMIT` is refused, an error body is cut to `ERROR_BODY_LIMIT` bytes.
+ */
+export const capReply = (
+  operation: string,
+  successStatus: number,
+  reply: RawReply
+): Result.Result<RawReply, SandboxdDecodeError> => {
+  const bytes = Buffer.byteLength(reply.body)
+  if (reply.status === successStatus) {
+    return bytes > SUCCESS_BODY_LIMIT
+      ? Result.fail(
+        new SandboxdDecodeError({
+          operation,
+          message: `${operation} reply body exceeds the ${SUCCESS_BODY_LIMIT / (1024 * 1024)} MiB limit`
+        })
+      )
+      : Result.succeed(reply)
+  }
+  return bytes > ERROR_BODY_LIMIT
+    ? Result.succeed({ status: reply.status, body: Buffer.from(reply.body).subarray(0, ERROR_BODY_LIMIT).toString("utf8") })
+    : Result.succeed(reply)
+}
+
 /** Never quotes the body: a malformed claim response can carry a token. */
 const parseJson = parseJsonQuietly
 

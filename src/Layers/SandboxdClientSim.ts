@@ -10,12 +10,14 @@ import { claimRequestBody } from "../Schemas/Sandboxd.ts"
 import {
   type ClaimSpec,
   SandboxdClient,
+  type SandboxdDecodeError,
   SandboxdTimeout,
   SandboxdUnreachable
 } from "../Services/SandboxdClient.ts"
 import { SandboxdSim, type SandboxdSimOptions } from "../Simulators/Sandboxd/Model.ts"
 import {
   asListError,
+  capReply,
   interpretClaim,
   interpretHealthz,
   interpretInfo,
@@ -37,7 +39,8 @@ export const make: Effect.Effect<SandboxdClientShape, never, SandboxdSim | AppCo
     method: "GET" | "POST",
     path: string,
     token: Redacted.Redacted<string> | undefined,
-    body?: string
+    body?: string,
+    successStatus = 200
   ) => {
     const bearer = token === undefined ? "" : Redacted.value(token)
     return sim.handle({
@@ -47,9 +50,9 @@ export const make: Effect.Effect<SandboxdClientShape, never, SandboxdSim | AppCo
       contentType: body === undefined ? undefined : "application/json",
       body: body ?? ""
     }).pipe(
-      Effect.flatMap((response) =>
+      Effect.flatMap((response): Effect.Effect<RawReply, SandboxdUnreachable | SandboxdDecodeError> =>
         response._tag === "Reply"
-          ? Effect.succeed<RawReply>({ status: response.status, body: response.body })
+          ? Effect.fromResult(capReply(operation, successStatus, { status: response.status, body: response.body }))
           : Effect.fail(new SandboxdUnreachable({ operation, message: `${method} ${path}: connection closed` }))
       ),
       Effect.timeoutOrElse({
@@ -81,7 +84,7 @@ export const make: Effect.Effect<SandboxdClientShape, never, SandboxdSim | AppCo
   const release = Effect.fn("SandboxdClient.release")(
     function*(id: ClaimId, claimToken: Redacted.Redacted<string>) {
       const path = yield* Effect.fromResult(releasePath(id))
-      const reply = yield* exchange("release", "POST", path, claimToken)
+      const reply = yield* exchange("release", "POST", path, claimToken, undefined, 204)
       return yield* Effect.fromResult(interpretRelease(reply))
     }
   )

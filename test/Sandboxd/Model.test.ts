@@ -175,6 +175,26 @@ describe("pools and provisioning", () => {
     }))
 })
 
+describe("body caps (the same as the HTTP client's)", () => {
+  it.effect("a list body over 16 MiB is a decode error; an error body is read up to 64 KiB", () =>
+    Effect.gen(function*() {
+      const { sim, client } = yield* setup()
+      const row = `{"id":"sb_0123456789abcdef","claim_ref":"${"x".repeat(1000)}"},`
+      const rows = row.repeat(Math.ceil((16 * 1024 * 1024) / row.length))
+      yield* sim.injectFault("list", Model.SimFault.body(200, `{"sandboxes":[${rows.slice(0, -1)}]}`), { times: 1 })
+      const listError = yield* Effect.flip(client.listSandboxes)
+      assert.deepInclude(listError.reason, { _tag: "SandboxdDecodeError", operation: "list" })
+      assert.include(listError.message, "16 MiB")
+      // An error field past 64 KiB is cut off, so no message comes out of the body.
+      yield* sim.injectFault("claim", Model.SimFault.status(500, "e".repeat(70 * 1024)), { times: 1 })
+      assert.deepInclude(yield* Effect.flip(client.claim(claimSpec())), { _tag: "SandboxdHttpError", status: 500, message: "" })
+      yield* sim.injectFault("release", Model.SimFault.status(500, "release failed"), { times: 1 })
+      const claim = yield* client.claim(claimSpec())
+      assert.deepInclude(yield* Effect.flip(client.release(claim.id, claim.token)), { status: 500, message: "release failed" })
+      assert.strictEqual(yield* client.release(claim.id, claim.token), "Released")
+    }))
+})
+
 describe("audit", () => {
   it.effect("records what was sent, and proves that no release happened", () =>
     Effect.gen(function*() {
