@@ -471,6 +471,50 @@ describe("transport", () => {
       yield* client.claim(claimSpec())
     }))
 
+  it.live("a reply hung mid-body (headers sent, body never finished) is SandboxdTimeout too", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      yield* sim.injectFault("list", SimFault.stall(200, `{"sandboxes":[`), { times: 1 })
+      yield* sim.injectFault("claim", SimFault.stall(500, `{"error":"provi`), { times: 1 })
+      const client = yield* clientFor(url, { sandboxdTimeout: Duration.millis(150) })
+      const listError = yield* Effect.flip(client.listSandboxes)
+      assert.deepInclude(listError.reason, { _tag: "SandboxdTimeout", operation: "list" })
+      assert.deepInclude(yield* Effect.flip(client.claim(claimSpec())), { _tag: "SandboxdTimeout", operation: "claim" })
+      assert.strictEqual((yield* client.listSandboxes).length, 0)
+    }))
+
+  it.live("timeouts and interruptions return their permits: max-concurrency 2 still serves afterwards", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      yield* sim.injectFault("list", SimFault.hang, { times: 12 })
+      yield* sim.injectFault("info", SimFault.stall(200, `{"pools":[`), { times: 12 })
+      const client = yield* clientFor(url, { sandboxdTimeout: Duration.millis(40), sandboxdMaxConcurrency: 2 })
+      const failures = yield* Effect.all(
+        [
+          ...Array.from({ length: 6 }, () => Effect.flip(client.listSandboxes)),
+          ...Array.from({ length: 6 }, () => Effect.flip(client.info))
+        ],
+        { concurrency: "unbounded" }
+      )
+      assert.deepStrictEqual(new Set(failures.map((e) => e.reason._tag)), new Set(["SandboxdTimeout"]))
+      // Callers that give up on their own (an outer deadline) must not keep a permit either.
+      for (let i = 0; i < 6; i++) yield* Effect.ignore(Effect.timeout(client.listSandboxes, "10 millis"))
+      for (let i = 0; i < 6; i++) yield* Effect.ignore(Effect.timeout(client.info, "10 millis"))
+      const claim = yield* client.claim(claimSpec()).pipe(Effect.timeout("2 seconds"))
+      assert.match(claim.id, /^sb_/)
+      assert.strictEqual((yield* client.listSandboxes).length, 1)
+    }))
+
+  it.live("a base URL with a path prefix keeps the prefix", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(`${url}/base/`)
+      // The simulator serves no prefix, so the prefixed route is its plain 404 page.
+      const error = yield* Effect.flip(client.listSandboxes)
+      assert.deepInclude(error.reason, { _tag: "SandboxdHttpError", status: 404, message: "" })
+      assert.deepStrictEqual((yield* sim.audit).map((e) => e.path), ["/base/v1/sandboxes"])
+    }))
+
   it.live("slow provisioning beyond the timeout is SandboxdTimeout", () =>
     Effect.gen(function*() {
       const { sim, url } = yield* startSim({ coldProvisionDelay: "400 millis" })

@@ -90,6 +90,8 @@ export type SimResponse =
   | { readonly _tag: "Drop" }
   /** Send the status and part of the body, then close mid-body. */
   | { readonly _tag: "Truncate"; readonly status: number; readonly contentType: string; readonly body: string }
+  /** Send the status and part of the body, then neither finish nor close (until the client goes away). */
+  | { readonly _tag: "Stall"; readonly status: number; readonly contentType: string; readonly body: string }
 
 export type SimRoute = "claim" | "release" | "list" | "info" | "healthz" | "hibernate" | "wake"
 
@@ -100,6 +102,8 @@ export type SimFault =
   | { readonly _tag: "Reply"; readonly status: number; readonly body: string; readonly contentType?: string }
   | { readonly _tag: "Drop" }
   | { readonly _tag: "Truncate"; readonly status: number; readonly body: string }
+  /** Headers and part of the body are sent, the rest never comes: a reply hung mid-body. */
+  | { readonly _tag: "Stall"; readonly status: number; readonly body: string }
   /** Never answer (until the client goes away). */
   | { readonly _tag: "Hang" }
   /**
@@ -123,6 +127,7 @@ export const SimFault = {
   }),
   drop: { _tag: "Drop" } as SimFault,
   truncate: (status: number, body: string): SimFault => ({ _tag: "Truncate", status, body }),
+  stall: (status: number, body: string): SimFault => ({ _tag: "Stall", status, body }),
   hang: { _tag: "Hang" } as SimFault,
   loseReply: (how: "drop" | "hang"): SimFault => ({ _tag: "LoseReply", how })
 }
@@ -599,8 +604,9 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
             case "Drop":
               return Option.some(Result.fail<SimResponse>({ _tag: "Drop" }))
             case "Truncate":
+            case "Stall":
               return Option.some(Result.fail<SimResponse>({
-                _tag: "Truncate",
+                _tag: fault._tag,
                 status: fault.status,
                 contentType: "application/json",
                 body: fault.body

@@ -37,14 +37,16 @@ const writeResponse = (req: Http.IncomingMessage, res: Http.ServerResponse, resp
     case "Drop":
       req.socket.destroy()
       return
-    case "Truncate": {
+    case "Truncate":
+    case "Stall": {
       const bytes = Buffer.from(response.body)
       res.writeHead(response.status, {
         "content-type": response.contentType,
-        // Promise more than is sent, so the client sees the connection die mid-body.
+        // Promise more than is sent, so the client sees the connection die (or hang) mid-body.
         "content-length": String(bytes.length + 1024)
       })
-      res.write(bytes, () => req.socket.destroy())
+      if (response._tag === "Truncate") res.write(bytes, () => req.socket.destroy())
+      else res.write(bytes)
       return
     }
     case "Reply": {
