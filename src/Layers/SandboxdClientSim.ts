@@ -50,11 +50,18 @@ export const make: Effect.Effect<SandboxdClientShape, never, SandboxdSim | AppCo
       contentType: body === undefined ? undefined : "application/json",
       body: body ?? ""
     }).pipe(
-      Effect.flatMap((response): Effect.Effect<RawReply, SandboxdUnreachable | SandboxdDecodeError> =>
-        response._tag === "Reply"
-          ? Effect.fromResult(capReply(operation, successStatus, { status: response.status, body: response.body }))
-          : Effect.fail(new SandboxdUnreachable({ operation, message: `${method} ${path}: connection closed` }))
-      ),
+      Effect.flatMap((response): Effect.Effect<RawReply, SandboxdUnreachable | SandboxdDecodeError> => {
+        switch (response._tag) {
+          case "Reply":
+            return Effect.fromResult(capReply(operation, successStatus, { status: response.status, body: response.body }))
+          // Over HTTP a reply stalled mid-body leaves the client waiting: only the timeout ends it.
+          case "Stall":
+            return Effect.never
+          case "Drop":
+          case "Truncate":
+            return Effect.fail(new SandboxdUnreachable({ operation, message: `${method} ${path}: connection closed` }))
+        }
+      }),
       Effect.timeoutOrElse({
         duration: config.sandboxdTimeout,
         orElse: () =>

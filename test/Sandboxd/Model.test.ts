@@ -195,6 +195,19 @@ describe("body caps (the same as the HTTP client's)", () => {
     }))
 })
 
+describe("stalled replies", () => {
+  it.effect("a reply stalled mid-body times out, as over HTTP; a cut one is unreachable", () =>
+    Effect.gen(function*() {
+      const { sim, client } = yield* setup()
+      yield* sim.injectFault("list", Model.SimFault.stall(200, `{"sandboxes":[`), { times: 1 })
+      yield* sim.injectFault("list", Model.SimFault.truncate(200, `{"sandboxes":[`), { times: 1 })
+      const fiber = yield* Effect.forkChild(Effect.flip(client.listSandboxes), { startImmediately: true })
+      yield* TestClock.adjust(Duration.seconds(10))
+      assert.strictEqual((yield* Fiber.join(fiber)).reason._tag, "SandboxdTimeout")
+      assert.strictEqual((yield* Effect.flip(client.listSandboxes)).reason._tag, "SandboxdUnreachable")
+    }))
+})
+
 describe("audit", () => {
   it.effect("records what was sent, and proves that no release happened", () =>
     Effect.gen(function*() {
