@@ -465,6 +465,41 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         assert.deepStrictEqual(missingPod._tag === "KubeNotFound" ? missingPod.details : missingPod._tag, { name: "gone-pod", kind: "pods" })
       }))
 
+    scenario("a terminating namespace: creates are 403, status writes and event patches still land", () =>
+      Effect.gen(function*() {
+        const backend = yield* acquire
+        const namespace = yield* newNamespace(backend)
+        const core = backend.adminConfig.makeApiClient(k8s.CoreV1Api)
+        const pod = yield* createPod(backend, namespace, uniqueName("vk-node"))
+        const eventName = `${pod.metadata?.name}.${Date.now().toString(16)}`
+        const now = new Date(Math.floor(Date.now() / 1000) * 1000)
+        const event = {
+          metadata: { name: eventName, namespace },
+          involvedObject: { kind: "Pod", namespace, name: pod.metadata?.name ?? "", uid: pod.metadata?.uid ?? "", apiVersion: "v1" },
+          reason: "Claimed",
+          message: "claimed",
+          type: "Normal",
+          count: 1,
+          firstTimestamp: now,
+          lastTimestamp: now,
+          source: { component: "vk-sandbox", host: "vk-node" }
+        }
+        yield* backend.daemon.createEvent(event)
+        // no namespace controller runs beside either server: the namespace stays Terminating
+        yield* kube("delete namespace", () => core.deleteNamespace({ name: namespace }))
+        const terminating = yield* kube("read namespace", () => core.readNamespace({ name: namespace }))
+        assert.strictEqual(terminating.status?.phase, "Terminating")
+
+        const refused = yield* backend.daemon.createEvent({ ...event, metadata: { name: `${eventName}-2`, namespace } }).pipe(Effect.flip)
+        assert.strictEqual(refused._tag, "KubeForbidden")
+        assert.include(refused.message, "because it is being terminated")
+        const patched = yield* backend.daemon.patchEvent(namespace, eventName, { count: 2 })
+        assert.strictEqual(patched.count, 2)
+        const current = yield* backend.daemon.getPod(namespace, pod.metadata?.name ?? "")
+        const written = yield* backend.daemon.replacePodStatus({ ...current, status: { ...current.status, phase: "Running" } })
+        assert.strictEqual(written.status?.phase, "Running")
+      }))
+
     scenario("NodeInventory server-side apply: create, replace, omitted list items removed", () =>
       Effect.gen(function*() {
         const backend = yield* acquire
