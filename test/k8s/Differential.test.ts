@@ -500,6 +500,33 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         assert.strictEqual(written.status?.phase, "Running")
       }))
 
+    scenario("nodes: a create carries its status (capacity, conditions, addresses, daemon endpoint)", () =>
+      Effect.gen(function*() {
+        const backend = yield* acquire
+        const name = uniqueName("vk-node")
+        const time = secondsAgo(1)
+        const created = yield* backend.daemon.createNode({
+          metadata: { name, labels: { type: "virtual-kubelet" } },
+          spec: { taints: [{ key: "virtual-kubelet.io/provider", value: "sandboxd", effect: "NoSchedule" }] },
+          status: {
+            capacity: { cpu: "16", memory: "64Gi", pods: "110" },
+            allocatable: { cpu: "16", memory: "64Gi", pods: "110" },
+            conditions: [{ type: "Ready", status: "True", reason: "KubeletReady", message: "ready", lastHeartbeatTime: new Date(time), lastTransitionTime: new Date(time) }],
+            addresses: [{ type: "InternalIP", address: "10.0.0.5" }, { type: "Hostname", address: name }],
+            daemonEndpoints: { kubeletEndpoint: { Port: 10250 } }
+          }
+        })
+        const node = yield* backend.daemon.getNode(name)
+        for (const got of [created, node]) {
+          assert.deepStrictEqual(got.status?.capacity, { cpu: "16", memory: "64Gi", pods: "110" })
+          assert.deepStrictEqual((got.status?.conditions ?? []).map((c) => [c.type, c.status, c.reason]), [["Ready", "True", "KubeletReady"]])
+          assert.deepStrictEqual((got.status?.addresses ?? []).map((a) => [a.type, a.address]), [["InternalIP", "10.0.0.5"], ["Hostname", name]])
+          assert.strictEqual(got.status?.daemonEndpoints?.kubeletEndpoint?.Port, 10250)
+          // the real server's admission adds node.kubernetes.io/not-ready as well (off by default in memory)
+          assert.include((got.spec?.taints ?? []).map((t) => t.key), "virtual-kubelet.io/provider")
+        }
+      }))
+
     scenario("NodeInventory server-side apply: create, replace, omitted list items removed", () =>
       Effect.gen(function*() {
         const backend = yield* acquire
