@@ -527,6 +527,29 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         }
       }))
 
+    scenario("a missing object's 404 carries the server's details (node get and status patch, lease, pod, event patch)", () =>
+      Effect.gen(function*() {
+        const backend = yield* acquire
+        const namespace = yield* newNamespace(backend)
+        const detailsOf = (error: { readonly _tag: string }) => ("details" in error ? error.details : error._tag)
+        const node = uniqueName("vk-node")
+        assert.deepStrictEqual(detailsOf(yield* backend.daemon.getNode(node).pipe(Effect.flip)), { name: node, kind: "nodes" })
+        assert.deepStrictEqual(
+          detailsOf(yield* backend.daemon.patchNodeStatus(node, { status: { conditions: [] } }).pipe(Effect.flip)),
+          { name: node, kind: "nodes" }
+        )
+        assert.deepStrictEqual(detailsOf(yield* backend.daemon.getLease(node).pipe(Effect.flip)), {
+          name: node,
+          group: "coordination.k8s.io",
+          kind: "leases"
+        })
+        assert.deepStrictEqual(detailsOf(yield* backend.daemon.getPod(namespace, "gone-pod").pipe(Effect.flip)), { name: "gone-pod", kind: "pods" })
+        assert.deepStrictEqual(
+          detailsOf(yield* backend.daemon.patchEvent(namespace, "gone-event", { count: 2 }).pipe(Effect.flip)),
+          { name: "gone-event", kind: "events" }
+        )
+      }))
+
     scenario("NodeInventory server-side apply: create, replace, omitted list items removed", () =>
       Effect.gen(function*() {
         const backend = yield* acquire
