@@ -146,16 +146,3 @@ export type RetryableCreateError =
   | StrandedClaimNotReturned
 
 export type CreatePodError = PodChangeRequired | RetryableCreateError
-
-/** DeletePod is implemented by the delete-authorization work; until then it fails with this. */
-export class DeletePodNotImplemented extends Schema.TaggedError<DeletePodNotImplemented>()(
-  "DeletePodNotImplemented",
-  {
-    pod: Schema.String,
-    message: Schema.String
-  }
-) {
-  get retryable(): false {
-    return false
-  }
-}

@@ -5,7 +5,7 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, Schema } from "effect"
-import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { createServer } from "node:http"
 import type { ListenAddr } from "../../Schemas/Config.ts"
@@ -64,8 +64,3 @@ export const layer = (address: ListenAddr, checks: HealthChecks) =>
       )
     })
   )
-
-/** The bound port (useful with port 0). */
-export const boundPort = Effect.map(HttpServer.HttpServer.use(Effect.succeed), (server) =>
-  server.address._tag === "UnixPathAddress" ? 0 : server.address.port
-)
