@@ -8,7 +8,9 @@
  */
 import { Console, Effect, Result } from "effect"
 import { AppConfig } from "../Schemas/Config.ts"
+import { Failpoints } from "../Services/Failpoints.ts"
 import { ProcessExit } from "./Errors.ts"
+import { FAILPOINTS_ENV, failpointsFromEnvironment } from "./Failpoints.ts"
 import { helpText } from "./Help.ts"
 import { parseInvocation } from "./ParseConfig.ts"
 import type { Environment } from "./ParseConfig.ts"
@@ -46,9 +48,14 @@ const runDaemon = Effect.fnUntraced(function*(argv: ReadonlyArray<string>, env: 
     case "Version":
       return yield* Console.log(formatVersion(yield* readBuildInfo(env)))
     case "Run": {
+      const failpoints = failpointsFromEnvironment(env)
+      if (Result.isFailure(failpoints)) return yield* exitWith(1, `${FAILPOINTS_ENV}: ${failpoints.failure}`)
       const config = yield* readSandboxdToken(invocation.success.config)
       const Daemon = yield* Effect.promise(() => import("../Programs/Daemon.ts"))
-      return yield* Daemon.run.pipe(Effect.provide(AppConfig.layer(config)))
+      return yield* Daemon.run.pipe(
+        Effect.provide(AppConfig.layer(config)),
+        Effect.provideService(Failpoints, failpoints.success)
+      )
     }
   }
 }, Effect.catchTag("StartupError", (error) => exitWith(1, error.message)))

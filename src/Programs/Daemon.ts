@@ -32,6 +32,7 @@ import type { ClaimId } from "../Schemas/Ids.ts"
 import { ClaimsStore } from "../Services/ClaimsStore.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
 import { EventRecorder } from "../Services/EventRecorder.ts"
+import { Failpoints } from "../Services/Failpoints.ts"
 import { KubeApi } from "../Services/KubeApi.ts"
 import { Provider } from "../Services/Provider.ts"
 import { SandboxdClient } from "../Services/SandboxdClient.ts"
@@ -236,6 +237,12 @@ export const run: Effect.Effect<void, StartupError, AppConfig> = Effect.gen(func
   yield* Effect.scoped(
     Effect.gen(function*() {
       yield* Metrics.initialize
+      const failpoints = yield* Failpoints
+      if (failpoints.armed.length > 0) {
+        yield* Effect.logWarning("failpoints armed: this daemon is under test and may crash or fail on purpose").pipe(
+          Effect.annotateLogs({ failpoints: failpoints.armed.join(";") })
+        )
+      }
       yield* Layer.build(daemonLayer(config)).pipe(
         Effect.tapError((error) => Effect.logError("vk-sandbox cannot start").pipe(Effect.annotateLogs({ error }))),
         Effect.mapError((error) => new StartupError({ message: describe(error) }))

@@ -51,7 +51,7 @@ describe("vk-sandbox binary", () => {
   it.effect("--version, --help, usage errors (exit 2) and startup errors (exit 1)", () =>
     Effect.gen(function*() {
       const dir = mkdtempSync(join(tmpdir(), "vk-sandbox-cli-"))
-      const [version, versionStamped, help, badDuration, unknownFlag, badEnv, emptyStatePath, tokenMissing, simBadFlag] = yield* Effect.all(
+      const [version, versionStamped, help, badDuration, unknownFlag, badEnv, emptyStatePath, tokenMissing, simBadFlag, badFailpoint] = yield* Effect.all(
         [
           run(["--version"], { VK_NODE_CPU: "abc" }),
           run(["-version"], { VK_SANDBOX_REVISION: "0123abc", VK_SANDBOX_BUILT_AT: "2026-11-29T10:00:00" }),
@@ -61,7 +61,8 @@ describe("vk-sandbox binary", () => {
           run([], { VK_NODE_MEMORY: "8TB" }),
           run(["--state-path="]),
           run(["--state-path", join(dir, "claims.json"), "--sandboxd-token-file", join(dir, "missing-token")]),
-          run(["sim", "sandboxd", "--no-such-flag"])
+          run(["sim", "sandboxd", "--no-such-flag"]),
+          run(["--state-path", join(dir, "claims.json")], { VK_SANDBOX_FAILPOINTS: "claim-after-sent=crash" })
         ],
         { concurrency: "unbounded" }
       )
@@ -85,6 +86,8 @@ describe("vk-sandbox binary", () => {
       assertOneLineFailure("bad env var", badEnv, 2, "--node-memory (from $VK_NODE_MEMORY)")
       assertOneLineFailure("empty state path", emptyStatePath, 2, "--state-path: must not be empty")
       assertOneLineFailure("unreadable token file", tokenMissing, 1, "--sandboxd-token-file")
+      // A mistyped failpoint stops the start instead of passing as an inert one.
+      assertOneLineFailure("unknown failpoint", badFailpoint, 1, `VK_SANDBOX_FAILPOINTS: unknown failpoint "claim-after-sent"`)
       // effect/cli renders its own usage errors (with help); the status is the daemon's, 2.
       assert.strictEqual(simBadFlag.code, 2, simBadFlag.stderr)
       assert.include(simBadFlag.stderr, "--no-such-flag")

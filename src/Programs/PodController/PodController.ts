@@ -9,7 +9,8 @@ import { Clock, Duration, Effect, Metric, Option, Ref, Schedule, type Scope, Str
 import { AppConfig } from "../../Schemas/Config.ts"
 import { type PodKey, podKeyOfPod, splitPodKey } from "../../Schemas/Ids.ts"
 import { EventRecorder, involvedPod } from "../../Services/EventRecorder.ts"
-import { KubeApi, type KubeError, type PodWatchEvent } from "../../Services/KubeApi.ts"
+import { failpoint } from "../../Services/Failpoints.ts"
+import { KubeApi, type KubeError, KubeUnavailable, type PodWatchEvent } from "../../Services/KubeApi.ts"
 import { PodLifecycle, type ProviderFailure } from "../../Services/PodLifecycle.ts"
 import * as Metrics from "../Observability/Metrics.ts"
 import * as KeyedQueue from "./KeyedQueue.ts"
@@ -149,7 +150,12 @@ export const make = (
           if (Option.isNone(apiPod) || uidOf(apiPod.value) !== uid) return "Gone" as const
           const wanted = body(apiPod.value)
           if (wanted === undefined) return "Skipped" as const
-          const written = yield* kube.replacePodStatus(wanted).pipe(
+          const written = yield* failpoint("push-before-write").pipe(
+            // An armed failure stands for an unreachable apiserver; after the write, for a lost reply.
+            Effect.andThen(kube.replacePodStatus(wanted)),
+            Effect.tap(() => failpoint("push-after-write")),
+            Effect.catchTag("FailpointFired", (e) =>
+              Effect.fail(new KubeUnavailable({ operation: "replacePodStatus", status: 0, message: e.message }))),
             Effect.map(Option.some),
             Effect.catchTag("KubeConflict", () =>
               Metric.update(Metrics.statusWriteConflicts, 1).pipe(Effect.andThen(kube.getPod(...splitPodKey(key)))).pipe(

@@ -24,7 +24,8 @@ import {
 import { ClaimsStore, ClaimsWriteError } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
 import type { CreatePodOutcome } from "../../Services/Provider.ts"
-import { SandboxdClient } from "../../Services/SandboxdClient.ts"
+import { failpoint } from "../../Services/Failpoints.ts"
+import { SandboxdClient, SandboxdTimeout, SandboxdUnreachable } from "../../Services/SandboxdClient.ts"
 import { verifyQuarantinedClaims } from "../ClaimVerifier.ts"
 import {
   annotationValue,
@@ -133,13 +134,23 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
     const table = yield* ClaimTable
     const sandboxd = yield* SandboxdClient
     const store = yield* ClaimsStore
-    const claimed = yield* sandboxd.claim({
-      template,
-      net: Option.getOrElse(annotationValue(pod.metadata?.annotations, PodAnnotation.net), () => ""),
-      size: Option.getOrElse(annotationValue(pod.metadata?.annotations, PodAnnotation.size), () => ""),
-      ttlSeconds,
-      claimRef: key
-    }).pipe(
+    const claimed = yield* failpoint("claim-before-send").pipe(
+      // An armed failure here stands for a claim that provably never left (a refused connection).
+      Effect.catchTag("FailpointFired", (e) => Effect.fail(new SandboxdUnreachable({ operation: "claim", message: e.message }))),
+      Effect.andThen(sandboxd.claim({
+        template,
+        net: Option.getOrElse(annotationValue(pod.metadata?.annotations, PodAnnotation.net), () => ""),
+        size: Option.getOrElse(annotationValue(pod.metadata?.annotations, PodAnnotation.size), () => ""),
+        ttlSeconds,
+        claimRef: key
+      })),
+      // An armed failure here stands for a reply lost after sandboxd made the VM (a timeout).
+      Effect.tap(() =>
+        failpoint("claim-after-send").pipe(
+          Effect.catchTag("FailpointFired", (e) =>
+            Effect.fail(new SandboxdTimeout({ operation: "claim", timeoutMillis: 0, message: e.message })))
+        )
+      ),
       Effect.mapError((cause) =>
         new ClaimFailed({
           pod: key,

@@ -7,9 +7,10 @@ import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Option, Schema } from "effect"
 import { DeleteVerdict } from "../../Schemas/DeleteVerdict.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
-import { ClaimsStore } from "../../Services/ClaimsStore.ts"
+import { ClaimsStore, ClaimsWriteError } from "../../Services/ClaimsStore.ts"
 import { ClaimTable, type ClaimTableState, podUidIsCurrent } from "../../Services/ClaimTable.ts"
 import { EventRecorder, involvedPod } from "../../Services/EventRecorder.ts"
+import { failpoint } from "../../Services/Failpoints.ts"
 import * as Metrics from "../Observability/Metrics.ts"
 import { OwnerResolver } from "../../Services/OwnerResolver.ts"
 import {
@@ -88,7 +89,16 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
       Effect.gen(function*() {
         // 6. Release with the claim's own token.
         yield* Effect.logInfo("release authorized").pipe(Effect.annotateLogs(annotations))
-        const outcome = yield* sandboxd.release(claimId, claim.token).pipe(
+        const outcome = yield* failpoint("release-before-send").pipe(
+          // An armed failure stands for a release that never left; after the send, for a lost reply.
+          Effect.catchTag("FailpointFired", (e) => Effect.fail(new SandboxdUnreachable({ operation: "release", message: e.message }))),
+          Effect.andThen(sandboxd.release(claimId, claim.token)),
+          Effect.tap(() =>
+            failpoint("release-after-send").pipe(
+              Effect.catchTag("FailpointFired", (e) =>
+                Effect.fail(new SandboxdTimeout({ operation: "release", timeoutMillis: 0, message: e.message })))
+            )
+          ),
           Effect.mapError((cause) =>
             new ReleaseFailed({
               pod: key,
@@ -116,7 +126,10 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
           if (row !== undefined && row.record.id === claimId) rows.delete(key)
           return [undefined, withoutPod({ ...state, rows }, key)] as const
         })
-        yield* store.commit(Option.none()).pipe(
+        yield* failpoint("delete-before-commit").pipe(
+          Effect.catchTag("FailpointFired", (e) =>
+            Effect.fail(new ClaimsWriteError({ path: store.path, operation: "commit", message: e.message }))),
+          Effect.andThen(store.commit(Option.none())),
           Effect.catchTag("ClaimsWriteError", (error) =>
             // DEL-2: the released row may stay on disk; the next start quarantines and then drops it.
             Effect.logError("persist claims state").pipe(Effect.annotateLogs({ error })))

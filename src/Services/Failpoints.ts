@@ -1,0 +1,61 @@
+/**
+ * Failpoints: named places on the claim, commit, push, release and delete paths where a test can
+ * make the daemon crash (end at once, no cleanup, as `kill -9` does), fail (the place's own typed
+ * error) or wait. A test facility: inert unless the `VK_SANDBOX_FAILPOINTS` environment variable
+ * arms points at startup (`Layers/Failpoints.ts` parses it); the default here does nothing.
+ */
+import { Context, Effect, Schema } from "effect"
+
+/** Every point, in path order. A name outside this list is refused at startup. */
+export const failpointNames = [
+  /** The claim's intent is durable; the claim request is not sent yet. */
+  "claim-before-send",
+  /** sandboxd answered the claim; nothing about the reply is recorded yet. */
+  "claim-after-send",
+  /** A Pod status write to the apiserver is about to be sent. */
+  "push-before-write",
+  /** A Pod status write was accepted by the apiserver. */
+  "push-after-write",
+  /** An authorized release is about to be sent to sandboxd. */
+  "release-before-send",
+  /** sandboxd confirmed a release; the row is still in the table. */
+  "release-after-send",
+  /** A released claim's row left the table; its removal is not committed yet. */
+  "delete-before-commit"
+] as const
+
+export type FailpointName = (typeof failpointNames)[number]
+
+/** An armed point whose action is `fail`: each place turns it into its own typed error. */
+export class FailpointFired extends Schema.TaggedError<FailpointFired>()("FailpointFired", {
+  name: Schema.String,
+  message: Schema.String
+}) {}
+
+export interface FailpointsShape {
+  /** The armed points as given (for the startup warning); empty when inert. */
+  readonly armed: ReadonlyArray<string>
+  /** Runs the point's action; `Effect.void` for a point that is not armed. */
+  readonly hit: (name: FailpointName) => Effect.Effect<void, FailpointFired>
+  /**
+   * The same for code inside one Promise (the durable write): undefined for a point that is not
+   * armed, so an inert point costs no await; otherwise a promise that waits, or rejects with a
+   * FailpointFired.
+   */
+  readonly hitAsync: (name: FailpointName) => Promise<void> | undefined
+}
+
+export const inertFailpoints: FailpointsShape = {
+  armed: [],
+  hit: () => Effect.void,
+  hitAsync: () => undefined
+}
+
+/** Inert by default: only the daemon's composition root provides armed points. */
+export const Failpoints = Context.Reference<FailpointsShape>("vk-sandbox/Failpoints", {
+  defaultValue: () => inertFailpoints
+})
+
+/** `hit` on the Failpoints in context. */
+export const failpoint = (name: FailpointName): Effect.Effect<void, FailpointFired> =>
+  Failpoints.use((points) => points.hit(name))

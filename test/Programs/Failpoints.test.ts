@@ -1,0 +1,155 @@
+/**
+ * Failpoints: the environment syntax, the three actions, counts, and what an armed `fail` does at
+ * the claim and release places (the sandboxd simulator's audit log shows what was sent).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect, Exit, Fiber, Option, Result } from "effect"
+import { TestClock } from "effect/testing"
+import { FAILPOINTS_ENV, failpointsFromEnvironment, parseFailpoints } from "../../src/Cli/Failpoints.ts"
+import { make } from "../../src/Layers/Failpoints.ts"
+import { podKeyOf } from "../../src/Schemas/Ids.ts"
+import { ClaimTable } from "../../src/Services/ClaimTable.ts"
+import { Failpoints, failpointNames } from "../../src/Services/Failpoints.ts"
+import { Provider } from "../../src/Services/Provider.ts"
+import { SandboxdSim } from "../../src/Simulators/Sandboxd/Model.ts"
+import { deleteWorld } from "./Authorization/world.ts"
+import { pod, world } from "./Provider/harness.ts"
+
+/** Armed points whose `crash` only counts (a test must not end its own process). */
+const armed = (text: string) => {
+  const crashes = { count: 0 }
+  const terms = parseFailpoints(text)
+  if (Result.isFailure(terms)) throw new Error(terms.failure)
+  return { points: make(terms.success, () => void crashes.count++), crashes }
+}
+
+const routeCount = (route: "claim" | "release") =>
+  Effect.map(SandboxdSim.use((sim) => sim.audit), (audit) => audit.filter((entry) => entry.route === route).length)
+
+describe("failpoints: the environment variable", () => {
+  it("unset or empty is inert", () => {
+    for (const env of [{}, { [FAILPOINTS_ENV]: "" }, { [FAILPOINTS_ENV]: " ; " }]) {
+      const points = failpointsFromEnvironment(env)
+      assert.isTrue(Result.isSuccess(points))
+      if (Result.isSuccess(points)) {
+        assert.deepStrictEqual(points.success.armed, [])
+        for (const name of failpointNames) assert.isUndefined(points.success.hitAsync(name))
+      }
+    }
+  })
+
+  it("parses crash, fail, delay(go duration) and N* counts", () => {
+    const terms = parseFailpoints("claim-after-send=crash; push-before-write=delay(1.5s);release-before-send=2*fail")
+    assert.isTrue(Result.isSuccess(terms))
+    if (Result.isFailure(terms)) return
+    assert.deepStrictEqual([...terms.success.keys()], ["claim-after-send", "push-before-write", "release-before-send"])
+    assert.deepStrictEqual(terms.success.get("claim-after-send")?.action, { _tag: "Crash" })
+    const delay = terms.success.get("push-before-write")?.action
+    assert.strictEqual(delay?._tag === "Delay" ? Duration.toMillis(delay.duration) : -1, 1500)
+    assert.deepStrictEqual(terms.success.get("release-before-send")?.count, Option.some(2))
+  })
+
+  it("refuses an unknown name, a malformed action, a bad duration and a point armed twice", () => {
+    for (const [text, expected] of [
+      ["claim-afte-send=crash", "unknown failpoint \"claim-afte-send\""],
+      ["claim-after-send", "want name=action"],
+      ["claim-after-send=explode", "unknown action \"explode\""],
+      ["claim-after-send=delay(5)", "missing unit"],
+      ["claim-after-send=crash;claim-after-send=fail", "armed twice"]
+    ] as const) {
+      const points = failpointsFromEnvironment({ [FAILPOINTS_ENV]: text })
+      assert.isTrue(Result.isFailure(points), text)
+      if (Result.isFailure(points)) assert.include(points.failure, expected, text)
+    }
+  })
+})
+
+describe("failpoints: actions", () => {
+  it.effect("crash ends the process (here: the injected crash runs and the fiber never resumes)", () =>
+    Effect.gen(function*() {
+      const { points, crashes } = armed("push-before-write=crash")
+      const fiber = yield* Effect.forkChild(points.hit("push-before-write"))
+      yield* Effect.yieldNow
+      assert.strictEqual(crashes.count, 1)
+      assert.isUndefined(fiber.pollUnsafe(), "nothing runs after a crash")
+      yield* points.hit("push-after-write")
+      assert.strictEqual(crashes.count, 1, "a point that is not armed does nothing")
+    }))
+
+  it.effect("fail is a typed FailpointFired, only for the first N hits when counted", () =>
+    Effect.gen(function*() {
+      const { points } = armed("release-before-send=2*fail")
+      for (let i = 0; i < 2; i++) {
+        const exit = yield* Effect.exit(points.hit("release-before-send"))
+        assert.isTrue(Exit.isFailure(exit))
+        assert.deepStrictEqual(Option.map(Exit.findErrorOption(exit), (e) => e.name), Option.some("release-before-send"))
+      }
+      assert.isTrue(Exit.isSuccess(yield* Effect.exit(points.hit("release-before-send"))))
+      assert.isUndefined(points.hitAsync("release-before-send"), "spent: inert again")
+    }))
+
+  it.effect("delay waits on the clock", () =>
+    Effect.gen(function*() {
+      const { points } = armed("push-after-write=delay(500ms)")
+      const fiber = yield* Effect.forkChild(points.hit("push-after-write"))
+      yield* TestClock.adjust("499 millis")
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* TestClock.adjust("1 millis")
+      yield* Fiber.join(fiber)
+    }))
+
+  it("hitAsync: fail rejects with FailpointFired, crash calls the crash", async () => {
+    const { points, crashes } = armed("push-before-write=fail;push-after-write=crash")
+    const failed = await points.hitAsync("push-before-write")?.then(() => "resolved", (e: unknown) => e)
+    assert.strictEqual((failed as { _tag?: string })._tag, "FailpointFired")
+    void points.hitAsync("push-after-write")
+    assert.strictEqual(crashes.count, 1)
+  })
+})
+
+describe("failpoints on the claim and release paths", () => {
+  it.effect("claim-before-send=fail: no claim request leaves, the create fails as unreachable", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const exit = yield* Effect.exit(provider.createPod(pod("web")))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.strictEqual(yield* routeCount("claim"), 0)
+      const error = Option.getOrThrow(Exit.findErrorOption(exit))
+      assert.strictEqual(error._tag === "ClaimFailed" ? error.cause._tag : error._tag, "SandboxdUnreachable")
+    }).pipe(Effect.provideService(Failpoints, armed("claim-before-send=fail").points), Effect.provide(world(), { local: true })))
+
+  it.effect("claim-after-send=fail: sandboxd made the VM, the create sees a lost reply (timeout) and records nothing", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const exit = yield* Effect.exit(provider.createPod(pod("web")))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.strictEqual(yield* routeCount("claim"), 1)
+      assert.strictEqual((yield* SandboxdSim.use((sim) => sim.claims)).length, 1)
+      const error = Option.getOrThrow(Exit.findErrorOption(exit))
+      assert.strictEqual(error._tag === "ClaimFailed" ? error.cause._tag : error._tag, "SandboxdTimeout")
+      assert.isTrue(Option.isNone(yield* ClaimTable.use((table) => table.held(podKeyOf("default", "web")))))
+    }).pipe(Effect.provideService(Failpoints, armed("claim-after-send=1*fail").points), Effect.provide(world(), { local: true })))
+
+  it.effect("release-before-send=fail: nothing is sent, ReleaseFailed, the claim stays; release-after-send=fail: sent, the claim stays for the retry", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const key = podKeyOf("default", "web")
+      const bare = { ...pod("web"), metadata: { ...pod("web").metadata, uid: "uid-1" } }
+      yield* provider.createPod(bare)
+      const first = yield* Effect.exit(provider.deletePod(bare))
+      assert.deepStrictEqual(Option.map(Exit.findErrorOption(first), (e) => e._tag), Option.some("ReleaseFailed"))
+      assert.strictEqual(yield* routeCount("release"), 0)
+      assert.isTrue(Option.isSome(yield* ClaimTable.use((table) => table.held(key))))
+      const second = yield* Effect.exit(provider.deletePod(bare))
+      assert.isTrue(Exit.isFailure(second))
+      assert.strictEqual(yield* routeCount("release"), 1)
+      assert.strictEqual((yield* SandboxdSim.use((sim) => sim.claims)).length, 0, "sandboxd released it")
+      assert.isTrue(Option.isSome(yield* ClaimTable.use((table) => table.held(key))), "the reply was lost: kept")
+      const third = yield* provider.deletePod(bare)
+      assert.strictEqual(third._tag, "Released")
+      assert.isTrue(Option.isNone(yield* ClaimTable.use((table) => table.held(key))))
+    }).pipe(
+      Effect.provideService(Failpoints, armed("release-before-send=1*fail;release-after-send=1*fail").points),
+      Effect.provide(deleteWorld(), { local: true })
+    ))
+})
