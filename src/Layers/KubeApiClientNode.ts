@@ -216,6 +216,7 @@ const decodeObjectName = Schema.decodeUnknownOption(ObjectName)
 const OwnerBody = Schema.Struct({
   metadata: Schema.Struct({
     uid: Schema.String,
+    name: Schema.optionalKey(Schema.NullOr(Schema.String)),
     deletionTimestamp: Schema.optionalKey(Schema.NullOr(Schema.String))
   })
 })
@@ -532,7 +533,12 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
             )
           }
           const deletionTimestamp = owner.value.metadata.deletionTimestamp ?? undefined
-          return Effect.succeed({ uid: owner.value.metadata.uid, deletionTimestamp, raw: body })
+          return Effect.succeed({
+            name: owner.value.metadata.name ?? undefined,
+            uid: owner.value.metadata.uid,
+            deletionTimestamp,
+            raw: body
+          })
         })
       )
 

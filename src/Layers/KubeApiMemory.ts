@@ -174,8 +174,9 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
         const metadata = isRecord(raw["metadata"]) ? raw["metadata"] : {}
         const uid = metadata["uid"]
         const deletionTimestamp = metadata["deletionTimestamp"]
+        const name = metadata["name"]
         return typeof uid === "string"
-          ? Effect.succeed({ uid, deletionTimestamp: typeof deletionTimestamp === "string" ? deletionTimestamp : undefined, raw })
+          ? Effect.succeed({ name: typeof name === "string" ? name : undefined, uid, deletionTimestamp: typeof deletionTimestamp === "string" ? deletionTimestamp : undefined, raw })
           : Effect.fail(new KubeUnavailable({ operation: "getOwner", status: 200, message: "owner body without metadata.uid" }))
       })
     )

@@ -4,7 +4,7 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Layer, Option } from "effect"
-import { ownerGvrOf, controllerRefOf } from "../Programs/Authorization/OwnerGvr.ts"
+import { controllerRefsOf, ownerGvrOf } from "../Programs/Authorization/OwnerGvr.ts"
 import { DeleteVerdict } from "../Schemas/DeleteVerdict.ts"
 import { KubeApi } from "../Services/KubeApi.ts"
 import { OwnerResolver } from "../Services/OwnerResolver.ts"
@@ -13,11 +13,17 @@ type OwnerGetter = KubeApi["Service"]["getOwner"]
 
 const decide = (getOwner: Option.Option<OwnerGetter>) =>
   Effect.fnUntraced(function*(pod: V1Pod) {
-    const ref = controllerRefOf(pod)
-    if (Option.isNone(ref)) {
+    const refs = controllerRefsOf(pod)
+    const [owner] = refs
+    if (owner === undefined) {
       return DeleteVerdict.Release({ reason: "BarePod", detail: "bare pod: deleting it is the teardown" })
     }
-    const owner = ref.value
+    if (refs.length > 1) {
+      // The apiserver refuses such a Pod; one that exists anyway (an older server, a restore) has
+      // no single owner whose state could authorize a release, so picking one would be a guess.
+      const named = refs.map((ref) => `${ref.kind ?? ""}/${ref.name ?? ""}`).join(", ")
+      return DeleteVerdict.Preserve({ reason: "ConflictingControllers", detail: `${refs.length} controller references (${named})` })
+    }
     const label = `${owner.kind ?? ""} ${owner.name ?? ""}`.trim()
     if (Option.isNone(getOwner)) {
       return DeleteVerdict.Preserve({ reason: "NoOwnerClient", detail: `owner ${label} unverifiable: no owner client` })
@@ -33,6 +39,14 @@ const decide = (getOwner: Option.Option<OwnerGetter>) =>
     const name = owner.name ?? ""
     return yield* getOwner.value({ ...gvr.value, namespace, name }).pipe(
       Effect.map((found) => {
+        // Only a reply about the object asked for is evidence; anything else (a proxy, a
+        // misrouted answer) says nothing about this owner.
+        if (found.name !== name) {
+          return DeleteVerdict.Preserve({
+            reason: "OwnerNameMismatch",
+            detail: found.name === undefined ? `owner ${label} queried, reply names no object` : `owner ${label} queried, reply names another object`
+          })
+        }
         if (found.deletionTimestamp !== undefined && found.deletionTimestamp !== "") {
           return DeleteVerdict.Release({ reason: "OwnerTerminating", detail: `owner ${label} in teardown` })
         }

@@ -152,13 +152,28 @@ export const interpretRelease = (reply: RawReply): Result.Result<ReleaseOutcome,
   return Result.fail(httpError("release", reply))
 }
 
+/**
+ * One row per key, the first one seen. A listing that repeats an id (or info that repeats a pool)
+ * describes one thing; passing the repeats on would give the NodeInventory duplicate list-map keys,
+ * which the apiserver refuses, and every consumer would count the same sandbox twice.
+ */
+const firstOfEach = <A>(rows: ReadonlyArray<A>, keyOf: (row: A) => string): ReadonlyArray<A> => {
+  const seen = new Set<string>()
+  return rows.filter((row) => {
+    const key = keyOf(row)
+    if (seen.has(key)) return false
+    seen.add(key)
+    return true
+  })
+}
+
 export const interpretList = (
   reply: RawReply
 ): Result.Result<ReadonlyArray<ListedSandbox>, SandboxdHttpError | SandboxdDecodeError> => {
   if (reply.status !== 200) return Result.fail(httpError("list", reply))
   const decoded = decodeJson(ListResponseWire, "list", reply.body)
   if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
-  return Result.succeed(decoded.success.sandboxes.map((row): ListedSandbox => ({
+  return Result.succeed(firstOfEach(decoded.success.sandboxes, (row) => row.id).map((row): ListedSandbox => ({
     id: row.id as ClaimId,
     claimRef: row.claim_ref ?? "",
     deadline: parseDeadline(row.deadline),
@@ -176,7 +191,7 @@ export const interpretInfo = (
   const decoded = decodeJson(InfoResponseWire, "info", reply.body)
   if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
   return Result.succeed({
-    pools: decoded.success.pools.map((pool) => ({
+    pools: firstOfEach(decoded.success.pools, (pool) => JSON.stringify([pool.key.template ?? "", pool.key.net ?? "", pool.key.size ?? ""])).map((pool) => ({
       template: pool.key.template ?? "",
       net: pool.key.net ?? "",
       size: pool.key.size ?? "",

@@ -18,6 +18,8 @@ export type PreserveReason =
   | "OwnerQueryFailed" // 403, 5xx, timeout, transport
   | "NoOwnerClient"
   | "UnresolvableOwnerGvr"
+  | "ConflictingControllers" // more than one controller reference: no single owner has authority
+  | "OwnerNameMismatch" // the owner reply names another object than the one asked for
 
 export type DeleteVerdict = Data.TaggedEnum<{
   Release: { readonly reason: ReleaseReason; readonly detail: string }

@@ -81,6 +81,8 @@ export interface OwnerRef {
 
 /** The parts of an owner object that delete authorization reads. */
 export interface OwnerObject {
+  /** metadata.name as the reply states it (undefined when absent): checked against the name asked for */
+  readonly name: string | undefined
   readonly uid: string
   readonly deletionTimestamp: string | undefined
   readonly raw: unknown

@@ -91,6 +91,18 @@ describe("reply interpretation", () => {
     }
   })
 
+  it("a listing that repeats an id gives one row per id (the first), info one pool per key", () => {
+    const row = (id: string, claimRef: string) => `{"id":"${id}","claim_ref":"${claimRef}","key":{"template":"t","net":"none","size":"small"}}`
+    const rows = Result.getOrThrow(interpretList({
+      status: 200,
+      body: `{"sandboxes":[${row("sb_1", "a/x")},${row("sb_2", "a/y")},${row("sb_1", "a/z")},${row("sb_1", "a/x")}]}`
+    }))
+    assert.deepStrictEqual(rows.map((r) => [r.id, r.claimRef]), [["sb_1", "a/x"], ["sb_2", "a/y"]])
+    const pool = (size: string, warm: number) => `{"key":{"template":"t","net":"none","size":"${size}"},"warm":${warm},"target":4}`
+    const info = Result.getOrThrow(interpretInfo({ status: 200, body: `{"pools":[${pool("small", 1)},${pool("medium", 2)},${pool("small", 3)}]}` }))
+    assert.deepStrictEqual(info.pools.map((p) => [p.size, p.warm]), [["small", 1], ["medium", 2]])
+  })
+
   it("list rows tolerate null and missing optional fields", () => {
     const rows = Result.getOrThrow(interpretList({
       status: 200,

@@ -328,6 +328,47 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         assert.strictEqual(invalid._tag, "KubeInvalid")
       }))
 
+    scenario("a Pod with two controller ownerReferences is 422 Invalid on create and on update", () =>
+      Effect.gen(function*() {
+        const backend = yield* acquire
+        const namespace = yield* newNamespace(backend)
+        const first = yield* createSandbox(backend, namespace)
+        const second = yield* createSandbox(backend, namespace)
+        const ref = (owner: { name: string; uid: string }, controller: boolean) =>
+          ({ apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox", name: owner.name, uid: owner.uid, controller })
+        const body = (name: string, refs: ReadonlyArray<object>) => ({
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name, ownerReferences: refs },
+          spec: { nodeName: "n", containers: [{ name: "agent", image: "x" }] }
+        })
+        const refusal = (reply: RawReply) => {
+          const status = JSON.parse(reply.body) as { reason?: string; message?: string; details?: { causes?: Array<{ field?: string }> } }
+          return {
+            code: reply.status,
+            reason: status.reason,
+            fields: (status.details?.causes ?? []).map((cause) => cause.field),
+            says: (status.message ?? "").includes(
+              `Only one reference can have Controller set to true. Found "true" in references for Sandbox/${first.name} and Sandbox/${second.name}`
+            )
+          }
+        }
+        const expected = { code: 422, reason: "Invalid", fields: ["metadata.ownerReferences"], says: true }
+        const created = yield* raw(backend.adminConfig, "POST", `/api/v1/namespaces/${namespace}/pods`, body("two", [ref(first, true), ref(second, true)]))
+        assert.deepStrictEqual(refusal(created), expected)
+        const missing = yield* raw(backend.adminConfig, "GET", `/api/v1/namespaces/${namespace}/pods/two`)
+        assert.strictEqual(missing.status, 404, "nothing stored")
+
+        const ok = yield* raw(backend.adminConfig, "POST", `/api/v1/namespaces/${namespace}/pods`, body("one", [ref(first, true), ref(second, false)]))
+        assert.strictEqual(ok.status, 201)
+        const stored = JSON.parse(ok.body) as { metadata: Record<string, unknown> }
+        const updated = yield* raw(backend.adminConfig, "PUT", `/api/v1/namespaces/${namespace}/pods/one`, {
+          ...stored,
+          metadata: { ...stored.metadata, ownerReferences: [ref(first, true), ref(second, true)] }
+        })
+        assert.deepStrictEqual(refusal(updated), expected)
+      }))
+
     scenario("nodes: create, AlreadyExists, a status patch keeps a condition another client wrote", () =>
       Effect.gen(function*() {
         const backend = yield* acquire

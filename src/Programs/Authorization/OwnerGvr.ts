@@ -4,9 +4,14 @@
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node"
 import { Option } from "effect"
 
-/** The first ownerReference with `controller: true` (AUTH-2); none means a bare Pod. */
-export const controllerRefOf = (pod: V1Pod): Option.Option<V1OwnerReference> =>
-  Option.fromNullishOr((pod.metadata?.ownerReferences ?? []).find((ref) => ref.controller === true))
+/**
+ * Every ownerReference with `controller: true`. None means a bare Pod; more than one is a Pod the
+ * apiserver should have refused, and no single owner speaks for it.
+ */
+export const controllerRefsOf = (pod: V1Pod): ReadonlyArray<V1OwnerReference> => {
+  const refs = pod.metadata?.ownerReferences
+  return Array.isArray(refs) ? refs.filter((ref) => ref !== null && typeof ref === "object" && ref.controller === true) : []
+}
 
 /**
  * English plural of a lower-cased kind (AUTH-5). A wrong guess is still safe: the endpoint-level

@@ -338,6 +338,40 @@ const decodeContinue = (token: string): { rv: number; start: string } | undefine
   }
 }
 
+/**
+ * Object metadata validation of ownerReferences, for every kind: each reference names an apiVersion,
+ * kind, name and uid, and at most one is the controller. The value in the message is a stand-in for
+ * the server's Go rendering of the list (which prints pointer addresses).
+ */
+const ownerReferenceErrors = (refs: unknown): ReadonlyArray<FieldError> => {
+  if (!Array.isArray(refs)) return []
+  const errors: Array<FieldError> = []
+  const field = "metadata.ownerReferences"
+  let firstController: string | undefined
+  for (const ref of refs) {
+    const entry = isRecord(ref) ? ref : {}
+    const text = (key: string) => typeof entry[key] === "string" ? entry[key] : ""
+    const version = text("apiVersion").split("/").at(-1) ?? ""
+    if (version === "") errors.push({ field: `${field}.apiVersion`, type: "FieldValueInvalid", value: "\"\"", detail: "version must not be empty" })
+    if (text("kind") === "") errors.push({ field: `${field}.kind`, type: "FieldValueInvalid", value: "\"\"", detail: "kind must not be empty" })
+    if (text("name") === "") errors.push({ field: `${field}.name`, type: "FieldValueInvalid", value: "\"\"", detail: "name must not be empty" })
+    if (text("uid") === "") errors.push({ field: `${field}.uid`, type: "FieldValueInvalid", value: "\"\"", detail: "uid must not be empty" })
+    if (entry["controller"] === true) {
+      const current = `${text("kind")}/${text("name")}`
+      if (firstController === undefined) firstController = current
+      else {
+        errors.push({
+          field,
+          type: "FieldValueInvalid",
+          value: `[]v1.OwnerReference{${refs.length} entries}`,
+          detail: `Only one reference can have Controller set to true. Found "true" in references for ${firstController} and ${current}`
+        })
+      }
+    }
+  }
+  return errors
+}
+
 /** Defaults from the CRD schemas (the Sandbox CRD defaults operatingMode and shutdownPolicy). */
 const applyDefaults = (r: ResourceInfo, obj: JsonObject): void => {
   if (r.plural !== "sandboxes" || !r.customResource || !isRecord(obj["spec"])) return
@@ -1112,7 +1146,7 @@ export class ClusterModel {
 
   private validate(r: ResourceInfo, obj: JsonObject, old: JsonObject | undefined): ApiStatusError | undefined {
     const name = str(metaOf(obj)["name"]) ?? ""
-    const errors: Array<FieldError> = []
+    const errors: Array<FieldError> = [...ownerReferenceErrors(metaOf(obj)["ownerReferences"])]
     if (r === Pods) {
       const spec = isRecord(obj["spec"]) ? obj["spec"] : {}
       if (!Array.isArray(spec["containers"]) || spec["containers"].length === 0) {

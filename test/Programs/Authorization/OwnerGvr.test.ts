@@ -1,7 +1,7 @@
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
-import { controllerRefOf, ownerGvrOf, pluralOf } from "../../../src/Programs/Authorization/OwnerGvr.ts"
+import { controllerRefsOf, ownerGvrOf, pluralOf } from "../../../src/Programs/Authorization/OwnerGvr.ts"
 
 describe("pluralOf (AUTH-5)", () => {
   const vectors: ReadonlyArray<readonly [string, string]> = [
@@ -40,17 +40,17 @@ describe("ownerGvrOf (AUTH-1 rule 3)", () => {
   })
 })
 
-describe("controllerRefOf (AUTH-2)", () => {
+describe("controllerRefsOf", () => {
   const pod = (refs: ReadonlyArray<V1OwnerReference>): V1Pod => ({ metadata: { name: "p", ownerReferences: [...refs] } })
-  it("takes the first controller reference", () => {
-    const found = controllerRefOf(pod([
+  it("takes every controller reference, in order", () => {
+    const found = controllerRefsOf(pod([
       { apiVersion: "v1", kind: "A", name: "a", uid: "1" },
       { apiVersion: "v1", kind: "B", name: "b", uid: "2", controller: true },
       { apiVersion: "v1", kind: "C", name: "c", uid: "3", controller: true }
     ]))
-    assert.strictEqual(Option.getOrUndefined(found)?.name, "b")
+    assert.deepStrictEqual(found.map((ref) => ref.name), ["b", "c"])
   })
   it("non-controller references only → bare", () =>
-    assert.isTrue(Option.isNone(controllerRefOf(pod([{ apiVersion: "v1", kind: "A", name: "a", uid: "1", controller: false }])))))
-  it("no references → bare", () => assert.isTrue(Option.isNone(controllerRefOf({ metadata: { name: "p" } }))))
+    assert.deepStrictEqual(controllerRefsOf(pod([{ apiVersion: "v1", kind: "A", name: "a", uid: "1", controller: false }])), []))
+  it("no references → bare", () => assert.deepStrictEqual(controllerRefsOf({ metadata: { name: "p" } }), []))
 })

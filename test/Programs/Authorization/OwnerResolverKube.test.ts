@@ -12,7 +12,8 @@ import type { DeleteVerdict } from "../../../src/Schemas/DeleteVerdict.ts"
 import { OwnerResolver } from "../../../src/Services/OwnerResolver.ts"
 import { Sandboxes } from "../../../src/Simulators/Apiserver/Resources.ts"
 import { ApiserverSim } from "../../../src/Simulators/Apiserver/Server.ts"
-import { ownerResolverWorld } from "./world.ts"
+import * as FaultProxy from "../../support/FaultProxy.ts"
+import { OwnerProxy, ownerResolverWorld, ownerResolverWorldViaProxy } from "./world.ts"
 
 const SandboxApiVersion = "agents.x-k8s.io/v1beta1"
 
@@ -182,15 +183,39 @@ describe("AUTH-1 through the live KubeApi against the in-memory apiserver", () =
       assert.strictEqual(anyRequest.times, 1_000, "no GET")
     })))
 
-  it.effect("the first controller ref decides (AUTH-2)", () =>
+  it.effect("a single controller ref decides; non-controller refs beside it are ignored", () =>
     inWorld(Effect.gen(function*() {
       const uid = yield* putSandbox("sb")
       const refs = [
-        { apiVersion: "apps/v1", kind: "ReplicaSet", name: "rs", uid: "u2" },
-        sandboxRef("sb", uid),
-        { ...sandboxRef("gone", "u3") }
+        { apiVersion: "apps/v1", kind: "ReplicaSet", name: "gone-rs", uid: "u2" },
+        sandboxRef("sb", uid)
       ]
       expectVerdict(yield* verdictOf(podOwnedBy(refs)), "Preserve", "OwnerAlive")
+    })))
+
+  it.effect("two controller refs → Preserve(ConflictingControllers) without any GET, whichever of them is gone", () =>
+    inWorld(Effect.gen(function*() {
+      const { model } = yield* ApiserverSim
+      const alive = yield* putSandbox("alive")
+      const gone = yield* putSandbox("gone")
+      yield* deleteSandbox("gone")
+      const anyRequest = { path: "/", code: 500, times: 1_000 }
+      model.faults.failures.push(anyRequest)
+      // first gone, second alive: taking the first would release a VM whose other owner lives
+      expectVerdict(yield* verdictOf(podOwnedBy([sandboxRef("gone", gone), sandboxRef("alive", alive)])), "Preserve", "ConflictingControllers")
+      expectVerdict(yield* verdictOf(podOwnedBy([sandboxRef("alive", alive), sandboxRef("gone", gone)])), "Preserve", "ConflictingControllers")
+      // both gone: still no single authority
+      expectVerdict(yield* verdictOf(podOwnedBy([sandboxRef("gone", gone), sandboxRef("gone", gone)])), "Preserve", "ConflictingControllers")
+      assert.strictEqual(anyRequest.times, 1_000, "no GET")
+    })))
+
+  it.effect("malformed ownerReferences (not a list, null entries) never throw: bare, or the one valid controller", () =>
+    inWorld(Effect.gen(function*() {
+      const uid = yield* putSandbox("sb")
+      const notAList = { metadata: { namespace: "team-a", name: "web", uid: "u", ownerReferences: "x" } } as unknown as V1Pod
+      expectVerdict(yield* verdictOf(notAList), "Release", "BarePod")
+      const withNull = podOwnedBy([null as unknown as V1OwnerReference, sandboxRef("sb", uid)])
+      expectVerdict(yield* verdictOf(withNull), "Preserve", "OwnerAlive")
     })))
 
   it.effect("malformed apiVersion or empty kind → Preserve(UnresolvableOwnerGvr), without any GET", () =>
@@ -206,6 +231,50 @@ describe("AUTH-1 through the live KubeApi against the in-memory apiserver", () =
         expectVerdict(yield* verdictOf(podOwnedBy([ref])), "Preserve", "UnresolvableOwnerGvr")
       }
       assert.strictEqual(anyRequest.times, 1_000, "no GET")
+    })))
+})
+
+describe("owner replies that name another object", () => {
+  const viaProxy = <A, E>(effect: Effect.Effect<A, E, OwnerResolver | ApiserverSim | OwnerProxy>) =>
+    effect.pipe(Effect.provide(ownerResolverWorldViaProxy, { local: true }))
+  const renamed = (to: string | undefined) => ({ status, body }: { status: number; body: string }) => {
+    const parsed = JSON.parse(body) as { metadata: Record<string, unknown> }
+    if (to === undefined) delete parsed.metadata["name"]
+    else parsed.metadata["name"] = to
+    return { status, body: JSON.stringify(parsed) }
+  }
+
+  it.effect("a reply naming another owner (with another uid) → Preserve(OwnerNameMismatch), not OwnerUidRotated", () =>
+    viaProxy(Effect.gen(function*() {
+      const proxy = yield* OwnerProxy
+      const uid = yield* putSandbox("sb")
+      const other = yield* putSandbox("other")
+      // the proxy answers the GET for "sb" with the object "other"
+      proxy.setRule((request) =>
+        request.url.includes("/sandboxes/sb")
+          ? { _tag: "Rewrite", rewrite: ({ status }) => ({ status, body: JSON.stringify({ apiVersion: SandboxApiVersion, kind: "Sandbox", metadata: { name: "other", namespace: "team-a", uid: other } }) }) }
+          : FaultProxy.Pass)
+      expectVerdict(yield* verdictOf(podOwnedBy([sandboxRef("sb", uid)])), "Preserve", "OwnerNameMismatch")
+      // a reply with the owner's uid but another name, or no name at all: still not evidence
+      proxy.setRule(() => ({ _tag: "Rewrite", rewrite: renamed("someone-else") }))
+      expectVerdict(yield* verdictOf(podOwnedBy([sandboxRef("sb", uid)])), "Preserve", "OwnerNameMismatch")
+      proxy.setRule(() => ({ _tag: "Rewrite", rewrite: renamed(undefined) }))
+      expectVerdict(yield* verdictOf(podOwnedBy([sandboxRef("sb", uid)])), "Preserve", "OwnerNameMismatch")
+      // and the same request through a clean path decides as usual
+      proxy.clear()
+      expectVerdict(yield* verdictOf(podOwnedBy([sandboxRef("sb", uid)])), "Preserve", "OwnerAlive")
+      expectVerdict(yield* verdictOf(podOwnedBy([sandboxRef("sb", "rotated")])), "Release", "OwnerUidRotated")
+    })))
+
+  it.effect("a terminating reply naming another owner → Preserve(OwnerNameMismatch), not OwnerTerminating", () =>
+    viaProxy(Effect.gen(function*() {
+      const proxy = yield* OwnerProxy
+      const uid = yield* putSandbox("sb")
+      proxy.setRule(() => ({
+        _tag: "Rewrite",
+        rewrite: ({ status }) => ({ status, body: JSON.stringify({ metadata: { name: "x", uid, deletionTimestamp: "2026-01-01T00:00:00Z" } }) })
+      }))
+      expectVerdict(yield* verdictOf(podOwnedBy([sandboxRef("sb", uid)])), "Preserve", "OwnerNameMismatch")
     })))
 })
 

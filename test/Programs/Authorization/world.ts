@@ -17,9 +17,10 @@ import { ProviderLiveLayer } from "../../../src/Layers/ProviderLive.ts"
 import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
 import { AppConfig, type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
 import { EventRecorder, type EventType, type InvolvedObject } from "../../../src/Services/EventRecorder.ts"
-import { ApiserverSim } from "../../../src/Simulators/Apiserver/Server.ts"
+import { ApiserverSim, kubeconfigYaml } from "../../../src/Simulators/Apiserver/Server.ts"
 import { SandboxdSim, type SandboxdSimOptions } from "../../../src/Simulators/Sandboxd/Model.ts"
 import { SandboxdSimServer } from "../../../src/Simulators/Sandboxd/Server.ts"
+import * as FaultProxy from "../../support/FaultProxy.ts"
 
 export const Template = "python"
 
@@ -68,6 +69,28 @@ export const ownerResolverWorld = (config: Partial<AppConfigShape> = {}) =>
       return OwnerResolverKube.layer.pipe(Layer.provideMerge(kube))
     })
   ).pipe(Layer.provideMerge(apiserver))
+
+/**
+ * The same, with a fault proxy between the client and the simulator (see test/support/FaultProxy.ts):
+ * the kubeconfig names the proxy, which the test reaches through `OwnerProxy`.
+ */
+export class OwnerProxy extends Context.Service<OwnerProxy, FaultProxy.FaultProxy>()("test/OwnerProxy") {}
+
+export const ownerResolverWorldViaProxy = Layer.unwrap(
+  Effect.gen(function*() {
+    const sim = yield* ApiserverSim
+    const proxy = yield* FaultProxy.make(sim.url)
+    const dir = yield* Effect.acquireRelease(
+      Effect.sync(() => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "vk-auth-proxy-"))),
+      (d) => Effect.sync(() => NodeFs.rmSync(d, { recursive: true, force: true }))
+    )
+    const kubeconfig = NodePath.join(dir, "kubeconfig")
+    NodeFs.writeFileSync(kubeconfig, kubeconfigYaml(proxy.url, "sim-token"), { mode: 0o600 })
+    const appConfig = AppConfig.layer(testConfig({ kubeconfig }))
+    const kube = KubeApiClientNode.layer.pipe(Layer.provideMerge(appConfig))
+    return OwnerResolverKube.layer.pipe(Layer.provideMerge(kube), Layer.merge(Layer.succeed(OwnerProxy, proxy)))
+  })
+).pipe(Layer.provideMerge(apiserver))
 
 export interface DeleteWorldOptions {
   readonly sim?: Partial<SandboxdSimOptions>

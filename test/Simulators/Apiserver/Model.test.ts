@@ -143,6 +143,31 @@ describe("ClusterModel: objects and resourceVersions", () => {
     }))
 })
 
+describe("ClusterModel: ownerReferences (object metadata validation)", () => {
+  const ref = (name: string, controller: boolean) => ({ apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox", name, uid: `${name}-uid`, controller })
+
+  it.effect("two controller references are 422 Invalid on create and on update; one is accepted", () =>
+    Effect.gen(function*() {
+      const m = model()
+      const e = refused(m.create(Pods, "default", pod("two", "n1", { metadata: { ownerReferences: [ref("a", true), ref("b", true)] } })))
+      assert.strictEqual(e.code, 422)
+      assert.strictEqual(e.reason, "Invalid")
+      assert.deepStrictEqual(e.status.details?.causes?.map((c) => c.field), ["metadata.ownerReferences"])
+      assert.include(e.message, "Only one reference can have Controller set to true. Found \"true\" in references for Sandbox/a and Sandbox/b")
+      assert.isUndefined(m.peek(Pods, "default", "two"), "nothing stored")
+      const one = ok(m.create(Pods, "default", pod("one", "n1", { metadata: { ownerReferences: [ref("a", true), ref("b", false)] } })))
+      const updated = m.update(Pods, "default", "one", { ...one, metadata: { ...meta(one), ownerReferences: [ref("a", true), ref("b", true)] } })
+      assert.strictEqual(refused(updated).code, 422)
+    }))
+
+  it.effect("a reference without a uid or a kind is 422", () =>
+    Effect.gen(function*() {
+      const m = model()
+      const e = refused(m.create(Pods, "default", pod("p", "n1", { metadata: { ownerReferences: [{ apiVersion: "v1", kind: "", name: "x", uid: "" }] } })))
+      assert.deepStrictEqual(e.status.details?.causes?.map((c) => c.field), ["metadata.ownerReferences.kind", "metadata.ownerReferences.uid"])
+    }))
+})
+
 describe("ClusterModel: namespaces (NamespaceLifecycle)", () => {
   it.effect("create in a missing namespace is 404 for the namespace", () =>
     Effect.gen(function*() {
