@@ -1,11 +1,15 @@
 /**
  * The command tree. No subcommand: the daemon, with Go-style flags (`Flags.ts`, `ParseConfig.ts`).
- * `sim <simulator>`: the simulators, effect/cli Commands listed in `Sim.ts`. A further subcommand
- * (e.g. `claims`) is one more entry in `subcommands`.
+ * `sim <simulator>`: the simulators, effect/cli Commands listed in `testkit/Sim.ts`. A further
+ * subcommand (e.g. `claims`) is one more entry in `subcommands`.
  *
  * The daemon and the simulators are imported on demand, so `--version`, `--help` and usage errors
  * load neither (CFG-6: no other startup work) and the daemon never loads simulator code.
+ * The simulators are test tooling outside the product (`testkit/`, not built into dist/ nor shipped
+ * in the image): `sim` finds them by a path computed at run time, so the production build has no
+ * reference to them, and says so in one line (exit 2) where they are not installed.
  */
+import { fileURLToPath } from "node:url"
 import { Console, Effect, Result } from "effect"
 import { AppConfig } from "../Schemas/Config.ts"
 import { Failpoints } from "../Services/Failpoints.ts"
@@ -14,12 +18,35 @@ import { FAILPOINTS_ENV, failpointsFromEnvironment } from "./Failpoints.ts"
 import { helpText } from "./Help.ts"
 import { parseInvocation } from "./ParseConfig.ts"
 import type { Environment } from "./ParseConfig.ts"
+import { isSimModule } from "./SimModule.ts"
 import { readSandboxdToken } from "./TokenFile.ts"
 import { formatVersion, readBuildInfo } from "./Version.ts"
 
 /** Print one line on stderr and end the process with `code`. */
 const exitWith = (code: number, message: string) =>
   Console.error(`vk-sandbox: ${message}`).pipe(Effect.andThen(Effect.fail(new ProcessExit({ code, message }))))
+
+/**
+ * `testkit/Sim.ts` beside `src/` (from `src/Cli/Root.ts` in a checkout, `dist/Cli/Root.js` when
+ * built). A computed specifier: neither tsc nor the build follows it into testkit/.
+ */
+const simModuleUrl = new URL("../../testkit/Sim.ts", import.meta.url)
+
+/** Only the simulators' own module missing means "not installed"; any other load failure is a bug. */
+const isSimModuleMissing = (error: unknown) =>
+  error instanceof Error && "code" in error && error.code === "ERR_MODULE_NOT_FOUND" &&
+  error.message.includes(fileURLToPath(simModuleUrl))
+
+const loadSimulators = Effect.tryPromise({ try: () => import(simModuleUrl.href), catch: (error) => error }).pipe(
+  Effect.flatMap((module: unknown) =>
+    isSimModule(module) ? Effect.succeed(module) : Effect.die(new Error(`${simModuleUrl.href} does not export runSim`))
+  ),
+  Effect.catch((error) =>
+    isSimModuleMissing(error)
+      ? exitWith(2, "simulators are not installed (a production install has no testkit/; use a development checkout)")
+      : Effect.die(error)
+  )
+)
 
 /** Subcommands, chosen by the first argument; anything else is the daemon's command line. */
 export const subcommands = [
@@ -28,7 +55,7 @@ export const subcommands = [
     usage: "sim <simulator> ...",
     summary: "run a simulator (vk-sandbox sim --help lists them)",
     run: (args: ReadonlyArray<string>, env: Environment) =>
-      Effect.promise(() => import("./Sim.ts")).pipe(Effect.flatMap((Sim) => Sim.runSim(args, env)))
+      loadSimulators.pipe(Effect.flatMap((Sim) => Sim.runSim(args, env)))
   },
   {
     name: "claims",

@@ -7,7 +7,7 @@
  * explicit failure, and an aborted request must tear its socket down.
  *
  * The status → result mapping lives in the `interpret*` functions below, shared with the
- * simulator-backed test layer (`SandboxdClientSim.ts`) so both speak the same contract.
+ * simulator-backed test layer (`testkit/Layers/SandboxdClientSim.ts`) so both speak the same contract.
  */
 import { parseJsonQuietly } from "../Schemas/Json.ts"
 import * as Http from "node:http"

@@ -1,6 +1,6 @@
 /**
  * Durable storage of the claims table (`--state-path`). The file layer is
- * `Layers/ClaimsStoreFile.ts`; `Layers/ClaimsStoreMemory.ts` is the test layer with injectable
+ * `Layers/ClaimsStoreFile.ts`; `testkit/Layers/ClaimsStoreMemory.ts` is the test layer with injectable
  * write failures.
  */
 import { Context, type Effect, type Option, Schema } from "effect"

@@ -1,7 +1,7 @@
 /**
  * Every apiserver call the daemon makes, and nothing else talks to the apiserver
  * (ARCHITECTURE.md §3). Live layer: `Layers/KubeApiClientNode.ts` on @kubernetes/client-node 2.x.
- * Test layer: `Layers/KubeApiMemory.ts` on the in-memory cluster model.
+ * Test layer: `testkit/Layers/KubeApiMemory.ts` on the in-memory cluster model.
  */
 import type { CoreV1Event, V1Lease, V1Node, V1Pod } from "@kubernetes/client-node"
 import { Context, type Effect, Schema, type Stream } from "effect"

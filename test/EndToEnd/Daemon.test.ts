@@ -10,7 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Option } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
-import { SimFault } from "../../src/Simulators/Sandboxd/Model.ts"
+import { SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import {
   binary,
   createPod,
@@ -21,7 +21,7 @@ import {
   spawnDaemon,
   startCluster,
   waitFor
-} from "../../src/Demo/Harness.ts"
+} from "../../testkit/Demo/Harness.ts"
 
 /** `vk-sandbox claims --state-path <path>`: exit code and everything it printed. */
 const runClaimsCommand = (statePath: string) =>

@@ -15,9 +15,9 @@ import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import { AppConfig, testConfig } from "../../src/Schemas/Config.ts"
 import type { InvolvedObject } from "../../src/Services/EventRecorder.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
-import { ClusterModel, type FailureRule } from "../../src/Simulators/Apiserver/Model.ts"
-import { CoreEvents } from "../../src/Simulators/Apiserver/Resources.ts"
-import { serve as serveApiserver } from "../../src/Simulators/Apiserver/Server.ts"
+import { ClusterModel, type FailureRule } from "../../testkit/Simulators/Apiserver/Model.ts"
+import { CoreEvents } from "../../testkit/Simulators/Apiserver/Resources.ts"
+import { serve as serveApiserver } from "../../testkit/Simulators/Apiserver/Server.ts"
 
 const NODE = "vk-sandboxd"
 const START = Date.parse("2026-11-29T10:00:00.000Z")

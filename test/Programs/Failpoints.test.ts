@@ -11,7 +11,7 @@ import { podKeyOf } from "../../src/Schemas/Ids.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { Failpoints, failpointNames } from "../../src/Services/Failpoints.ts"
 import { Provider } from "../../src/Services/Provider.ts"
-import { SandboxdSim } from "../../src/Simulators/Sandboxd/Model.ts"
+import { SandboxdSim } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { deleteWorld } from "./Authorization/world.ts"
 import { pod, world } from "./Provider/harness.ts"
 

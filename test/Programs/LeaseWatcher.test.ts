@@ -5,7 +5,7 @@ import { ClaimState } from "../../src/Schemas/Claims.ts"
 import type { ClaimId } from "../../src/Schemas/Ids.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { Provider } from "../../src/Services/Provider.ts"
-import { SandboxdSim, SimFault } from "../../src/Simulators/Sandboxd/Model.ts"
+import { SandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { publishExpiredLeases, runLeaseWatch } from "../../src/Programs/LeaseWatcher.ts"
 import {
   advanceUntil,

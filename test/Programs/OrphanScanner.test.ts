@@ -12,7 +12,7 @@ import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { Provider } from "../../src/Services/Provider.ts"
 import { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
-import { SandboxdSim, SimFault } from "../../src/Simulators/Sandboxd/Model.ts"
+import { SandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { deleteWorld, Template } from "./Authorization/world.ts"
 
 interface Line {

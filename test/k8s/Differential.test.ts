@@ -1,7 +1,7 @@
 /**
  * Differential scenarios (issue 5 §2): the same scenarios, through the same live `KubeApi` layer
  * and the same client-node admin calls, against the real kube-apiserver of the global setup and
- * against the in-memory apiserver (src/Simulators/Apiserver) served over HTTP. Each asserts exact
+ * against the in-memory apiserver (testkit/Simulators/Apiserver) served over HTTP. Each asserts exact
  * outcomes, so a behaviour the two servers do not share fails on one of them.
  * On the real server the daemon side runs as the daemon's RBAC identity; the in-memory server has
  * one token and no RBAC, so identity-dependent outcomes are asserted with the admin there and here.
@@ -16,8 +16,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { defaultOptions, make } from "../../src/Layers/KubeApiClientNode.ts"
 import type { KubeApi } from "../../src/Services/KubeApi.ts"
-import { ClusterModel } from "../../src/Simulators/Apiserver/Model.ts"
-import { serve } from "../../src/Simulators/Apiserver/Server.ts"
+import { ClusterModel } from "../../testkit/Simulators/Apiserver/Model.ts"
+import { serve } from "../../testkit/Simulators/Apiserver/Server.ts"
 import { adminKubeconfig, compactEtcd, daemonKubeconfig, kube, uniqueName } from "./fixture/Kube.ts"
 
 class BackendUnavailable extends Schema.TaggedError<BackendUnavailable>()("BackendUnavailable", {

@@ -11,7 +11,7 @@ import * as SandboxdClientHttp from "../../src/Layers/SandboxdClientHttp.ts"
 import { NodeController, type NodeControllerOptions } from "../../src/Programs/Node/NodeController.ts"
 import { AppConfig, type AppConfigShape } from "../../src/Schemas/Config.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
-import { SimFault } from "../../src/Simulators/Sandboxd/Model.ts"
+import { SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { kube } from "./fixture/Kube.ts"
 import {
   admin,

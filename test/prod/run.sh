@@ -18,4 +18,11 @@ fi
 help=$("$node24" "$work/dist/main.js" --help 2>&1) || { echo "production check: --help failed"; echo "$help"; exit 1; }
 echo "$help" | grep -q -- "--sandboxd-url" || { echo "production check: --help does not list the flags"; exit 1; }
 version=$("$node24" "$work/dist/main.js" --version 2>&1) || { echo "production check: --version failed"; exit 1; }
+# Test tooling (testkit/: simulators, demo, simulator-backed layers) is not part of the build.
+leaked=$(cd "$work/dist" && find . -name '*.js' | grep -Ei 'testkit|Simulators|Demo/|SandboxdClientSim|KubeApiMemory|ClaimsStoreMemory|/Sim\.js')
+[ -z "$leaked" ] || { echo "production check: the build contains test tooling: $leaked"; exit 1; }
+sim=$("$node24" "$work/dist/main.js" sim sandboxd 2>&1); status=$?
+if [ "$status" -ne 2 ] || [ "$(echo "$sim" | wc -l)" -ne 1 ] || ! echo "$sim" | grep -q "simulators are not installed"; then
+  echo "production check: 'sim' should say in one line that simulators are not installed (exit 2); got $status: $sim"; exit 1
+fi
 echo "production check: ok ($version)"

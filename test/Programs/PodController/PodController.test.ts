@@ -9,9 +9,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Option } from "effect"
 import { TestClock } from "effect/testing"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
-import { Pods, Sandboxes } from "../../../src/Simulators/Apiserver/Resources.ts"
-import type { FailureRule } from "../../../src/Simulators/Apiserver/Model.ts"
-import { SimFault } from "../../../src/Simulators/Sandboxd/Model.ts"
+import { Pods, Sandboxes } from "../../../testkit/Simulators/Apiserver/Resources.ts"
+import type { FailureRule } from "../../../testkit/Simulators/Apiserver/Model.ts"
+import { SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import {
   claimIdOf,
   claimRequests,

@@ -1,12 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Fiber, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
-import { ClaimsStoreMemoryControl } from "../../../src/Layers/ClaimsStoreMemory.ts"
+import { ClaimsStoreMemoryControl } from "../../../testkit/Layers/ClaimsStoreMemory.ts"
 import { createPod } from "../../../src/Programs/Provider/CreatePod.ts"
 import { ClaimsStore } from "../../../src/Services/ClaimsStore.ts"
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
 import { Provider } from "../../../src/Services/Provider.ts"
-import { SandboxdSim, SimFault } from "../../../src/Simulators/Sandboxd/Model.ts"
+import { SandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { drain, eventually, flushIO, keyOf, pod, subscribePushes, Template, world } from "./harness.ts"
 
 const claimBodies = Effect.map(

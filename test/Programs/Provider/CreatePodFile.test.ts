@@ -7,7 +7,7 @@ import { Effect, Fiber, Option, Redacted } from "effect"
 import { type ClaimsFileOps, nodeClaimsFileOps } from "../../../src/Layers/ClaimsStoreFile.ts"
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
 import { Provider } from "../../../src/Services/Provider.ts"
-import { SandboxdSim } from "../../../src/Simulators/Sandboxd/Model.ts"
+import { SandboxdSim } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { drain, eventually, fileWorld, flushIO, keyOf, pod, subscribePushes } from "./harness.ts"
 
 const tempStatePath = Effect.acquireRelease(

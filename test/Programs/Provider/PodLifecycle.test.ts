@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Option, Stream } from "effect"
 import { PodLifecycleProviderLayer } from "../../../src/Layers/PodLifecycleProvider.ts"
 import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
-import { SandboxdSim } from "../../../src/Simulators/Sandboxd/Model.ts"
+import { SandboxdSim } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { eventually, flushIO, keyOf, pod, Template, world } from "./harness.ts"
 
 const lifecycleWorld = () => PodLifecycleProviderLayer.pipe(Layer.provideMerge(world()))

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Logger, Option } from "effect"
 import { Provider } from "../../../src/Services/Provider.ts"
-import { SandboxdSim } from "../../../src/Simulators/Sandboxd/Model.ts"
+import { SandboxdSim } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { drain, forgetPod, pod, subscribePushes, world } from "./harness.ts"
 
 describe("UpdatePod, GetPod, GetPods, GetPodStatus (UPD-1…UPD-4)", () => {

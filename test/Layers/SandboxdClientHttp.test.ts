@@ -1,0 +1,601 @@
+/**
+ * The live HTTP SandboxdClient against the sandboxd simulator over real loopback HTTP.
+ * Every status/body mapping of issue 2 §4 is exercised here.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Duration, Effect, Fiber, Option, Redacted } from "effect"
+import type { ClaimId } from "../../src/Schemas/Ids.ts"
+import { SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
+import { claimSpec, clientFor, ROOT_TOKEN, startSim, TEMPLATE } from "../support/Sandboxd.ts"
+
+const epochMillis = (deadline: Option.Option<DateTime.Utc>): number =>
+  Option.match(deadline, { onNone: () => -1, onSome: DateTime.toEpochMillis })
+
+describe("claim", () => {
+  it.live("a warm hit returns id, token, owner_addr and the granted deadline", () =>
+    Effect.gen(function*() {
+      const { sim, url, address } = yield* startSim()
+      const client = yield* clientFor(url)
+      const before = Date.now()
+      const result = yield* client.claim(claimSpec())
+      assert.match(result.id, /^sb_[0-9a-f]{16}$/)
+      assert.match(Redacted.value(result.token), /^[0-9a-f]{32}$/)
+      assert.strictEqual(result.ownerAddr, `127.0.0.1:${address.port}`)
+      const deadline = epochMillis(result.deadline)
+      assert.isAtLeast(deadline, before + 86_400_000 - 1)
+      assert.isAtMost(deadline, Date.now() + 86_400_000 + 1)
+      const claims = yield* sim.claims
+      assert.strictEqual(claims.length, 1)
+      assert.strictEqual(claims[0].id, result.id)
+      assert.strictEqual(claims[0].token, Redacted.value(result.token))
+      assert.strictEqual(claims[0].claimRef, "team-a/review-bot-7f3k2")
+    }))
+
+  it.live("sends the node token and a body with empty fields omitted", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(url)
+      yield* client.claim(claimSpec({ net: "", size: "", ttlSeconds: 0 }))
+      yield* client.claim(claimSpec({ net: "none", size: "small", ttlSeconds: 60, template: "base:24.04" }))
+      const audit = yield* sim.audit
+      assert.strictEqual(audit.length, 2)
+      assert.strictEqual(audit[0].method, "POST")
+      assert.strictEqual(audit[0].path, "/v1/claim")
+      assert.strictEqual(audit[0].authorization, `Bearer ${ROOT_TOKEN}`)
+      assert.strictEqual(audit[0].auth, "root")
+      assert.strictEqual(audit[0].contentType, "application/json")
+      assert.deepStrictEqual(JSON.parse(audit[0].body), { template: TEMPLATE, claim_ref: "team-a/review-bot-7f3k2" })
+      assert.deepStrictEqual(JSON.parse(audit[1].body), {
+        template: "base:24.04",
+        net: "none",
+        size: "small",
+        ttl_seconds: 60,
+        claim_ref: "team-a/review-bot-7f3k2"
+      })
+    }))
+
+  it.live("list and info carry the node token; healthz carries none", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(url)
+      yield* client.listSandboxes
+      yield* client.info
+      yield* client.healthz
+      const audit = yield* sim.audit
+      assert.deepStrictEqual(audit.map((e) => [e.method, e.path, e.authorization ?? "", e.body]), [
+        ["GET", "/v1/sandboxes", `Bearer ${ROOT_TOKEN}`, ""],
+        ["GET", "/v1/info", `Bearer ${ROOT_TOKEN}`, ""],
+        ["GET", "/healthz", "", ""]
+      ])
+    }))
+
+  it.live("a claim body over 1 MiB is refused by the simulator with 400", () =>
+    Effect.gen(function*() {
+      const { url } = yield* startSim()
+      const client = yield* clientFor(url)
+      const error = yield* Effect.flip(client.claim(claimSpec({ claimRef: "x".repeat(1024 * 1024 + 1) })))
+      assert.deepInclude(error, { _tag: "SandboxdHttpError", status: 400, message: "invalid request body" })
+    }))
+
+  it.live("sends no Authorization header when the node token is empty", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim({ rootToken: "", tenantTokens: [] })
+      const client = yield* clientFor(url, { sandboxdToken: Redacted.make("") })
+      yield* client.claim(claimSpec())
+      yield* client.listSandboxes
+      yield* client.info
+      const audit = yield* sim.audit
+      assert.deepStrictEqual(audit.map((e) => e.auth), ["none", "none", "none"])
+      assert.deepStrictEqual(audit.map((e) => e.authorization), [undefined, undefined, undefined])
+    }))
+
+  it.live("parses deadlines with any offset and nanoseconds (simulator in UTC+08:00)", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim({ zoneOffsetMinutes: 8 * 60 })
+      const client = yield* clientFor(url)
+      const result = yield* client.claim(claimSpec({ ttlSeconds: 600 }))
+      const [claim] = yield* sim.claims
+      assert.match(claim.deadline, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{1,9}\+08:00$/)
+      assert.strictEqual(epochMillis(result.deadline), Number(claim.deadlineNanos / 1_000_000n))
+    }))
+
+  it.live("parses a hand-written offset/nanosecond deadline and ignores unknown fields", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      yield* sim.injectFault(
+        "claim",
+        SimFault.body(
+          200,
+          `{"id":"sb_4f9a0c2e7b1d3a65","token":"9c1e77d03ab24f5e8d61c2b0f4a39e17","deadline":"2026-07-28T10:15:00.123456789+08:00","owner_addr":"10.0.0.5:7777","from_checkpoint":"x","net_route":{"a":1}}\n`
+        )
+      )
+      const client = yield* clientFor(url)
+      const result = yield* client.claim(claimSpec())
+      assert.strictEqual(result.id, "sb_4f9a0c2e7b1d3a65")
+      assert.strictEqual(Redacted.value(result.token), "9c1e77d03ab24f5e8d61c2b0f4a39e17")
+      assert.strictEqual(result.ownerAddr, "10.0.0.5:7777")
+      assert.strictEqual(epochMillis(result.deadline), Date.UTC(2026, 6, 28, 2, 15, 0, 123))
+    }))
+
+  it.live("the zero-time deadline and an absent deadline are no known expiry", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      yield* sim.injectFault(
+        "claim",
+        SimFault.body(200, `{"id":"sb_0000000000000001","token":"t","deadline":"0001-01-01T00:00:00Z"}`),
+        { times: 1 }
+      )
+      yield* sim.injectFault("claim", SimFault.body(200, `{"id":"sb_0000000000000002","token":"t"}`), { times: 1 })
+      const client = yield* clientFor(url)
+      const zero = yield* client.claim(claimSpec())
+      const absent = yield* client.claim(claimSpec())
+      assert.isTrue(Option.isNone(zero.deadline))
+      assert.isTrue(Option.isNone(absent.deadline))
+      assert.strictEqual(absent.ownerAddr, "")
+    }))
+
+  it.live("a redirect, a {} body and a 429 are NoWarmCapacity", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim({ mesh: { peers: ["10.0.0.6:7777", "10.0.0.7:7777"] } })
+      const client = yield* clientFor(url)
+      // A template without a warm pool on a mesh node: the real redirect path.
+      const redirect = yield* Effect.flip(client.claim(claimSpec({ template: "cold:1" })))
+      assert.strictEqual(redirect._tag, "NoWarmCapacity")
+      assert.include(redirect.message, "10.0.0.6:7777")
+      yield* sim.injectFault("claim", SimFault.body(200, "{}\n"), { times: 1 })
+      const empty = yield* Effect.flip(client.claim(claimSpec()))
+      assert.strictEqual(empty._tag, "NoWarmCapacity")
+      yield* sim.setDraining(true)
+      const draining = yield* Effect.flip(client.claim(claimSpec()))
+      assert.strictEqual(draining._tag, "NoWarmCapacity")
+      assert.include(draining.message, "node draining")
+      assert.strictEqual((yield* sim.claims).length, 0)
+    }))
+
+  it.live("max_claims gives 429 → NoWarmCapacity; a single-node warm miss provisions", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim({ maxClaims: 3, coldProvisionDelay: "20 millis" })
+      const client = yield* clientFor(url)
+      yield* client.claim(claimSpec())
+      yield* client.claim(claimSpec())
+      // The pool (target 2) is empty now: the third claim is cold-provisioned, not refused.
+      const cold = yield* client.claim(claimSpec())
+      assert.match(cold.id, /^sb_/)
+      const refused = yield* Effect.flip(client.claim(claimSpec()))
+      assert.strictEqual(refused._tag, "NoWarmCapacity")
+      assert.include(refused.message, "3 live claims, cap 3")
+      assert.strictEqual((yield* sim.claims).length, 3)
+    }))
+
+  for (const status of [400, 401, 403, 409, 500]) {
+    it.live(`${status} with and without an error body is SandboxdHttpError`, () =>
+      Effect.gen(function*() {
+        const { sim, url } = yield* startSim()
+        yield* sim.injectFault("claim", SimFault.status(status, `boom ${status}`), { times: 1 })
+        yield* sim.injectFault("claim", SimFault.status(status), { times: 1 })
+        const client = yield* clientFor(url)
+        const withBody = yield* Effect.flip(client.claim(claimSpec()))
+        const withoutBody = yield* Effect.flip(client.claim(claimSpec()))
+        assert.deepInclude(withBody, { _tag: "SandboxdHttpError", operation: "claim", status, message: `boom ${status}` })
+        assert.deepInclude(withoutBody, { _tag: "SandboxdHttpError", operation: "claim", status, message: "" })
+      }))
+  }
+
+  it.live("the simulator's own 400/401/409 replies carry their messages", () =>
+    Effect.gen(function*() {
+      const { url } = yield* startSim()
+      const client = yield* clientFor(url)
+      const badSize = yield* Effect.flip(client.claim(claimSpec({ size: "huge" })))
+      assert.deepInclude(badSize, { status: 400, message: `invalid pool key: unknown size "huge"` })
+      const egress = yield* Effect.flip(client.claim(claimSpec({ net: "egress" })))
+      assert.deepInclude(egress, { status: 409, message: "node has no egress attachment (bridge or network)" })
+      const wrongToken = yield* clientFor(url, { sandboxdToken: Redacted.make("nope") })
+      const unauthorized = yield* Effect.flip(wrongToken.claim(claimSpec()))
+      assert.deepInclude(unauthorized, { status: 401, message: "invalid api token" })
+    }))
+
+  it.live("a non-JSON error body leaves the message empty; a 200 with malformed JSON is a decode error", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      yield* sim.injectFault("claim", SimFault.body(502, "<html>bad gateway</html>", "text/html"), { times: 1 })
+      yield* sim.injectFault("claim", SimFault.body(200, `{"id":"sb_1",`), { times: 1 })
+      yield* sim.injectFault("claim", SimFault.body(200, `{"id":42}`), { times: 1 })
+      const client = yield* clientFor(url)
+      const gateway = yield* Effect.flip(client.claim(claimSpec()))
+      assert.deepInclude(gateway, { _tag: "SandboxdHttpError", status: 502, message: "" })
+      const malformed = yield* Effect.flip(client.claim(claimSpec()))
+      assert.strictEqual(malformed._tag, "SandboxdDecodeError")
+      const wrongType = yield* Effect.flip(client.claim(claimSpec()))
+      assert.strictEqual(wrongType._tag, "SandboxdDecodeError")
+    }))
+
+  it.live("a malformed claim response never puts its token into the error", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const token = "0123456789abcdef0123456789abcdef"
+      yield* sim.injectFault("claim", SimFault.body(200, `{"id":"sb_0000000000000001","token":${token}x}`), { times: 1 })
+      yield* sim.injectFault("claim", SimFault.body(200, `{"id":"sb_0000000000000001","token":["${token}"]}`), { times: 1 })
+      const client = yield* clientFor(url)
+      for (let i = 0; i < 2; i++) {
+        const error = yield* Effect.flip(client.claim(claimSpec()))
+        assert.strictEqual(error._tag, "SandboxdDecodeError")
+        const text = JSON.stringify(error) + String(error.message)
+        for (let at = 0; at + 6 <= token.length; at++) assert.notInclude(text, token.slice(at, at + 6))
+      }
+    }))
+
+  it.live("an error body is read up to 64 KiB", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const long = "x".repeat(100 * 1024)
+      yield* sim.injectFault("claim", SimFault.body(500, JSON.stringify({ error: long })), { times: 1 })
+      yield* sim.injectFault("claim", SimFault.body(500, JSON.stringify({ error: "short" })), { times: 1 })
+      const client = yield* clientFor(url)
+      // Cut at 64 KiB the JSON no longer parses, so no message, and the call still ends.
+      const truncated = yield* Effect.flip(client.claim(claimSpec()))
+      assert.deepInclude(truncated, { _tag: "SandboxdHttpError", status: 500, message: "" })
+      const next = yield* Effect.flip(client.claim(claimSpec()))
+      assert.deepInclude(next, { status: 500, message: "short" })
+    }))
+})
+
+describe("release", () => {
+  it.live("204 → Released with the claim's own token; again → AlreadyGone (404)", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(url)
+      const claim = yield* client.claim(claimSpec())
+      yield* sim.clearAudit
+      assert.strictEqual(yield* client.release(claim.id, claim.token), "Released")
+      assert.strictEqual(yield* client.release(claim.id, claim.token), "AlreadyGone")
+      const audit = yield* sim.audit
+      assert.strictEqual(audit[0].path, `/v1/sandboxes/${claim.id}/release`)
+      assert.strictEqual(audit[0].authorization, `Bearer ${Redacted.value(claim.token)}`)
+      assert.strictEqual(audit[0].auth, "claim")
+      assert.strictEqual(audit[0].body, "")
+      assert.strictEqual(audit[0].contentType, undefined)
+      assert.strictEqual((yield* sim.claims).length, 0)
+    }))
+
+  it.live("a wrong token is 404 (AlreadyGone) and releases nothing; the root token releases any id", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(url)
+      const claim = yield* client.claim(claimSpec())
+      assert.strictEqual(yield* client.release(claim.id, Redacted.make("ffffffffffffffffffffffffffffffff")), "AlreadyGone")
+      assert.strictEqual((yield* sim.claims).length, 1)
+      assert.strictEqual(yield* client.release(claim.id, Redacted.make(ROOT_TOKEN)), "Released")
+      assert.strictEqual((yield* sim.claims).length, 0)
+    }))
+
+  it.live("an empty claim token sends no header and gets 401", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(url)
+      const claim = yield* client.claim(claimSpec())
+      const error = yield* Effect.flip(client.release(claim.id, Redacted.make("")))
+      assert.deepInclude(error, { _tag: "SandboxdHttpError", operation: "release", status: 401, message: "missing bearer token" })
+      const audit = yield* sim.audit
+      assert.strictEqual(audit[1].authorization, undefined)
+      assert.strictEqual((yield* sim.claims).length, 1)
+    }))
+
+  it.live("500 (with and without body) and an unexpected 200 are SandboxdHttpError", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(url)
+      const claim = yield* client.claim(claimSpec())
+      yield* sim.injectFault("release", SimFault.status(500, "release failed"), { times: 1 })
+      yield* sim.injectFault("release", SimFault.status(500), { times: 1 })
+      yield* sim.injectFault("release", SimFault.body(200, "{}"), { times: 1 })
+      assert.deepInclude(yield* Effect.flip(client.release(claim.id, claim.token)), {
+        status: 500,
+        message: "release failed"
+      })
+      assert.deepInclude(yield* Effect.flip(client.release(claim.id, claim.token)), { status: 500, message: "" })
+      assert.deepInclude(yield* Effect.flip(client.release(claim.id, claim.token)), { status: 200 })
+      assert.strictEqual(yield* client.release(claim.id, claim.token), "Released")
+    }))
+
+  it.live("an empty id fails locally without a request", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(url)
+      const error = yield* Effect.flip(client.release("" as ClaimId, Redacted.make("t")))
+      assert.strictEqual(error._tag, "SandboxdHttpError")
+      assert.strictEqual((yield* sim.audit).length, 0)
+    }))
+
+  it.live("a token HTTP cannot carry or an id that is not valid text is a local error, never a defect", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(url)
+      const claim = yield* client.claim(claimSpec())
+      yield* sim.clearAudit
+      // A claim token with a control character (JSON can carry one) and an id with a lone surrogate.
+      const badToken = yield* Effect.flip(client.release(claim.id, Redacted.make("0d4c9a17\ne2b85f36")))
+      assert.deepInclude(badToken, { _tag: "SandboxdHttpError", operation: "release", status: 0 })
+      assert.notInclude(badToken.message, "0d4c9a17")
+      const badId = yield* Effect.flip(client.release("sb_\ud800" as ClaimId, claim.token))
+      assert.deepInclude(badId, { _tag: "SandboxdHttpError", operation: "release", status: 0 })
+      // The node token too: the claim fails typed rather than dying.
+      const badNodeToken = yield* clientFor(url, { sandboxdToken: Redacted.make("root\u20actoken") })
+      assert.deepInclude(yield* Effect.flip(badNodeToken.claim(claimSpec())), { _tag: "SandboxdHttpError", status: 0 })
+      assert.strictEqual((yield* sim.audit).length, 0)
+      // Nothing was held: the client still works.
+      assert.strictEqual(yield* client.release(claim.id, claim.token), "Released")
+    }))
+})
+
+describe("list and info", () => {
+  it.live("lists rows with claim_ref, deadlines, hibernated/archived/failed and the pool key", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim({ zoneOffsetMinutes: -5 * 60 - 30 })
+      const client = yield* clientFor(url)
+      const a = yield* client.claim(claimSpec({ claimRef: "team-a/a" }))
+      const b = yield* client.claim(claimSpec({ claimRef: "", template: "base:24.04", size: "" }))
+      const c = yield* client.claim(claimSpec({ claimRef: "team-a/c", template: "base:24.04", size: "" }))
+      yield* sim.hibernate(a.id)
+      yield* sim.archive(b.id)
+      yield* sim.markFailed(c.id, "vmm exited")
+      const rows = yield* client.listSandboxes
+      assert.deepStrictEqual(rows.map((r) => r.id), [a.id, b.id, c.id].sort())
+      const byId = new Map(rows.map((r) => [r.id, r]))
+      const rowA = byId.get(a.id)!
+      assert.deepStrictEqual(rowA.key, { template: TEMPLATE, net: "none", size: "medium" })
+      assert.strictEqual(rowA.claimRef, "team-a/a")
+      assert.isTrue(rowA.hibernated)
+      assert.strictEqual(epochMillis(rowA.deadline), epochMillis(a.deadline))
+      const rowB = byId.get(b.id)!
+      assert.strictEqual(rowB.claimRef, "")
+      assert.isTrue(rowB.archived)
+      assert.isFalse(rowB.hibernated)
+      assert.isTrue(Option.isNone(rowB.deadline))
+      assert.strictEqual(byId.get(c.id)!.failed, "vmm exited")
+    }))
+
+  it.live("an empty listing is [] only for {\"sandboxes\":[]}", () =>
+    Effect.gen(function*() {
+      const { url } = yield* startSim()
+      const client = yield* clientFor(url)
+      assert.deepStrictEqual(yield* client.listSandboxes, [])
+    }))
+
+  for (const body of ["{}", "null", `{"sandboxes":null}`, `{"sandboxes":[{"id":"sb_1",`, ""]) {
+    it.live(`a list body of ${JSON.stringify(body)} is a SandboxdListError(decode), never []`, () =>
+      Effect.gen(function*() {
+        const { sim, url } = yield* startSim()
+        yield* sim.injectFault("list", SimFault.body(200, body))
+        const client = yield* clientFor(url)
+        const error = yield* Effect.flip(client.listSandboxes)
+        assert.strictEqual(error._tag, "SandboxdListError")
+        assert.strictEqual(error.operation, "list")
+        assert.strictEqual(error.reason._tag, "SandboxdDecodeError")
+      }))
+  }
+
+  it.live("a list body over 16 MiB is refused with a clear decode error", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const row = `{"id":"sb_0123456789abcdef","key":{"template":"t","net":"none","size":"small"},"deadline":"2026-07-28T02:15:00Z","hibernated":false},`
+      const rows = row.repeat(Math.ceil((17 * 1024 * 1024) / row.length))
+      yield* sim.injectFault("list", SimFault.body(200, `{"sandboxes":[${rows.slice(0, -1)}]}`))
+      const client = yield* clientFor(url)
+      const error = yield* Effect.flip(client.listSandboxes)
+      assert.strictEqual(error.reason._tag, "SandboxdDecodeError")
+      assert.include(error.reason.message, "16 MiB")
+    }))
+
+  it.live("list and info are root-only: a tenant gets 403, a wrong token 401, as SandboxdListError", () =>
+    Effect.gen(function*() {
+      const { url } = yield* startSim()
+      const tenant = yield* clientFor(url, { sandboxdToken: Redacted.make("tenant-token") })
+      const forbidden = yield* Effect.flip(tenant.listSandboxes)
+      assert.deepInclude(forbidden.reason, { _tag: "SandboxdHttpError", status: 403, message: "operator token required" })
+      const infoForbidden = yield* Effect.flip(tenant.info)
+      assert.strictEqual(infoForbidden.operation, "info")
+      assert.deepInclude(infoForbidden.reason, { status: 403 })
+      const wrong = yield* clientFor(url, { sandboxdToken: Redacted.make("wrong") })
+      assert.deepInclude((yield* Effect.flip(wrong.listSandboxes)).reason, { status: 401, message: "invalid api token" })
+    }))
+
+  it.live("info flattens pools (warm, target) and reflects warm consumption", () =>
+    Effect.gen(function*() {
+      const { url } = yield* startSim({ refillDelay: "1 hour" })
+      const client = yield* clientFor(url)
+      yield* client.claim(claimSpec())
+      const info = yield* client.info
+      assert.deepStrictEqual(info.pools, [
+        { template: "base:24.04", net: "none", size: "small", warm: 4, target: 4 },
+        { template: TEMPLATE, net: "none", size: "medium", warm: 1, target: 2 }
+      ])
+    }))
+
+  it.live("an info body of {} or malformed JSON is a SandboxdListError(decode)", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      yield* sim.injectFault("info", SimFault.body(200, "{}"), { times: 1 })
+      yield* sim.injectFault("info", SimFault.body(200, "{"), { times: 1 })
+      const client = yield* clientFor(url)
+      assert.strictEqual((yield* Effect.flip(client.info)).reason._tag, "SandboxdDecodeError")
+      assert.strictEqual((yield* Effect.flip(client.info)).reason._tag, "SandboxdDecodeError")
+    }))
+
+  it.live("an unknown route is the plain-text 404 page: SandboxdHttpError with no message", () =>
+    Effect.gen(function*() {
+      const { url } = yield* startSim()
+      // A base URL with a path prefix the simulator does not serve.
+      const client = yield* clientFor(`${url}/nope/`)
+      const error = yield* Effect.flip(client.listSandboxes)
+      assert.deepInclude(error.reason, { _tag: "SandboxdHttpError", status: 404, message: "" })
+    }))
+})
+
+describe("transport", () => {
+  it.live("a trailing slash in the URL is tolerated", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(`${url}///`)
+      yield* client.claim(claimSpec())
+      yield* client.listSandboxes
+      assert.deepStrictEqual((yield* sim.audit).map((e) => e.path), ["/v1/claim", "/v1/sandboxes"])
+    }))
+
+  it.live("healthz is an unauthenticated GET", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(url)
+      yield* client.healthz
+      const [entry] = yield* sim.audit
+      assert.deepInclude(entry, { method: "GET", path: "/healthz", auth: "none" })
+      yield* sim.injectFault("healthz", SimFault.status(503, "draining"), { times: 1 })
+      assert.deepInclude(yield* Effect.flip(client.healthz), { _tag: "SandboxdHttpError", status: 503 })
+    }))
+
+  it.live("a hung response is SandboxdTimeout after --sandboxd-timeout", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      yield* sim.injectFault("claim", SimFault.hang, { times: 1 })
+      yield* sim.injectFault("list", SimFault.hang, { times: 1 })
+      const client = yield* clientFor(url, { sandboxdTimeout: Duration.millis(150) })
+      const started = Date.now()
+      const error = yield* Effect.flip(client.claim(claimSpec()))
+      assert.deepInclude(error, { _tag: "SandboxdTimeout", operation: "claim", timeoutMillis: 150 })
+      assert.isAtLeast(Date.now() - started, 140)
+      const listError = yield* Effect.flip(client.listSandboxes)
+      assert.strictEqual(listError.reason._tag, "SandboxdTimeout")
+      // The hung exchange was abandoned: the simulator saw the client go away.
+      yield* Effect.sleep("50 millis")
+      assert.strictEqual((yield* sim.stats).inFlight, 0)
+      // And the client still works afterwards.
+      yield* client.claim(claimSpec())
+    }))
+
+  it.live("a reply hung mid-body (headers sent, body never finished) is SandboxdTimeout too", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      yield* sim.injectFault("list", SimFault.stall(200, `{"sandboxes":[`), { times: 1 })
+      yield* sim.injectFault("claim", SimFault.stall(500, `{"error":"provi`), { times: 1 })
+      const client = yield* clientFor(url, { sandboxdTimeout: Duration.millis(150) })
+      const listError = yield* Effect.flip(client.listSandboxes)
+      assert.deepInclude(listError.reason, { _tag: "SandboxdTimeout", operation: "list" })
+      assert.deepInclude(yield* Effect.flip(client.claim(claimSpec())), { _tag: "SandboxdTimeout", operation: "claim" })
+      assert.strictEqual((yield* client.listSandboxes).length, 0)
+    }))
+
+  it.live("timeouts and interruptions return their permits: max-concurrency 2 still serves afterwards", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      yield* sim.injectFault("list", SimFault.hang, { times: 12 })
+      yield* sim.injectFault("info", SimFault.stall(200, `{"pools":[`), { times: 12 })
+      const client = yield* clientFor(url, { sandboxdTimeout: Duration.millis(40), sandboxdMaxConcurrency: 2 })
+      const failures = yield* Effect.all(
+        [
+          ...Array.from({ length: 6 }, () => Effect.flip(client.listSandboxes)),
+          ...Array.from({ length: 6 }, () => Effect.flip(client.info))
+        ],
+        { concurrency: "unbounded" }
+      )
+      assert.deepStrictEqual(new Set(failures.map((e) => e.reason._tag)), new Set(["SandboxdTimeout"]))
+      // Callers that give up on their own (an outer deadline) must not keep a permit either.
+      for (let i = 0; i < 6; i++) yield* Effect.ignore(Effect.timeout(client.listSandboxes, "10 millis"))
+      for (let i = 0; i < 6; i++) yield* Effect.ignore(Effect.timeout(client.info, "10 millis"))
+      const claim = yield* client.claim(claimSpec()).pipe(Effect.timeout("2 seconds"))
+      assert.match(claim.id, /^sb_/)
+      assert.strictEqual((yield* client.listSandboxes).length, 1)
+    }))
+
+  it.live("a base URL with a path prefix keeps the prefix", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(`${url}/base/`)
+      // The simulator serves no prefix, so the prefixed route is its plain 404 page.
+      const error = yield* Effect.flip(client.listSandboxes)
+      assert.deepInclude(error.reason, { _tag: "SandboxdHttpError", status: 404, message: "" })
+      assert.deepStrictEqual((yield* sim.audit).map((e) => e.path), ["/base/v1/sandboxes"])
+    }))
+
+  it.live("slow provisioning beyond the timeout is SandboxdTimeout", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim({ coldProvisionDelay: "400 millis" })
+      const client = yield* clientFor(url, { sandboxdTimeout: Duration.millis(100) })
+      const error = yield* Effect.flip(client.claim(claimSpec({ template: "cold:1" })))
+      assert.strictEqual(error._tag, "SandboxdTimeout")
+      yield* sim.setColdProvisionDelay(0)
+      const ok = yield* client.claim(claimSpec({ template: "cold:1" }))
+      assert.match(ok.id, /^sb_/)
+    }))
+
+  it.live("connection refused is SandboxdUnreachable", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.scoped(Effect.map(startSim(), (s) => s.address.port))
+      const client = yield* clientFor(`http://127.0.0.1:${port}`)
+      const error = yield* Effect.flip(client.claim(claimSpec()))
+      assert.strictEqual(error._tag, "SandboxdUnreachable")
+      assert.include(error.message, "ECONNREFUSED")
+      const listError = yield* Effect.flip(client.listSandboxes)
+      assert.strictEqual(listError.reason._tag, "SandboxdUnreachable")
+      const healthError = yield* Effect.flip(client.healthz)
+      assert.strictEqual(healthError._tag, "SandboxdUnreachable")
+    }))
+
+  it.live("a dropped connection and a reply cut mid-body are SandboxdUnreachable", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      yield* sim.injectFault("claim", SimFault.drop, { times: 1 })
+      yield* sim.injectFault("list", SimFault.truncate(200, `{"sandboxes":[`), { times: 1 })
+      const client = yield* clientFor(url)
+      assert.strictEqual((yield* Effect.flip(client.claim(claimSpec())))._tag, "SandboxdUnreachable")
+      assert.strictEqual((yield* Effect.flip(client.listSandboxes)).reason._tag, "SandboxdUnreachable")
+    }))
+
+  it.live("a reply lost after sandboxd committed: the claim exists although the client saw a failure", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      yield* sim.injectFault("claim", SimFault.loseReply("drop"), { times: 1 })
+      yield* sim.injectFault("claim", SimFault.loseReply("hang"), { times: 1 })
+      const client = yield* clientFor(url, { sandboxdTimeout: Duration.millis(150) })
+      assert.strictEqual((yield* Effect.flip(client.claim(claimSpec({ claimRef: "ns/dropped" }))))._tag, "SandboxdUnreachable")
+      assert.strictEqual((yield* Effect.flip(client.claim(claimSpec({ claimRef: "ns/hung" }))))._tag, "SandboxdTimeout")
+      const refs = (yield* client.listSandboxes).map((row) => row.claimRef).sort()
+      assert.deepStrictEqual(refs, ["ns/dropped", "ns/hung"])
+    }))
+
+  it.live("never more than --sandboxd-max-concurrency requests in flight; the rest wait their turn", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim({ pools: [] })
+      yield* sim.injectFault("*", SimFault.latency("60 millis"))
+      const client = yield* clientFor(url, { sandboxdMaxConcurrency: 2 })
+      const calls = Array.from({ length: 6 }, (_, i) => client.claim(claimSpec({ claimRef: `ns/p${i}` })))
+      const fiber = yield* Effect.forkChild(
+        Effect.all([...calls, client.listSandboxes, client.info], { concurrency: "unbounded" })
+      )
+      const results = yield* Fiber.join(fiber)
+      assert.strictEqual(results.length, 8)
+      const stats = yield* sim.stats
+      assert.strictEqual(stats.requests, 8)
+      assert.strictEqual(stats.maxInFlight, 2)
+    }))
+
+  it.live("waiting for a permit does not count against the request timeout", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim({ pools: [] })
+      yield* sim.injectFault("*", SimFault.latency("80 millis"))
+      const client = yield* clientFor(url, { sandboxdMaxConcurrency: 1, sandboxdTimeout: Duration.millis(400) })
+      // Serialised, the four calls take ~320 ms in all; each one alone is well inside 400 ms.
+      const results = yield* Effect.all(Array.from({ length: 4 }, () => client.claim(claimSpec())), {
+        concurrency: "unbounded"
+      })
+      assert.strictEqual(results.length, 4)
+      assert.strictEqual((yield* sim.stats).maxInFlight, 1)
+    }))
+
+  it.live("without the bound, the same load does reach the simulator concurrently", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim({ pools: [] })
+      yield* sim.injectFault("*", SimFault.latency("60 millis"))
+      const client = yield* clientFor(url, { sandboxdMaxConcurrency: 64 })
+      yield* Effect.all(Array.from({ length: 6 }, () => client.claim(claimSpec())), { concurrency: "unbounded" })
+      assert.strictEqual((yield* sim.stats).maxInFlight, 6)
+    }))
+})

@@ -1,0 +1,65 @@
+/**
+ * `npm run demo` as a user runs it: a separate process, exit 0, every step reported, and no
+ * token in the transcript or in the daemon's log (the tokens are read back from the claims file
+ * and the token file the demo leaves in its temp directory, which this test then removes).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+const demo = fileURLToPath(new URL("../../../testkit/Demo/main.ts", import.meta.url))
+
+const runDemo = Effect.callback<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>(
+  (resume) => {
+    const child = spawn(process.execPath, [demo], { env: { PATH: process.env["PATH"] ?? "" }, stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    child.on("error", (error) => resume(Effect.die(error)))
+    child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
+    return Effect.sync(() => child.kill("SIGTERM"))
+  }
+)
+
+describe("npm run demo", () => {
+  it.live("walks the pod contract, exits 0, prints no token", () =>
+    Effect.gen(function*() {
+      const started = Date.now()
+      const { code, stderr, stdout } = yield* runDemo
+      const dir = /temp directory (\S+) is kept/.exec(stdout)?.[1]
+      try {
+        assert.strictEqual(code, 0, `${stdout}\n${stderr}`)
+        assert.isBelow(Date.now() - started, 60_000, "within a minute")
+        for (let step = 1; step <= 9; step++) assert.include(stdout, `\n[${step}] `)
+        assert.include(stdout, "All steps behaved")
+        assert.include(stdout, "verdict preserve")
+        assert.include(stdout, "verdict release")
+        assert.include(stdout, "Pending (ProviderFailed)")
+        assert.include(stdout, "Failed (SandboxLeaseExpired)")
+        assert.include(stdout, "kind: NodeInventory")
+        assert.include(stdout, "<redacted>")
+
+        assert.isDefined(dir, stdout)
+        const claims = JSON.parse(fs.readFileSync(path.join(dir!, "state", "claims.json"), "utf8")) as {
+          claims: Record<string, { token: string }>
+        }
+        const tokens = [
+          ...Object.values(claims.claims).map((row) => row.token),
+          fs.readFileSync(path.join(dir!, "sandboxd-token"), "utf8").trim()
+        ]
+        assert.isAtLeast(tokens.length, 4)
+        const log = fs.readFileSync(path.join(dir!, "daemon.log"), "utf8")
+        assert.include(log, "claimed hot sandbox")
+        for (const token of tokens) {
+          assert.notInclude(stdout + stderr, token)
+          assert.notInclude(log, token)
+        }
+      } finally {
+        if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true })
+      }
+    }), { timeout: 120_000 })
+})

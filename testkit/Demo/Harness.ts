@@ -1,0 +1,333 @@
+/**
+ * What the demo and the end-to-end test share: both simulators in this process on loopback, the
+ * real daemon as a child process against them over HTTP, and small helpers that read and mutate
+ * the simulators' models directly (the daemon only ever sees them over the wire).
+ */
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { Deferred, Duration, Effect, Exit, Option, Result, Schema, type Scope } from "effect"
+import { PodAnnotation } from "../../src/Schemas/PodAnnotations.ts"
+import { ClusterModel } from "../Simulators/Apiserver/Model.ts"
+import { Namespaces, NodeInventories, Pods, Sandboxes } from "../Simulators/Apiserver/Resources.ts"
+import { type RunningApiserver, serve as serveApiserver } from "../Simulators/Apiserver/Server.ts"
+import * as SandboxdModel from "../Simulators/Sandboxd/Model.ts"
+import { serve as serveSandboxd } from "../Simulators/Sandboxd/Server.ts"
+
+/** A step of the scenario did not behave (or the environment refused to set it up). */
+export class StepFailed extends Schema.TaggedError<StepFailed>()("StepFailed", {
+  step: Schema.String,
+  message: Schema.String
+}) {}
+
+export type JsonObject = { [key: string]: unknown }
+
+export const binary = fileURLToPath(new URL("../../node_modules/.bin/vk-sandbox", import.meta.url))
+
+const isRecord = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
+const field = (u: unknown, key: string): unknown => (isRecord(u) ? u[key] : undefined)
+const text = (u: unknown): string => (typeof u === "string" ? u : "")
+
+// ---- the environment ---------------------------------------------------------------------------
+
+export interface Cluster {
+  readonly dir: string
+  readonly nodeName: string
+  readonly namespace: string
+  readonly apiserver: RunningApiserver
+  readonly model: ClusterModel
+  readonly sandboxd: SandboxdModel.SandboxdSimShape
+  readonly sandboxdUrl: string
+  readonly kubeconfigPath: string
+  readonly tokenFile: string
+  readonly statePath: string
+}
+
+export interface ClusterOptions {
+  readonly nodeName?: string
+  readonly namespace?: string
+  readonly warmPerPool?: number
+  readonly maxClaims?: number
+  /** Leave the temp directory (logs, claims file) in place when the scope closes. */
+  readonly keepDir?: boolean
+}
+
+/** A free loopback TCP port (bound and released; the daemon binds it right after). */
+export const freePort: Effect.Effect<number, StepFailed> = Effect.callback<number, StepFailed>((resume) => {
+  const server = net.createServer()
+  server.once("error", (e) => resume(Effect.fail(new StepFailed({ step: "setup", message: `no free port: ${e.message}` }))))
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+/** Both simulators on loopback, a temp directory with the kubeconfig and token file; all gone with the scope. */
+export const startCluster = (options: ClusterOptions = {}): Effect.Effect<Cluster, StepFailed, Scope.Scope> =>
+  Effect.gen(function*() {
+    const dir = yield* Effect.acquireRelease(
+      Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "vk-sandbox-demo-"))),
+      (dir) => (options.keepDir === true ? Effect.void : Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+    )
+    const nodeName = options.nodeName ?? "vk-demo"
+    const namespace = options.namespace ?? "team-a"
+    const kubeconfigPath = path.join(dir, "kubeconfig")
+    const apiToken = `apiserver-${Math.random().toString(36).slice(2)}`
+    const model = new ClusterModel()
+    const apiserver = yield* serveApiserver(model, { token: apiToken, kubeconfigPath, bookmarkIntervalMs: 5_000 }).pipe(
+      Effect.mapError((e) => new StepFailed({ step: "setup", message: e.message }))
+    )
+    const rootToken = `root-${Math.random().toString(36).slice(2)}`
+    const sandboxd = yield* SandboxdModel.make({
+      rootToken,
+      pools: [{ template: "python", net: "none", size: "small", target: options.warmPerPool ?? 4 }],
+      maxClaims: options.maxClaims ?? 0,
+      refillDelay: "200 millis",
+      reapInterval: "250 millis"
+    })
+    const sandboxdAddress = yield* serveSandboxd(sandboxd, { host: "127.0.0.1", port: 0 }).pipe(
+      Effect.mapError((e) => new StepFailed({ step: "setup", message: e.message }))
+    )
+    const tokenFile = path.join(dir, "sandboxd-token")
+    fs.writeFileSync(tokenFile, `${rootToken}\n`, { mode: 0o600 })
+    const created = model.create(Namespaces, "", { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } })
+    if (Result.isFailure(created)) return yield* new StepFailed({ step: "setup", message: created.failure.message })
+    return {
+      dir,
+      nodeName,
+      namespace,
+      apiserver,
+      model,
+      sandboxd,
+      sandboxdUrl: sandboxdAddress.url,
+      kubeconfigPath,
+      tokenFile,
+      statePath: path.join(dir, "state", "claims.json")
+    }
+  })
+
+// ---- the daemon child process ------------------------------------------------------------------
+
+export interface Daemon {
+  readonly pid: number
+  readonly metricsUrl: string
+  /** Everything the child wrote on stdout and stderr so far. */
+  readonly output: () => string
+  /** Resolves with the exit code (or the signal name) once the process has ended. */
+  readonly exited: Deferred.Deferred<number | string>
+  readonly signal: (signal: NodeJS.Signals) => Effect.Effect<void>
+}
+
+export interface DaemonOptions {
+  /** Where the child's stdout and stderr go (appended), besides memory. */
+  readonly logFile?: string
+  readonly shutdownTimeout?: string
+  readonly extraArgs?: ReadonlyArray<string>
+}
+
+/** Runs `vk-sandbox` against the cluster; SIGKILLed when the scope closes if it is still running. */
+export const spawnDaemon = (cluster: Cluster, options: DaemonOptions = {}): Effect.Effect<Daemon, StepFailed, Scope.Scope> =>
+  Effect.gen(function*() {
+    const kubeletPort = yield* freePort
+    const metricsPort = yield* freePort
+    const args = [
+      "--kubeconfig", cluster.kubeconfigPath,
+      "--sandboxd-url", cluster.sandboxdUrl,
+      "--sandboxd-token-file", cluster.tokenFile,
+      "--state-path", cluster.statePath,
+      "--node-name", cluster.nodeName,
+      "--node-ip", "127.0.0.1",
+      "--listen-addr", `127.0.0.1:${kubeletPort}`,
+      "--metrics-addr", `127.0.0.1:${metricsPort}`,
+      "--lease-watch-interval", "1s",
+      "--claim-verify-interval", "1s",
+      "--orphan-scan-interval", "2s",
+      "--publish-inventory",
+      "--publish-interval", "1s",
+      "--shutdown-timeout", options.shutdownTimeout ?? "5s",
+      "--log-format", "json",
+      ...(options.extraArgs ?? [])
+    ]
+    const exited = yield* Deferred.make<number | string>()
+    let output = ""
+    const log = options.logFile === undefined ? undefined : fs.openSync(options.logFile, "a")
+    const child = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        spawn(binary, args, {
+          // Only PATH from our environment: no VK_* variable of the caller leaks into the demo.
+          env: { PATH: process.env["PATH"] ?? "" },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+      ),
+      (child) =>
+        Effect.gen(function*() {
+          if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+          yield* Deferred.await(exited).pipe(Effect.timeout("5 seconds"), Effect.ignore)
+          if (log !== undefined) fs.closeSync(log)
+        })
+    )
+    const collect = (chunk: Buffer) => {
+      output += chunk.toString("utf8")
+      if (log !== undefined) fs.writeSync(log, chunk)
+    }
+    child.stdout.on("data", collect)
+    child.stderr.on("data", collect)
+    child.on("error", (e) => Deferred.doneUnsafe(exited, Exit.succeed(`spawn error: ${e.message}`)))
+    child.on("close", (code, signal) => Deferred.doneUnsafe(exited, Exit.succeed(code ?? signal ?? "unknown")))
+    return {
+      pid: child.pid ?? 0,
+      metricsUrl: `http://127.0.0.1:${metricsPort}`,
+      output: () => output,
+      exited,
+      signal: (signal) => Effect.sync(() => void child.kill(signal))
+    }
+  })
+
+/** GET on the daemon's health/metrics port: status and body, or None when nothing answers. */
+export const httpGet = (url: string): Effect.Effect<Option.Option<{ readonly status: number; readonly body: string }>> =>
+  Effect.promise(() =>
+    fetch(url, { signal: AbortSignal.timeout(2_000) }).then(
+      async (response) => Option.some({ status: response.status, body: await response.text() }),
+      () => Option.none()
+    )
+  )
+
+// ---- polling -----------------------------------------------------------------------------------
+
+/**
+ * Polls `probe` every 100 ms until it yields Some, or fails the step after `timeout` with the
+ * last thing `describe` said about the state.
+ */
+export const waitFor = <A>(
+  step: string,
+  expectation: string,
+  probe: Effect.Effect<Option.Option<A>>,
+  options: { readonly timeout?: Duration.Input; readonly describe?: () => string } = {}
+): Effect.Effect<A, StepFailed> =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + Duration.toMillis(Duration.fromInputUnsafe(options.timeout ?? "15 seconds"))
+    while (true) {
+      const found = yield* probe
+      if (Option.isSome(found)) return found.value
+      if (Date.now() > deadline) {
+        const state = options.describe?.() ?? ""
+        return yield* new StepFailed({ step, message: `expected ${expectation}${state === "" ? "" : `; last seen: ${state}`}` })
+      }
+      yield* Effect.sleep("100 millis")
+    }
+  })
+
+// ---- the cluster's objects ---------------------------------------------------------------------
+
+export interface PodView {
+  readonly name: string
+  readonly uid: string
+  readonly phase: string
+  readonly reason: string
+  readonly message: string
+  readonly podIP: string
+  readonly claimId: string
+  readonly deleting: boolean
+}
+
+export const viewPod = (pod: JsonObject): PodView => {
+  const metadata = field(pod, "metadata")
+  const status = field(pod, "status")
+  return {
+    name: text(field(metadata, "name")),
+    uid: text(field(metadata, "uid")),
+    phase: text(field(status, "phase")),
+    reason: text(field(status, "reason")),
+    message: text(field(status, "message")),
+    podIP: text(field(status, "podIP")),
+    claimId: text(field(field(metadata, "annotations"), PodAnnotation.claimId)),
+    deleting: field(metadata, "deletionTimestamp") !== undefined
+  }
+}
+
+export const getPod = (cluster: Cluster, name: string): Option.Option<PodView> =>
+  Option.map(Option.fromNullishOr(cluster.model.peek(Pods, cluster.namespace, name)), viewPod)
+
+const outcome = <A>(step: string, result: Result.Result<A, { readonly message: string }>): Effect.Effect<A, StepFailed> =>
+  Result.isSuccess(result)
+    ? Effect.succeed(result.success)
+    : Effect.fail(new StepFailed({ step, message: result.failure.message }))
+
+/** Creates a Sandbox owner; its uid. */
+export const createSandbox = (cluster: Cluster, step: string, name: string): Effect.Effect<string, StepFailed> =>
+  outcome(
+    step,
+    cluster.model.create(Sandboxes, cluster.namespace, {
+      apiVersion: "agents.x-k8s.io/v1beta1",
+      kind: "Sandbox",
+      metadata: { name },
+      spec: {}
+    })
+  ).pipe(Effect.map((sandbox) => text(field(field(sandbox, "metadata"), "uid"))))
+
+export interface PodSpecOptions {
+  /** The Sandbox that owns the Pod (name and uid); a bare Pod when absent. */
+  readonly owner?: { readonly name: string; readonly uid: string }
+  readonly annotations?: Record<string, string>
+}
+
+/** Creates a sandbox Pod bound to the virtual node. */
+export const createPod = (
+  cluster: Cluster,
+  step: string,
+  name: string,
+  options: PodSpecOptions = {}
+): Effect.Effect<PodView, StepFailed> =>
+  outcome(
+    step,
+    cluster.model.create(Pods, cluster.namespace, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        name,
+        annotations: { [PodAnnotation.template]: "python", ...options.annotations },
+        ...(options.owner === undefined ? {} : {
+          ownerReferences: [{
+            apiVersion: "agents.x-k8s.io/v1beta1",
+            kind: "Sandbox",
+            name: options.owner.name,
+            uid: options.owner.uid,
+            controller: true,
+            blockOwnerDeletion: true
+          }]
+        })
+      },
+      spec: { nodeName: cluster.nodeName, containers: [{ name: "main", image: "python" }] }
+    })
+  ).pipe(Effect.map(viewPod))
+
+/** A graceful delete, as kubectl does it: the Pod stays (deletionTimestamp set) until the node lets it go. */
+export const deletePod = (cluster: Cluster, step: string, name: string): Effect.Effect<void, StepFailed> =>
+  outcome(step, cluster.model.delete(Pods, cluster.namespace, name)).pipe(Effect.asVoid)
+
+export const deleteSandbox = (cluster: Cluster, step: string, name: string): Effect.Effect<void, StepFailed> =>
+  outcome(step, cluster.model.delete(Sandboxes, cluster.namespace, name)).pipe(Effect.asVoid)
+
+export const nodeInventory = (cluster: Cluster): Option.Option<JsonObject> =>
+  Option.fromNullishOr(cluster.model.peek(NodeInventories, "", cluster.nodeName))
+
+// ---- the claims file ---------------------------------------------------------------------------
+
+/** The claims file as parsed JSON (`{}` when it does not exist or is mid-write). */
+export const readClaimsFile = (cluster: Cluster): Record<string, JsonObject> => {
+  try {
+    const parsed: unknown = JSON.parse(fs.readFileSync(cluster.statePath, "utf8"))
+    const claims = field(parsed, "claims")
+    return isRecord(claims) ? (claims as Record<string, JsonObject>) : {}
+  } catch {
+    return {}
+  }
+}
+
+/** The claim id of `name` in the claims file, if it has a row. */
+export const claimInFile = (cluster: Cluster, name: string): Option.Option<string> =>
+  Option.map(Option.fromNullishOr(readClaimsFile(cluster)[`${cluster.namespace}/${name}`]), (row) => text(row["id"]))

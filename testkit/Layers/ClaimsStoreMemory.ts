@@ -1,0 +1,187 @@
+/**
+ * In-memory `ClaimsStore` for tests of the provider: the same group commit as the file layer,
+ * a "disk" that holds the last landed table, a record of every write (its rows, its batch, its
+ * outcome), injectable write failures, and a gate that holds writes in flight.
+ *
+ * Provides `ClaimsStore` and `ClaimsStoreMemoryControl`; requires `ClaimsSnapshot`.
+ */
+import { Context, Effect, Latch, Layer, Option, Ref } from "effect"
+import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
+import { encodeClaimsFile } from "../../src/Schemas/ClaimsFile.ts"
+import type { PodKey } from "../../src/Schemas/Ids.ts"
+import { ClaimsLoadError, ClaimsSnapshot, ClaimsStore, ClaimsWriteError } from "../../src/Services/ClaimsStore.ts"
+import { makeGroupCommit, RowsView } from "../../src/Layers/ClaimsStoreFile.ts"
+
+/** One attempted write, in order. */
+export interface MemoryWrite {
+  /** 1-based, in the order writes started. */
+  readonly seq: number
+  /** The keys whose commits this write carried. */
+  readonly committing: ReadonlySet<PodKey>
+  /** Exactly the rows the write would have put on disk. */
+  readonly rows: ReadonlyMap<PodKey, ClaimRecord>
+  /** The file's bytes, the reference's format. */
+  readonly text: string
+  /** None = landed; Some = the failed operation. */
+  readonly failed: Option.Option<string>
+}
+
+export class ClaimsStoreMemoryControl extends Context.Service<ClaimsStoreMemoryControl, {
+  /** Every write attempted so far, oldest first. */
+  readonly writes: Effect.Effect<ReadonlyArray<MemoryWrite>>
+  /** How many writes were attempted (landed or failed). */
+  readonly writeCount: Effect.Effect<number>
+  /** The table as of the last landed write (what a restart would load). */
+  readonly disk: Effect.Effect<ReadonlyMap<PodKey, ClaimRecord>>
+  /** The next `count` writes fail with ClaimsWriteError at `operation` (default "fsync"). */
+  readonly failNext: (count: number, operation?: string) => Effect.Effect<void>
+  /** Every write fails from now on (Some(operation)), or none (None). */
+  readonly failAlways: (operation: Option.Option<string>) => Effect.Effect<void>
+  /** Writes started from now on wait, after taking their rows, until `resume`. */
+  readonly pause: Effect.Effect<void>
+  readonly resume: Effect.Effect<void>
+}>()("vk-sandbox/ClaimsStoreMemoryControl") {}
+
+export interface ClaimsStoreMemoryOptions {
+  /** What `load` returns (default: empty). */
+  readonly initial?: ReadonlyMap<PodKey, ClaimRecord>
+  /** `load` fails with ClaimsLoadError carrying this message. */
+  readonly loadError?: string
+  /** Reported as the store's path (default "/memory/claims.json"). */
+  readonly path?: string
+}
+
+export const make = (options: ClaimsStoreMemoryOptions = {}) =>
+  Effect.gen(function*() {
+    const path = options.path ?? "/memory/claims.json"
+    const writes = yield* Ref.make<ReadonlyArray<MemoryWrite>>([])
+    const disk = yield* Ref.make<ReadonlyMap<PodKey, ClaimRecord>>(options.initial ?? new Map())
+    // Touched only by synchronous steps, so no Ref is needed.
+    const failures: { next: number; nextOp: string; always: Option.Option<string> } = {
+      next: 0,
+      nextOp: "fsync",
+      always: Option.none()
+    }
+    const takeFailure = (): Option.Option<string> => {
+      if (Option.isSome(failures.always)) return failures.always
+      if (failures.next > 0) {
+        failures.next -= 1
+        return Option.some(failures.nextOp)
+      }
+      return Option.none()
+    }
+    const gate = yield* Latch.make(true)
+
+    const commit = yield* makeGroupCommit((rows, committing) =>
+      Effect.gen(function*() {
+        yield* gate.await
+        const failed = takeFailure()
+        const snapshotRows = new Map(rows)
+        yield* Ref.update(writes, (all) => [
+          ...all,
+          { seq: all.length + 1, committing: new Set(committing), rows: snapshotRows, text: encodeClaimsFile(snapshotRows), failed }
+        ])
+        if (Option.isSome(failed)) {
+          return yield* new ClaimsWriteError({ path, operation: failed.value, message: `injected ${failed.value} failure` })
+        }
+        yield* Ref.set(disk, snapshotRows)
+      })
+    )
+
+    const store = ClaimsStore.of({
+      path,
+      load: options.loadError === undefined
+        ? Ref.get(disk)
+        : Effect.fail(new ClaimsLoadError({ path, message: options.loadError })),
+      commit
+    })
+    const control = ClaimsStoreMemoryControl.of({
+      writes: Ref.get(writes),
+      writeCount: Effect.map(Ref.get(writes), (all) => all.length),
+      disk: Ref.get(disk),
+      failNext: (count, operation = "fsync") =>
+        Effect.sync(() => {
+          failures.next = count
+          failures.nextOp = operation
+        }),
+      failAlways: (operation) =>
+        Effect.sync(() => {
+          failures.always = operation
+        }),
+      pause: Effect.asVoid(gate.close),
+      resume: Effect.asVoid(gate.open)
+    })
+    return { store, control }
+  })
+
+/** `ClaimsStore` + `ClaimsStoreMemoryControl`, requiring `ClaimsSnapshot`. */
+export const layer = (options: ClaimsStoreMemoryOptions = {}) =>
+  Layer.effectContext(
+    Effect.map(make(options), ({ control, store }) =>
+      Context.make(ClaimsStore, store).pipe(Context.add(ClaimsStoreMemoryControl, control))
+    )
+  )
+
+// ---------------------------------------------------------------------------------------------
+// A minimal `ClaimsSnapshot` for tests of the stores (the real one is the ClaimTable layer).
+
+export class TestClaimsTable extends Context.Service<TestClaimsTable, {
+  /** Adds or replaces a row; `tentative` rows are written only by their own commit (PER-6). */
+  readonly put: (key: PodKey, record: ClaimRecord, options?: { readonly tentative?: boolean }) => Effect.Effect<void>
+  readonly remove: (key: PodKey) => Effect.Effect<void>
+  /** Keys whose row is still tentative. */
+  readonly tentative: Effect.Effect<ReadonlySet<PodKey>>
+  /** Every `landed` call, oldest first. */
+  readonly landedCalls: Effect.Effect<ReadonlyArray<ReadonlyMap<PodKey, string>>>
+}>()("vk-sandbox/test/TestClaimsTable") {}
+
+/** `ClaimsSnapshot` + `TestClaimsTable` over one in-memory table. */
+export const testSnapshotLayer = Layer.effectContext(
+  Effect.sync(() => {
+    // Copy-on-write, like the real table's immutable state: a write's rows are a view of `rows`,
+    // and the first change after a snapshot replaces `rows` with a copy instead of mutating it.
+    let rows = new Map<PodKey, ClaimRecord>()
+    let snapshotTaken = false
+    const forChange = () => {
+      if (snapshotTaken) {
+        rows = new Map(rows)
+        snapshotTaken = false
+      }
+      return rows
+    }
+    const tentative = new Set<PodKey>()
+    const landedCalls: Array<ReadonlyMap<PodKey, string>> = []
+    const snapshot = ClaimsSnapshot.of({
+      rowsForWrite: (committing) =>
+        Effect.sync(() => {
+          snapshotTaken = true
+          const excluded = new Set<PodKey>()
+          for (const key of tentative) if (!committing.has(key)) excluded.add(key)
+          const include = excluded.size === 0 ? () => true : (key: PodKey) => !excluded.has(key)
+          return new RowsView<ClaimRecord>(rows, include, (record) => record)
+        }),
+      landed: (written) =>
+        Effect.sync(() => {
+          landedCalls.push(new Map(written))
+          // Only the write of this very record makes it durable (a replaced row stays tentative).
+          for (const [key, id] of written) if (rows.get(key)?.id === id) tentative.delete(key)
+        })
+    })
+    const table = TestClaimsTable.of({
+      put: (key, record, options) =>
+        Effect.sync(() => {
+          forChange().set(key, record)
+          if (options?.tentative === true) tentative.add(key)
+          else tentative.delete(key)
+        }),
+      remove: (key) =>
+        Effect.sync(() => {
+          forChange().delete(key)
+          tentative.delete(key)
+        }),
+      tentative: Effect.sync(() => new Set(tentative)),
+      landedCalls: Effect.sync(() => landedCalls.slice())
+    })
+    return Context.make(ClaimsSnapshot, snapshot).pipe(Context.add(TestClaimsTable, table))
+  })
+)

@@ -1,0 +1,217 @@
+/**
+ * A `KubeApi` on the in-memory cluster model directly (no HTTP), for unit tests of the code
+ * above KubeApi. It keeps the live layer's shapes: objects go through client-node's serializer
+ * both ways (so `Date` fields are `Date`s and MicroTimes leave with six digits, which the model
+ * checks), and refusals become the same typed errors from the same Status bodies.
+ * No limiter and no timeouts: the model answers synchronously. HTTP-level faults (latency,
+ * injected failures) are not applied; deny rules and everything else in the model are.
+ */
+import type { CoreV1Event, V1Lease, V1Node, V1Pod } from "@kubernetes/client-node"
+// See KubeApiClientNode.ts: not re-exported from the package root in 2.0.1.
+import { ObjectSerializer } from "@kubernetes/client-node/dist/gen/models/ObjectSerializer.js"
+import { Cause, Effect, Layer, Queue, Result, Stream } from "effect"
+import {
+  KubeApi,
+  type KubeError,
+  KubeInvalid,
+  KubeNotFound,
+  KubeUnavailable,
+  type OwnerObject,
+  type OwnerRef,
+  type PodWatchEvent
+} from "../../src/Services/KubeApi.ts"
+import { type ClusterModel, type Outcome } from "../Simulators/Apiserver/Model.ts"
+import { CoreEvents, Leases, NodeInventories, Nodes, Pods } from "../Simulators/Apiserver/Resources.ts"
+import type { JsonObject } from "../Simulators/Apiserver/Status.ts"
+import {
+  errorFromResponse,
+  fieldManager,
+  leaseNamespace,
+  parseStatus,
+  withEventMicroTimes,
+  withLeaseMicroTimes
+} from "../../src/Layers/KubeApiClientNode.ts"
+
+/** What the wire would carry: the typed object serialised, as plain JSON. */
+const toWire = (value: unknown, type: string): unknown => JSON.parse(JSON.stringify(ObjectSerializer.serialize(value, type, "")))
+
+const fromWire = <A>(value: unknown, type: string): A => ObjectSerializer.deserialize(value, type, "")
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+export const make = (model: ClusterModel): KubeApi["Service"] => {
+  const run = <A>(operation: string, outcome: () => Outcome<A>): Effect.Effect<A, KubeError> =>
+    Effect.suspend(() => {
+      const result = outcome()
+      return Result.isSuccess(result)
+        ? Effect.succeed(result.success)
+        : Effect.fail(errorFromResponse(operation, result.failure.code, result.failure.body))
+    }).pipe(Effect.withSpan(`KubeApi.${operation}`))
+
+  const invalid = (operation: string, message: string) => Effect.fail(new KubeInvalid({ operation, message }))
+  const nodeSelector = (nodeName: string) => `spec.nodeName=${nodeName}`
+
+  const listPods = (nodeName: string) =>
+    run("listPods", () => model.list(Pods, undefined, { fieldSelector: nodeSelector(nodeName) })).pipe(
+      Effect.map((list) => {
+        const items = Array.isArray(list["items"]) ? list["items"] : []
+        const metadata = isRecord(list["metadata"]) ? list["metadata"] : {}
+        return {
+          items: items.map((item) => fromWire<V1Pod>(item, "V1Pod")),
+          resourceVersion: typeof metadata["resourceVersion"] === "string" ? metadata["resourceVersion"] : ""
+        }
+      })
+    )
+
+  const watchPods = (nodeName: string, resourceVersion: string): Stream.Stream<PodWatchEvent, KubeError> => {
+    const operation = "watchPods"
+    return Stream.callback<PodWatchEvent, KubeError>((queue) =>
+      Effect.acquireRelease(
+        Effect.suspend(() => {
+          const started = model.watch(Pods, undefined, {
+            fieldSelector: nodeSelector(nodeName),
+            resourceVersion,
+            allowWatchBookmarks: true
+          }, {
+            onEvent: (event) => {
+              switch (event.type) {
+                case "ADDED":
+                case "MODIFIED":
+                case "DELETED":
+                  Queue.offerUnsafe(queue, { type: event.type, object: fromWire<V1Pod>(event.object, "V1Pod") })
+                  return
+                case "BOOKMARK": {
+                  const metadata = isRecord(event.object["metadata"]) ? event.object["metadata"] : {}
+                  const rv = metadata["resourceVersion"]
+                  Queue.offerUnsafe(queue, { type: "BOOKMARK", resourceVersion: typeof rv === "string" ? rv : "" })
+                  return
+                }
+                case "ERROR": {
+                  const status = parseStatus(event.object)
+                  const code = status._tag === "Some" ? status.value.code ?? 0 : 0
+                  const error = code === 410
+                    ? errorFromResponse(operation, 410, event.object)
+                    : new KubeUnavailable({
+                      operation,
+                      status: code,
+                      message: status._tag === "Some" ? status.value.message ?? "watch ERROR event" : "watch ERROR event"
+                    })
+                  Queue.failCauseUnsafe(queue, Cause.fail(error))
+                  return
+                }
+              }
+            },
+            onClose: () => void Queue.endUnsafe(queue)
+          })
+          return Result.isSuccess(started)
+            ? Effect.succeed(started.success)
+            : Effect.fail(errorFromResponse(operation, started.failure.code, started.failure.body))
+        }),
+        (handle) => Effect.sync(() => handle.close())
+      )
+    )
+  }
+
+  const getPod = (namespace: string, name: string) =>
+    run("getPod", () => model.get(Pods, namespace, name)).pipe(Effect.map((o) => fromWire<V1Pod>(o, "V1Pod")))
+
+  const replacePodStatus = (pod: V1Pod) => {
+    const name = pod.metadata?.name
+    const namespace = pod.metadata?.namespace
+    if (name === undefined || namespace === undefined) return invalid("replacePodStatus", "pod without metadata.name/namespace")
+    return run("replacePodStatus", () => model.updateStatus(Pods, namespace, name, toWire(pod, "V1Pod"))).pipe(
+      Effect.map((o) => fromWire<V1Pod>(o, "V1Pod"))
+    )
+  }
+
+  const deletePod = (namespace: string, name: string, uid: string) =>
+    run("deletePod", () => model.delete(Pods, namespace, name, { gracePeriodSeconds: 0, preconditions: { uid } })).pipe(
+      Effect.asVoid
+    )
+
+  const getNode = (name: string) =>
+    run("getNode", () => model.get(Nodes, "", name)).pipe(Effect.map((o) => fromWire<V1Node>(o, "V1Node")))
+  const createNode = (node: V1Node) =>
+    run("createNode", () => model.create(Nodes, "", toWire(node, "V1Node"))).pipe(
+      Effect.map((o) => fromWire<V1Node>(o, "V1Node"))
+    )
+  const patchNodeStatus = (name: string, patch: object) =>
+    run("patchNodeStatus", () => model.patch(Nodes, "", name, "strategic", toWire(patch, "any"), { subresource: "status" }))
+      .pipe(Effect.map(({ object }) => fromWire<V1Node>(object, "V1Node")))
+
+  const leaseOut = (o: JsonObject) => withLeaseMicroTimes(fromWire<V1Lease>(o, "V1Lease"))
+  const getLease = (name: string) => run("getLease", () => model.get(Leases, leaseNamespace, name)).pipe(Effect.map(leaseOut))
+  const createLease = (lease: V1Lease) =>
+    run("createLease", () => model.create(Leases, leaseNamespace, toWire(withLeaseMicroTimes(lease), "V1Lease"))).pipe(
+      Effect.map(leaseOut)
+    )
+  const replaceLease = (lease: V1Lease) => {
+    const name = lease.metadata?.name
+    if (name === undefined) return invalid("replaceLease", "lease without metadata.name")
+    return run("replaceLease", () => model.update(Leases, leaseNamespace, name, toWire(withLeaseMicroTimes(lease), "V1Lease")))
+      .pipe(Effect.map(leaseOut))
+  }
+
+  const createEvent = (event: CoreV1Event) => {
+    const namespace = event.metadata?.namespace ?? event.involvedObject?.namespace
+    if (namespace === undefined || namespace === "") return invalid("createEvent", "event without a namespace")
+    return run("createEvent", () => model.create(CoreEvents, namespace, toWire(withEventMicroTimes(event), "CoreV1Event")))
+      .pipe(Effect.map((o) => fromWire<CoreV1Event>(o, "CoreV1Event")))
+  }
+  const patchEvent = (namespace: string, name: string, patch: object) =>
+    run("patchEvent", () => model.patch(CoreEvents, namespace, name, "strategic", toWire(patch, "any"))).pipe(
+      Effect.map(({ object }) => fromWire<CoreV1Event>(object, "CoreV1Event"))
+    )
+
+  const getOwner = (ref: OwnerRef): Effect.Effect<OwnerObject, KubeError> => {
+    const resource = model.resourceFor(ref.group, ref.version, ref.plural)
+    if (resource === undefined) {
+      // the server's endpoint-level 404 (plain text or a Status without details)
+      return Effect.fail(new KubeNotFound({ operation: "getOwner", message: "the server could not find the requested resource" }))
+    }
+    return run("getOwner", () => model.get(resource, ref.namespace, ref.name)).pipe(
+      Effect.flatMap((raw) => {
+        const metadata = isRecord(raw["metadata"]) ? raw["metadata"] : {}
+        const uid = metadata["uid"]
+        const deletionTimestamp = metadata["deletionTimestamp"]
+        const name = metadata["name"]
+        return typeof uid === "string"
+          ? Effect.succeed({ name: typeof name === "string" ? name : undefined, uid, deletionTimestamp: typeof deletionTimestamp === "string" ? deletionTimestamp : undefined, raw })
+          : Effect.fail(new KubeUnavailable({ operation: "getOwner", status: 200, message: "owner body without metadata.uid" }))
+      })
+    )
+  }
+
+  const applyNodeInventory = (inventory: object) => {
+    const metadata = isRecord(inventory) && isRecord((inventory as Record<string, unknown>)["metadata"])
+      ? (inventory as { metadata: Record<string, unknown> }).metadata
+      : {}
+    const name = metadata["name"]
+    if (typeof name !== "string") return invalid("applyNodeInventory", "inventory without metadata.name")
+    return run("applyNodeInventory", () =>
+      model.patch(NodeInventories, "", name, "apply", toWire(inventory, "any"), { fieldManager, force: true })).pipe(
+        Effect.map(({ object }): unknown => object)
+      )
+  }
+
+  return KubeApi.of({
+    listPods,
+    watchPods,
+    getPod,
+    replacePodStatus,
+    deletePod,
+    getNode,
+    createNode,
+    patchNodeStatus,
+    getLease,
+    createLease,
+    replaceLease,
+    createEvent,
+    patchEvent,
+    getOwner,
+    applyNodeInventory
+  })
+}
+
+/** KubeApi on the given model; the test keeps the model to arrange and inspect the cluster. */
+export const layer = (model: ClusterModel): Layer.Layer<KubeApi> => Layer.succeed(KubeApi, make(model))
