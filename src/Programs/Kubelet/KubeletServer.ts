@@ -11,6 +11,7 @@ import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
+import type { Duplex } from "node:stream"
 import { AppConfig } from "../../Schemas/Config.ts"
 import { type KubeletTlsError, type KubeletTlsMaterial, loadKubeletTls } from "./Tls.ts"
 import {
@@ -39,6 +40,10 @@ export interface KubeletServerOptions {
   readonly headersTimeoutMillis?: number
   /** How long shutdown lets open connections finish before cutting them; 1 s by default. */
   readonly closeGraceMillis?: number
+  /** How long a new connection has to complete its TLS handshake; 10 s by default. */
+  readonly handshakeTimeoutMillis?: number
+  /** Open connections at most; further ones are closed on accept. 256 by default. */
+  readonly maxConnections?: number
 }
 
 export class KubeletServer extends Context.Service<KubeletServer, {
@@ -72,6 +77,12 @@ export const kubeletCiphers = [
   "TLS_CHACHA20_POLY1305_SHA256"
 ].join(":")
 
+const connectRefusedBody = "CONNECT is not supported by the kubelet API\n"
+
+/** Node's HTTP layer sends a request to its upgrade path when it names a protocol to switch to. */
+const isUpgrade = (headers: Readonly<Record<string, string | undefined>>): boolean =>
+  headers["upgrade"] !== undefined && /(^|,)\s*upgrade\s*(,|$)/i.test(headers["connection"] ?? "")
+
 const formatAddress = (host: string, port: number) => `${host.includes(":") ? `[${host}]` : host}:${port}`
 
 const make = Effect.fnUntraced(function*(options: KubeletServerOptions) {
@@ -98,7 +109,18 @@ const make = Effect.fnUntraced(function*(options: KubeletServerOptions) {
       : { requestCert: true, rejectUnauthorized: true, ca: clientCa }),
     headersTimeout: options.headersTimeoutMillis ?? 30_000,
     // The Go server has no timeout besides the header one (H-01).
-    requestTimeout: 0
+    requestTimeout: 0,
+    // A TCP connection that never starts (or never finishes) TLS holds a slot: bound it.
+    handshakeTimeout: options.handshakeTimeoutMillis ?? 10_000
+  })
+  // The clients are the apiserver and a metrics scraper: a few connections. The cap keeps a
+  // flood of idle or half-open ones from exhausting file descriptors the daemon needs.
+  server.maxConnections = options.maxConnections ?? 256
+  // CONNECT never reaches the request handler (Node emits it separately and, with no listener,
+  // drops the connection without a word). The kubelet API proxies nothing: say so and close.
+  server.on("connect", (_request, socket: Duplex) => {
+    socket.on("error", () => undefined)
+    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: ${connectRefusedBody.length}\r\n\r\n${connectRefusedBody}`)
   })
 
   const httpServer = yield* NodeHttpServer.make(
@@ -112,6 +134,17 @@ const make = Effect.fnUntraced(function*(options: KubeletServerOptions) {
       })
     )
   )
+
+  // An upgrade request (exec, attach, port-forward, or an Upgrade header on any path) is answered
+  // on a connection that is closed once the answer is sent, since the HTTP layer handed it over
+  // for the upgrade that never happens. The answer must say so, or a client that keeps the
+  // connection for its next request gets no reply.
+  const closingUpgrades = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest
+      const response = yield* handler
+      return isUpgrade(request.headers) ? HttpServerResponse.setHeader(response, "connection", "close") : response
+    })
 
   const app = Effect.gen(function*() {
     const request = yield* HttpServerRequest
@@ -137,7 +170,7 @@ const make = Effect.fnUntraced(function*(options: KubeletServerOptions) {
         return HttpServerResponse.text(notFoundBody, { status: 404 })
     }
   })
-  yield* httpServer.serve(app)
+  yield* httpServer.serve(closingUpgrades(app))
   // server.close() waits for every open connection, and one stuck mid-request (a slow client,
   // up to the header timeout) would hold shutdown past its bound: a short grace, then cut them.
   // Registered after serve, so it runs before the library's own (then immediate) close.
