@@ -15,7 +15,7 @@ import {
   type QuarantineJudgement,
   type StorePodOutcome
 } from "../Services/ClaimTable.ts"
-import { RowsView } from "./ClaimsStoreFile.ts"
+import { RowsView } from "../Store/RowsView.ts"
 
 /** Pods are mutable client-node objects: the table keeps its own copies and hands out copies. */
 const copyPod = (pod: V1Pod): V1Pod => structuredClone(pod)

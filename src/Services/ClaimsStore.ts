@@ -1,7 +1,7 @@
 /**
  * Durable storage of the claims table (`--state-path`). The file layer is
- * `Layers/ClaimsStoreFile.ts`; `testkit/Layers/ClaimsStoreMemory.ts` is the test layer with injectable
- * write failures.
+ * `Layers/ClaimsStoreFile.ts` (built from the parts in `Store/`);
+ * `testkit/Layers/ClaimsStoreMemory.ts` is the test layer with injectable write failures.
  */
 import { Context, type Effect, type Option, Schema } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"

@@ -6,7 +6,6 @@ import * as NPath from "node:path"
 import * as ClaimsStoreFile from "../../src/Layers/ClaimsStoreFile.ts"
 import { TestClaimsTable, testSnapshotLayer } from "../../testkit/Layers/ClaimsStoreMemory.ts"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
-import { encodeClaimsFile } from "../../src/Schemas/ClaimsFile.ts"
 import { AppConfig, testConfig } from "../../src/Schemas/Config.ts"
 import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
 import { ClaimsStore } from "../../src/Services/ClaimsStore.ts"
@@ -378,27 +377,6 @@ describe("ClaimsStoreFile", () => {
       assert.deepStrictEqual(Object.keys(last.claims), [key(0), key(1), key(2)])
       assert.strictEqual(last.claims[key(1)]!.id, record(101).id)
     }))
-
-  it("the cached encoder always equals a fresh encoding: exactly the rows given (random churn)", () => {
-    const encode = ClaimsStoreFile.makeClaimsEncoder()
-    const rows = new Map<PodKey, ClaimRecord>()
-    let seed = 7
-    const rand = (m: number) => {
-      seed = (seed * 1103515245 + 12345) % 2147483648
-      return seed % m
-    }
-    for (let round = 0; round < 300; round++) {
-      const ops = 1 + rand(round % 10 === 0 ? 60 : 3)
-      for (let i = 0; i < ops; i++) {
-        const k = key(rand(80))
-        if (rand(3) === 0) rows.delete(k)
-        else rows.set(k, record(rand(1000)))
-      }
-      const view = new Map([...rows].filter(() => rand(10) !== 0)) // some rows excluded from this write
-      assert.strictEqual(Buffer.from(encode(view)).toString("utf8"), encodeClaimsFile(view))
-      if (round % 7 === 0) assert.strictEqual(Buffer.from(encode(view)).toString("utf8"), encodeClaimsFile(view), "unchanged")
-    }
-  })
 
   it.effect("a second store on the same path refuses to start with StateLocked; free again after close", () =>
     Effect.gen(function*() {

@@ -10,7 +10,8 @@ import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import { encodeClaimsFile } from "../../src/Schemas/ClaimsFile.ts"
 import type { PodKey } from "../../src/Schemas/Ids.ts"
 import { ClaimsLoadError, ClaimsSnapshot, ClaimsStore, ClaimsWriteError } from "../../src/Services/ClaimsStore.ts"
-import { makeGroupCommit, RowsView } from "../../src/Layers/ClaimsStoreFile.ts"
+import { makeClaimsCommit } from "../../src/Store/ClaimsCommit.ts"
+import { RowsView } from "../../src/Store/RowsView.ts"
 
 /** One attempted write, in order. */
 export interface MemoryWrite {
@@ -72,7 +73,7 @@ export const make = (options: ClaimsStoreMemoryOptions = {}) =>
     }
     const gate = yield* Latch.make(true)
 
-    const commit = yield* makeGroupCommit((rows, committing) =>
+    const commit = yield* makeClaimsCommit((rows, committing) =>
       Effect.gen(function*() {
         yield* gate.await
         const failed = takeFailure()

@@ -6,7 +6,7 @@ import * as NFS from "node:fs/promises"
 import * as os from "node:os"
 import * as NPath from "node:path"
 import { pathToFileURL } from "node:url"
-import * as StateLock from "../../src/Layers/StateLock.ts"
+import * as StateLock from "../../src/Store/StateLock.ts"
 
 const repo = NPath.resolve(import.meta.dirname, "../..")
 const nodeBin = NPath.join(repo, "node_modules/.bin/node")
@@ -78,7 +78,7 @@ describe("StateLock", () => {
       const path = NPath.join(dir, "claims.json")
       const script = `
         import { Effect } from "effect"
-        import * as StateLock from ${JSON.stringify(pathToFileURL(NPath.join(repo, "src/Layers/StateLock.ts")).href)}
+        import * as StateLock from ${JSON.stringify(pathToFileURL(NPath.join(repo, "src/Store/StateLock.ts")).href)}
         await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
           yield* StateLock.acquire(${JSON.stringify(path)})
           process.stdout.write("locked\\n")

@@ -1,0 +1,173 @@
+import type { ClaimRecord } from "../Schemas/Claims.ts"
+import { compareKeys, encodeClaimMember, encodeClaimsFile } from "../Schemas/ClaimsFile.ts"
+import type { PodKey } from "../Schemas/Ids.ts"
+
+/**
+ * Encodes the table to the file's bytes, reusing the UTF-8 JSON of every row whose record object
+ * is unchanged since the previous call (re-encoding 2000 rows costs about as much as the durable
+ * write itself). Only the rows passed in are ever written: a member is reused only when the cached
+ * entry is for the same key AND the same record object, and after each call the cache holds
+ * exactly the rows of that call, so a removed or excluded (tentative) row can never come back
+ * from it. The key order is kept sorted incrementally.
+ *
+ * Two output buffers take turns: runs of unchanged members that were adjacent in the previous
+ * output are copied from it as one block each, and only new or changed members are copied from
+ * their own bytes. A commit that removes one row and adds one costs a few block copies instead of
+ * one small copy per row (the per-row copies touch memory scattered over the heap, which is cold
+ * after the write's I/O waits). The returned bytes are a view of a buffer that the call after next
+ * overwrites: the single writer writes them before it encodes again.
+ */
+export const makeClaimsEncoder = () => {
+  interface Member {
+    readonly key: PodKey
+    record: ClaimRecord
+    bytes: Uint8Array
+    /** `bytes.length`, kept here so that an unchanged row costs no look at its bytes. */
+    length: number
+    /** The call that last saw this key among the rows. */
+    seen: number
+    /** Where its bytes start in the last output; -1 when not there (new, or re-encoded). */
+    offset: number
+    /** Its position in the rows' iteration order of the last call. */
+    order: number
+  }
+  const cache = new Map<PodKey, Member>()
+  /** Every cached member, sorted by key: the order of the last output. */
+  let sorted: Array<Member> = []
+  /** Every cached member in the rows' iteration order of the last call. */
+  let iterated: Array<Member> = []
+  let call = 0
+  /** The last output (read by the next call) and the buffer the next call writes. */
+  let last = Buffer.alloc(0)
+  let spare = Buffer.alloc(0)
+  const open = Buffer.from(`{"claims":{`)
+  const close = Buffer.from(`}}`)
+  const comma = 0x2c
+  const encodeMember = (key: PodKey, record: ClaimRecord) => Buffer.from(encodeClaimMember(key, record))
+
+  const startOver = (rows: ReadonlyMap<PodKey, ClaimRecord>): Uint8Array => {
+    // Cannot happen (every cached member is in `sorted`); start over rather than write wrong bytes.
+    cache.clear()
+    sorted = []
+    iterated = []
+    last = Buffer.alloc(0)
+    spare = Buffer.alloc(0)
+    return Buffer.from(encodeClaimsFile(rows))
+  }
+
+  return (rows: ReadonlyMap<PodKey, ClaimRecord>): Uint8Array => {
+    const current = ++call
+    const added: Array<Member> = []
+    let bodyBytes = 0
+    let count = 0
+    // Pass 1: a member for every row, reused only for the very same record object. A table's
+    // iteration order barely changes between writes, so the member of the last call's next
+    // position is tried before the cache lookup (which hashes the key: a few cache misses per row
+    // when memory is cold after the write's I/O waits).
+    const previousOrder = iterated
+    const order: Array<Member> = []
+    let next = 0
+    rows.forEach((record, key) => {
+      const guess = previousOrder[next]
+      let member: Member | undefined
+      if (guess !== undefined && guess.key === key) {
+        member = guess
+        next++
+      } else {
+        member = cache.get(key)
+        if (member !== undefined) next = member.order + 1
+      }
+      if (member === undefined) {
+        const bytes = encodeMember(key, record)
+        member = { key, record, bytes, length: bytes.length, seen: current, offset: -1, order: 0 }
+        cache.set(key, member)
+        added.push(member)
+      } else {
+        if (member.record !== record) {
+          member.record = record
+          member.bytes = encodeMember(key, record)
+          member.length = member.bytes.length
+          member.offset = -1
+        }
+        member.seen = current
+      }
+      member.order = order.length
+      order.push(member)
+      bodyBytes += member.length
+      count++
+    })
+    iterated = order
+    if (added.length > 1) added.sort((a, b) => compareKeys(a.key, b.key))
+
+    const byteLength = open.length + bodyBytes + Math.max(0, count - 1) + close.length
+    if (spare.length < byteLength) spare = Buffer.alloc(Math.max(byteLength, Math.ceil(last.length * 1.5)))
+    const target = spare
+    const previous = last
+    target.set(open, 0)
+    let offset = open.length
+    // The pending block of the previous output: [runFrom, runTo) goes to `runDest`.
+    let runFrom = -1
+    let runTo = -1
+    let runDest = -1
+    const flush = () => {
+      if (runFrom >= 0) {
+        previous.copy(target, runDest, runFrom, runTo)
+        offset = runDest + (runTo - runFrom)
+        runFrom = -1
+      }
+    }
+    const out: Array<Member> = []
+    const place = (member: Member) => {
+      const length = member.length
+      if (runFrom >= 0 && member.offset === runTo + 1) {
+        // Adjacent to the block in the previous output (after its comma): the block grows.
+        member.offset = runDest + (member.offset - runFrom)
+        runTo += 1 + length
+      } else {
+        flush()
+        if (out.length > 0) target[offset++] = comma
+        if (member.offset >= 0) {
+          runFrom = member.offset
+          runTo = member.offset + length
+          runDest = offset
+          member.offset = offset
+        } else {
+          target.set(member.bytes, offset)
+          member.offset = offset
+          offset += length
+        }
+      }
+      out.push(member)
+    }
+    // Pass 2: the previous order minus the members not among the rows, merged with the new keys
+    // (each new key's place found by binary search, not by comparing it with every key before it).
+    const insertAt = added.map((member) => {
+      let lo = 0
+      let hi = sorted.length
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1
+        if (compareKeys(sorted[mid]!.key, member.key) < 0) lo = mid + 1
+        else hi = mid
+      }
+      return lo
+    })
+    let a = 0
+    for (let i = 0; i < sorted.length; i++) {
+      const member = sorted[i]!
+      while (a < added.length && insertAt[a]! <= i) place(added[a++]!)
+      if (member.seen !== current) {
+        cache.delete(member.key)
+        continue
+      }
+      place(member)
+    }
+    while (a < added.length) place(added[a++]!)
+    flush()
+    if (out.length !== count || cache.size !== count || offset + close.length !== byteLength) return startOver(rows)
+    target.set(close, offset)
+    sorted = out
+    last = target
+    spare = previous
+    return target.subarray(0, byteLength)
+  }
+}
