@@ -68,6 +68,13 @@ export const daemonFlags: ReadonlyArray<FlagSpec> = [
   value("sandboxd-token-file", "path", "", "file holding the sandboxd root token (read once at startup)", "SANDBOXD_TOKEN_FILE"),
   value("sandboxd-timeout", "duration", "10s", "timeout of one sandboxd request"),
   value("sandboxd-max-concurrency", "int", "64", "most sandboxd requests in flight at once (>= 1)"),
+  value("sandboxd-probe-interval", "duration", "10s", "how often sandboxd is probed (GET /v1/info) for the node's health (> 0)"),
+  value(
+    "sandboxd-probe-grace",
+    "int",
+    "3",
+    "failed sandboxd probes in a row before the Node is tainted NoSchedule (>= 1)"
+  ),
   value("state-path", "path", "/var/lib/vk-sandbox/claims.json", "claims file (must not be empty)", "VK_STATE_PATH"),
   value("orphan-scan-interval", "duration", "60s", "audit-only orphan scan period; 0 or negative disables it"),
   bool("publish-inventory", "publish a NodeInventory object for this node"),

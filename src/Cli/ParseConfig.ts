@@ -72,6 +72,8 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
     const sandboxdUrl = yield* field("sandboxd-url", parseSandboxdUrl)
     const sandboxdTimeout = yield* field("sandboxd-timeout", positiveDuration)
     const sandboxdMaxConcurrency = yield* field("sandboxd-max-concurrency", positive(parseIntText, (n) => n >= 1))
+    const sandboxdProbeInterval = yield* field("sandboxd-probe-interval", positiveDuration)
+    const sandboxdProbeGrace = yield* field("sandboxd-probe-grace", positive(parseIntText, (n) => n >= 1))
     // CFG-11 step 3 (exit 2 here, not 1): only an explicit empty value gets this far, because an
     // empty VK_STATE_PATH counts as unset.
     const statePath = yield* field(
@@ -126,6 +128,8 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
       sandboxdToken: Redacted.make(""),
       sandboxdTimeout,
       sandboxdMaxConcurrency,
+      sandboxdProbeInterval,
+      sandboxdProbeGrace,
       statePath,
       orphanScanInterval,
       publishInventory,

@@ -462,6 +462,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       call("createNode", (o) => core.createNode({ body: node }, o))
     const patchNodeStatus = (name: string, patch: object) =>
       call("patchNodeStatus", (o) => core.patchNodeStatus({ name, body: patch }, o), PatchStrategy.StrategicMergePatch)
+    const patchNode = (name: string, patch: object) =>
+      call("patchNode", (o) => core.patchNode({ name, body: patch }, o), PatchStrategy.StrategicMergePatch)
 
     // ---- leases ------------------------------------------------------------------------------
 
@@ -565,6 +567,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       getNode,
       createNode,
       patchNodeStatus,
+      patchNode,
       getLease,
       createLease,
       replaceLease,

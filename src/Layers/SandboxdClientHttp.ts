@@ -197,7 +197,8 @@ export const interpretInfo = (
       size: pool.key.size ?? "",
       warm: pool.warm ?? 0,
       target: pool.target ?? 0
-    }))
+    })),
+    draining: decoded.success.draining ?? false
   })
 }
 

@@ -38,6 +38,10 @@ export interface AppConfigShape {
   readonly sandboxdToken: Redacted.Redacted<string>
   readonly sandboxdTimeout: Duration.Duration
   readonly sandboxdMaxConcurrency: number
+  /** How often the node controller asks sandboxd whether it can serve. */
+  readonly sandboxdProbeInterval: Duration.Duration
+  /** Failed probes in a row before the Node is tainted NoSchedule (>= 1). */
+  readonly sandboxdProbeGrace: number
   readonly statePath: string
   /** Zero disables the scan. */
   readonly orphanScanInterval: Duration.Duration
@@ -49,6 +53,19 @@ export interface AppConfigShape {
   readonly metricsAddr: ListenAddr
   readonly logLevel: LogLevelName
   readonly logFormat: LogFormat
+}
+
+/** The URL as safe to log: any user info (a password, say) replaced by `redacted`. */
+export const redactUrl = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.username === "" && parsed.password === "") return url
+    parsed.username = "redacted"
+    parsed.password = ""
+    return parsed.toString().replace(/\/+$/, "")
+  } catch {
+    return url
+  }
 }
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("vk-sandbox/AppConfig") {
@@ -76,6 +93,8 @@ export const testConfig = (overrides: Partial<AppConfigShape> = {}): AppConfigSh
   sandboxdToken: Redacted.make(""),
   sandboxdTimeout: Duration.seconds(10),
   sandboxdMaxConcurrency: 64,
+  sandboxdProbeInterval: Duration.seconds(10),
+  sandboxdProbeGrace: 3,
   statePath: "/var/lib/vk-sandbox/claims.json",
   orphanScanInterval: Duration.seconds(60),
   publishInventory: false,

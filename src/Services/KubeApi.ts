@@ -103,6 +103,11 @@ export class KubeApi extends Context.Service<KubeApi, {
   readonly createNode: (node: V1Node) => Effect.Effect<V1Node, KubeError>
   /** Strategic-merge patch of nodes/status (Content-Type application/strategic-merge-patch+json). */
   readonly patchNodeStatus: (name: string, patch: object) => Effect.Effect<V1Node, KubeError>
+  /**
+   * Strategic-merge patch of the Node itself (its spec: the sandboxd taint). A
+   * `metadata.resourceVersion` in the patch is a precondition: a stale one is a 409 (KubeConflict).
+   */
+  readonly patchNode: (name: string, patch: object) => Effect.Effect<V1Node, KubeError>
   // leases in kube-node-lease
   readonly getLease: (name: string) => Effect.Effect<V1Lease, KubeError>
   readonly createLease: (lease: V1Lease) => Effect.Effect<V1Lease, KubeError>

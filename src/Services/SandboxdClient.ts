@@ -42,6 +42,8 @@ export interface PoolCapacity {
 
 export interface NodeInfo {
   readonly pools: ReadonlyArray<PoolCapacity>
+  /** sandboxd is draining: it answers claims with 429 until the drain ends. */
+  readonly draining: boolean
 }
 
 export type ReleaseOutcome = "Released" | "AlreadyGone"

@@ -290,7 +290,7 @@ describe("InventoryPublisher pure parts", () => {
 
   it("pools omit an empty net or size; the body omits empty entries, address and pools", () => {
     assert.deepStrictEqual(
-      poolsOf({ pools: [{ template: "t", net: "", size: "", warm: 0, target: 0 }] }),
+      poolsOf({ pools: [{ template: "t", net: "", size: "", warm: 0, target: 0 }], draining: false }),
       [{ template: "t", warm: 0, target: 0 }]
     )
     assert.deepStrictEqual(inventoryBody("n", [], "", []), {

@@ -63,7 +63,7 @@ const renderChart = (release: string, namespace: string) =>
 
 /** (apiGroup, resource[/subresource]) → the verbs the daemon uses (issue 5 §3), publishing on. */
 const daemonVerbs: ReadonlyArray<readonly [string, string, ReadonlyArray<string>]> = [
-  ["", "nodes", ["get", "create"]],
+  ["", "nodes", ["get", "create", "patch"]],
   ["", "nodes/status", ["patch"]],
   ["", "pods", ["get", "list", "watch", "delete"]],
   ["", "pods/status", ["update"]],

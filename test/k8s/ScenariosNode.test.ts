@@ -1,6 +1,6 @@
 /**
  * The virtual node (issue 8) on the real kube-apiserver: the NodeController writes as the
- * daemon's RBAC identity (nodes get/create, nodes/status patch, leases get/create/update, events
+ * daemon's RBAC identity (nodes get/create/patch, nodes/status patch, leases get/create/update, events
  * create/patch), probing the sandboxd simulator over HTTP. Short intervals, real time.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -16,12 +16,19 @@ import { kube } from "./fixture/Kube.ts"
 import {
   admin,
   adminGet,
+  claimIdOf,
+  createNamespace,
+  createPod,
   eventually,
+  getPod,
   kubeApiOf,
   kubeconfigPath,
   quiet,
   rawRequest,
+  runningPod,
+  sandboxdHolds,
   scenarioConfig,
+  startPodHalf,
   startSandboxd,
   tempDir
 } from "./scenarioHarness.ts"
@@ -181,7 +188,7 @@ describe("the virtual node on the real kube-apiserver, as the daemon", () => {
       assert.strictEqual(events.items.find((e) => e.reason === "Registered")?.involvedObject?.uid, node.metadata.uid)
 
       // ---- sandboxd down: SandboxdReachable=False, Ready stays True; and back
-      yield* sandboxd.sim.injectFault("healthz", SimFault.status(503, "restarting"))
+      yield* sandboxd.sim.injectFault("info", SimFault.status(503, "restarting"))
       const down = yield* eventually(
         "SandboxdReachable=False",
         Effect.map(adminGet<NodeView>(nodePath), (n) => condition(n, "SandboxdReachable")?.status === "False" ? n : undefined),
@@ -211,4 +218,63 @@ describe("the virtual node on the real kube-apiserver, as the daemon", () => {
       assert.notStrictEqual(newNode.metadata.uid, node.metadata.uid)
       assert.deepStrictEqual(newLease.metadata.ownerReferences?.map((o) => o["uid"]), [newNode.metadata.uid])
     }).pipe(quiet)), { timeout: 40_000 })
+
+  it.live("sandboxd cannot serve: the NoSchedule taint goes on after the grace and off at the first success; other taints and Running Pods untouched", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = yield* tempDir("vk-k8s-taint-")
+      const sandboxd = yield* startSandboxd()
+      const config = scenarioConfig(yield* kubeconfigPath("VK_K8S_DAEMON_KUBECONFIG"), sandboxd.url, dir, {
+        nodeIp: "10.0.0.9",
+        sandboxdProbeGrace: 3
+      })
+      const nodeName = config.nodeName
+      const nodePath = `/api/v1/nodes/${nodeName}`
+      const taintKey = "sandbox.cocoonstack.io/sandboxd-unavailable"
+      const ours = (n: NodeView | undefined) => n?.spec.taints?.find((t) => t["key"] === taintKey)
+      yield* startNode(config)
+      yield* startPodHalf(config)
+
+      // A Pod claimed and Running on the node, and a taint of someone else's.
+      const namespace = yield* createNamespace("taint")
+      const uid = yield* createPod(namespace, "sb-running", nodeName)
+      const running = yield* eventually("the Running pod", runningPod(namespace, "sb-running"))
+      const { core } = yield* admin
+      const before = yield* eventually("the node", adminGet<NodeView>(nodePath))
+      yield* kube("admin adds a taint", () =>
+        core.patchNode(
+          {
+            name: nodeName,
+            body: { spec: { taints: [...(before.spec.taints ?? []), { key: "example.com/maintenance", value: "planned", effect: "NoSchedule" }] } }
+          },
+          k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.StrategicMergePatch)
+        ))
+      const othersBefore = (yield* eventually("the admin's taint", Effect.map(adminGet<NodeView>(nodePath), (n) =>
+        n?.spec.taints?.some((t) => t["key"] === "example.com/maintenance") ? n : undefined))).spec.taints
+
+      // sandboxd refuses: after the grace (3 probes of 200 ms) the taint is on, with the reason.
+      yield* sandboxd.sim.injectFault("info", SimFault.status(503, "restarting"))
+      const tainted = yield* eventually("the sandboxd taint", Effect.map(adminGet<NodeView>(nodePath), (n) => ours(n) !== undefined ? n : undefined), 10_000)
+      assert.deepStrictEqual(ours(tainted), { key: taintKey, value: "Failing", effect: "NoSchedule" })
+      assert.deepStrictEqual(tainted.spec.taints?.filter((t) => t["key"] !== taintKey), othersBefore)
+      assert.strictEqual(condition(tainted, "Ready")?.status, "True")
+      assert.strictEqual(condition(tainted, "SandboxdReachable")?.reason, "Failing")
+      assert.isUndefined(tainted.spec.taints?.find((t) => t["effect"] === "NoExecute"))
+
+      // The Running Pod is untouched: same UID, still Running, no deletion, its VM still held.
+      const stillRunning = yield* getPod(namespace, "sb-running")
+      assert.strictEqual(stillRunning?.metadata.uid, uid)
+      assert.strictEqual(stillRunning?.status?.phase, "Running")
+      assert.isUndefined(stillRunning?.metadata.deletionTimestamp)
+      assert.strictEqual(claimIdOf(stillRunning!), claimIdOf(running))
+      assert.isTrue(yield* sandboxdHolds(sandboxd, claimIdOf(running)))
+
+      // sandboxd answers again: the first success removes only our taint.
+      yield* sandboxd.sim.clearFaults
+      const untainted = yield* eventually("the taint removed", Effect.map(adminGet<NodeView>(nodePath), (n) => n !== undefined && ours(n) === undefined ? n : undefined), 10_000)
+      assert.deepStrictEqual(untainted.spec.taints, othersBefore)
+      const after = yield* getPod(namespace, "sb-running")
+      assert.strictEqual(after?.metadata.uid, uid)
+      assert.strictEqual(after?.status?.phase, "Running")
+      assert.isUndefined(after?.metadata.deletionTimestamp)
+    }).pipe(quiet)), { timeout: 60_000 })
 })

@@ -76,7 +76,7 @@ describe("real kube-apiserver as the test admin", () => {
 
 /** (apiGroup, resource[/subresource]) → the verbs the daemon's ClusterRole grants (issue 5 §3). */
 const granted: ReadonlyArray<readonly [string, string, ReadonlyArray<string>]> = [
-  ["", "nodes", ["get", "create"]],
+  ["", "nodes", ["get", "create", "patch"]],
   ["", "nodes/status", ["patch"]],
   ["", "pods", ["get", "list", "watch", "delete"]],
   ["", "pods/status", ["update"]],

@@ -138,6 +138,9 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
   const patchNodeStatus = (name: string, patch: object) =>
     run("patchNodeStatus", () => model.patch(Nodes, "", name, "strategic", toWire(patch, "any"), { subresource: "status" }))
       .pipe(Effect.map(({ object }) => fromWire<V1Node>(object, "V1Node")))
+  const patchNode = (name: string, patch: object) =>
+    run("patchNode", () => model.patch(Nodes, "", name, "strategic", toWire(patch, "any")))
+      .pipe(Effect.map(({ object }) => fromWire<V1Node>(object, "V1Node")))
 
   const leaseOut = (o: JsonObject) => withLeaseMicroTimes(fromWire<V1Lease>(o, "V1Lease"))
   const getLease = (name: string) => run("getLease", () => model.get(Leases, leaseNamespace, name)).pipe(Effect.map(leaseOut))
@@ -203,6 +206,7 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
     getNode,
     createNode,
     patchNodeStatus,
+    patchNode,
     getLease,
     createLease,
     replaceLease,

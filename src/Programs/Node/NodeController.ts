@@ -6,13 +6,19 @@
  * deleted while the daemon runs is re-created, and the Lease then points at the new UID. While the
  * daemon's own health check fails, neither status nor Lease is written, so the cluster marks the
  * node Unknown as for any kubelet. Shutdown leaves the Node and the Lease in place.
+ *
+ * When `probeGrace` probes in a row fail, the Node gets the NoSchedule taint
+ * `sandbox.cocoonstack.io/sandboxd-unavailable=<reason>`; the first probe that succeeds removes
+ * it. That is the only spec write after creation. It never touches Ready, never uses NoExecute
+ * and never deletes a Pod: new Pods go elsewhere, running ones stay.
  */
 import type { V1Lease, V1Node } from "@kubernetes/client-node"
-import { Clock, Context, Duration, Effect, Layer, Option, Queue, Ref, Schedule, Semaphore } from "effect"
-import { AppConfig } from "../../Schemas/Config.ts"
+import { Clock, Context, Duration, Effect, Layer, Metric, Option, Queue, Ref, Schedule, Semaphore } from "effect"
+import { AppConfig, redactUrl } from "../../Schemas/Config.ts"
 import { EventRecorder, type EventType } from "../../Services/EventRecorder.ts"
 import { type KubeError, KubeApi } from "../../Services/KubeApi.ts"
 import { SandboxdClient } from "../../Services/SandboxdClient.ts"
+import { nodeTainted, sandboxdUp } from "../Observability/Metrics.ts"
 import { makeLeaseRenewer } from "./NodeLease.ts"
 import {
   advanceConditions,
@@ -21,10 +27,13 @@ import {
   desiredConditions,
   type NodeIdentity,
   type NodeSnapshot,
+  retaint,
   type SandboxdReachability,
+  sandboxdTaintOn,
   statusPatch,
   type TrackedConditions,
-  trackedFromServer
+  trackedFromServer,
+  type UnavailableReason
 } from "./NodeObject.ts"
 import { probeSandboxd } from "./SandboxdProbe.ts"
 
@@ -39,18 +48,20 @@ export const NodeHealth = Context.Reference<{ readonly healthy: Effect.Effect<bo
 export interface NodeControllerOptions {
   readonly statusInterval: Duration.Duration
   readonly leaseRenewInterval: Duration.Duration
+  /** From --sandboxd-probe-interval unless given. */
   readonly probeInterval: Duration.Duration
   readonly probeTimeout: Duration.Duration
+  /** Failed probes in a row before the taint goes on; from --sandboxd-probe-grace unless given. */
+  readonly probeGrace: number
   /** Our version, for nodeInfo.kubeletVersion. */
   readonly version: string
   /** Node's `process.arch`; mapped to Go's names. */
   readonly arch: string
 }
 
-export const defaultNodeControllerOptions: NodeControllerOptions = {
+export const defaultNodeControllerOptions: Omit<NodeControllerOptions, "probeInterval" | "probeGrace"> = {
   statusInterval: Duration.seconds(60),
   leaseRenewInterval: Duration.seconds(10),
-  probeInterval: Duration.seconds(10),
   probeTimeout: Duration.seconds(5),
   version: daemonVersion,
   arch: process.arch
@@ -60,13 +71,17 @@ export class NodeController extends Context.Service<NodeController, {
   /** The server's name and UID for the node, once registered. */
   readonly node: Effect.Effect<Option.Option<NodeIdentity>>
   readonly sandboxd: Effect.Effect<SandboxdReachability>
+  /** Has sandboxd answered a probe (reachable or draining) since this process started? */
+  readonly sandboxdAnswered: Effect.Effect<boolean>
+  /** The reason on the Node's sandboxd taint as last read or written; undefined = not tainted. */
+  readonly tainted: Effect.Effect<string | undefined>
   readonly lease: Effect.Effect<Option.Option<V1Lease>>
 }>()("vk-sandbox/NodeController") {
   /** Registration happens while the layer is built; a non-404 apiserver error fails it. */
   static readonly layer = (
     options: Partial<NodeControllerOptions> = {}
   ): Layer.Layer<NodeController, KubeError, AppConfig | KubeApi | SandboxdClient> =>
-    Layer.effect(NodeController, make({ ...defaultNodeControllerOptions, ...options }))
+    Layer.effect(NodeController, make(options))
 }
 
 /** Our condition types, for reading transition times back from an existing Node. */
@@ -77,8 +92,17 @@ const identityOf = (node: V1Node, fallbackName: string): NodeIdentity => ({
   uid: node.metadata?.uid ?? ""
 })
 
-const make = Effect.fnUntraced(function*(options: NodeControllerOptions) {
+/** A taint write met a 409 (someone else wrote the Node): re-read and try again at once, up to 4 times. */
+const taintConflictRetry = Schedule.recurs(4)
+
+const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) {
   const config = yield* AppConfig
+  const options: NodeControllerOptions = {
+    ...defaultNodeControllerOptions,
+    probeInterval: config.sandboxdProbeInterval,
+    probeGrace: config.sandboxdProbeGrace,
+    ...given
+  }
   const kube = yield* KubeApi
   const sandboxdClient = yield* SandboxdClient
   const health = yield* NodeHealth
@@ -88,6 +112,10 @@ const make = Effect.fnUntraced(function*(options: NodeControllerOptions) {
   const identity = yield* Ref.make(Option.none<NodeIdentity>())
   const tracked = yield* Ref.make<TrackedConditions>(new Map())
   const reachability = yield* Ref.make<SandboxdReachability>({ _tag: "NotProbed" })
+  const failedInARow = yield* Ref.make(0)
+  const answered = yield* Ref.make(false)
+  // What the Node's taint is known to be: None until read, or after a failed write.
+  const taintOnNode = yield* Ref.make(Option.none<string | undefined>())
   const nodeLock = yield* Semaphore.make(1)
   const wake = yield* Queue.sliding<void>(1)
 
@@ -120,6 +148,16 @@ const make = Effect.fnUntraced(function*(options: NodeControllerOptions) {
 
   const remember = (node: V1Node) => Ref.set(identity, Option.some(identityOf(node, nodeName)))
 
+  /** The taint the Node should carry now: the reason once `probeGrace` probes in a row failed. */
+  const wantedTaint = Effect.gen(function*() {
+    const result = yield* Ref.get(reachability)
+    const failures = yield* Ref.get(failedInARow)
+    return result._tag === "Unavailable" && failures >= options.probeGrace ? result.reason : undefined
+  })
+
+  const noteTaint = (reason: string | undefined) =>
+    Ref.set(taintOnNode, Option.some(reason)).pipe(Effect.andThen(Metric.update(nodeTainted, reason === undefined ? 0 : 1)))
+
   // The writers below run under nodeLock (taken by their public callers only).
 
   const patchExisting = Effect.gen(function*() {
@@ -129,12 +167,14 @@ const make = Effect.fnUntraced(function*(options: NodeControllerOptions) {
   })
 
   const createNode: Effect.Effect<NodeIdentity, KubeError> = Effect.gen(function*() {
-    const created = yield* kube.createNode(buildNode(yield* snapshot)).pipe(
+    const unavailable = yield* wantedTaint
+    const created = yield* kube.createNode(buildNode(yield* snapshot, unavailable)).pipe(
       Effect.catchTag("KubeConflict", () => Effect.succeed(undefined))
     )
     // Someone created it between our GET and POST: patch theirs instead (once; a 404 now fails).
     if (created === undefined) return yield* patchExisting
     yield* remember(created)
+    yield* noteTaint(sandboxdTaintOn(created))
     const registered = identityOf(created, nodeName)
     yield* Effect.logInfo("node registered").pipe(Effect.annotateLogs({ uid: registered.uid }))
     yield* nodeEvent("Normal", "Registered", `Node ${nodeName} registered by vk-sandbox ${options.version}`)
@@ -155,6 +195,14 @@ const make = Effect.fnUntraced(function*(options: NodeControllerOptions) {
     )
     if (Option.isNone(existing)) return yield* createNode
     yield* Ref.set(tracked, trackedFromServer(existing.value, ownConditionTypes))
+    const leftover = sandboxdTaintOn(existing.value)
+    yield* noteTaint(leftover)
+    // Tainted by an earlier run and sandboxd still failing: keep the taint rather than lift it
+    // for the length of a new grace.
+    const first = yield* Ref.get(reachability)
+    if (leftover !== undefined && first._tag === "Unavailable") {
+      yield* Ref.update(failedInARow, (n) => Math.max(n, options.probeGrace))
+    }
     return yield* patchStatus
   }).pipe(nodeLock.withPermits(1))
 
@@ -179,20 +227,75 @@ const make = Effect.fnUntraced(function*(options: NodeControllerOptions) {
 
   const lease = yield* makeLeaseRenewer({ currentNode, confirmNode })
 
+  /**
+   * Sets or clears the taint on the Node, changing no other taint: GET, then a strategic-merge
+   * patch of the whole taint list guarded by the resourceVersion read, so a concurrent writer
+   * makes it a 409 and it is read again. Returns the reason before and after.
+   */
+  const writeTaint = (reason: UnavailableReason | undefined) =>
+    Effect.gen(function*() {
+      const node = yield* kube.getNode(nodeName)
+      const before = sandboxdTaintOn(node)
+      const taints = retaint(node.spec?.taints ?? [], reason)
+      if (taints === undefined) return { before, after: before }
+      const patched = yield* kube.patchNode(nodeName, {
+        metadata: { resourceVersion: node.metadata?.resourceVersion },
+        spec: { taints }
+      })
+      return { before, after: sandboxdTaintOn(patched) }
+    }).pipe(Effect.retry({ schedule: taintConflictRetry, while: (e) => e._tag === "KubeConflict" }))
+
+  const syncTaint = Effect.gen(function*() {
+    const wanted = yield* wantedTaint
+    const known = yield* Ref.get(taintOnNode)
+    if (Option.isSome(known) && known.value === wanted) return
+    const { before, after } = yield* writeTaint(wanted).pipe(nodeLock.withPermits(1))
+    yield* noteTaint(after)
+    if (before === after) return
+    if (after === undefined) {
+      yield* Effect.logInfo("sandboxd taint removed")
+      yield* nodeEvent("Normal", "SandboxdTaintRemoved", "sandboxd answers again: new Pods may be placed on this node")
+    } else {
+      yield* Effect.logWarning("node tainted NoSchedule: sandboxd cannot serve").pipe(Effect.annotateLogs({ reason: after }))
+      yield* nodeEvent(
+        "Warning",
+        "SandboxdTainted",
+        `sandboxd cannot serve (${after}): no new Pods are placed on this node; running Pods stay`
+      )
+    }
+  }).pipe(
+    Effect.catch((e: KubeError) =>
+      Ref.set(taintOnNode, Option.none()).pipe(
+        Effect.andThen(Effect.logWarning("node taint update failed; retried after the next probe")),
+        Effect.annotateLogs({ error: e._tag, message: e.message })
+      )
+    )
+  )
+
   const probeOnce = Effect.gen(function*() {
     const result = yield* probeSandboxd(options.probeTimeout).pipe(Effect.provideService(SandboxdClient, sandboxdClient))
     const previous = yield* Ref.getAndSet(reachability, result)
-    // The first probe runs before registration, which writes its result.
-    if (previous._tag === result._tag || previous._tag === "NotProbed") return
-    if (result._tag === "Unreachable") {
-      yield* Effect.logWarning("sandboxd unreachable").pipe(Effect.annotateLogs({ reason: result.message }))
-      yield* nodeEvent("Warning", "SandboxdUnreachable", `sandboxd is unreachable: ${result.message}`)
-    } else if (previous._tag === "Unreachable") {
-      yield* Effect.logInfo("sandboxd reachable again")
-      yield* nodeEvent("Normal", "SandboxdReachable", "sandboxd is reachable again")
+    yield* Ref.update(failedInARow, (n) => (result._tag === "Reachable" ? 0 : n + 1))
+    if (result._tag === "Reachable" || (result._tag === "Unavailable" && result.reason === "Draining")) {
+      yield* Ref.set(answered, true)
     }
-    // The condition changed: write the status now rather than at the next 60 s tick (NC-11).
-    yield* Queue.offer(wake, undefined)
+    yield* Metric.update(sandboxdUp, result._tag === "Reachable" ? 1 : 0)
+    // The first probe runs before registration, which writes its result.
+    if (previous._tag === "NotProbed") return
+    const changed = previous._tag !== result._tag ||
+      (previous._tag === "Unavailable" && result._tag === "Unavailable" && previous.reason !== result.reason)
+    if (changed) {
+      if (result._tag === "Unavailable") {
+        yield* Effect.logWarning("sandboxd cannot serve").pipe(Effect.annotateLogs({ reason: result.reason, detail: result.message }))
+        yield* nodeEvent("Warning", `Sandboxd${result.reason}`, `sandboxd cannot serve (${result.reason}): ${result.message}`)
+      } else if (previous._tag === "Unavailable") {
+        yield* Effect.logInfo("sandboxd reachable again")
+        yield* nodeEvent("Normal", "SandboxdReachable", "sandboxd is reachable again")
+      }
+      // The condition changed: write the status now rather than at the next 60 s tick (NC-11).
+      yield* Queue.offer(wake, undefined)
+    }
+    yield* syncTaint
   })
 
   const whenHealthy = (what: string, effect: Effect.Effect<void>) =>
@@ -214,9 +317,14 @@ const make = Effect.fnUntraced(function*(options: NodeControllerOptions) {
     })
   )
   const initial = yield* Ref.get(reachability)
-  if (initial._tag === "Unreachable") {
-    yield* nodeEvent("Warning", "SandboxdUnreachable", `sandboxd is unreachable: ${initial.message}`)
+  if (initial._tag === "Unavailable") {
+    yield* Effect.logWarning("sandboxd cannot serve at startup").pipe(
+      Effect.annotateLogs({ reason: initial.reason, detail: initial.message, sandboxd: redactUrl(config.sandboxdUrl) })
+    )
+    yield* nodeEvent("Warning", `Sandboxd${initial.reason}`, `sandboxd cannot serve (${initial.reason}): ${initial.message}`)
   }
+  // A taint left by an earlier run is removed, or kept, or (with a grace of 1) put on now.
+  yield* syncTaint
 
   const leaseLoop = whenHealthy("lease", lease.sync.pipe(Effect.catch(logFailure("lease renewal")))).pipe(
     Effect.repeat(Schedule.spaced(options.leaseRenewInterval))
@@ -237,6 +345,8 @@ const make = Effect.fnUntraced(function*(options: NodeControllerOptions) {
   return NodeController.of({
     node: Ref.get(identity),
     sandboxd: Ref.get(reachability),
+    sandboxdAnswered: Ref.get(answered),
+    tainted: Effect.map(Ref.get(taintOnNode), Option.getOrUndefined),
     lease: lease.cached
   })
 }, Effect.annotateLogs({ component: "node-controller" }))

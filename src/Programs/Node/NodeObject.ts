@@ -33,6 +33,40 @@ export const nodeLabels = (config: NodeConfig): Record<string, string> => ({
 
 export const providerTaint: V1Taint = { key: "virtual-kubelet.io/provider", value: "sandboxd", effect: "NoSchedule" }
 
+/**
+ * Put on the Node while sandboxd cannot serve, so the scheduler places no new Pods here. It is
+ * NoSchedule only: Pods already running stay, and the node stays Ready.
+ */
+export const SANDBOXD_TAINT_KEY = "sandbox.cocoonstack.io/sandboxd-unavailable"
+
+export const sandboxdTaint = (reason: UnavailableReason): V1Taint => ({
+  key: SANDBOXD_TAINT_KEY,
+  value: reason,
+  effect: "NoSchedule"
+})
+
+/** The reason our taint carries on a Node, if it carries it. */
+export const sandboxdTaintOn = (node: V1Node): string | undefined =>
+  node.spec?.taints?.find((t) => t.key === SANDBOXD_TAINT_KEY && t.effect === "NoSchedule")?.value ?? undefined
+
+/**
+ * The Node's taints with ours set to `reason` (or removed when undefined); every other taint is
+ * kept as it is, in its place. `undefined` when nothing would change.
+ */
+export const retaint = (
+  taints: ReadonlyArray<V1Taint>,
+  reason: UnavailableReason | undefined
+): Array<V1Taint> | undefined => {
+  const ours = (t: V1Taint) => t.key === SANDBOXD_TAINT_KEY && t.effect === "NoSchedule"
+  const current = taints.filter(ours)
+  if (reason === undefined) return current.length === 0 ? undefined : taints.filter((t) => !ours(t))
+  if (current.length === 1 && current[0]!.value === reason) return undefined
+  const wanted = sandboxdTaint(reason)
+  const at = taints.findIndex(ours)
+  if (at < 0) return [...taints, wanted]
+  return taints.flatMap((t, i) => (i === at ? [wanted] : ours(t) ? [] : [t]))
+}
+
 /** InternalIP first when `--node-ip` is set, then Hostname (NODE-4). One address per type. */
 export const nodeAddresses = (config: NodeConfig): Array<V1NodeAddress> => [
   ...(config.nodeIp === "" ? [] : [{ type: "InternalIP", address: config.nodeIp }]),
@@ -86,10 +120,17 @@ export interface ConditionSpec {
   readonly message: string
 }
 
-/** What the last sandboxd probe said; None (not yet probed) is reported as Unknown. */
+/**
+ * Why sandboxd cannot serve: no answer (`Unreachable`), the node token refused with 401/403
+ * (`Unauthorized`), any other failed answer (`Failing`), or `/v1/info` reporting a drain
+ * (`Draining`). It is the condition's reason and the taint's value.
+ */
+export type UnavailableReason = "Unreachable" | "Unauthorized" | "Failing" | "Draining"
+
+/** What the last sandboxd probe said; NotProbed is reported as Unknown. */
 export type SandboxdReachability =
   | { readonly _tag: "Reachable" }
-  | { readonly _tag: "Unreachable"; readonly message: string }
+  | { readonly _tag: "Unavailable"; readonly reason: UnavailableReason; readonly message: string }
   | { readonly _tag: "NotProbed" }
 
 /**
@@ -118,13 +159,13 @@ export const desiredConditions = (sandboxd: SandboxdReachability): ReadonlyArray
 const sandboxdCondition = (sandboxd: SandboxdReachability): ConditionSpec => {
   switch (sandboxd._tag) {
     case "Reachable":
-      return { type: SANDBOXD_REACHABLE, status: "True", reason: "SandboxdHealthy", message: "sandboxd /healthz answered" }
-    case "Unreachable":
+      return { type: SANDBOXD_REACHABLE, status: "True", reason: "SandboxdHealthy", message: "sandboxd /v1/info answered" }
+    case "Unavailable":
       return {
         type: SANDBOXD_REACHABLE,
         status: "False",
-        reason: "SandboxdUnreachable",
-        message: `sandboxd /healthz failed: ${sandboxd.message}`
+        reason: sandboxd.reason,
+        message: `sandboxd cannot serve: ${sandboxd.message}`
       }
     case "NotProbed":
       return { type: SANDBOXD_REACHABLE, status: "Unknown", reason: "SandboxdNotProbed", message: "sandboxd not probed yet" }
@@ -207,8 +248,11 @@ export interface NodeSnapshot {
 
 const conditionList = (snapshot: NodeSnapshot): Array<TrackedCondition> => [...snapshot.conditions.values()]
 
-/** The whole Node for the first POST (CHK-08): spec (taint) is written only here (NC-06). */
-export const buildNode = (snapshot: NodeSnapshot): V1Node => {
+/**
+ * The whole Node for the first POST (CHK-08). Afterwards the spec is written only to set or clear
+ * the sandboxd taint (`retaint`); a Node created while sandboxd is down carries it from the start.
+ */
+export const buildNode = (snapshot: NodeSnapshot, unavailable?: UnavailableReason): V1Node => {
   const { config } = snapshot
   const conditions: Array<V1NodeCondition> = conditionList(snapshot).map((c) => ({
     type: c.type,
@@ -222,7 +266,7 @@ export const buildNode = (snapshot: NodeSnapshot): V1Node => {
     apiVersion: "v1",
     kind: "Node",
     metadata: { name: config.nodeName, labels: nodeLabels(config) },
-    spec: { taints: [providerTaint] },
+    spec: { taints: unavailable === undefined ? [providerTaint] : [providerTaint, sandboxdTaint(unavailable)] },
     status: {
       phase: "Running",
       conditions,

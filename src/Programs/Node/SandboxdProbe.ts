@@ -1,24 +1,46 @@
 /**
- * sandboxd reachability for the node's `SandboxdReachable` condition (ARCHITECTURE.md §6.6): one
- * unauthenticated `GET /healthz` with its own timeout, so a hung sandboxd reads as unreachable
- * instead of leaving the last answer in place (PIT-20).
+ * Can sandboxd serve this node? One authenticated `GET /v1/info` with its own timeout, so a hung
+ * sandboxd reads as unreachable instead of leaving the last answer in place. `/v1/info` rather
+ * than the open `/healthz`: only an authenticated call shows a refused node token, and only info
+ * reports a drain. sandboxd's own error text is left out of the result, which ends up in the
+ * Node's condition, an Event and the log.
  */
 import { type Duration, Effect } from "effect"
-import { SandboxdClient } from "../../Services/SandboxdClient.ts"
-import type { SandboxdReachability } from "./NodeObject.ts"
+import { SandboxdClient, type SandboxdListError } from "../../Services/SandboxdClient.ts"
+import type { SandboxdReachability, UnavailableReason } from "./NodeObject.ts"
+
+const unavailable = (reason: UnavailableReason, message: string): SandboxdReachability => ({
+  _tag: "Unavailable",
+  reason,
+  message
+})
+
+/** A failed info query, by what it says about the node. */
+export const classifyProbeFailure = (failure: SandboxdListError["reason"]): SandboxdReachability => {
+  switch (failure._tag) {
+    case "SandboxdUnreachable":
+      return unavailable("Unreachable", failure.message)
+    case "SandboxdTimeout":
+      return unavailable("Unreachable", `no answer within ${failure.timeoutMillis} ms`)
+    case "SandboxdHttpError":
+      return failure.status === 401 || failure.status === 403
+        ? unavailable("Unauthorized", `the node token was refused (HTTP ${failure.status})`)
+        : unavailable("Failing", failure.status === 0 ? failure.message : `GET /v1/info answered HTTP ${failure.status}`)
+    case "SandboxdDecodeError":
+      return unavailable("Failing", "GET /v1/info answered with a body that is not sandboxd's info")
+  }
+}
 
 export const probeSandboxd = Effect.fn("Node.probeSandboxd")(function*(timeout: Duration.Duration) {
   const sandboxd = yield* SandboxdClient
-  return yield* sandboxd.healthz.pipe(
+  return yield* sandboxd.info.pipe(
     Effect.timeout(timeout),
-    Effect.as<SandboxdReachability>({ _tag: "Reachable" }),
+    Effect.map((info): SandboxdReachability =>
+      info.draining ? unavailable("Draining", "sandboxd reports that it is draining") : { _tag: "Reachable" }
+    ),
     Effect.catchTags({
-      TimeoutError: () => Effect.succeed<SandboxdReachability>({ _tag: "Unreachable", message: "no answer in time" }),
-      SandboxdHttpError: (e) =>
-        Effect.succeed<SandboxdReachability>({ _tag: "Unreachable", message: `HTTP ${e.status}${e.message === "" ? "" : `: ${e.message}`}` }),
-      SandboxdUnreachable: (e) => Effect.succeed<SandboxdReachability>({ _tag: "Unreachable", message: e.message }),
-      SandboxdTimeout: (e) => Effect.succeed<SandboxdReachability>({ _tag: "Unreachable", message: e.message }),
-      SandboxdDecodeError: (e) => Effect.succeed<SandboxdReachability>({ _tag: "Unreachable", message: e.message })
+      TimeoutError: () => Effect.succeed(unavailable("Unreachable", "no answer in time")),
+      SandboxdListError: (e) => Effect.succeed(classifyProbeFailure(e.reason))
     })
   )
 })

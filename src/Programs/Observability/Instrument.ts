@@ -55,6 +55,7 @@ export const instrumentKube = (kube: KubeApi["Service"]): KubeApi["Service"] => 
   getNode: (name) => counted("get_node", kube.getNode(name)),
   createNode: (node) => counted("create_node", kube.createNode(node)),
   patchNodeStatus: (name, patch) => counted("patch_node_status", kube.patchNodeStatus(name, patch)),
+  patchNode: (name, patch) => counted("patch_node", kube.patchNode(name, patch)),
   getLease: (name) => counted("get_lease", kube.getLease(name)),
   createLease: (lease) => counted("create_lease", kube.createLease(lease)),
   replaceLease: (lease) => counted("update_lease", kube.replaceLease(lease)),

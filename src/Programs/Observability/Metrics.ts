@@ -56,6 +56,13 @@ export const statusWriteConflicts = Metric.counter("vk_sandbox_status_write_conf
   description: "pods/status writes that met a 409 and were retried"
 })
 
+export const sandboxdUp = Metric.gauge("vk_sandbox_sandboxd_up", {
+  description: "1 when the last sandboxd probe succeeded, else 0"
+})
+export const nodeTainted = Metric.gauge("vk_sandbox_node_tainted", {
+  description: "1 while the Node carries the sandboxd-unavailable NoSchedule taint, else 0"
+})
+
 /** Add one to a counter with attributes. */
 export const count = (counter: Metric.Metric<number, unknown>, attributes: Record<string, string>) =>
   Metric.update(Metric.withAttributes(counter, attributes), 1)
@@ -77,7 +84,9 @@ export const initialize = Effect.all([
   count0(watchRestarts, { reason: "closed" }),
   count0(watchRestarts, { reason: "gone" }),
   count0(watchRestarts, { reason: "failed" }),
-  Metric.update(statusWriteConflicts, 0)
+  Metric.update(statusWriteConflicts, 0),
+  Metric.update(sandboxdUp, 0),
+  Metric.update(nodeTainted, 0)
 ], { discard: true })
 
 function count0(counter: Metric.Metric<number, unknown>, attributes: Record<string, string>) {

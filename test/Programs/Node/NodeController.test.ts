@@ -5,7 +5,7 @@
  */
 import { KubeConfig } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Duration, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Metric, Option, Redacted, Ref, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
@@ -13,6 +13,7 @@ import * as path from "node:path"
 import * as KubeApiClientNode from "../../../src/Layers/KubeApiClientNode.ts"
 import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
 import { NodeController, NodeHealth, type NodeControllerOptions } from "../../../src/Programs/Node/NodeController.ts"
+import { nodeTainted, sandboxdUp } from "../../../src/Programs/Observability/Metrics.ts"
 import { AppConfig, testConfig } from "../../../src/Schemas/Config.ts"
 import { EventRecorder, type EventType } from "../../../src/Services/EventRecorder.ts"
 import { KubeApi } from "../../../src/Services/KubeApi.ts"
@@ -85,8 +86,17 @@ const testOptions: Partial<NodeControllerOptions> = {
   arch: "arm64"
 }
 
+interface SetupOptions {
+  /** sandboxd's root token ("" = an open node). */
+  readonly rootToken?: string
+  /** The token the daemon sends. */
+  readonly token?: string
+  /** Wraps the KubeApi the controller uses (to add a concurrent writer, say). */
+  readonly wrapKube?: (kube: KubeApi["Service"], model: ClusterModel) => KubeApi["Service"]
+}
+
 /** Servers, clients and a running controller in its own scope (closed to simulate shutdown). */
-const setup = Effect.gen(function*() {
+const setupWith = (options: SetupOptions) => Effect.gen(function*() {
   yield* TestClock.setTime(START)
   const dir = yield* Effect.acquireRelease(
     Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "node-controller-"))),
@@ -95,14 +105,15 @@ const setup = Effect.gen(function*() {
   const model = new ClusterModel()
   const kubeconfigPath = path.join(dir, "kubeconfig")
   yield* serveApiserver(model, { kubeconfigPath, bookmarkIntervalMs: 0 })
-  const sim = yield* makeSandboxdSim({ rootToken: "" })
+  const sim = yield* makeSandboxdSim({ rootToken: options.rootToken ?? "" })
   const sandboxdAddress = yield* serveSandboxd(sim, { host: "127.0.0.1", port: 0 })
 
   const config = testConfig({
     nodeIp: "10.0.0.9",
     listenAddr: { host: "", port: 10260 },
     sandboxdUrl: sandboxdAddress.url,
-    sandboxdTimeout: Duration.hours(1)
+    sandboxdTimeout: Duration.hours(1),
+    sandboxdToken: Redacted.make(options.token ?? "")
   })
   const kubeConfig = new KubeConfig()
   kubeConfig.loadFromFile(kubeconfigPath)
@@ -126,7 +137,7 @@ const setup = Effect.gen(function*() {
       NodeController.layer(testOptions).pipe(
         Layer.provide(Layer.mergeAll(
           AppConfig.layer(config),
-          Layer.succeed(KubeApi, kube),
+          Layer.succeed(KubeApi, options.wrapKube === undefined ? kube : options.wrapKube(kube, model)),
           Layer.succeed(SandboxdClient, sandboxd),
           Layer.succeed(EventRecorder, recorder),
           Layer.succeed(NodeHealth, { healthy: Ref.get(healthy) })
@@ -138,6 +149,8 @@ const setup = Effect.gen(function*() {
   })
   return { model, sim, kube, events, healthy, start }
 })
+
+const setup = setupWith({})
 
 // ---- tests ------------------------------------------------------------------------------------
 
@@ -238,7 +251,7 @@ describe("NodeController", () => {
     Effect.gen(function*() {
       const { model, sim, events, start } = yield* setup
       yield* start
-      yield* sim.injectFault("healthz", SimFault.status(503, "restarting"))
+      yield* sim.injectFault("info", SimFault.status(503, "restarting"))
       yield* TestClock.adjust("10 seconds")
       const down = yield* eventually("SandboxdReachable=False", () => {
         const n = nodeOf(model)
@@ -256,7 +269,7 @@ describe("NodeController", () => {
       assert.strictEqual(condition(up, "Ready")?.status, "True")
       assert.deepStrictEqual((yield* Ref.get(events)).map((e) => `${e.type} ${e.reason}`), [
         "Normal Registered",
-        "Warning SandboxdUnreachable",
+        "Warning SandboxdFailing",
         "Normal SandboxdReachable"
       ])
     }))
@@ -264,10 +277,11 @@ describe("NodeController", () => {
   it.effect("starts with sandboxd down: the node is registered with SandboxdReachable=False", () =>
     Effect.gen(function*() {
       const { model, sim, start } = yield* setup
-      yield* sim.injectFault("healthz", SimFault.drop)
+      yield* sim.injectFault("info", SimFault.drop)
       yield* start
       const node = nodeOf(model)
       assert.strictEqual(condition(node, "SandboxdReachable")?.status, "False")
+      assert.strictEqual(condition(node, "SandboxdReachable")?.reason, "Unreachable")
       assert.strictEqual(condition(node, "Ready")?.status, "True")
     }))
 
@@ -374,5 +388,170 @@ describe("NodeController", () => {
       assert.strictEqual(condition(node, "Ready")?.lastTransitionTime, "2026-11-29T10:00:00Z")
       yield* eventually("the renewed lease", () =>
         leaseOf(model)?.spec.renewTime === microTime(START + 30_000) ? true : undefined)
+    }))
+})
+
+// ---- the sandboxd-unavailable taint --------------------------------------------------------------
+
+const TAINT = "sandbox.cocoonstack.io/sandboxd-unavailable"
+const foreignTaint = { key: "example.com/maintenance", value: "planned", effect: "NoSchedule" }
+
+const taintsOf = (model: ClusterModel) => nodeOf(model)?.spec.taints ?? []
+const ourTaint = (model: ClusterModel) => taintsOf(model).find((t) => t["key"] === TAINT)
+
+/** One probe period: move the clock and wait until sandboxd saw the probe, then a few turns. */
+const probe = (sim: { readonly stats: Effect.Effect<{ readonly requests: number }> }) =>
+  Effect.gen(function*() {
+    const before = (yield* sim.stats).requests
+    yield* TestClock.adjust("10 seconds")
+    let seen = before
+    yield* eventually("the probe", () => {
+      Effect.runSync(Effect.map(sim.stats, (s) => { seen = s.requests }))
+      return seen > before ? true : undefined
+    })
+    yield* settle
+  })
+
+const addForeignTaint = (model: ClusterModel) => {
+  const result = model.patch(Nodes, "", NODE, "strategic", {
+    spec: { taints: [...taintsOf(model), foreignTaint] }
+  })
+  assert.isTrue(result._tag === "Success")
+}
+
+const gauge = (metric: typeof nodeTainted) => Effect.map(Metric.value(metric), (state) => state.value)
+
+describe("NodeController: the sandboxd-unavailable taint", () => {
+  it.effect("grace: tainted only after 3 failed probes in a row; the first success removes it; other taints stay", () =>
+    Effect.gen(function*() {
+      const { model, sim, events, start } = yield* setup
+      const { controller } = yield* start
+      addForeignTaint(model)
+      assert.strictEqual(yield* gauge(sandboxdUp), 1)
+
+      // Two failures, then a success: a blip, no taint.
+      yield* sim.injectFault("info", SimFault.status(503, "restarting"), { times: 2 })
+      yield* probe(sim)
+      yield* eventually("SandboxdReachable=False/Failing", () =>
+        condition(nodeOf(model), "SandboxdReachable")?.reason === "Failing" ? true : undefined)
+      yield* probe(sim)
+      yield* probe(sim)
+      assert.isUndefined(ourTaint(model))
+
+      // Three in a row: tainted NoSchedule with the reason; the node stays Ready.
+      yield* sim.injectFault("info", SimFault.status(500, "broken"))
+      yield* probe(sim)
+      yield* probe(sim)
+      assert.isUndefined(ourTaint(model))
+      assert.strictEqual(yield* gauge(sandboxdUp), 0)
+      yield* probe(sim)
+      const tainted = yield* eventually("the taint", () => ourTaint(model))
+      assert.deepStrictEqual(tainted, { key: TAINT, value: "Failing", effect: "NoSchedule" })
+      assert.deepStrictEqual(taintsOf(model).map((t) => t["key"]), ["virtual-kubelet.io/provider", foreignTaint.key, TAINT])
+      assert.strictEqual(condition(nodeOf(model), "Ready")?.status, "True")
+      assert.strictEqual(yield* controller.tainted, "Failing")
+      assert.strictEqual(yield* gauge(nodeTainted), 1)
+
+      // The first success removes it at once, and only it.
+      yield* sim.clearFaults
+      yield* probe(sim)
+      yield* eventually("the taint removed", () => (ourTaint(model) === undefined ? true : undefined))
+      assert.deepStrictEqual(taintsOf(model), [
+        { key: "virtual-kubelet.io/provider", value: "sandboxd", effect: "NoSchedule" },
+        foreignTaint
+      ])
+      assert.strictEqual(yield* gauge(nodeTainted), 0)
+      assert.strictEqual(yield* gauge(sandboxdUp), 1)
+      assert.deepStrictEqual((yield* Ref.get(events)).map((e) => `${e.type} ${e.reason}`), [
+        "Normal Registered",
+        "Warning SandboxdFailing",
+        "Normal SandboxdReachable",
+        "Warning SandboxdFailing",
+        "Warning SandboxdTainted",
+        "Normal SandboxdReachable",
+        "Normal SandboxdTaintRemoved"
+      ])
+    }))
+
+  it.effect("unreachable: the taint says Unreachable", () =>
+    Effect.gen(function*() {
+      const { model, sim, start } = yield* setup
+      yield* start
+      yield* sim.injectFault("info", SimFault.drop)
+      for (let i = 0; i < 3; i++) yield* probe(sim)
+      const tainted = yield* eventually("the taint", () => ourTaint(model))
+      assert.strictEqual(tainted["value"], "Unreachable")
+      assert.strictEqual(condition(nodeOf(model), "SandboxdReachable")?.reason, "Unreachable")
+    }))
+
+  it.effect("a refused node token (401): the taint and the condition say Unauthorized", () =>
+    Effect.gen(function*() {
+      const { model, sim, start } = yield* setupWith({ rootToken: "right-token", token: "wrong-token" })
+      const { controller } = yield* start
+      assert.strictEqual(condition(nodeOf(model), "SandboxdReachable")?.reason, "Unauthorized")
+      assert.isFalse(yield* controller.sandboxdAnswered)
+      yield* probe(sim)
+      yield* probe(sim)
+      const tainted = yield* eventually("the taint", () => ourTaint(model))
+      assert.strictEqual(tainted["value"], "Unauthorized")
+    }))
+
+  it.effect("draining: /v1/info's drain flag taints the node with Draining; a drain still counts as an answer", () =>
+    Effect.gen(function*() {
+      const { model, sim, start } = yield* setup
+      const { controller } = yield* start
+      yield* sim.setDraining(true)
+      for (let i = 0; i < 3; i++) yield* probe(sim)
+      const tainted = yield* eventually("the taint", () => ourTaint(model))
+      assert.strictEqual(tainted["value"], "Draining")
+      assert.isTrue(yield* controller.sandboxdAnswered)
+      yield* sim.setDraining(false)
+      yield* probe(sim)
+      yield* eventually("the taint removed", () => (ourTaint(model) === undefined ? true : undefined))
+    }))
+
+  it.effect("a concurrent Node write between read and patch is a 409: re-read, and the other writer's taint is kept", () =>
+    Effect.gen(function*() {
+      let raced = false
+      const { model, sim, start } = yield* setupWith({
+        wrapKube: (kube, model) => ({
+          ...kube,
+          patchNode: (name, patch) =>
+            Effect.suspend(() => {
+              if (!raced) {
+                raced = true
+                addForeignTaint(model)
+              }
+              return kube.patchNode(name, patch)
+            })
+        })
+      })
+      yield* start
+      yield* sim.injectFault("info", SimFault.drop)
+      for (let i = 0; i < 3; i++) yield* probe(sim)
+      yield* eventually("the taint", () => ourTaint(model))
+      assert.isTrue(raced)
+      assert.deepStrictEqual(taintsOf(model).map((t) => t["key"]), ["virtual-kubelet.io/provider", foreignTaint.key, TAINT])
+    }))
+
+  it.effect("restart: a leftover taint is removed when sandboxd answers, kept when it still cannot serve", () =>
+    Effect.gen(function*() {
+      const { model, sim, start } = yield* setup
+      const first = yield* start
+      yield* sim.injectFault("info", SimFault.drop)
+      for (let i = 0; i < 3; i++) yield* probe(sim)
+      yield* eventually("the taint", () => ourTaint(model))
+      yield* first.stop
+
+      // Still down at the restart: the taint stays from the first probe on.
+      const second = yield* start
+      assert.strictEqual(ourTaint(model)?.["value"], "Unreachable")
+      assert.strictEqual(yield* second.controller.tainted, "Unreachable")
+      yield* second.stop
+
+      // Back: the restart removes it before anything else happens.
+      yield* sim.clearFaults
+      yield* start
+      assert.isUndefined(ourTaint(model))
     }))
 })

@@ -8,6 +8,10 @@ import {
   kubeletVersion,
   nodeLabels,
   type NodeSnapshot,
+  providerTaint,
+  retaint,
+  SANDBOXD_TAINT_KEY,
+  sandboxdTaintOn,
   statusPatch,
   trackedFromServer
 } from "../../../src/Programs/Node/NodeObject.ts"
@@ -19,7 +23,7 @@ const t0 = Date.parse("2026-11-29T10:00:00.750Z")
 const snapshotAt = (now: number, reachable = true): NodeSnapshot => {
   const { next } = advanceConditions(
     new Map(),
-    desiredConditions(reachable ? { _tag: "Reachable" } : { _tag: "Unreachable", message: "connection refused" }),
+    desiredConditions(reachable ? { _tag: "Reachable" } : { _tag: "Unavailable", reason: "Unreachable", message: "connection refused" }),
     now
   )
   return {
@@ -92,11 +96,32 @@ describe("NodeObject", () => {
   })
 
   it("an unreachable sandboxd is its own condition; Ready stays True", () => {
-    const conditions = desiredConditions({ _tag: "Unreachable", message: "connection refused" })
+    const conditions = desiredConditions({ _tag: "Unavailable", reason: "Unreachable", message: "connection refused" })
     const byType = new Map(conditions.map((c) => [c.type, c]))
     assert.strictEqual(byType.get("Ready")?.status, "True")
     assert.strictEqual(byType.get("SandboxdReachable")?.status, "False")
     assert.include(byType.get("SandboxdReachable")?.message, "connection refused")
+    assert.strictEqual(byType.get("SandboxdReachable")?.reason, "Unreachable")
+  })
+
+  it("the taint list: ours is added, its reason changed in place, removed; every other taint is kept", () => {
+    const other = { key: "example.com/maintenance", value: "yes", effect: "NoExecute" }
+    const ourOtherEffect = { key: SANDBOXD_TAINT_KEY, value: "x", effect: "PreferNoSchedule" }
+    const start = [providerTaint, other, ourOtherEffect]
+    const added = retaint(start, "Unreachable")
+    assert.deepStrictEqual(added, [...start, { key: SANDBOXD_TAINT_KEY, value: "Unreachable", effect: "NoSchedule" }])
+    assert.isUndefined(retaint(added!, "Unreachable"))
+    const changed = retaint(added!, "Unauthorized")
+    assert.deepStrictEqual(changed, [...start, { key: SANDBOXD_TAINT_KEY, value: "Unauthorized", effect: "NoSchedule" }])
+    assert.deepStrictEqual(retaint(changed!, undefined), start)
+    assert.isUndefined(retaint(start, undefined))
+  })
+
+  it("a Node created while sandboxd cannot serve carries the taint from the start", () => {
+    const node = buildNode(snapshotAt(t0, false), "Unreachable")
+    assert.deepStrictEqual(node.spec?.taints, [providerTaint, { key: SANDBOXD_TAINT_KEY, value: "Unreachable", effect: "NoSchedule" }])
+    assert.strictEqual(sandboxdTaintOn(node), "Unreachable")
+    assert.deepStrictEqual(buildNode(snapshotAt(t0)).spec?.taints, [providerTaint])
   })
 
   it("the status patch has no spec, whole-second times and the capital-P Port", () => {
@@ -121,7 +146,7 @@ describe("NodeObject", () => {
     const same = advanceConditions(first.next, desiredConditions({ _tag: "Reachable" }), t0 + 60_000)
     assert.isFalse(same.statusChanged)
     assert.strictEqual(same.next.get("SandboxdReachable")?.lastTransitionMillis, t0)
-    const down = advanceConditions(same.next, desiredConditions({ _tag: "Unreachable", message: "x" }), t0 + 90_000)
+    const down = advanceConditions(same.next, desiredConditions({ _tag: "Unavailable", reason: "Failing", message: "x" }), t0 + 90_000)
     assert.isTrue(down.statusChanged)
     assert.strictEqual(down.next.get("SandboxdReachable")?.lastTransitionMillis, t0 + 90_000)
     assert.strictEqual(down.next.get("Ready")?.lastTransitionMillis, t0)

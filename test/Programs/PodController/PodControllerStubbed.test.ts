@@ -55,6 +55,7 @@ const kubeStub = (
     getNode: unsupported,
     createNode: unsupported,
     patchNodeStatus: unsupported,
+    patchNode: unsupported,
     getLease: unsupported,
     createLease: unsupported,
     replaceLease: unsupported,
