@@ -67,6 +67,12 @@ export const daemonFlags: ReadonlyArray<FlagSpec> = [
   ),
   value("sandboxd-token-file", "path", "", "file holding the sandboxd root token (read once at startup)", "SANDBOXD_TOKEN_FILE"),
   value("sandboxd-timeout", "duration", "10s", "timeout of one sandboxd request"),
+  value(
+    "claim-settle-time",
+    "duration",
+    "0s",
+    "how long after a claim attempt whose outcome is unknown sandboxd may still make its VM; 0 = --sandboxd-timeout"
+  ),
   value("sandboxd-max-concurrency", "int", "64", "most sandboxd requests in flight at once (>= 1)"),
   value("sandboxd-probe-interval", "duration", "10s", "how often sandboxd is probed (GET /v1/info) for the node's health (> 0)"),
   value(

@@ -71,6 +71,11 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
     const kubeApiBurst = yield* field("kube-api-burst", positive(parseIntText, (n) => n > 0))
     const sandboxdUrl = yield* field("sandboxd-url", parseSandboxdUrl)
     const sandboxdTimeout = yield* field("sandboxd-timeout", positiveDuration)
+    // Negative means the default, the same as 0.
+    const claimSettleTime = yield* field(
+      "claim-settle-time",
+      (t) => Result.map(parseGoDuration(t), (d) => Duration.isNegative(d) ? Duration.zero : d)
+    )
     const sandboxdMaxConcurrency = yield* field("sandboxd-max-concurrency", positive(parseIntText, (n) => n >= 1))
     const sandboxdProbeInterval = yield* field("sandboxd-probe-interval", positiveDuration)
     const sandboxdProbeGrace = yield* field("sandboxd-probe-grace", positive(parseIntText, (n) => n >= 1))
@@ -127,6 +132,7 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
       sandboxdTokenFile: text("sandboxd-token-file"),
       sandboxdToken: Redacted.make(""),
       sandboxdTimeout,
+      claimSettleTime,
       sandboxdMaxConcurrency,
       sandboxdProbeInterval,
       sandboxdProbeGrace,

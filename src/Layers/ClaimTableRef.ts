@@ -15,7 +15,9 @@ import {
   type QuarantineJudgement,
   type StorePodOutcome
 } from "../Services/ClaimTable.ts"
+import { ClaimDoubts } from "../Services/ClaimDoubts.ts"
 import { RowsView } from "../Store/RowsView.ts"
+import { ClaimDoubtsRefLayer } from "./ClaimDoubtsRef.ts"
 
 /** Pods are mutable client-node objects: the table keeps its own copies and hands out copies. */
 const copyPod = (pod: V1Pod): V1Pod => structuredClone(pod)
@@ -162,9 +164,15 @@ export const makeClaimTable = Effect.gen(function*() {
   return { table, snapshot }
 })
 
-/** ClaimTable and the ClaimsSnapshot view of the same state. */
-export const ClaimTableRefLayer: Layer.Layer<ClaimTable | ClaimsSnapshot> = Layer.effectContext(
-  Effect.map(makeClaimTable, ({ snapshot, table }) =>
-    Context.make(ClaimTable, table).pipe(Context.add(ClaimsSnapshot, snapshot))
-  )
+/**
+ * ClaimTable and the ClaimsSnapshot view of the same state, with the claims in doubt beside
+ * them (every user of the table needs to know which keys must not be claimed for).
+ */
+export const ClaimTableRefLayer: Layer.Layer<ClaimTable | ClaimsSnapshot | ClaimDoubts> = Layer.merge(
+  Layer.effectContext(
+    Effect.map(makeClaimTable, ({ snapshot, table }) =>
+      Context.make(ClaimTable, table).pipe(Context.add(ClaimsSnapshot, snapshot))
+    )
+  ),
+  ClaimDoubtsRefLayer
 )

@@ -6,6 +6,7 @@
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../Schemas/Config.ts"
 import { ClaimsStore } from "../Services/ClaimsStore.ts"
+import { ClaimDoubts } from "../Services/ClaimDoubts.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
 import { Provider, ProviderEvents } from "../Services/Provider.ts"
 import { SandboxdClient } from "../Services/SandboxdClient.ts"
@@ -18,11 +19,11 @@ import { getPod, getPodStatus, getPods, updatePod } from "../Programs/Provider/U
 export const ProviderLiveLayer: Layer.Layer<
   Provider,
   never,
-  AppConfig | ClaimsStore | ClaimTable | ProviderEvents | SandboxdClient | OwnerResolver | EventRecorder
+  AppConfig | ClaimsStore | ClaimTable | ClaimDoubts | ProviderEvents | SandboxdClient | OwnerResolver | EventRecorder
 > = Layer.effect(
   Provider,
   Effect.gen(function*() {
-    const context = yield* Effect.context<AppConfig | ClaimsStore | ClaimTable | ProviderEvents | SandboxdClient | OwnerResolver | EventRecorder>()
+    const context = yield* Effect.context<AppConfig | ClaimsStore | ClaimTable | ClaimDoubts | ProviderEvents | SandboxdClient | OwnerResolver | EventRecorder>()
     const events = yield* ProviderEvents
     return Provider.of({
       createPod: (pod) => Effect.provide(createPod(pod), context),

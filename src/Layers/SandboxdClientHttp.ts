@@ -21,9 +21,13 @@ import {
   ClaimResponseWire,
   ErrorBodyWire,
   InfoResponseWire,
+  type ListedSandboxWire,
   ListResponseWire,
-  parseDeadline
+  parseDeadline,
+  SandboxDetailWire,
+  ZERO_TIME
 } from "../Schemas/Sandboxd.ts"
+import { safeExcerpt, scrubText } from "../Schemas/Scrub.ts"
 import {
   type ClaimResult,
   type ClaimSpec,
@@ -31,6 +35,8 @@ import {
   type NodeInfo,
   NoWarmCapacity,
   type ReleaseOutcome,
+  type RootReleaseOutcome,
+  type SandboxLookup,
   SandboxdClient,
   SandboxdDecodeError,
   SandboxdHttpError,
@@ -82,12 +88,18 @@ export const capReply = (
 /** Never quotes the body: a malformed claim response can carry a token. */
 const parseJson = parseJsonQuietly
 
-/** The `error` field of a `{"error":…}` body, or "" when the body is not one. */
-export const errorMessageOf = (body: string): string => {
+/**
+ * What an error reply says, scrubbed of `secrets` and of anything credential-shaped: the `error`
+ * field of a `{"error":…}` body, a short excerpt of any other non-empty body, or "".
+ */
+export const errorMessageOf = (body: string, secrets: ReadonlyArray<string> = []): string => {
   const json = parseJson(body)
-  if (Result.isFailure(json)) return ""
-  const decoded = Schema.decodeUnknownOption(ErrorBodyWire)(json.success)
-  return Option.isSome(decoded) ? decoded.value.error : ""
+  if (Result.isSuccess(json)) {
+    const decoded = Schema.decodeUnknownOption(ErrorBodyWire)(json.success)
+    if (Option.isSome(decoded)) return scrubText(decoded.value.error, secrets)
+  }
+  const excerpt = safeExcerpt(body, secrets)
+  return excerpt === "" ? "" : `non-JSON body: ${excerpt}`
 }
 
 const decodeJson = <S extends Schema.Decoder<unknown>>(
@@ -104,26 +116,57 @@ const decodeJson = <S extends Schema.Decoder<unknown>>(
     ? Result.fail(
       new SandboxdDecodeError({
         operation,
-        // The schema's message quotes the offending value, and in a claim response that can be the token.
-        message: operation === "claim" ? "unexpected claim response shape" : `unexpected body: ${decoded.failure.message}`
+        // The schema's message quotes the offending value, and a claim response or a by-id read
+        // can carry a token.
+        message: operation === "claim" || operation === "get"
+          ? `unexpected ${operation} response shape`
+          : `unexpected body: ${decoded.failure.message}`
       })
     )
     : Result.succeed(decoded.success)
 }
 
-const httpError = (operation: string, reply: RawReply) =>
-  new SandboxdHttpError({ operation, status: reply.status, message: errorMessageOf(reply.body) })
+const httpError = (operation: string, reply: RawReply, secrets: ReadonlyArray<string>) =>
+  new SandboxdHttpError({ operation, status: reply.status, message: errorMessageOf(reply.body, secrets) })
+
+// ---- claim reply validation --------------------------------------------------------------------
+
+/** A sandbox id: what sandboxd issues (`sb_` + 16 hex) fits well inside; path- and log-safe. */
+export const SANDBOX_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
+/** Claim tokens are 32 hex digits; anything up to this length of visible ASCII is accepted. */
+export const TOKEN_MAX_LENGTH = 512
+const TOKEN_PATTERN = /^[\x21-\x7e]+$/
+export const OWNER_ADDR_MAX_LENGTH = 512
+const OWNER_ADDR_PATTERN = /^[\x21-\x7e]+$/
+
+/** Why a token cannot be kept as a claim's credential, or None when it can. Never quotes it. */
+export const tokenProblem = (token: string): Option.Option<string> => {
+  if (token === "") return Option.some("an empty token")
+  if (token.length > TOKEN_MAX_LENGTH) return Option.some(`a token longer than ${TOKEN_MAX_LENGTH} characters`)
+  if (!TOKEN_PATTERN.test(token)) return Option.some("a token with characters other than visible ASCII")
+  return Option.none()
+}
+
+/** Why an id cannot be recorded, or None when it can. Quotes only its length. */
+export const idProblem = (id: string): Option.Option<string> =>
+  SANDBOX_ID_PATTERN.test(id)
+    ? Option.none()
+    : Option.some(`an id of ${id.length} characters outside [A-Za-z0-9_.-] (at most 128, starting alphanumeric)`)
+
+const invalidClaimReply = (what: string) =>
+  new SandboxdDecodeError({ operation: "claim", message: `the claim reply carries ${what}: its outcome is unknown` })
 
 export const interpretClaim = (
-  reply: RawReply
+  reply: RawReply,
+  secrets: ReadonlyArray<string> = []
 ): Result.Result<ClaimResult, NoWarmCapacity | SandboxdHttpError | SandboxdDecodeError> => {
   if (reply.status === 429) {
-    const detail = errorMessageOf(reply.body)
+    const detail = errorMessageOf(reply.body, secrets)
     return Result.fail(
       new NoWarmCapacity({ message: `node at capacity or draining${detail === "" ? "" : `: ${detail}`}` })
     )
   }
-  if (reply.status !== 200) return Result.fail(httpError("claim", reply))
+  if (reply.status !== 200) return Result.fail(httpError("claim", reply, secrets))
   const decoded = decodeJson(Schema.NullOr(ClaimResponseWire), "claim", reply.body)
   if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
   const body = decoded.success
@@ -133,23 +176,40 @@ export const interpretClaim = (
     return Result.fail(
       new NoWarmCapacity({
         message: redirect.length > 0
-          ? `sandboxd redirected the claim to ${redirect.join(", ")}`
+          ? `sandboxd redirected the claim to ${scrubText(redirect.slice(0, 8).join(", ").slice(0, 512), secrets)}`
           : "sandboxd answered without a sandbox id"
       })
     )
   }
+  // A reply we cannot keep is not a refusal: sandboxd may have made the VM all the same.
+  const badId = idProblem(id)
+  if (Option.isSome(badId)) return Result.fail(invalidClaimReply(badId.value))
+  const badToken = tokenProblem(body?.token ?? "")
+  if (Option.isSome(badToken)) return Result.fail(invalidClaimReply(badToken.value))
+  const deadlineText = body?.deadline ?? ""
+  if (deadlineText !== ZERO_TIME && Option.isNone(parseDeadline(deadlineText))) {
+    return Result.fail(invalidClaimReply("no parseable RFC 3339 deadline"))
+  }
+  // The newest sandboxd omits owner_addr when it advertises no host: absent is allowed, garbage is not.
+  const ownerAddr = body?.owner_addr ?? ""
+  if (ownerAddr.length > OWNER_ADDR_MAX_LENGTH || (ownerAddr !== "" && !OWNER_ADDR_PATTERN.test(ownerAddr))) {
+    return Result.fail(invalidClaimReply("an owner_addr that is not a bounded address"))
+  }
   return Result.succeed({
     id: id as ClaimId,
     token: Redacted.make(body?.token ?? ""),
-    ownerAddr: body?.owner_addr ?? "",
-    deadline: parseDeadline(body?.deadline)
+    ownerAddr,
+    deadline: parseDeadline(deadlineText)
   })
 }
 
-export const interpretRelease = (reply: RawReply): Result.Result<ReleaseOutcome, SandboxdHttpError> => {
+export const interpretRelease = (
+  reply: RawReply,
+  secrets: ReadonlyArray<string> = []
+): Result.Result<ReleaseOutcome, SandboxdHttpError> => {
   if (reply.status === 204) return Result.succeed("Released")
   if (reply.status === 404) return Result.succeed("AlreadyGone")
-  return Result.fail(httpError("release", reply))
+  return Result.fail(httpError("release", reply, secrets))
 }
 
 /**
@@ -167,27 +227,77 @@ const firstOfEach = <A>(rows: ReadonlyArray<A>, keyOf: (row: A) => string): Read
   })
 }
 
-export const interpretList = (
-  reply: RawReply
-): Result.Result<ReadonlyArray<ListedSandbox>, SandboxdHttpError | SandboxdDecodeError> => {
-  if (reply.status !== 200) return Result.fail(httpError("list", reply))
-  const decoded = decodeJson(ListResponseWire, "list", reply.body)
-  if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
-  return Result.succeed(firstOfEach(decoded.success.sandboxes, (row) => row.id).map((row): ListedSandbox => ({
+/** A root release: only a 204 proves it (a 404 is also what a revision without root release says). */
+export const interpretRootRelease = (
+  reply: RawReply,
+  secrets: ReadonlyArray<string> = []
+): Result.Result<RootReleaseOutcome, SandboxdHttpError> => {
+  if (reply.status === 204) return Result.succeed("Released")
+  if (reply.status === 404) return Result.succeed("NotProven")
+  return Result.fail(httpError("release", reply, secrets))
+}
+
+const listedOf = (row: ListedSandboxWire): ListedSandbox => {
+  const claimedAt = parseDeadline(row.claimed_at)
+  return {
     id: row.id as ClaimId,
     claimRef: row.claim_ref ?? "",
     deadline: parseDeadline(row.deadline),
     hibernated: row.hibernated ?? false,
     archived: row.archived ?? false,
     failed: row.failed ?? "",
-    key: { template: row.key?.template ?? "", net: row.key?.net ?? "", size: row.key?.size ?? "" }
-  })))
+    key: { template: row.key?.template ?? "", net: row.key?.net ?? "", size: row.key?.size ?? "" },
+    ...(Option.isSome(claimedAt) ? { claimedAt: claimedAt.value } : {})
+  }
+}
+
+export const interpretList = (
+  reply: RawReply,
+  secrets: ReadonlyArray<string> = []
+): Result.Result<ReadonlyArray<ListedSandbox>, SandboxdHttpError | SandboxdDecodeError> => {
+  if (reply.status !== 200) return Result.fail(httpError("list", reply, secrets))
+  const decoded = decodeJson(ListResponseWire, "list", reply.body)
+  if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
+  return Result.succeed(firstOfEach(decoded.success.sandboxes, (row) => row.id).map(listedOf))
+}
+
+/** The `sandbox not known` body sandboxd writes; anything else under a 404 is not proof of absence. */
+const UNKNOWN_SANDBOX = "unknown sandbox"
+
+export const interpretGet = (
+  id: ClaimId,
+  reply: RawReply,
+  secrets: ReadonlyArray<string> = []
+): Result.Result<SandboxLookup, SandboxdHttpError | SandboxdDecodeError> => {
+  if (reply.status === 404) {
+    const json = parseJson(reply.body)
+    const decoded = Result.isSuccess(json) ? Schema.decodeUnknownOption(ErrorBodyWire)(json.success) : Option.none()
+    return Result.succeed(
+      Option.isSome(decoded) && decoded.value.error === UNKNOWN_SANDBOX ? { _tag: "Gone" } : { _tag: "RouteUnknown" }
+    )
+  }
+  // A wrong method on a route this revision lacks.
+  if (reply.status === 405) return Result.succeed({ _tag: "RouteUnknown" })
+  if (reply.status !== 200) return Result.fail(httpError("get", reply, secrets))
+  const decoded = decodeJson(SandboxDetailWire, "get", reply.body)
+  if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
+  const row = decoded.success
+  if (row.id !== id) {
+    return Result.fail(new SandboxdDecodeError({ operation: "get", message: `the by-id read for ${id} answered another id` }))
+  }
+  const token = row.token ?? ""
+  return Result.succeed({
+    _tag: "Found",
+    sandbox: listedOf(row),
+    token: Option.isNone(tokenProblem(token)) ? Option.some(Redacted.make(token)) : Option.none()
+  })
 }
 
 export const interpretInfo = (
-  reply: RawReply
+  reply: RawReply,
+  secrets: ReadonlyArray<string> = []
 ): Result.Result<NodeInfo, SandboxdHttpError | SandboxdDecodeError> => {
-  if (reply.status !== 200) return Result.fail(httpError("info", reply))
+  if (reply.status !== 200) return Result.fail(httpError("info", reply, secrets))
   const decoded = decodeJson(InfoResponseWire, "info", reply.body)
   if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
   return Result.succeed({
@@ -203,11 +313,26 @@ export const interpretInfo = (
 }
 
 export const interpretHealthz = (reply: RawReply): Result.Result<void, SandboxdHttpError> =>
-  reply.status >= 200 && reply.status < 300 ? Result.succeed(undefined) : Result.fail(httpError("healthz", reply))
+  reply.status >= 200 && reply.status < 300 ? Result.succeed(undefined) : Result.fail(httpError("healthz", reply, []))
 
-/** Wraps a list/info failure so it can never be mistaken for an empty answer. */
-export const asListError = (operation: "list" | "info") => (reason: SandboxdTransportError) =>
+/** Wraps a list/info/get failure so it can never be mistaken for an empty answer. */
+export const asListError = (operation: "list" | "info" | "get") => (reason: SandboxdTransportError) =>
   new SandboxdListError({ operation, reason, message: `sandboxd ${operation}: ${reason.message}` })
+
+/** The listing path, asking newer servers to filter by `claim_ref` (older ones ignore it). */
+export const listPath = (claimRef: string): string =>
+  claimRef === "" ? "/v1/sandboxes" : `/v1/sandboxes?claim_ref=${encodeURIComponent(claimRef)}`
+
+/** Keeps only rows for `claimRef`, whatever the server did with the query. */
+export const onlyClaimRef = (claimRef: string) => (rows: ReadonlyArray<ListedSandbox>) =>
+  rows.filter((row) => row.claimRef === claimRef)
+
+/** The secrets a reply to a request carrying `bearer` must not repeat. */
+export const secretsOf = (...tokens: ReadonlyArray<Redacted.Redacted<string> | undefined>): ReadonlyArray<string> =>
+  tokens.flatMap((token) => {
+    const value = token === undefined ? "" : Redacted.value(token)
+    return value === "" ? [] : [value]
+  })
 
 // ---- transport ---------------------------------------------------------------------------------
 
@@ -225,15 +350,19 @@ interface Exchange {
  * The release route for `id`, path-escaped. An id that is not valid text (a lone UTF-16 surrogate,
  * which JSON can carry) cannot be escaped: a local error, never a thrown URIError.
  */
-export const releasePath = (id: ClaimId): Result.Result<string, SandboxdHttpError> => {
+export const releasePath = (id: ClaimId): Result.Result<string, SandboxdHttpError> =>
+  Result.map(sandboxPath("release", id), (path) => `${path}/release`)
+
+/** `/v1/sandboxes/{id}`, path-escaped; the same local errors as `releasePath`. */
+export const sandboxPath = (operation: string, id: ClaimId): Result.Result<string, SandboxdHttpError> => {
   if (id === "") {
-    return Result.fail(new SandboxdHttpError({ operation: "release", status: 0, message: "release requires a sandbox id" }))
+    return Result.fail(new SandboxdHttpError({ operation, status: 0, message: `${operation} requires a sandbox id` }))
   }
   try {
-    return Result.succeed(`/v1/sandboxes/${encodeURIComponent(id)}/release`)
+    return Result.succeed(`/v1/sandboxes/${encodeURIComponent(id)}`)
   } catch {
     return Result.fail(
-      new SandboxdHttpError({ operation: "release", status: 0, message: "release: the sandbox id is not valid text" })
+      new SandboxdHttpError({ operation, status: 0, message: `${operation}: the sandbox id is not valid text` })
     )
   }
 }
@@ -242,6 +371,17 @@ export const releasePath = (id: ClaimId): Result.Result<string, SandboxdHttpErro
 export const normalizeBaseUrl = (url: string): string => url.replace(/\/+$/, "")
 
 export type SandboxdClientShape = SandboxdClient["Service"]
+
+/** Socket errors raised before any connection exists: the request cannot have reached sandboxd. */
+const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_NONAME",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EADDRNOTAVAIL"
+])
 
 /** The sandboxd client over HTTP, scoped: its keep-alive agent is destroyed with the scope. */
 export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.Scope> = Effect.gen(function*() {
@@ -282,13 +422,17 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
         settled = true
         resume(effect)
       }
-      const unreachable = (cause: unknown) =>
+      const unreachable = (cause: unknown) => {
+        const code = cause instanceof Error && "code" in cause ? String(cause.code) : ""
         settle(Effect.fail(
           new SandboxdUnreachable({
             operation,
-            message: `${exchange.method} ${url.pathname}: ${cause instanceof Error ? cause.message : String(cause)}`
+            message: `${exchange.method} ${url.pathname}: ${cause instanceof Error ? cause.message : String(cause)}`,
+            // These fail before a connection exists, so sandboxd never saw the request.
+            ...(NEVER_SENT_CODES.has(code) ? { requestSent: false } : {})
           })
         ))
+      }
       let req: Http.ClientRequest
       try {
         req = request(url, { method: exchange.method, agent, headers }, (res) => {
@@ -367,6 +511,7 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
     )
 
   const nodeToken = config.sandboxdToken
+  const nodeSecrets = secretsOf(nodeToken)
 
   const claim = Effect.fn("SandboxdClient.claim")(function*(spec: ClaimSpec) {
     const reply = yield* exchange({
@@ -377,7 +522,7 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
       body: JSON.stringify(claimRequestBody(spec)),
       successStatus: 200
     })
-    return yield* Effect.fromResult(interpretClaim(reply))
+    return yield* Effect.fromResult(interpretClaim(reply, nodeSecrets))
   })
 
   const release = Effect.fn("SandboxdClient.release")(
@@ -390,25 +535,44 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
         token: claimToken,
         successStatus: 204
       })
-      return yield* Effect.fromResult(interpretRelease(reply))
+      return yield* Effect.fromResult(interpretRelease(reply, secretsOf(nodeToken, claimToken)))
     }
   )
 
-  const listSandboxes = exchange({
-    operation: "list",
-    method: "GET",
-    path: "/v1/sandboxes",
-    token: nodeToken,
-    successStatus: 200
-  }).pipe(
-    Effect.flatMap((reply) => Effect.fromResult(interpretList(reply))),
-    Effect.mapError(asListError("list")),
-    Effect.withSpan("SandboxdClient.listSandboxes")
-  )
+  const releaseAsRoot = Effect.fn("SandboxdClient.releaseAsRoot")(function*(id: ClaimId) {
+    const path = yield* Effect.fromResult(releasePath(id))
+    const reply = yield* exchange({ operation: "release", method: "POST", path, token: nodeToken, successStatus: 204 })
+    return yield* Effect.fromResult(interpretRootRelease(reply, nodeSecrets))
+  })
+
+  const list = (claimRef: string) =>
+    exchange({
+      operation: "list",
+      method: "GET",
+      path: listPath(claimRef),
+      token: nodeToken,
+      successStatus: 200
+    }).pipe(
+      Effect.flatMap((reply) => Effect.fromResult(interpretList(reply, nodeSecrets))),
+      Effect.mapError(asListError("list"))
+    )
+
+  const listSandboxes = list("").pipe(Effect.withSpan("SandboxdClient.listSandboxes"))
+
+  const listByClaimRef = (claimRef: string) =>
+    list(claimRef).pipe(Effect.map(onlyClaimRef(claimRef)), Effect.withSpan("SandboxdClient.listByClaimRef"))
+
+  const getSandbox = (id: ClaimId) =>
+    Effect.fromResult(sandboxPath("get", id)).pipe(
+      Effect.flatMap((path) => exchange({ operation: "get", method: "GET", path, token: nodeToken, successStatus: 200 })),
+      Effect.flatMap((reply) => Effect.fromResult(interpretGet(id, reply, nodeSecrets))),
+      Effect.mapError(asListError("get")),
+      Effect.withSpan("SandboxdClient.getSandbox")
+    )
 
   const info = exchange({ operation: "info", method: "GET", path: "/v1/info", token: nodeToken, successStatus: 200 })
     .pipe(
-      Effect.flatMap((reply) => Effect.fromResult(interpretInfo(reply))),
+      Effect.flatMap((reply) => Effect.fromResult(interpretInfo(reply, nodeSecrets))),
       Effect.mapError(asListError("info")),
       Effect.withSpan("SandboxdClient.info")
     )
@@ -424,7 +588,7 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
     Effect.withSpan("SandboxdClient.healthz")
   )
 
-  return SandboxdClient.of({ claim, release, listSandboxes, info, healthz })
+  return SandboxdClient.of({ claim, release, releaseAsRoot, listSandboxes, listByClaimRef, getSandbox, info, healthz })
 })
 
 /** Requires only `AppConfig`. */

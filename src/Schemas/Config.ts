@@ -37,6 +37,11 @@ export interface AppConfigShape {
   /** Read once from the token file and trimmed; "" = no Authorization header. */
   readonly sandboxdToken: Redacted.Redacted<string>
   readonly sandboxdTimeout: Duration.Duration
+  /**
+   * How long past a claim attempt's timeout sandboxd may still finish making its VM: a listing
+   * proves the attempt made none only when taken after both. Zero = `sandboxdTimeout`.
+   */
+  readonly claimSettleTime: Duration.Duration
   readonly sandboxdMaxConcurrency: number
   /** How often the node controller asks sandboxd whether it can serve. */
   readonly sandboxdProbeInterval: Duration.Duration
@@ -92,6 +97,7 @@ export const testConfig = (overrides: Partial<AppConfigShape> = {}): AppConfigSh
   sandboxdTokenFile: "",
   sandboxdToken: Redacted.make(""),
   sandboxdTimeout: Duration.seconds(10),
+  claimSettleTime: Duration.zero,
   sandboxdMaxConcurrency: 64,
   sandboxdProbeInterval: Duration.seconds(10),
   sandboxdProbeGrace: 3,
@@ -107,3 +113,7 @@ export const testConfig = (overrides: Partial<AppConfigShape> = {}): AppConfigSh
   logFormat: "json",
   ...overrides
 })
+
+/** The settle time in force: the flag's value, or `--sandboxd-timeout` when it is zero. */
+export const effectiveSettleTime = (config: AppConfigShape): Duration.Duration =>
+  Duration.isZero(config.claimSettleTime) ? config.sandboxdTimeout : config.claimSettleTime

@@ -135,8 +135,38 @@ export class StrandedClaimNotReturned extends Schema.TaggedError<StrandedClaimNo
   }
 }
 
+/**
+ * A claim for this key may have made a VM we hold no token for, and sandboxd has not yet shown
+ * what became of it: no new claim is made until it does (the Pod's reason is `ClaimInDoubt`).
+ * `strays` are sandboxes of the attempt that could be neither adopted nor released.
+ */
+export class ClaimInDoubt extends Schema.TaggedError<ClaimInDoubt>()("ClaimInDoubt", {
+  pod: Schema.String,
+  strays: Schema.Array(Schema.String),
+  cause: Schema.optionalKey(Schema.Union([ClaimErrorSchema, SandboxdListError, ClaimsWriteError])),
+  message: Schema.String
+}) {
+  get retryable(): true {
+    return true
+  }
+}
+
+/**
+ * This Pod generation's sandbox is confirmed gone: the Pod is Failed/SandboxLost and is never
+ * claimed for again under the same UID.
+ */
+export class SandboxLost extends Schema.TaggedError<SandboxLost>()("SandboxLost", {
+  pod: Schema.String,
+  claimId: Schema.String,
+  message: Schema.String
+}) {
+  get retryable(): false {
+    return false
+  }
+}
+
 /** Errors that only a change to the Pod can fix: wait for a change or the periodic resync. */
-export type PodChangeRequired = RuntimeMismatch | MissingTemplate | InvalidTtl
+export type PodChangeRequired = RuntimeMismatch | MissingTemplate | InvalidTtl | SandboxLost
 /** Errors that a later attempt at the same Pod can get past: back off and retry. */
 export type RetryableCreateError =
   | ClaimFailed
@@ -144,5 +174,6 @@ export type RetryableCreateError =
   | ClaimUnverifiable
   | ExpiredClaimUnlistable
   | StrandedClaimNotReturned
+  | ClaimInDoubt
 
 export type CreatePodError = PodChangeRequired | RetryableCreateError

@@ -78,9 +78,17 @@ export const ListedSandboxWire = Schema.Struct({
   hibernated: OptionalFlag,
   archived: OptionalFlag,
   claim_ref: OptionalText,
-  failed: OptionalText
+  failed: OptionalText,
+  claimed_at: OptionalText
 })
 export type ListedSandboxWire = typeof ListedSandboxWire.Type
+
+/** The root by-id read `GET /v1/sandboxes/{id}`: a listing row plus, in newer revisions, `token`. */
+export const SandboxDetailWire = Schema.Struct({
+  ...ListedSandboxWire.fields,
+  token: OptionalText
+})
+export type SandboxDetailWire = typeof SandboxDetailWire.Type
 
 /** `sandboxes` is required and must be an array: `{}` and `null` are decode failures. */
 export const ListResponseWire = Schema.Struct({

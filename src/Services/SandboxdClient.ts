@@ -2,7 +2,7 @@
  * The sandboxd HTTP surface the daemon uses: claim, release, the live listing, pool info and
  * the unauthenticated health probe. The live layer is `Layers/SandboxdClientHttp.ts`.
  */
-import { Context, type DateTime, type Effect, type Option, type Redacted, Schema } from "effect"
+import { Context, type DateTime, type Effect, type Option, type Redacted, Result, Schema } from "effect"
 import type { ClaimId } from "../Schemas/Ids.ts"
 
 /** What the provider asks sandboxd for. `claimRef` is always the pod key. */
@@ -30,7 +30,29 @@ export interface ListedSandbox {
   readonly archived: boolean
   readonly failed: string // "" unless the VMM is down
   readonly key: { readonly template: string; readonly net: string; readonly size: string }
+  /** `claimed_at` where the server sends it (newer revisions); absent when unknown or unparsable. */
+  readonly claimedAt?: DateTime.Utc | undefined
 }
+
+/**
+ * The root by-id read `GET /v1/sandboxes/{id}`. Only the JSON `unknown sandbox` 404 says the id
+ * is gone; a plain-text router 404 (or a 405) means this sandboxd revision has no such route.
+ */
+export type SandboxLookup =
+  | {
+    readonly _tag: "Found"
+    readonly sandbox: ListedSandbox
+    /** The claim's token, when this revision serves it and it passes the same checks as a claim reply's. */
+    readonly token: Option.Option<Redacted.Redacted<string>>
+  }
+  | { readonly _tag: "Gone" }
+  | { readonly _tag: "RouteUnknown" }
+
+/**
+ * A release by id with the node root token. Only a 204 proves the release: the oldest revision
+ * and an open node answer 404 `unknown sandbox` to a root bearer on a live claim.
+ */
+export type RootReleaseOutcome = "Released" | "NotProven"
 
 export interface PoolCapacity {
   readonly template: string
@@ -64,7 +86,12 @@ export class SandboxdHttpError extends Schema.TaggedError<SandboxdHttpError>()("
 
 export class SandboxdUnreachable extends Schema.TaggedError<SandboxdUnreachable>()("SandboxdUnreachable", {
   operation: Schema.String,
-  message: Schema.String
+  message: Schema.String,
+  /**
+   * False only when the request provably never left (the connection was refused or the host not
+   * found). Absent means it may have reached sandboxd (a reset after sending, a reply cut short).
+   */
+  requestSent: Schema.optionalKey(Schema.Boolean)
 }) {}
 
 export class SandboxdTimeout extends Schema.TaggedError<SandboxdTimeout>()("SandboxdTimeout", {
@@ -88,16 +115,60 @@ export type SandboxdReleaseError = SandboxdTransportError
  * can mistake "query failed" for "zero sandboxes" (ARCHITECTURE.md §3, §6.13).
  */
 export class SandboxdListError extends Schema.TaggedError<SandboxdListError>()("SandboxdListError", {
-  operation: Schema.Literals(["list", "info"]),
+  operation: Schema.Literals(["list", "info", "get"]),
   reason: Schema.Union([SandboxdHttpError, SandboxdUnreachable, SandboxdTimeout, SandboxdDecodeError]),
   message: Schema.String
 }) {}
+
+// ---- claim outcomes -------------------------------------------------------------------------
+
+/**
+ * What one claim attempt tells us about sandboxd's state. Known: a valid 200 reply, the VM and its
+ * token are ours. Failed: sandboxd said no, or the request provably never left, so no VM was
+ * made. Unknown: sandboxd may have made a VM we hold no token for (a timeout or a reset after
+ * sending, a reply that is not a valid claim): the key is in doubt until a listing settles it.
+ */
+export type ClaimOutcome =
+  | { readonly _tag: "Known"; readonly result: ClaimResult }
+  | { readonly _tag: "Failed"; readonly error: SandboxdClaimError }
+  | { readonly _tag: "Unknown"; readonly error: SandboxdClaimError }
+
+/** Whether a failed claim may still have made a VM. */
+export const claimFailureKind = (error: SandboxdClaimError): "Failed" | "Unknown" => {
+  switch (error._tag) {
+    case "NoWarmCapacity":
+      return "Failed"
+    case "SandboxdHttpError":
+      // Status 0 is a request refused locally (never sent). A gateway's 502/504 may have
+      // forwarded the claim before giving up on it; any other status is sandboxd's own "no".
+      return error.status === 502 || error.status === 504 ? "Unknown" : "Failed"
+    case "SandboxdUnreachable":
+      return error.requestSent === false ? "Failed" : "Unknown"
+    case "SandboxdTimeout":
+    case "SandboxdDecodeError":
+      return "Unknown"
+  }
+}
+
+export const claimOutcomeOf = (result: Result.Result<ClaimResult, SandboxdClaimError>): ClaimOutcome =>
+  Result.isSuccess(result)
+    ? { _tag: "Known", result: result.success }
+    : { _tag: claimFailureKind(result.failure), error: result.failure }
 
 export class SandboxdClient extends Context.Service<SandboxdClient, {
   readonly claim: (spec: ClaimSpec) => Effect.Effect<ClaimResult, SandboxdClaimError>
   /** 204 → Released, 404 → AlreadyGone; both are success. Uses the claim's own token. */
   readonly release: (id: ClaimId, claimToken: Redacted.Redacted<string>) => Effect.Effect<ReleaseOutcome, SandboxdReleaseError>
   readonly listSandboxes: Effect.Effect<ReadonlyArray<ListedSandbox>, SandboxdListError>
+  /**
+   * The listing rows whose `claim_ref` is exactly `claimRef`. Sends `?claim_ref=` (newer servers
+   * filter) and always filters locally too: older servers ignore the parameter.
+   */
+  readonly listByClaimRef: (claimRef: string) => Effect.Effect<ReadonlyArray<ListedSandbox>, SandboxdListError>
+  /** Root `GET /v1/sandboxes/{id}`. */
+  readonly getSandbox: (id: ClaimId) => Effect.Effect<SandboxLookup, SandboxdListError>
+  /** `POST /v1/sandboxes/{id}/release` with the node root token (for sandboxes whose token we lack). */
+  readonly releaseAsRoot: (id: ClaimId) => Effect.Effect<RootReleaseOutcome, SandboxdReleaseError>
   readonly info: Effect.Effect<NodeInfo, SandboxdListError>
   /** Unauthenticated `GET /healthz`; succeeds only on a 2xx within the timeout. */
   readonly healthz: Effect.Effect<void, SandboxdTransportError>

@@ -109,6 +109,8 @@ const flagOnly: ReadonlyArray<readonly [ReadonlyArray<string>, (c: AppConfigShap
   [["--publish-interval", "0"], (c) => Duration.toMillis(c.publishInterval), 0],
   [["--lease-watch-interval", "2s"], (c) => Duration.toMillis(c.leaseWatchInterval), 2000],
   [["--claim-verify-interval", "100ms"], (c) => Duration.toMillis(c.claimVerifyInterval), 100],
+  [["--claim-settle-time", "45s"], (c) => Duration.toMillis(c.claimSettleTime), 45_000],
+  [["--claim-settle-time=-1s"], (c) => Duration.toMillis(c.claimSettleTime), 0],
   [["--shutdown-timeout", "1h"], (c) => Duration.toMillis(c.shutdownTimeout), 3_600_000],
   [["--metrics-addr", "127.0.0.1:0"], (c) => c.metricsAddr, { host: "127.0.0.1", port: 0 }],
   [["--metrics-addr", "[::1]:9090"], (c) => c.metricsAddr, { host: "::1", port: 9090 }],

@@ -5,6 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Fiber, Option, Redacted } from "effect"
 import type { ClaimId } from "../../src/Schemas/Ids.ts"
+import { claimFailureKind } from "../../src/Services/SandboxdClient.ts"
 import { SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { claimSpec, clientFor, ROOT_TOKEN, startSim, TEMPLATE } from "../support/Sandboxd.ts"
 
@@ -117,7 +118,7 @@ describe("claim", () => {
       assert.strictEqual(epochMillis(result.deadline), Date.UTC(2026, 6, 28, 2, 15, 0, 123))
     }))
 
-  it.live("the zero-time deadline and an absent deadline are no known expiry", () =>
+  it.live("the zero-time deadline is no known expiry; an absent deadline is an invalid reply", () =>
     Effect.gen(function*() {
       const { sim, url } = yield* startSim()
       yield* sim.injectFault(
@@ -128,10 +129,11 @@ describe("claim", () => {
       yield* sim.injectFault("claim", SimFault.body(200, `{"id":"sb_0000000000000002","token":"t"}`), { times: 1 })
       const client = yield* clientFor(url)
       const zero = yield* client.claim(claimSpec())
-      const absent = yield* client.claim(claimSpec())
       assert.isTrue(Option.isNone(zero.deadline))
-      assert.isTrue(Option.isNone(absent.deadline))
-      assert.strictEqual(absent.ownerAddr, "")
+      assert.strictEqual(zero.ownerAddr, "")
+      const absent = yield* Effect.flip(client.claim(claimSpec()))
+      assert.strictEqual(absent._tag, "SandboxdDecodeError")
+      assert.strictEqual(claimFailureKind(absent), "Unknown")
     }))
 
   it.live("a redirect, a {} body and a 429 are NoWarmCapacity", () =>
@@ -194,7 +196,7 @@ describe("claim", () => {
       assert.deepInclude(unauthorized, { status: 401, message: "invalid api token" })
     }))
 
-  it.live("a non-JSON error body leaves the message empty; a 200 with malformed JSON is a decode error", () =>
+  it.live("a non-JSON error body is quoted by a short safe excerpt; a 200 with malformed JSON is a decode error", () =>
     Effect.gen(function*() {
       const { sim, url } = yield* startSim()
       yield* sim.injectFault("claim", SimFault.body(502, "<html>bad gateway</html>", "text/html"), { times: 1 })
@@ -202,7 +204,11 @@ describe("claim", () => {
       yield* sim.injectFault("claim", SimFault.body(200, `{"id":42}`), { times: 1 })
       const client = yield* clientFor(url)
       const gateway = yield* Effect.flip(client.claim(claimSpec()))
-      assert.deepInclude(gateway, { _tag: "SandboxdHttpError", status: 502, message: "" })
+      assert.deepInclude(gateway, {
+        _tag: "SandboxdHttpError",
+        status: 502,
+        message: "non-JSON body: <html>bad gateway</html>"
+      })
       const malformed = yield* Effect.flip(client.claim(claimSpec()))
       assert.strictEqual(malformed._tag, "SandboxdDecodeError")
       const wrongType = yield* Effect.flip(client.claim(claimSpec()))
@@ -231,9 +237,11 @@ describe("claim", () => {
       yield* sim.injectFault("claim", SimFault.body(500, JSON.stringify({ error: long })), { times: 1 })
       yield* sim.injectFault("claim", SimFault.body(500, JSON.stringify({ error: "short" })), { times: 1 })
       const client = yield* clientFor(url)
-      // Cut at 64 KiB the JSON no longer parses, so no message, and the call still ends.
+      // Cut at 64 KiB the JSON no longer parses: only a short excerpt is quoted, and the call still ends.
       const truncated = yield* Effect.flip(client.claim(claimSpec()))
-      assert.deepInclude(truncated, { _tag: "SandboxdHttpError", status: 500, message: "" })
+      assert.strictEqual(truncated._tag, "SandboxdHttpError")
+      assert.isAtMost(truncated.message.length, 200)
+      assert.isTrue(truncated.message.startsWith(`non-JSON body: {"error":"`), truncated.message)
       const next = yield* Effect.flip(client.claim(claimSpec()))
       assert.deepInclude(next, { status: 500, message: "short" })
     }))
@@ -421,13 +429,13 @@ describe("list and info", () => {
       assert.strictEqual((yield* Effect.flip(client.info)).reason._tag, "SandboxdDecodeError")
     }))
 
-  it.live("an unknown route is the plain-text 404 page: SandboxdHttpError with no message", () =>
+  it.live("an unknown route is the plain-text 404 page: SandboxdHttpError quoting the page", () =>
     Effect.gen(function*() {
       const { url } = yield* startSim()
       // A base URL with a path prefix the simulator does not serve.
       const client = yield* clientFor(`${url}/nope/`)
       const error = yield* Effect.flip(client.listSandboxes)
-      assert.deepInclude(error.reason, { _tag: "SandboxdHttpError", status: 404, message: "" })
+      assert.deepInclude(error.reason, { _tag: "SandboxdHttpError", status: 404, message: "non-JSON body: 404 page not found" })
     }))
 })
 
@@ -511,7 +519,7 @@ describe("transport", () => {
       const client = yield* clientFor(`${url}/base/`)
       // The simulator serves no prefix, so the prefixed route is its plain 404 page.
       const error = yield* Effect.flip(client.listSandboxes)
-      assert.deepInclude(error.reason, { _tag: "SandboxdHttpError", status: 404, message: "" })
+      assert.deepInclude(error.reason, { _tag: "SandboxdHttpError", status: 404, message: "non-JSON body: 404 page not found" })
       assert.deepStrictEqual((yield* sim.audit).map((e) => e.path), ["/base/v1/sandboxes"])
     }))
 

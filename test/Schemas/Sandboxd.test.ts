@@ -10,6 +10,14 @@ import {
   requestedRuntime
 } from "../../src/Schemas/PodAnnotations.ts"
 import { claimRequestBody, formatDeadline, parseDeadline } from "../../src/Schemas/Sandboxd.ts"
+import {
+  claimFailureKind,
+  NoWarmCapacity,
+  SandboxdDecodeError,
+  SandboxdHttpError,
+  SandboxdTimeout,
+  SandboxdUnreachable
+} from "../../src/Services/SandboxdClient.ts"
 
 const millis = (text: string | undefined) => Option.map(parseDeadline(text), DateTime.toEpochMillis)
 
@@ -125,14 +133,70 @@ describe("reply interpretation", () => {
     ])
   })
 
-  it("a claim body of null or a redirect hands over nothing; an id with no token still counts", () => {
+  it("a claim body of null or a redirect hands over nothing", () => {
     for (const body of ["null", `{"redirect":["10.0.0.6:7777"],"require_promoted":true}`, `{"id":""}`]) {
       const result = interpretClaim({ status: 200, body })
       assert.isTrue(Result.isFailure(result) && result.failure._tag === "NoWarmCapacity", body)
     }
-    const bare = Result.getOrThrow(interpretClaim({ status: 200, body: `{"id":"sb_1"}` }))
-    assert.strictEqual(bare.id, "sb_1")
-    assert.isTrue(Option.isNone(bare.deadline))
+  })
+
+  const deadline = "2026-07-28T02:15:00.482913377Z"
+  const valid = { id: "sb_4f9a0c2e7b1d3a65", token: "9c1e77d03ab24f5e8d61c2b0f4a39e17", deadline, owner_addr: "10.0.0.5:7777" }
+
+  it("a valid claim reply is a known outcome; owner_addr may be absent", () => {
+    const known = Result.getOrThrow(interpretClaim({ status: 200, body: JSON.stringify(valid) }))
+    assert.strictEqual(known.id, valid.id)
+    const { owner_addr: _, ...noOwner } = valid
+    assert.strictEqual(Result.getOrThrow(interpretClaim({ status: 200, body: JSON.stringify(noOwner) })).ownerAddr, "")
+  })
+
+  it("an invalid claim reply is an unknown outcome whose error never quotes the token", () => {
+    const invalid: ReadonlyArray<[string, Record<string, unknown>]> = [
+      ["no token", { ...valid, token: undefined }],
+      ["empty token", { ...valid, token: "" }],
+      ["CR/LF token", { ...valid, token: "abc\r\nSet-Cookie: x" }],
+      ["space in token", { ...valid, token: "abc def" }],
+      ["oversize token", { ...valid, token: "t".repeat(600) }],
+      ["100 KB id", { ...valid, id: "sb_" + "a".repeat(100 * 1024) }],
+      ["id with a slash", { ...valid, id: "sb_1/../x" }],
+      ["no deadline", { ...valid, deadline: undefined }],
+      ["unparsable deadline", { ...valid, deadline: "tomorrow" }],
+      ["owner_addr with a newline", { ...valid, owner_addr: "10.0.0.5:7777\nx" }]
+    ]
+    for (const [what, body] of invalid) {
+      const result = interpretClaim({ status: 200, body: JSON.stringify(body) })
+      assert.isTrue(Result.isFailure(result), what)
+      if (Result.isSuccess(result)) continue
+      assert.strictEqual(result.failure._tag, "SandboxdDecodeError", what)
+      assert.strictEqual(claimFailureKind(result.failure), "Unknown", what)
+      if (typeof body["token"] === "string" && body["token"].length > 0) {
+        assert.notInclude(result.failure.message, body["token"].slice(0, 6), what)
+      }
+      assert.isAtMost(result.failure.message.length, 300, what)
+    }
+  })
+
+  it("classifies failed claims: refused or never sent is Failed, anything that may have reached sandboxd is Unknown", () => {
+    const failed = [
+      new NoWarmCapacity({ message: "" }),
+      new SandboxdHttpError({ operation: "claim", status: 400, message: "" }),
+      new SandboxdHttpError({ operation: "claim", status: 0, message: "not sent" }),
+      new SandboxdUnreachable({ operation: "claim", message: "refused", requestSent: false })
+    ]
+    const unknown = [
+      new SandboxdTimeout({ operation: "claim", timeoutMillis: 1, message: "" }),
+      new SandboxdUnreachable({ operation: "claim", message: "reset" }),
+      new SandboxdDecodeError({ operation: "claim", message: "" }),
+      new SandboxdHttpError({ operation: "claim", status: 504, message: "" })
+    ]
+    for (const error of failed) assert.strictEqual(claimFailureKind(error), "Failed", error.message)
+    for (const error of unknown) assert.strictEqual(claimFailureKind(error), "Unknown", error.message)
+  })
+
+  it("an error body that repeats a known token is scrubbed", () => {
+    const secret = "root-token-0123"
+    const result = interpretClaim({ status: 401, body: JSON.stringify({ error: `invalid api token ${secret}` }) }, [secret])
+    assert.isTrue(Result.isFailure(result) && !result.failure.message.includes(secret))
   })
 })
 

@@ -19,13 +19,19 @@ import {
   asListError,
   capReply,
   interpretClaim,
+  interpretGet,
   interpretHealthz,
   interpretInfo,
   interpretList,
   interpretRelease,
+  interpretRootRelease,
+  listPath,
+  onlyClaimRef,
   type RawReply,
   releasePath,
-  type SandboxdClientShape
+  sandboxPath,
+  type SandboxdClientShape,
+  secretsOf
 } from "../../src/Layers/SandboxdClientHttp.ts"
 
 export const make: Effect.Effect<SandboxdClientShape, never, SandboxdSim | AppConfig> = Effect.gen(function*() {
@@ -59,6 +65,7 @@ export const make: Effect.Effect<SandboxdClientShape, never, SandboxdSim | AppCo
             return Effect.never
           case "Drop":
           case "Truncate":
+            // The request reached the model: like a reset after sending, its outcome is unknown.
             return Effect.fail(new SandboxdUnreachable({ operation, message: `${method} ${path}: connection closed` }))
         }
       }),
@@ -77,6 +84,8 @@ export const make: Effect.Effect<SandboxdClientShape, never, SandboxdSim | AppCo
     )
   }
 
+  const nodeSecrets = secretsOf(config.sandboxdToken)
+
   const claim = Effect.fn("SandboxdClient.claim")(function*(spec: ClaimSpec) {
     const reply = yield* exchange(
       "claim",
@@ -85,27 +94,45 @@ export const make: Effect.Effect<SandboxdClientShape, never, SandboxdSim | AppCo
       config.sandboxdToken,
       JSON.stringify(claimRequestBody(spec))
     )
-    return yield* Effect.fromResult(interpretClaim(reply))
+    return yield* Effect.fromResult(interpretClaim(reply, nodeSecrets))
   })
 
   const release = Effect.fn("SandboxdClient.release")(
     function*(id: ClaimId, claimToken: Redacted.Redacted<string>) {
       const path = yield* Effect.fromResult(releasePath(id))
       const reply = yield* exchange("release", "POST", path, claimToken, undefined, 204)
-      return yield* Effect.fromResult(interpretRelease(reply))
+      return yield* Effect.fromResult(interpretRelease(reply, secretsOf(config.sandboxdToken, claimToken)))
     }
   )
+
+  const releaseAsRoot = Effect.fn("SandboxdClient.releaseAsRoot")(function*(id: ClaimId) {
+    const path = yield* Effect.fromResult(releasePath(id))
+    const reply = yield* exchange("release", "POST", path, config.sandboxdToken, undefined, 204)
+    return yield* Effect.fromResult(interpretRootRelease(reply, nodeSecrets))
+  })
+
+  const list = (claimRef: string) =>
+    exchange("list", "GET", listPath(claimRef), config.sandboxdToken).pipe(
+      Effect.flatMap((reply) => Effect.fromResult(interpretList(reply, nodeSecrets))),
+      Effect.mapError(asListError("list"))
+    )
 
   return SandboxdClient.of({
     claim,
     release,
-    listSandboxes: exchange("list", "GET", "/v1/sandboxes", config.sandboxdToken).pipe(
-      Effect.flatMap((reply) => Effect.fromResult(interpretList(reply))),
-      Effect.mapError(asListError("list")),
-      Effect.withSpan("SandboxdClient.listSandboxes")
-    ),
+    releaseAsRoot,
+    listSandboxes: list("").pipe(Effect.withSpan("SandboxdClient.listSandboxes")),
+    listByClaimRef: (claimRef) =>
+      list(claimRef).pipe(Effect.map(onlyClaimRef(claimRef)), Effect.withSpan("SandboxdClient.listByClaimRef")),
+    getSandbox: (id) =>
+      Effect.fromResult(sandboxPath("get", id)).pipe(
+        Effect.flatMap((path) => exchange("get", "GET", path, config.sandboxdToken)),
+        Effect.flatMap((reply) => Effect.fromResult(interpretGet(id, reply, nodeSecrets))),
+        Effect.mapError(asListError("get")),
+        Effect.withSpan("SandboxdClient.getSandbox")
+      ),
     info: exchange("info", "GET", "/v1/info", config.sandboxdToken).pipe(
-      Effect.flatMap((reply) => Effect.fromResult(interpretInfo(reply))),
+      Effect.flatMap((reply) => Effect.fromResult(interpretInfo(reply, nodeSecrets))),
       Effect.mapError(asListError("info")),
       Effect.withSpan("SandboxdClient.info")
     ),

@@ -17,7 +17,10 @@ const timed = <A, E extends { readonly _tag: string }, R>(operation: string, eff
 export const instrumentSandboxd = (client: SandboxdClient["Service"]): SandboxdClient["Service"] => ({
   claim: (spec) => timed("claim", client.claim(spec)),
   release: (id, token) => timed("release", client.release(id, token)),
+  releaseAsRoot: (id) => timed("release_root", client.releaseAsRoot(id)),
   listSandboxes: timed("list", client.listSandboxes),
+  listByClaimRef: (claimRef) => timed("list", client.listByClaimRef(claimRef)),
+  getSandbox: (id) => timed("get", client.getSandbox(id)),
   info: timed("info", client.info),
   healthz: timed("healthz", client.healthz)
 })

@@ -60,6 +60,10 @@ const isNoWarmCapacity = (failure: ProviderFailure): boolean => {
     (typeof cause === "object" && cause !== null && "_tag" in cause && cause._tag === "NoWarmCapacity")
 }
 
+/** The Pod status reason of a create failure: the doubt and the loss have their own. */
+const failureReason = (failure: ProviderFailure): string =>
+  failure._tag === "ClaimInDoubt" || failure._tag === "SandboxLost" ? failure._tag : "ProviderFailed"
+
 export const make = (
   options: PodControllerOptions = defaultOptions
 ): Effect.Effect<PodControllerHandle, never, AppConfig | KubeApi | PodLifecycle | EventRecorder | Scope.Scope> =>
@@ -180,12 +184,14 @@ export const make = (
     /** CU-05: the create failure is visible on the Pod (Pending, or Failed with restartPolicy Never). */
     const writeProviderFailed = (key: PodKey, uid: string, failure: ProviderFailure) =>
       putStatus(key, uid, (apiPod) => {
-        const phase = apiPod.spec?.restartPolicy === "Never" ? "Failed" : "Pending"
+        // A lost sandbox ends the Pod whatever its restart policy: it is never given another.
+        const phase = failure._tag === "SandboxLost" || apiPod.spec?.restartPolicy === "Never" ? "Failed" : "Pending"
+        const reason = failureReason(failure)
         const status = apiPod.status
         // Terminal is final; the same failure already shown needs no write (a resync retry).
         if (isTerminal(apiPod)) return undefined
-        if (status?.phase === phase && status.reason === "ProviderFailed" && status.message === failure.message) return undefined
-        return { ...apiPod, status: { ...status, phase, reason: "ProviderFailed", message: failure.message } }
+        if (status?.phase === phase && status.reason === reason && status.message === failure.message) return undefined
+        return { ...apiPod, status: { ...status, phase, reason, message: failure.message } }
       }).pipe(
         Effect.catch((error: KubeError) =>
           Effect.logWarning("could not record the create failure on the pod").pipe(Effect.annotateLogs({ error }))
@@ -221,7 +227,7 @@ export const make = (
         yield* events.record(
           involvedPod(pod),
           "Warning",
-          isNoWarmCapacity(failure) ? "NoWarmCapacity" : "CreateFailed",
+          isNoWarmCapacity(failure) ? "NoWarmCapacity" : failure._tag === "ClaimInDoubt" ? "ClaimInDoubt" : "CreateFailed",
           `${failure._tag}: ${failure.message}`
         )
         // CU-05 is for a Pod that has not started. A running one (adopted after a restart while

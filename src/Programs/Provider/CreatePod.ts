@@ -13,19 +13,23 @@ import type { ClaimRecord } from "../../Schemas/Claims.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import {
   ClaimFailed,
+  ClaimInDoubt,
   ClaimNotPersisted,
   ClaimUnverifiable,
   ExpiredClaimUnlistable,
   InvalidTtl,
   MissingTemplate,
   RuntimeMismatch,
+  SandboxLost,
   StrandedClaimNotReturned
 } from "../../Schemas/ProviderErrors.ts"
+import { ClaimDoubts } from "../../Services/ClaimDoubts.ts"
+import { markInDoubt, resolveDoubt } from "../ClaimDoubt.ts"
 import { ClaimsStore, ClaimsWriteError } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
 import type { CreatePodOutcome } from "../../Services/Provider.ts"
 import { failpoint } from "../../Services/Failpoints.ts"
-import { SandboxdClient, SandboxdTimeout, SandboxdUnreachable } from "../../Services/SandboxdClient.ts"
+import { claimOutcomeOf, SandboxdClient, SandboxdTimeout, SandboxdUnreachable } from "../../Services/SandboxdClient.ts"
 import { verifyQuarantinedClaims } from "../ClaimVerifier.ts"
 import {
   annotationValue,
@@ -126,6 +130,44 @@ const clearStrandedClaim = Effect.fnUntraced(function*(key: PodKey) {
 })
 
 /**
+ * A key in doubt is settled before anything else is claimed for it. Adopted: the row is now
+ * Durable and step 4 adopts it. Absent: the key may claim. Anything else keeps the Pod waiting
+ * with reason ClaimInDoubt.
+ */
+const settleDoubt = Effect.fnUntraced(function*(key: PodKey) {
+  const resolution = yield* resolveDoubt(key).pipe(
+    Effect.mapError((cause) =>
+      new ClaimInDoubt({
+        pod: key,
+        strays: [],
+        cause,
+        message: `pod ${key}: a claim whose outcome is unknown cannot be settled yet (${cause.message}); no new claim until it is`
+      })
+    )
+  )
+  if (resolution._tag === "Pending") {
+    return yield* new ClaimInDoubt({
+      pod: key,
+      strays: resolution.strays,
+      message: `pod ${key}: a claim whose outcome is unknown is not settled: ${resolution.reason}`
+    })
+  }
+})
+
+/** A Pod generation whose sandbox was confirmed gone is never claimed for again. */
+const refuseLost = Effect.fnUntraced(function*(key: PodKey, pod: V1Pod) {
+  const doubts = yield* ClaimDoubts
+  const lost = yield* doubts.lostBy(key, pod.metadata?.uid ?? "")
+  if (Option.isSome(lost)) {
+    return yield* new SandboxLost({
+      pod: key,
+      claimId: lost.value,
+      message: `sandbox ${lost.value} of pod ${key} is gone; this pod is not given another`
+    })
+  }
+})
+
+/**
  * CRT-3 steps 8–11: claim, record tentatively, commit, push. Uninterruptible as one piece so a
  * shutdown cannot leave a claimed VM neither recorded nor returned.
  */
@@ -134,9 +176,11 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
     const table = yield* ClaimTable
     const sandboxd = yield* SandboxdClient
     const store = yield* ClaimsStore
-    const claimed = yield* failpoint("claim-before-send").pipe(
+    const startedAt = yield* DateTime.now
+    const attempt = yield* Effect.result(failpoint("claim-before-send").pipe(
       // An armed failure here stands for a claim that provably never left (a refused connection).
-      Effect.catchTag("FailpointFired", (e) => Effect.fail(new SandboxdUnreachable({ operation: "claim", message: e.message }))),
+      Effect.catchTag("FailpointFired", (e) =>
+        Effect.fail(new SandboxdUnreachable({ operation: "claim", message: e.message, requestSent: false }))),
       Effect.andThen(sandboxd.claim({
         template,
         net: Option.getOrElse(annotationValue(pod.metadata?.annotations, PodAnnotation.net), () => ""),
@@ -150,16 +194,34 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
           Effect.catchTag("FailpointFired", (e) =>
             Effect.fail(new SandboxdTimeout({ operation: "claim", timeoutMillis: 0, message: e.message })))
         )
-      ),
-      Effect.mapError((cause) =>
-        new ClaimFailed({
-          pod: key,
-          template,
-          cause,
-          message: `claim for pod ${key} (template ${template}) failed: ${cause._tag}: ${cause.message}`
-        })
       )
-    )
+    ))
+    const claimOutcome = claimOutcomeOf(attempt)
+    if (claimOutcome._tag === "Failed") {
+      const cause = claimOutcome.error
+      return yield* new ClaimFailed({
+        pod: key,
+        template,
+        cause,
+        message: `claim for pod ${key} (template ${template}) failed: ${cause._tag}: ${cause.message}`
+      })
+    }
+    if (claimOutcome._tag === "Unknown") {
+      // sandboxd may have made the VM: never claim over it before a listing says what became of it.
+      const cause = claimOutcome.error
+      yield* markInDoubt({ key, podUid: pod.metadata?.uid ?? "", startedAt })
+      yield* Effect.logWarning("claim outcome unknown; the pod key is in doubt until sandboxd's listing settles it").pipe(
+        Effect.annotateLogs({ pod: key, err: `${cause._tag}: ${cause.message}` })
+      )
+      return yield* new ClaimInDoubt({
+        pod: key,
+        strays: [],
+        cause,
+        message:
+          `claim for pod ${key} (template ${template}) may have made a sandbox (${cause._tag}: ${cause.message}); no new claim until sandboxd's listing shows what became of it`
+      })
+    }
+    const claimed = claimOutcome.result
     const record: ClaimRecord = {
       id: claimed.id,
       token: claimed.token,
@@ -229,8 +291,12 @@ export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
       message: `pod ${key} asks for runtime ${JSON.stringify(runtime)}; this node serves ${JSON.stringify(SERVED_RUNTIME)}`
     })
   }
+  // A Pod that lost its sandbox stays Failed: no silent replacement under the same UID.
+  yield* refuseLost(key, pod)
   // 2. a claim loaded from disk is judged before it is adopted or replaced.
   yield* resolveQuarantined(key)
+  // 2b. a claim whose outcome is unknown is settled before the key claims again.
+  yield* settleDoubt(key)
   // 3. a settled claim past its deadline: refreshed when still listed, dropped when not.
   yield* settleExpiredClaim(key)
   // 4. adopt in place: the same VM for the replacement Pod (no template/TTL checks here).

@@ -50,6 +50,46 @@ export interface SandboxdSimOptions {
   readonly archiveRetention?: Duration.Input
   /** The node has an egress attachment (`net: egress` allowed). */
   readonly egress?: boolean
+  /**
+   * A claim is finished even when its client goes away first (a timeout, a dropped connection),
+   * as a daemon that does not watch for disconnects would: the VM exists, nobody got its token.
+   */
+  readonly claimsOutliveClients?: boolean
+  /** Which sandboxd revision to behave as; every piece is on unless switched off. */
+  readonly revision?: Partial<SimRevision>
+}
+
+/**
+ * Pieces that only some sandboxd revisions have. A route a revision lacks answers the router's
+ * plain-text 404, as Go's ServeMux does.
+ */
+export interface SimRevision {
+  /** Root `GET /v1/sandboxes/{id}`, returning the row plus the claim's `token`. */
+  readonly byIdRead: boolean
+  /** The by-id read includes `token` (when on; `byIdRead` must be on too). */
+  readonly byIdToken: boolean
+  /** The root token releases any id (the oldest revision accepted only the claim's own token). */
+  readonly rootRelease: boolean
+  /** `GET /v1/sandboxes?claim_ref=` filters (older revisions ignore the parameter). */
+  readonly claimRefFilter: boolean
+  /** Listing rows carry `claimed_at`. */
+  readonly claimedAt: boolean
+}
+
+export const NEWEST_REVISION: SimRevision = {
+  byIdRead: true,
+  byIdToken: true,
+  rootRelease: true,
+  claimRefFilter: true,
+  claimedAt: true
+}
+/** The oldest stored revision: no by-id read, no root release, no filter, no `claimed_at`. */
+export const OLDEST_REVISION: SimRevision = {
+  byIdRead: false,
+  byIdToken: false,
+  rootRelease: false,
+  claimRefFilter: false,
+  claimedAt: false
 }
 
 export const DEFAULT_TTL_SECONDS = 300
@@ -93,7 +133,7 @@ export type SimResponse =
   /** Send the status and part of the body, then neither finish nor close (until the client goes away). */
   | { readonly _tag: "Stall"; readonly status: number; readonly contentType: string; readonly body: string }
 
-export type SimRoute = "claim" | "release" | "list" | "info" | "healthz" | "hibernate" | "wake"
+export type SimRoute = "claim" | "release" | "list" | "get" | "info" | "healthz" | "hibernate" | "wake"
 
 export type SimFault =
   /** Added before the answer; further faults (or the normal answer) follow. */
@@ -200,6 +240,14 @@ export interface SandboxdSimShape {
   /** Uses `addr` as `owner_addr` unless the options named one explicitly. */
   readonly adoptListenAddr: (addr: string) => Effect.Effect<void>
   readonly setMesh: (mesh: { readonly peers: ReadonlyArray<string> } | undefined) => Effect.Effect<void>
+  readonly setClaimsOutliveClients: (on: boolean) => Effect.Effect<void>
+  /** Switches revision pieces on or off from now on. */
+  readonly setRevision: (revision: Partial<SimRevision>) => Effect.Effect<void>
+  /**
+   * Leaves `id` out of the next `times` listings (undefined = until cleared) while it stays live:
+   * a listing that misses a claim. By-id reads still find it.
+   */
+  readonly omitFromListings: (id: string, times?: number) => Effect.Effect<void>
   /** `times` undefined = until cleared. Faults of a route apply in the order injected. */
   readonly injectFault: (
     route: SimRoute | "*",
@@ -309,6 +357,16 @@ const route = (method: string, rawPath: string): { route: SimRoute | "unknown"; 
   }
   const hit = exact[path]
   if (hit !== undefined) return { route: hit[0], id: "", allowed: method === hit[1] }
+  const byId = /^\/v1\/sandboxes\/([^/]+)$/.exec(path)
+  if (byId !== null) {
+    let id: string
+    try {
+      id = decodeURIComponent(byId[1])
+    } catch {
+      return { route: "unknown", id: "", allowed: false }
+    }
+    return { route: "get", id, allowed: method === "GET" }
+  }
   const verb = /^\/v1\/sandboxes\/([^/]+)\/(release|hibernate|wake)$/.exec(path)
   if (verb !== null) {
     let id: string
@@ -342,6 +400,9 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
     let mesh = options.mesh
     let ownerAddr = options.ownerAddr ?? ""
     let draining = false
+    let revision: SimRevision = { ...NEWEST_REVISION, ...options.revision }
+    let claimsOutliveClients = options.claimsOutliveClients ?? false
+    const omitted = new Map<string, number | undefined>()
     let provisioning = 0
     const claims = new Map<string, ClaimState>()
     const issuedTokens = new Set<string>()
@@ -497,7 +558,7 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
       }
       const claim = claims.get(id)
       if (claim === undefined) return Result.fail(errorReply(404, "unknown sandbox"))
-      if (tokensEqual(bearer, claim.token) || kind === "root") return Result.succeed(claim)
+      if (tokensEqual(bearer, claim.token) || (kind === "root" && revision.rootRelease)) return Result.succeed(claim)
       return Result.fail(errorReply(404, "unknown sandbox"))
     }
 
@@ -536,22 +597,47 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
         }
       })
 
-    const listBody = () => {
-      const rows = [...claims.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map((claim) => {
-        const v = view(claim)
-        return {
-          id: v.id,
-          key: v.key,
-          deadline: v.deadline,
-          hibernated: v.hibernated,
-          ...(v.archived ? { archived: true } : {}),
-          ...(v.claimRef === "" ? {} : { claim_ref: v.claimRef }),
-          // A field the client does not know, as newer daemons send.
-          claimed_at: formatDeadline(claim.claimedAtNanos, zoneOffset),
-          ...(v.failed === "" ? {} : { failed: v.failed })
-        }
-      })
+    const rowOf = (claim: ClaimState) => {
+      const v = view(claim)
+      return {
+        id: v.id,
+        key: v.key,
+        deadline: v.deadline,
+        hibernated: v.hibernated,
+        ...(v.archived ? { archived: true } : {}),
+        ...(v.claimRef === "" ? {} : { claim_ref: v.claimRef }),
+        ...(revision.claimedAt ? { claimed_at: formatDeadline(claim.claimedAtNanos, zoneOffset) } : {}),
+        ...(v.failed === "" ? {} : { failed: v.failed })
+      }
+    }
+
+    const listBody = (path: string) => {
+      const query = new URLSearchParams(path.includes("?") ? path.slice(path.indexOf("?") + 1) : "")
+      const claimRef = revision.claimRefFilter ? query.get("claim_ref") : null
+      const rows = [...claims.values()]
+        .filter((claim) => claimRef === null || claim.claimRef === claimRef)
+        .filter((claim) => {
+          if (!omitted.has(claim.id)) return true
+          const left = omitted.get(claim.id)
+          if (left !== undefined) {
+            if (left <= 1) omitted.delete(claim.id)
+            else omitted.set(claim.id, left - 1)
+          }
+          return false
+        })
+        .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+        .map(rowOf)
       return { sandboxes: rows }
+    }
+
+    /** Root `GET /v1/sandboxes/{id}`. */
+    const handleGet = (id: string, kind: AuthKind): SimResponse => {
+      if (!revision.byIdRead) return notFoundPage
+      const denied = requireRoot(kind)
+      if (Option.isSome(denied)) return denied.value
+      const claim = claims.get(id)
+      if (claim === undefined) return errorReply(404, "unknown sandbox")
+      return reply(200, { ...rowOf(claim), ...(revision.byIdToken ? { token: claim.token } : {}) })
     }
 
     const poolViews = (): Array<SimPoolView> =>
@@ -637,8 +723,10 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
             return yield* handleVerb(routed.route, routed.id, auth.bearer, auth.kind)
           case "list": {
             const denied = requireRoot(auth.kind)
-            return Option.isSome(denied) ? denied.value : reply(200, listBody())
+            return Option.isSome(denied) ? denied.value : reply(200, listBody(request.path))
           }
+          case "get":
+            return handleGet(routed.id, auth.kind)
           case "info": {
             const denied = requireRoot(auth.kind)
             return Option.isSome(denied) ? denied.value : reply(200, infoBody())
@@ -664,15 +752,22 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
           atMillis: at
         })
         if (routed.route === "unknown") return notFoundPage
+        if (routed.route === "get" && !revision.byIdRead) return notFoundPage
         if (!routed.allowed) return methodNotAllowed
         const target = { route: routed.route, id: routed.id }
-        const faulted = yield* applyFaults(routed.route)
-        if (Option.isNone(faulted)) return yield* answerRoute(target, request, auth)
-        const outcome = faulted.value
-        if (Result.isFailure(outcome)) return outcome.failure
-        // The work is done; only the reply is lost.
-        yield* answerRoute(target, request, auth)
-        return outcome.success === "drop" ? { _tag: "Drop" } as const : yield* Effect.never
+        const work = Effect.gen(function*() {
+          const faulted = yield* applyFaults(target.route)
+          if (Option.isNone(faulted)) return Result.succeed<SimResponse>(yield* answerRoute(target, request, auth))
+          const outcome = faulted.value
+          if (Result.isFailure(outcome)) return Result.succeed<SimResponse>(outcome.failure)
+          // The work is done; only the reply is lost.
+          yield* answerRoute(target, request, auth)
+          return Result.fail(outcome.success)
+        })
+        // A client going away interrupts its request, unless claims are finished regardless.
+        const done = yield* (target.route === "claim" && claimsOutliveClients ? Effect.uninterruptible(work) : work)
+        if (Result.isSuccess(done)) return done.success
+        return done.failure === "drop" ? { _tag: "Drop" } as const : yield* Effect.never
       }).pipe(
         Effect.onExit(() =>
           Effect.sync(() => {
@@ -756,6 +851,18 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
       setMesh: (value) =>
         Effect.sync(() => {
           mesh = value
+        }),
+      setClaimsOutliveClients: (on) =>
+        Effect.sync(() => {
+          claimsOutliveClients = on
+        }),
+      setRevision: (value) =>
+        Effect.sync(() => {
+          revision = { ...revision, ...value }
+        }),
+      omitFromListings: (id, times) =>
+        Effect.sync(() => {
+          omitted.set(id, times)
         }),
       injectFault: (r, fault, faultOptions) =>
         Effect.sync(() => {

@@ -1,0 +1,93 @@
+/**
+ * ClaimDoubts in one `Ref`: every operation is a single pure update, like the claim table.
+ */
+import { DateTime, Effect, Layer, Option, Ref } from "effect"
+import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
+import { ClaimDoubts, type Doubt, type LostSandbox } from "../Services/ClaimDoubts.ts"
+
+interface State {
+  readonly doubts: ReadonlyMap<PodKey, Doubt>
+  readonly seen: ReadonlyMap<ClaimId, DateTime.Utc>
+  readonly missing: ReadonlyMap<ClaimId, DateTime.Utc>
+  readonly lost: ReadonlyMap<PodKey, LostSandbox>
+}
+
+/** First sightings kept at most; the oldest are forgotten first (a forgotten id only looks newer). */
+const SEEN_LIMIT = 10_000
+
+export const makeClaimDoubts = Effect.gen(function*() {
+  const ref = yield* Ref.make<State>({ doubts: new Map(), seen: new Map(), missing: new Map(), lost: new Map() })
+  const read = <A>(f: (s: State) => A) => Effect.map(Ref.get(ref), f)
+
+  return ClaimDoubts.of({
+    all: read((s) => s.doubts),
+    get: (key) => read((s) => Option.fromUndefinedOr(s.doubts.get(key))),
+    add: ({ key, podUid, startedAt }) =>
+      Ref.update(ref, (s) => {
+        const existing = s.doubts.get(key)
+        const doubt: Doubt = existing === undefined
+          ? { key, podUid, startedAt, releasing: [], stuck: [] }
+          : { ...existing, podUid, startedAt: DateTime.min(existing.startedAt, startedAt) }
+        return { ...s, doubts: new Map(s.doubts).set(key, doubt) }
+      }),
+    update: (key, f) =>
+      Ref.update(ref, (s) => {
+        const existing = s.doubts.get(key)
+        return existing === undefined ? s : { ...s, doubts: new Map(s.doubts).set(key, f(existing)) }
+      }),
+    clear: (key) =>
+      Ref.update(ref, (s) => {
+        if (!s.doubts.has(key)) return s
+        const doubts = new Map(s.doubts)
+        doubts.delete(key)
+        return { ...s, doubts }
+      }),
+
+    noteSeen: (ids, at) =>
+      Ref.modify(ref, (s) => {
+        let seen: Map<ClaimId, DateTime.Utc> | undefined
+        for (const id of ids) {
+          if (s.seen.has(id) || seen?.has(id) === true) continue
+          seen ??= new Map(s.seen)
+          seen.set(id, at)
+        }
+        if (seen !== undefined && seen.size > SEEN_LIMIT) {
+          for (const id of seen.keys()) {
+            if (seen.size <= SEEN_LIMIT) break
+            seen.delete(id)
+          }
+        }
+        const next = seen === undefined ? s : { ...s, seen }
+        return [next.seen, next]
+      }),
+    noteMissing: (id, at) =>
+      Ref.modify(ref, (s) => {
+        const since = s.missing.get(id)
+        if (since !== undefined) return [since, s]
+        return [at, { ...s, missing: new Map(s.missing).set(id, at) }]
+      }),
+    notePresent: (id) =>
+      Ref.update(ref, (s) => {
+        if (!s.missing.has(id)) return s
+        const missing = new Map(s.missing)
+        missing.delete(id)
+        return { ...s, missing }
+      }),
+
+    markLost: (lost) => Ref.update(ref, (s) => ({ ...s, lost: new Map(s.lost).set(lost.key, lost) })),
+    lostBy: (key, podUid) =>
+      read((s) => {
+        const lost = s.lost.get(key)
+        return lost !== undefined && lost.podUid === podUid ? Option.some(lost.id) : Option.none()
+      }),
+    forgetLost: (key) =>
+      Ref.update(ref, (s) => {
+        if (!s.lost.has(key)) return s
+        const lost = new Map(s.lost)
+        lost.delete(key)
+        return { ...s, lost }
+      })
+  })
+})
+
+export const ClaimDoubtsRefLayer: Layer.Layer<ClaimDoubts> = Layer.effect(ClaimDoubts, makeClaimDoubts)

@@ -1,0 +1,210 @@
+/**
+ * Settling claims whose outcome is unknown.
+ *
+ * ENTRY POINTS (for CreatePod and for crash recovery after a restart):
+ *
+ *   markInDoubt({ key, podUid, startedAt })   -- a claim for `key` was (or may have been) sent at
+ *                                                `startedAt` for Pod generation `podUid`, and no
+ *                                                token came back. Call it BEFORE the key can take
+ *                                                new work; CreatePod then refuses to claim for the
+ *                                                key until `resolveDoubt` settles it.
+ *   resolveDoubt(key)                          -- one attempt to settle the doubt. Safe to call at
+ *                                                any time, repeatedly; CreatePod calls it first
+ *                                                thing for a key in doubt. Returns a DoubtResolution
+ *                                                or fails with SandboxdListError (listing/by-id
+ *                                                read failed) or ClaimsWriteError (adopting could
+ *                                                not be recorded); in both cases the key stays in
+ *                                                doubt.
+ *   resolveAllDoubts                           -- resolveDoubt for every key in doubt (a pass after
+ *                                                a restart, say); failures are logged, not raised.
+ *
+ * Requirements: ClaimDoubts, ClaimTable, ClaimsStore, SandboxdClient, AppConfig (all provided by
+ * the daemon's provider layers; ClaimDoubts comes with `ClaimTableRefLayer`).
+ *
+ * The rule. sandboxd's listing is the only witness: it is always filtered locally by `claim_ref`
+ * (older servers ignore `?claim_ref=`). A listed sandbox carrying the key's `claim_ref`, recorded
+ * under no key, and made at or after the attempt began (its `claimed_at`, or else the first time
+ * this process listed it) is the attempt's. The first one whose token the root by-id read gives
+ * is adopted: recorded durably under the key, so the Pod's next create adopts it like any held
+ * claim. Every other one, and one whose token cannot be had, is released by id with the root
+ * token; a 204 still waits for a later listing to confirm the id gone, and a 404 proves nothing
+ * (revisions without root release and open nodes answer it for live claims), so such a sandbox
+ * keeps the key in doubt and is reported as a stray. With none found, the doubt ends only when
+ * the listing was taken after the attempt's timeout plus `--claim-settle-time`: before that,
+ * sandboxd may still be making the VM.
+ */
+import { Cause, DateTime, Duration, Effect, Exit, Option } from "effect"
+import type { ClaimRecord } from "../Schemas/Claims.ts"
+import { ClaimState } from "../Schemas/Claims.ts"
+import { AppConfig, effectiveSettleTime } from "../Schemas/Config.ts"
+import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
+import { ClaimDoubts } from "../Services/ClaimDoubts.ts"
+import { ClaimsStore, ClaimsWriteError } from "../Services/ClaimsStore.ts"
+import { ClaimTable } from "../Services/ClaimTable.ts"
+import { type ListedSandbox, SandboxdClient } from "../Services/SandboxdClient.ts"
+
+export type DoubtResolution =
+  /** The key was not in doubt. */
+  | { readonly _tag: "NotInDoubt" }
+  /** The attempt's sandbox is now recorded durably under the key; extras were released or reported. */
+  | { readonly _tag: "Adopted"; readonly record: ClaimRecord; readonly strays: ReadonlyArray<ClaimId> }
+  /** A listing after the settle time shows no sandbox of the attempt: the key may claim again. */
+  | { readonly _tag: "Absent" }
+  /** Still in doubt; `strays` are the attempt's sandboxes that could be neither adopted nor released. */
+  | { readonly _tag: "Pending"; readonly reason: string; readonly strays: ReadonlyArray<ClaimId> }
+
+/** Puts `key` in doubt (see the module comment). */
+export const markInDoubt = (doubt: { readonly key: PodKey; readonly podUid: string; readonly startedAt: DateTime.Utc }) =>
+  ClaimDoubts.use((doubts) => doubts.add(doubt))
+
+const madeAt = (row: ListedSandbox, seen: ReadonlyMap<ClaimId, DateTime.Utc>): DateTime.Utc | undefined =>
+  row.claimedAt ?? seen.get(row.id)
+
+/** Records `record` under `key` and waits for the write; withdraws it when the write fails. */
+const recordDurably = (key: PodKey, record: ClaimRecord) =>
+  Effect.gen(function*() {
+    const table = yield* ClaimTable
+    const store = yield* ClaimsStore
+    const inserted = yield* table.modify((s) => {
+      if (s.rows.has(key)) return [false, s] as const
+      return [true, { ...s, rows: new Map(s.rows).set(key, { record, state: ClaimState.Tentative() }) }] as const
+    })
+    if (!inserted) return false
+    const committed = yield* Effect.exit(store.commit(Option.some(key)))
+    if (Exit.isSuccess(committed)) return true
+    yield* table.dropClaim(key, record.id)
+    return yield* Effect.fail(
+      Option.getOrElse(Cause.findErrorOption(committed.cause), () =>
+        new ClaimsWriteError({
+          path: store.path,
+          operation: "commit",
+          message: "the commit of an adopted sandbox did not land"
+        }))
+    )
+  }).pipe(Effect.uninterruptible)
+
+/** One attempt to settle the doubt of `key` (see the module comment). */
+export const resolveDoubt = Effect.fn("ClaimDoubt.resolve")(function*(key: PodKey) {
+  const doubts = yield* ClaimDoubts
+  const table = yield* ClaimTable
+  const sandboxd = yield* SandboxdClient
+  const config = yield* AppConfig
+  const found = yield* doubts.get(key)
+  if (Option.isNone(found)) return { _tag: "NotInDoubt" } as DoubtResolution
+  const doubt = found.value
+  // The listing shows sandboxd's state at some moment after this one.
+  const listedAt = yield* DateTime.now
+  const rows = yield* sandboxd.listByClaimRef(key)
+  const seen = yield* doubts.noteSeen(rows.map((row) => row.id), listedAt)
+  const listed = new Set(rows.map((row) => row.id))
+  const releasing = doubt.releasing.filter((id) => listed.has(id))
+  const state = yield* table.state
+  const recorded = new Set<ClaimId>(Array.from(state.rows.values(), (row) => row.record.id))
+  const candidates = rows
+    .filter((row) => {
+      if (recorded.has(row.id) || releasing.includes(row.id)) return false
+      const made = madeAt(row, seen)
+      return made !== undefined && DateTime.isGreaterThanOrEqualTo(made, doubt.startedAt)
+    })
+    .sort((a, b) => DateTime.toEpochMillis(madeAt(a, seen)!) - DateTime.toEpochMillis(madeAt(b, seen)!))
+
+  let adopted: ClaimRecord | undefined
+  let keyHeld = state.rows.has(key)
+  const stuck: Array<ClaimId> = []
+  for (const row of candidates) {
+    if (!keyHeld) {
+      const lookup = yield* sandboxd.getSandbox(row.id)
+      if (lookup._tag === "Gone") continue
+      if (lookup._tag === "Found" && Option.isSome(lookup.token)) {
+        const record: ClaimRecord = {
+          id: row.id,
+          token: lookup.token.value,
+          // The listing carries no owner address; the claim reply's is the node's advertised one.
+          address: config.sandboxdAdvertiseAddr,
+          podUID: doubt.podUid,
+          claimedAt: Option.some(row.claimedAt ?? listedAt),
+          deadline: lookup.sandbox.deadline
+        }
+        if (yield* recordDurably(key, record)) {
+          adopted = record
+          keyHeld = true
+          yield* Effect.logInfo("adopted the sandbox of a claim whose reply was lost").pipe(
+            Effect.annotateLogs({ pod: key, claim: row.id })
+          )
+          continue
+        }
+        keyHeld = true
+      }
+    }
+    const released = yield* Effect.result(sandboxd.releaseAsRoot(row.id))
+    if (released._tag === "Success" && released.success === "Released") {
+      releasing.push(row.id)
+      yield* Effect.logInfo("released an extra sandbox of a claim whose outcome was unknown").pipe(
+        Effect.annotateLogs({ pod: key, claim: row.id })
+      )
+    } else {
+      stuck.push(row.id)
+      yield* Effect.logWarning("a sandbox of a claim whose outcome was unknown can be neither adopted nor released").pipe(
+        Effect.annotateLogs({
+          pod: key,
+          claim: row.id,
+          err: released._tag === "Success" ? "root release answered 404 (not proof of release)" : released.failure.message
+        })
+      )
+    }
+  }
+
+  if (adopted !== undefined) {
+    // The key holds a VM again and will not claim: extras are released or left to the orphan scan.
+    yield* doubts.clear(key)
+    return { _tag: "Adopted", record: adopted, strays: stuck } as DoubtResolution
+  }
+  yield* doubts.update(key, (d) => ({ ...d, releasing, stuck }))
+  if (stuck.length > 0) {
+    return {
+      _tag: "Pending",
+      reason: `sandbox ${stuck.join(", ")} carries this pod's claim_ref, and sandboxd gives neither its token nor a release by id`,
+      strays: stuck
+    } as DoubtResolution
+  }
+  if (releasing.length > 0) {
+    return {
+      _tag: "Pending",
+      reason: `waiting for a listing to confirm the release of ${releasing.join(", ")}`,
+      strays: []
+    } as DoubtResolution
+  }
+  const settledAt = DateTime.addDuration(
+    doubt.startedAt,
+    Duration.sum(config.sandboxdTimeout, effectiveSettleTime(config))
+  )
+  if (DateTime.isLessThan(listedAt, settledAt)) {
+    return {
+      _tag: "Pending",
+      reason: `sandboxd may still be making the VM of the attempt sent at ${
+        DateTime.formatIso(doubt.startedAt)
+      }; no listing before ${DateTime.formatIso(settledAt)} can prove it made none`,
+      strays: []
+    } as DoubtResolution
+  }
+  yield* doubts.clear(key)
+  yield* Effect.logInfo("a claim whose outcome was unknown made no sandbox").pipe(Effect.annotateLogs({ pod: key }))
+  return { _tag: "Absent" } as DoubtResolution
+})
+
+/** `resolveDoubt` for every key in doubt; a key whose attempt fails stays in doubt (logged). */
+export const resolveAllDoubts = Effect.gen(function*() {
+  const doubts = yield* ClaimDoubts
+  const all = yield* doubts.all
+  const results = new Map<PodKey, DoubtResolution>()
+  for (const key of all.keys()) {
+    const result = yield* Effect.result(resolveDoubt(key))
+    if (result._tag === "Success") results.set(key, result.success)
+    else {
+      yield* Effect.logWarning("a claim in doubt could not be settled this time").pipe(
+        Effect.annotateLogs({ pod: key, err: result.failure.message })
+      )
+    }
+  }
+  return results as ReadonlyMap<PodKey, DoubtResolution>
+})

@@ -1,0 +1,61 @@
+/**
+ * Claims whose outcome is unknown, and what the daemon has seen of sandboxd while settling them.
+ *
+ * A key is "in doubt" when a claim for it may have made a VM the daemon holds no token for (the
+ * request timed out or the connection broke after sending, the reply was not a valid claim, or
+ * the process stopped between sending and recording). A key in doubt is never claimed again until
+ * `Programs/ClaimDoubt.ts` resolves it. The same service remembers when each id was first listed,
+ * since when a recorded id has been missing from listings (absence needs two listings one
+ * verify interval apart where sandboxd has no by-id read), and which Pod generations lost their
+ * sandbox (they are never claimed for again).
+ *
+ * In memory only; the live layer is `Layers/ClaimDoubtsRef.ts` (provided with the claim table).
+ */
+import { Context, type DateTime, type Effect, type Option } from "effect"
+import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
+
+export interface Doubt {
+  readonly key: PodKey
+  /** The Pod generation the attempt was for. */
+  readonly podUid: string
+  /** When the claim that may have made a VM was sent: only sandboxes made after it can be its. */
+  readonly startedAt: DateTime.Utc
+  /** Released with the root token (204), absence not yet confirmed by a later listing. */
+  readonly releasing: ReadonlyArray<ClaimId>
+  /** Sandboxes of this attempt that could be neither adopted nor released (reported as strays). */
+  readonly stuck: ReadonlyArray<ClaimId>
+}
+
+export interface LostSandbox {
+  readonly key: PodKey
+  readonly podUid: string
+  readonly id: ClaimId
+}
+
+export class ClaimDoubts extends Context.Service<ClaimDoubts, {
+  readonly all: Effect.Effect<ReadonlyMap<PodKey, Doubt>>
+  readonly get: (key: PodKey) => Effect.Effect<Option.Option<Doubt>>
+  /**
+   * Puts `key` in doubt. When it already is, the earlier `startedAt` is kept: its window covers
+   * both attempts.
+   */
+  readonly add: (doubt: { readonly key: PodKey; readonly podUid: string; readonly startedAt: DateTime.Utc }) => Effect.Effect<void>
+  /** Replaces the doubt of `key` when there is one. */
+  readonly update: (key: PodKey, f: (doubt: Doubt) => Doubt) => Effect.Effect<void>
+  /** The doubt is resolved. */
+  readonly clear: (key: PodKey) => Effect.Effect<void>
+
+  /** Records `at` as the first sighting of each id not seen before; returns every id's first sighting. */
+  readonly noteSeen: (ids: ReadonlyArray<ClaimId>, at: DateTime.Utc) => Effect.Effect<ReadonlyMap<ClaimId, DateTime.Utc>>
+  /** `id` was missing from a listing taken at `at`: returns when it was first found missing. */
+  readonly noteMissing: (id: ClaimId, at: DateTime.Utc) => Effect.Effect<DateTime.Utc>
+  /** `id` was listed (or is no longer tracked): forget that it was ever missing. */
+  readonly notePresent: (id: ClaimId) => Effect.Effect<void>
+
+  /** The Pod generation `podUid` of `key` lost sandbox `id` for good. */
+  readonly markLost: (lost: LostSandbox) => Effect.Effect<void>
+  /** The sandbox this Pod generation lost, if it did. */
+  readonly lostBy: (key: PodKey, podUid: string) => Effect.Effect<Option.Option<ClaimId>>
+  /** Forgets the lost mark of `key` (its Pod is gone). */
+  readonly forgetLost: (key: PodKey) => Effect.Effect<void>
+}>()("vk-sandbox/ClaimDoubts") {}
