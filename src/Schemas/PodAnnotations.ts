@@ -22,10 +22,15 @@ export const DEFAULT_TTL_SECONDS = 86_400
 
 export type Annotations = Readonly<Record<string, string>> | null | undefined
 
-/** CRT-2: an annotation whose value is "" counts as absent. */
+/**
+ * CRT-2: an annotation whose value is "" counts as absent. The apiserver only stores strings; a
+ * value of another type (an object built by hand, a decoder that let one through) is read as its
+ * JSON text, so every rule sees a string and the annotation rules' errors can always be built.
+ */
 export const annotationValue = (annotations: Annotations, key: string): Option.Option<string> => {
-  const value = annotations?.[key]
-  return value === undefined || value === "" ? Option.none() : Option.some(value)
+  const value: unknown = annotations?.[key]
+  if (value === undefined || value === null || value === "") return Option.none()
+  return Option.some(typeof value === "string" ? value : JSON.stringify(value) ?? String(value))
 }
 
 /** CRT-1: the requested runtime, `sandboxd` when absent or empty (case-sensitive, untrimmed). */

@@ -169,8 +169,10 @@ const pad = (n: number, width: number): string => String(n).padStart(width, "0")
  * Used by the simulator so the client meets offsets and nanoseconds, as from a real daemon.
  */
 export const formatDeadline = (epochNanos: bigint, offsetMinutes: number): string => {
-  const epochMillis = Number(epochNanos / 1_000_000n)
-  const subMilliNanos = Number(epochNanos % 1_000_000n)
+  // Floor division: BigInt division truncates toward zero, which would give an instant before
+  // 1970 a negative sub-millisecond part.
+  const subMilliNanos = Number(((epochNanos % 1_000_000n) + 1_000_000n) % 1_000_000n)
+  const epochMillis = Number((epochNanos - BigInt(subMilliNanos)) / 1_000_000n)
   const local = new Date(epochMillis + offsetMinutes * 60_000)
   const fractionNanos = local.getUTCMilliseconds() * 1_000_000 + subMilliNanos
   const fraction = fractionNanos === 0 ? "" : `.${pad(fractionNanos, 9).replace(/0+$/, "")}`
