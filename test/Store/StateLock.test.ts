@@ -37,10 +37,19 @@ const acquireIn = (statePath: string, options?: StateLock.StateLockOptions) =>
 // is driven only by TestClock.
 const flushIO = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
 
-/** Moves the TestClock in steps, letting real file I/O complete between them, until the fiber ends. */
-const driveUntilDone = <A, E>(fiber: Fiber.Fiber<A, E>, step: Duration.Input, maxSteps: number) =>
+/**
+ * Moves the TestClock in steps, letting real file I/O complete between them, until the fiber ends.
+ * `eachStep` runs before every step (the other holder's heartbeat, say).
+ */
+const driveUntilDone = <A, E>(
+  fiber: Fiber.Fiber<A, E>,
+  step: Duration.Input,
+  maxSteps: number,
+  eachStep: (i: number) => Effect.Effect<void> = () => Effect.void
+) =>
   Effect.gen(function*() {
     for (let i = 0; i < maxSteps && fiber.pollUnsafe() === undefined; i++) {
+      yield* eachStep(i)
       for (let j = 0; j < 5; j++) yield* flushIO
       yield* TestClock.adjust(step)
     }
@@ -181,11 +190,13 @@ describe("StateLock", () => {
       const self = yield* identity
       yield* writeRecord(path, { ...self, pidNamespace: "pid:[1]", pid: 1, nonce: "other-container" })
       const fiber = yield* Effect.forkChild(acquireIn(path, { heartbeat: "2 seconds", staleAfter: "10 seconds" }))
-      for (let j = 0; j < 10; j++) yield* flushIO
-      // The other daemon's heartbeat touches the file.
-      const later = new Date(Date.now() + 5_000)
-      yield* Effect.promise(() => NFS.utimes(StateLock.lockPathFor(path), later, later))
-      const exit = yield* driveUntilDone(fiber, "1 second", 20)
+      // The other daemon's heartbeat touches the file at every step, however late the starter
+      // takes its first look (a loaded machine may delay that by many steps).
+      const exit = yield* driveUntilDone(fiber, "1 second", 20, (i) =>
+        Effect.promise(() => {
+          const at = new Date(Date.now() + (i + 1) * 1_000)
+          return NFS.utimes(StateLock.lockPathFor(path), at, at)
+        }))
       assert.isTrue(Exit.isSuccess(exit))
       if (Exit.isSuccess(exit)) {
         const error = Option.getOrUndefined(Exit.findErrorOption(exit.value.exit))
