@@ -29,8 +29,9 @@ export interface ClaimsStoreFileOptions {
 }
 
 /**
- * Builds the store for `statePath`: the directory is created 0700 (or tightened to 0700), the
- * single-writer lock taken for the scope, and the writer fiber started.
+ * Builds the store for `statePath`: the directory is created 0700 when absent (and refused when
+ * others could write to it), the single-writer lock taken for the scope, and the writer fiber
+ * started.
  */
 export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
   Effect.gen(function*() {
@@ -40,7 +41,7 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
     const loadError = (e: FileStepError) =>
       new ClaimsLoadError({ path, message: `cannot ${e.operation} ${e.path}: ${e.message}` })
 
-    yield* ensureDir(ops, dir).pipe(Effect.mapError(loadError))
+    yield* ensureDir(ops, dir).pipe(Effect.catchTag("FileStepError", (e) => Effect.fail(loadError(e))))
     yield* StateLock.acquire(path, options.lock).pipe(
       Effect.catchTag("StateLockError", (e) =>
         Effect.fail(new ClaimsLoadError({ path, message: `cannot take the state lock ${e.path} (${e.operation}): ${e.message}` }))
@@ -55,7 +56,12 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
       return yield* decodeClaimsFile(text).pipe(
         Effect.mapError((e) => new ClaimsLoadError({ path, message: `cannot decode ${path}: ${e.message}` }))
       )
-    }).pipe(Effect.catchTag("FileStepError", (e) => Effect.fail(loadError(e))))
+    }).pipe(
+      Effect.catchTags({
+        FileStepError: (e) => Effect.fail(loadError(e)),
+        StateDirUnsafe: (e) => Effect.fail(new ClaimsLoadError({ path, message: e.message }))
+      })
+    )
 
     const encode = makeClaimsEncoder()
     const writeTable: WriteTable = (rows) =>
@@ -87,5 +93,5 @@ export const layerWith = (options: ClaimsStoreFileOptions = {}) =>
     })
   )
 
-/** The file `ClaimsStore`: requires `AppConfig` and `ClaimsSnapshot`; fails with StateLocked or ClaimsLoadError. */
+/** The file `ClaimsStore`: requires `AppConfig` and `ClaimsSnapshot`; fails with StateLocked, StateDirUnsafe or ClaimsLoadError. */
 export const layer = layerWith()

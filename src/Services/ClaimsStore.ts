@@ -27,6 +27,15 @@ export class StateLocked extends Schema.TaggedError<StateLocked>()("StateLocked"
 }) {}
 
 /**
+ * The directory of the state path may not hold the claims file (writable by others, sticky, owned
+ * by another user, not a directory): the daemon refuses to start rather than change it.
+ */
+export class StateDirUnsafe extends Schema.TaggedError<StateDirUnsafe>()("StateDirUnsafe", {
+  path: Schema.String,
+  message: Schema.String
+}) {}
+
+/**
  * Where a write takes its rows from, and whom it tells when they landed. The ClaimTable layer
  * provides it. Both are atomic, synchronous updates of the in-memory state.
  */

@@ -5,9 +5,17 @@
 import * as NFS from "node:fs/promises"
 import { Effect, Schema } from "effect"
 
+export interface FileStat {
+  readonly mode: number
+  readonly uid: number
+  readonly isDirectory: boolean
+}
+
 export interface ClaimsFileOps {
-  readonly stat: (path: string) => Promise<{ readonly mode: number } | undefined>
-  readonly mkdir: (dir: string, mode: number) => Promise<void>
+  /** Follows symlinks. */
+  readonly stat: (path: string) => Promise<FileStat | undefined>
+  /** `mkdir -p`: the first directory it created, undefined when all existed. */
+  readonly mkdir: (dir: string, mode: number) => Promise<string | undefined>
   readonly chmod: (path: string, mode: number) => Promise<void>
   readonly readdir: (dir: string) => Promise<ReadonlyArray<string>>
   readonly readFile: (path: string) => Promise<string | undefined>
@@ -35,10 +43,9 @@ const orMissing = <A>(promise: Promise<A>): Promise<A | undefined> =>
   })
 
 export const nodeClaimsFileOps: ClaimsFileOps = {
-  stat: (path) => orMissing(NFS.stat(path)),
-  mkdir: async (dir, mode) => {
-    await NFS.mkdir(dir, { recursive: true, mode })
-  },
+  stat: (path) =>
+    orMissing(NFS.stat(path)).then((s) => s && { mode: s.mode, uid: s.uid, isDirectory: s.isDirectory() }),
+  mkdir: (dir, mode) => NFS.mkdir(dir, { recursive: true, mode }),
   chmod: (path, mode) => NFS.chmod(path, mode),
   readdir: (dir) => NFS.readdir(dir),
   readFile: (path) => orMissing(NFS.readFile(path, "utf8")),

@@ -1,22 +1,64 @@
 /**
- * The state directory (the one holding `--state-path`): set up before the lock is taken and
- * before each load, and swept of the temp files a crash can leave behind.
+ * The state directory (the one holding `--state-path`): created when absent, checked when present,
+ * and swept of the temp files a crash can leave behind.
+ *
+ * The claims file holds every release token of the node, and a rename into a directory replaces
+ * whatever is there: a directory that anyone else may write to (a shared one such as /tmp, even
+ * with its sticky bit) or that another user owns would let someone else swap the file or its
+ * link. So such a directory is refused, never "fixed": the daemon changes the mode only of a
+ * directory it has just created itself (it once tightened whatever directory held the file,
+ * turning /tmp into drwx------).
  */
 import * as NPath from "node:path"
 import { Effect } from "effect"
+import { StateDirUnsafe } from "../Services/ClaimsStore.ts"
 import { isTempName } from "./DurableReplace.ts"
 import { type ClaimsFileOps, type FileStepError, step } from "./FileOps.ts"
 
-/** mkdir -p 0700 when missing; tightened to 0700 when group or others have any access. */
-export const ensureDir = (ops: ClaimsFileOps, dir: string): Effect.Effect<void, FileStepError> =>
+const octal = (mode: number): string => (mode & 0o7777).toString(8).padStart(4, "0")
+
+/** Why `stat` of an existing directory makes it unfit for the claims file; undefined when fit. */
+export const unsafeReason = (
+  stat: { readonly mode: number; readonly uid: number; readonly isDirectory: boolean },
+  euid: number | undefined
+): string | undefined => {
+  if (!stat.isDirectory) return "is not a directory"
+  const problems: Array<string> = []
+  if ((stat.mode & 0o022) !== 0) problems.push("writable by group or others")
+  if ((stat.mode & 0o1000) !== 0) problems.push("sticky (a shared directory such as /tmp)")
+  if (euid !== undefined && stat.uid !== euid) problems.push(`owned by uid ${stat.uid}, not by this daemon's uid ${euid}`)
+  if (problems.length === 0) return undefined
+  return `is ${problems.join(", ")} (mode ${octal(stat.mode)})`
+}
+
+/**
+ * Creates `dir` 0700 when it is absent (parents too); refuses it when it is present and unfit
+ * (see `unsafeReason`). A directory it did not create keeps its mode: a private 0755 is accepted
+ * as it is.
+ */
+export const ensureDir = (
+  ops: ClaimsFileOps,
+  dir: string,
+  euid: number | undefined = process.geteuid?.()
+): Effect.Effect<void, FileStepError | StateDirUnsafe> =>
   Effect.gen(function*() {
+    if ((yield* step("stat", dir, () => ops.stat(dir))) === undefined) {
+      const created = yield* step("mkdir", dir, () => ops.mkdir(dir, 0o700))
+      // Another process may have made it meanwhile (nothing created): then it is checked below
+      // like any directory found in place, and its mode is not ours to change.
+      if (created !== undefined) {
+        // The umask may have narrowed the mode; 0700 is what we want, exactly.
+        yield* step("chmod", dir, () => ops.chmod(dir, 0o700))
+      }
+    }
     const stat = yield* step("stat", dir, () => ops.stat(dir))
-    if (stat === undefined) {
-      yield* step("mkdir", dir, () => ops.mkdir(dir, 0o700))
-      // The umask may have narrowed the mode; 0700 is what we want, exactly.
-      yield* step("chmod", dir, () => ops.chmod(dir, 0o700))
-    } else if ((stat.mode & 0o077) !== 0) {
-      yield* step("chmod", dir, () => ops.chmod(dir, 0o700))
+    const reason = stat === undefined ? "vanished while being set up" : unsafeReason(stat, euid)
+    if (reason !== undefined) {
+      return yield* new StateDirUnsafe({
+        path: dir,
+        message: `state directory ${dir} ${reason}: refusing to keep the claims file there; ` +
+          `use a directory of its own, owned by the daemon's user and writable by it alone`
+      })
     }
   })
 

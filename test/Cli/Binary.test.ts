@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
-import { mkdtempSync } from "node:fs"
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -91,6 +91,32 @@ describe("vk-sandbox binary", () => {
       // effect/cli renders its own usage errors (with help); the status is the daemon's, 2.
       assert.strictEqual(simBadFlag.code, 2, simBadFlag.stderr)
       assert.include(simBadFlag.stderr, "--no-such-flag")
+    }))
+
+  it.effect("a state path in a shared directory (mode 1777, like /tmp): exit 1, one stderr line, the directory untouched", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "vk-sandbox-cli-"))
+      const shared = join(dir, "tmp")
+      mkdirSync(shared)
+      chmodSync(shared, 0o1777)
+      writeFileSync(join(dir, "token"), "t", { mode: 0o600 })
+      // Parsed, never contacted: the state directory is refused before the daemon talks to anyone.
+      writeFileSync(
+        join(dir, "kubeconfig"),
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n" +
+          "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: x}}]\n"
+      )
+      const finished = yield* run([
+        "--state-path", join(shared, "claims.json"),
+        "--sandboxd-token-file", join(dir, "token"),
+        "--kubeconfig", join(dir, "kubeconfig")
+      ])
+      assert.strictEqual(finished.code, 1, finished.stderr)
+      assert.strictEqual(lines(finished.stderr).length, 1, finished.stderr)
+      assert.include(finished.stderr, `StateDirUnsafe: state directory ${shared} is writable by group or others, sticky`)
+      assert.strictEqual(statSync(shared).mode & 0o7777, 0o1777, "the shared directory keeps its mode")
+      assert.deepStrictEqual(readdirSync(shared), [])
+      rmSync(dir, { recursive: true, force: true })
     }))
 
   it.effect("a subcommand ended by SIGTERM exits 0 (CFG-18)", () =>

@@ -123,15 +123,30 @@ describe("ClaimsStoreFile", () => {
       assert.strictEqual(yield* modeOf(path), 0o600)
     }))
 
-  it.effect("an existing 0755 directory is tightened to 0700 at startup", () =>
+  it.effect("an existing 0755 directory of ours is used as it is (its mode untouched)", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const stateDir = NPath.join(dir, "hostpath")
       yield* Effect.promise(() => NFS.mkdir(stateDir, { mode: 0o755 }))
       yield* Effect.promise(() => NFS.chmod(stateDir, 0o755))
       const path = NPath.join(stateDir, "claims.json")
-      yield* withStore(path, ClaimsStore.use((s) => s.load))
-      assert.strictEqual(yield* modeOf(stateDir), 0o700)
+      yield* withStore(path, ClaimsStore.use((s) => s.commit(Option.none())))
+      assert.strictEqual(yield* modeOf(stateDir), 0o755)
+      assert.strictEqual(yield* modeOf(path), 0o600)
+    }))
+
+  it.effect("a state path in a shared directory (mode 1777, like /tmp) refuses to start and leaves it as it was", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const shared = NPath.join(dir, "tmp")
+      yield* Effect.promise(() => NFS.mkdir(shared))
+      yield* Effect.promise(() => NFS.chmod(shared, 0o1777))
+      const path = NPath.join(shared, "claims.json")
+      const error = yield* Effect.flip(withStore(path, ClaimsStore.use((s) => s.load)))
+      assert.strictEqual(error._tag, "StateDirUnsafe")
+      assert.include(error.message, shared)
+      assert.strictEqual((yield* Effect.promise(() => NFS.stat(shared))).mode & 0o7777, 0o1777)
+      assert.deepStrictEqual(yield* listDir(shared), [], "no lock, no file")
     }))
 
   it.effect("a deleted state directory is recreated 0700 by the next write", () =>
