@@ -8,14 +8,12 @@
  * made the VM, the token never arrived. The invariants then say the daemon found it again
  * (adopted with its token, or released), and never claimed a second VM beside it.
  */
-import { assert, describe, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Option } from "effect"
+import { assert } from "@effect/vitest"
+import { Effect, Option } from "effect"
 import { nodeInventory } from "../../testkit/Demo/Harness.ts"
 import type { FaultAction, ProxiedRequest } from "../support/FaultProxy.ts"
 import { Pass } from "../support/FaultProxy.ts"
-import { type FaultCase, invariants, runCase, startWorld, type World } from "./world.ts"
-
-class SandboxdWorld extends Context.Service<SandboxdWorld, World>()("test/FaultMatrix/SandboxdWorld") {}
+import type { FaultCase } from "./world.ts"
 
 const isRead = (request: ProxiedRequest) => request.method === "GET" && (request.url.startsWith("/v1/sandboxes") || request.url.startsWith("/v1/info"))
 const isListing = (request: ProxiedRequest) => request.method === "GET" && request.url.startsWith("/v1/sandboxes")
@@ -56,7 +54,7 @@ const rewriteListing = (rows: (rows: Array<unknown>) => Array<unknown>): FaultCa
   disarm: (world) => Effect.sync(() => world.sandboxd.clear())
 })
 
-const cases: ReadonlyArray<readonly [string, FaultCase]> = [
+export const sandboxdCases: ReadonlyArray<readonly [string, FaultCase]> = [
   ["429 Too Many Requests on every request", onEveryRequest({ _tag: "Reply", status: 429, body: errorBody("rate limited"), headers: { "retry-after": "1" } })],
   ["503 on every request", onEveryRequest({ _tag: "Reply", status: 503, body: errorBody("draining") })],
   ["500 with a non-JSON body on every request", onEveryRequest({ _tag: "Reply", status: 500, body: "<html>oops</html>", headers: { "content-type": "text/html" } })],
@@ -122,13 +120,3 @@ const cases: ReadonlyArray<readonly [string, FaultCase]> = [
       })
   }]
 ]
-
-// excludeTestServices: real time for the world and every case (the daemon runs on its own clock)
-layer(Layer.effect(SandboxdWorld, startWorld), { timeout: "60 seconds", excludeTestServices: true })("fault matrix: sandboxd", (it) => {
-  describe("each fault clears, and the daemon converges with its invariants intact", () => {
-    it.effect("before any fault", () => Effect.flatMap(SandboxdWorld, invariants))
-    for (const [name, fault] of cases) {
-      it.effect(name, () => Effect.flatMap(SandboxdWorld, (world) => runCase(world, fault)), 60_000)
-    }
-  })
-})

@@ -4,13 +4,10 @@
  * ./world.ts. The Pods a case creates and deletes change in the apiserver while the daemon
  * cannot see them; it must catch up once the fault clears.
  */
-import { describe, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Effect } from "effect"
 import type { FaultAction, ProxiedRequest } from "../support/FaultProxy.ts"
 import { Pass } from "../support/FaultProxy.ts"
-import { type FaultCase, invariants, runCase, startWorld, type World } from "./world.ts"
-
-class ApiserverWorld extends Context.Service<ApiserverWorld, World>()("test/FaultMatrix/ApiserverWorld") {}
+import type { FaultCase } from "./world.ts"
 
 const isWatch = (request: ProxiedRequest) => /[?&]watch=(true|1)/.test(request.url)
 const isStatusWrite = (request: ProxiedRequest) => request.method === "PUT" && /\/pods\/[^/]+\/status$/.test(request.url.split("?")[0] ?? "")
@@ -34,7 +31,7 @@ const onRequests = (matches: (request: ProxiedRequest) => boolean, action: Fault
 
 const every = () => true
 
-const cases: ReadonlyArray<readonly [string, FaultCase]> = [
+export const apiserverCases: ReadonlyArray<readonly [string, FaultCase]> = [
   ["connection refused", {
     arm: (world) => world.apiserver.refuse(),
     disarm: (world) => world.apiserver.accept()
@@ -52,13 +49,3 @@ const cases: ReadonlyArray<readonly [string, FaultCase]> = [
   ["503 with a non-Status body on every request", onRequests(every, { _tag: "Reply", status: 503, body: "upstream connect error", headers: { "content-type": "text/plain" } })],
   ["every watch closed at once, with no events", onRequests(isWatch, { _tag: "Reply", status: 200, body: "" })]
 ]
-
-// excludeTestServices: real time for the world and every case (the daemon runs on its own clock)
-layer(Layer.effect(ApiserverWorld, startWorld), { timeout: "60 seconds", excludeTestServices: true })("fault matrix: apiserver", (it) => {
-  describe("each fault clears, and the daemon converges with its invariants intact", () => {
-    it.effect("before any fault", () => Effect.flatMap(ApiserverWorld, invariants))
-    for (const [name, fault] of cases) {
-      it.effect(name, () => Effect.flatMap(ApiserverWorld, (world) => runCase(world, fault)), 60_000)
-    }
-  })
-})
