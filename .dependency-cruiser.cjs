@@ -2,7 +2,9 @@
  * Import rules: which folder may import which. `npm test` runs this (test/Architecture/Imports.test.ts)
  * so a wrong-way import fails CI. One rule per arrow; docs/architecture.md explains the layout.
  *
- *   Schemas   <- Services <- Layers, Programs <- composition root (main.ts, Daemon.ts, Cli/)
+ *   Schemas <- Services <- Layers, Programs <- composition root (main.ts, Daemon.ts, Cli/)
+ *   Store/, Kube/: building blocks of one layer family (the claims file, the Kubernetes client),
+ *   between Services and Layers.
  *   testkit/ (simulators, demo, simulator-backed layers) may import the product; never the reverse.
  */
 /** @type {import("dependency-cruiser").IConfiguration} */
@@ -23,6 +25,13 @@ module.exports = {
       to: { path: "^(src|testkit)/", pathNot: "^src/(Schemas|Services)/" }
     },
     {
+      name: "building-blocks-import-only-schemas-and-services",
+      comment: "Store/ and Kube/ are parts that layers are made of: they may import Schemas, Services and their own folder, nothing above.",
+      severity: "error",
+      from: { path: "^src/(Store|Kube)/" },
+      to: { path: "^(src|testkit)/", pathNot: ["^src/(Schemas|Services)/", "^src/$1/"] }
+    },
+    {
       name: "layers-do-not-import-programs",
       comment: "A Layer implements a Service; behaviour that uses Services lives in Programs, which Layers must not import.",
       severity: "error",
@@ -34,18 +43,18 @@ module.exports = {
       comment: "Programs use Services through their tags; which implementation runs is the composition root's choice.",
       severity: "error",
       from: { path: "^src/Programs/" },
-      to: { path: "^src/Layers/" }
+      to: { path: "^src/(Layers|Store|Kube)/" }
     },
     {
       name: "programs-and-layers-do-not-import-cli",
       comment: "The command line (Cli/) is the outermost ring: it parses flags into Schemas.Config and starts the daemon; nothing inside imports it.",
       severity: "error",
-      from: { path: "^src/(Programs|Layers|Services|Schemas)/" },
+      from: { path: "^src/(Programs|Layers|Services|Schemas|Store|Kube)/" },
       to: { path: "^src/(Cli/|main\\.ts|Daemon\\.ts)" }
     },
     {
       name: "layer-into-another-layers-internals",
-      comment: "src/Layers/X.ts is a layer and src/Layers/X/ its private parts; a layer may import only its own parts, never another layer or its parts (they meet through Services).",
+      comment: "src/Layers/X.ts is a layer (src/Layers/X/ would hold its private parts): it never imports another layer or its parts; layers meet through Services, and share parts only from Store/ or Kube/.",
       severity: "error",
       from: { path: "^src/Layers/([^/.]+)" },
       to: { path: "^src/Layers/", pathNot: ["^src/Layers/$1/", "^src/Layers/$1\\.ts$"] }
@@ -69,7 +78,6 @@ module.exports = {
     doNotFollow: { path: "node_modules" },
     exclude: { path: "node_modules" },
     parser: "swc",
-    tsPreCompilationDeps: true,
     enhancedResolveOptions: { extensions: [".ts", ".js"] }
   }
 }

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { AppConfig, testConfig } from "../src/Schemas/Config.ts"
+import { testConfig } from "../src/Schemas/Config.ts"
+import { AppConfig } from "../src/Services/Config.ts"
 
 describe("toolchain", () => {
   it.effect("builds the config service directly", () =>

@@ -11,7 +11,7 @@
  */
 import { fileURLToPath } from "node:url"
 import { Console, Effect, Result } from "effect"
-import { AppConfig } from "../Schemas/Config.ts"
+import { AppConfig } from "../Services/Config.ts"
 import { Failpoints } from "../Services/Failpoints.ts"
 import { ProcessExit } from "./Errors.ts"
 import { FAILPOINTS_ENV, failpointsFromEnvironment } from "./Failpoints.ts"
@@ -78,7 +78,7 @@ const runDaemon = Effect.fnUntraced(function*(argv: ReadonlyArray<string>, env: 
       const failpoints = failpointsFromEnvironment(env)
       if (Result.isFailure(failpoints)) return yield* exitWith(1, `${FAILPOINTS_ENV}: ${failpoints.failure}`)
       const config = yield* readSandboxdToken(invocation.success.config)
-      const Daemon = yield* Effect.promise(() => import("../Programs/Daemon.ts"))
+      const Daemon = yield* Effect.promise(() => import("../Daemon.ts"))
       return yield* Daemon.run.pipe(
         Effect.provide(AppConfig.layer(config)),
         Effect.provideService(Failpoints, failpoints.success)

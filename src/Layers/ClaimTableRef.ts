@@ -17,7 +17,7 @@ import {
 } from "../Services/ClaimTable.ts"
 import { ClaimDoubts } from "../Services/ClaimDoubts.ts"
 import { RowsView } from "../Store/RowsView.ts"
-import { ClaimDoubtsRefLayer } from "./ClaimDoubtsRef.ts"
+import { ClaimDoubtsRefLayer } from "./ClaimTableRef/ClaimDoubtsRef.ts"
 
 /** Pods are mutable client-node objects: the table keeps its own copies and hands out copies. */
 const copyPod = (pod: V1Pod): V1Pod => structuredClone(pod)

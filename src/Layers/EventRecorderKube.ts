@@ -7,7 +7,7 @@
  */
 import type { CoreV1Event } from "@kubernetes/client-node"
 import { DateTime, Duration, Effect, Layer, Option, Ref, Schedule, Semaphore } from "effect"
-import { AppConfig } from "../Schemas/Config.ts"
+import { AppConfig } from "../Services/Config.ts"
 import { EventRecorder, type EventType, type InvolvedObject } from "../Services/EventRecorder.ts"
 import { KubeApi } from "../Services/KubeApi.ts"
 

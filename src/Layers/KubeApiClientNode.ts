@@ -31,7 +31,7 @@ import {
 // path resolves). Used to give watched Pods the same shape (Date fields) as listed ones.
 import { ObjectSerializer } from "@kubernetes/client-node/dist/gen/models/ObjectSerializer.js"
 import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
-import { AppConfig } from "../Schemas/Config.ts"
+import { AppConfig } from "../Services/Config.ts"
 import {
   KubeApi,
   KubeConfigMissing,
@@ -47,8 +47,8 @@ import {
   type PodWatchEvent,
   type StatusDetails
 } from "../Services/KubeApi.ts"
-import * as KubeConfigLoader from "./KubeConfigLoader.ts"
-import * as TokenBucket from "./TokenBucket.ts"
+import * as KubeConfigLoader from "../Kube/KubeConfigLoader.ts"
+import * as TokenBucket from "../Kube/TokenBucket.ts"
 
 export const leaseNamespace = "kube-node-lease"
 export const fieldManager = "vk-sandbox"

@@ -14,7 +14,7 @@ import * as Http from "node:http"
 import * as Https from "node:https"
 import { Duration, Effect, Layer, Option, Redacted, Result, Schema, Semaphore } from "effect"
 import type { Scope } from "effect"
-import { AppConfig } from "../Schemas/Config.ts"
+import { AppConfig } from "../Services/Config.ts"
 import type { ClaimId } from "../Schemas/Ids.ts"
 import {
   claimRequestBody,

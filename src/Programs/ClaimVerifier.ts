@@ -6,7 +6,7 @@
  * created, including while a listing was in flight, are never dropped here (VER-3).
  */
 import { Effect, Schedule } from "effect"
-import { AppConfig } from "../Schemas/Config.ts"
+import { AppConfig } from "../Services/Config.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { ClaimTable, type QuarantineJudgement } from "../Services/ClaimTable.ts"
 import { ProviderEvents } from "../Services/Provider.ts"

@@ -7,7 +7,7 @@
  */
 import { Duration, Effect, Schedule } from "effect"
 import type { ClaimId } from "../Schemas/Ids.ts"
-import { AppConfig } from "../Schemas/Config.ts"
+import { AppConfig } from "../Services/Config.ts"
 import { KubeApi, type KubeError } from "../Services/KubeApi.ts"
 import {
   type ListedSandbox,

@@ -6,11 +6,11 @@
  * dropped or released here; a later authorized delete does that.
  */
 import { EventRecorder, involvedPod } from "../Services/EventRecorder.ts"
-import { leaseExpiries } from "./Observability/Metrics.ts"
+import { leaseExpiries } from "../Services/Metrics.ts"
 import type { V1Pod } from "@kubernetes/client-node"
 import { DateTime, Effect, Metric, Option, Schedule } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
-import { AppConfig } from "../Schemas/Config.ts"
+import { AppConfig } from "../Services/Config.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
 import { ProviderEvents } from "../Services/Provider.ts"

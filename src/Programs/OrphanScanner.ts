@@ -5,7 +5,7 @@
  * a failed query is not an empty list.
  */
 import { Duration, Effect, Ref, Schedule } from "effect"
-import { AppConfig } from "../Schemas/Config.ts"
+import { AppConfig } from "../Services/Config.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { ClaimTable, type ClaimTableState } from "../Services/ClaimTable.ts"
 import { type ListedSandbox, SandboxdClient } from "../Services/SandboxdClient.ts"

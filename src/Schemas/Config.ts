@@ -2,7 +2,7 @@
  * The validated daemon configuration (CFG-2 plus our additions). `src/Cli/` parses flags and
  * env vars into it; tests build it directly with `Config.layerTest` / `testConfig`.
  */
-import { Context, Duration, Layer, Redacted } from "effect"
+import { Duration, Redacted } from "effect"
 
 export interface ListenAddr {
   /** "" = all interfaces */
@@ -73,9 +73,6 @@ export const redactUrl = (url: string): string => {
   }
 }
 
-export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("vk-sandbox/AppConfig") {
-  static readonly layer = (config: AppConfigShape) => Layer.succeed(AppConfig, config)
-}
 
 /** Defaults of every flag (CFG-2), with a node name and paths suitable for tests. */
 export const testConfig = (overrides: Partial<AppConfigShape> = {}): AppConfigShape => ({

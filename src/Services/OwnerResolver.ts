@@ -1,5 +1,5 @@
 /**
- * Pod controller owner → delete verdict. The live layer (`Layers/OwnerResolverKube.ts`) reads
+ * Pod controller owner → delete verdict. The live layer (`Programs/Authorization/OwnerResolverKube.ts`) reads
  * the owner with a quorum GET through KubeApi; it never fails: every doubt is a Preserve.
  */
 import type { V1Pod } from "@kubernetes/client-node"

@@ -1,13 +1,12 @@
 /**
  * The provider as the pod controller sees it (reference §9–§10): create, update, delete and
  * the memory-only reads, plus the channels the provider talks back on. The live layer is
- * `Layers/ProviderLive.ts`; the behaviour is in `Programs/Provider/`.
+ * `Programs/Provider/ProviderLive.ts`; the behaviour is in `Programs/Provider/`.
  */
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { Context, type Effect, type Option, type PubSub, type Scope } from "effect"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
-import type { CreatePodError } from "../Schemas/ProviderErrors.ts"
-import type { DeleteOutcome, ReleaseFailed } from "../Programs/Provider/DeletePod.ts"
+import type { CreatePodError, DeleteOutcome, ReleaseFailed } from "./ProviderErrors.ts"
 
 /** What a successful createPod did. */
 export type CreatePodOutcome =

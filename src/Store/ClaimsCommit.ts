@@ -9,7 +9,7 @@
  * write never calls `landed`.
  */
 import { Effect, Metric, Option, type Scope } from "effect"
-import { commitBatchSize } from "../Programs/Observability/Metrics.ts"
+import { commitBatchSize } from "../Services/Metrics.ts"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { ClaimsSnapshot, type ClaimsWriteError } from "../Services/ClaimsStore.ts"

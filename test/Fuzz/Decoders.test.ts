@@ -20,7 +20,7 @@ import {
   interpretList,
   interpretRelease
 } from "../../src/Layers/SandboxdClientHttp.ts"
-import * as OwnerResolverKube from "../../src/Layers/OwnerResolverKube.ts"
+import * as OwnerResolverKube from "../../src/Programs/Authorization/OwnerResolverKube.ts"
 import { controllerRefsOf, ownerGvrOf, pluralOf } from "../../src/Programs/Authorization/OwnerGvr.ts"
 import { matchRoute } from "../../src/Programs/Kubelet/Routes.ts"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"

@@ -26,7 +26,8 @@ import {
   runPublisher
 } from "../../src/Programs/InventoryPublisher.ts"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
-import { AppConfig, testConfig } from "../../src/Schemas/Config.ts"
+import { testConfig } from "../../src/Schemas/Config.ts"
+import { AppConfig } from "../../src/Services/Config.ts"
 import type { ClaimId, PodKey } from "../../src/Schemas/Ids.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { type ClaimSpec, type ClaimResult, SandboxdClient } from "../../src/Services/SandboxdClient.ts"

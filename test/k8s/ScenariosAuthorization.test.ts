@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node"
 import { Context, Effect, Layer } from "effect"
-import * as OwnerResolverKube from "../../src/Layers/OwnerResolverKube.ts"
+import * as OwnerResolverKube from "../../src/Programs/Authorization/OwnerResolverKube.ts"
 import type { DeleteVerdict } from "../../src/Schemas/DeleteVerdict.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { OwnerResolver } from "../../src/Services/OwnerResolver.ts"

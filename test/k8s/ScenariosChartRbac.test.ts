@@ -15,7 +15,7 @@ import { execFile } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import * as YAML from "yaml"
-import { daemonLayer } from "../../src/Programs/Daemon.ts"
+import { daemonLayer } from "../../src/Daemon.ts"
 import type { AppConfigShape } from "../../src/Schemas/Config.ts"
 import { kube, uniqueName } from "./fixture/Kube.ts"
 import {

@@ -1,6 +1,6 @@
 /**
  * The daemon's scenarios against the real kube-apiserver of the global setup: the same layers as
- * `src/Programs/Daemon.ts` (and the in-memory harnesses under test/Programs), with the live KubeApi
+ * `src/Daemon.ts` (and the in-memory harnesses under test/Programs), with the live KubeApi
  * reading the daemon's kubeconfig (RBAC-limited, so a missing verb fails a scenario) and the
  * sandboxd simulator served over loopback HTTP. The admin only does what a user or the cluster
  * would: namespaces, Sandboxes, Pods bound by `spec.nodeName` (no scheduler runs here), deletes.
@@ -19,14 +19,15 @@ import * as ClaimsStoreFile from "../../src/Layers/ClaimsStoreFile.ts"
 import { ClaimTableRefLayer } from "../../src/Layers/ClaimTableRef.ts"
 import * as EventRecorderKube from "../../src/Layers/EventRecorderKube.ts"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
-import * as OwnerResolverKube from "../../src/Layers/OwnerResolverKube.ts"
+import * as OwnerResolverKube from "../../src/Programs/Authorization/OwnerResolverKube.ts"
 import { PodLifecycleProviderLayer } from "../../src/Layers/PodLifecycleProvider.ts"
 import { ProviderEventsPubSubLayer } from "../../src/Layers/ProviderEventsPubSub.ts"
-import { ProviderLiveLayer } from "../../src/Layers/ProviderLive.ts"
+import { ProviderLiveLayer } from "../../src/Programs/Provider/ProviderLive.ts"
 import * as SandboxdClientHttp from "../../src/Layers/SandboxdClientHttp.ts"
 import * as PodController from "../../src/Programs/PodController/PodController.ts"
 import { startClaims } from "../../src/Programs/Provider/Startup.ts"
-import { AppConfig, type AppConfigShape, testConfig } from "../../src/Schemas/Config.ts"
+import { type AppConfigShape, testConfig } from "../../src/Schemas/Config.ts"
+import { AppConfig } from "../../src/Services/Config.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { make as makeSandboxdSim, type SandboxdSimOptions } from "../../testkit/Simulators/Sandboxd/Model.ts"
@@ -120,7 +121,7 @@ export const fastPodOptions: PodController.PodControllerOptions = {
 }
 
 /**
- * The daemon's pod half, composed as `Programs/Daemon.ts` composes it (wire, claims store,
+ * The daemon's pod half, composed as `src/Daemon.ts` composes it (wire, claims store,
  * provider with the live owner resolver and event recorder, claims startup, pod controller),
  * for the surrounding scope; closing the scope drains the controller first.
  */

@@ -2,7 +2,8 @@
 import { Effect, Redacted } from "effect"
 import type { Scope } from "effect"
 import * as SandboxdClientHttp from "../../src/Layers/SandboxdClientHttp.ts"
-import { AppConfig, type AppConfigShape, testConfig } from "../../src/Schemas/Config.ts"
+import { type AppConfigShape, testConfig } from "../../src/Schemas/Config.ts"
+import { AppConfig } from "../../src/Services/Config.ts"
 import * as Model from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve } from "../../testkit/Simulators/Sandboxd/Server.ts"
 

@@ -4,7 +4,7 @@
  * bodies, statuses) and go through the live client's interpretation, so the mapping is the same.
  */
 import { Duration, Effect, Layer, Redacted, Semaphore } from "effect"
-import { AppConfig } from "../../src/Schemas/Config.ts"
+import { AppConfig } from "../../src/Services/Config.ts"
 import type { ClaimId } from "../../src/Schemas/Ids.ts"
 import { claimRequestBody } from "../../src/Schemas/Sandboxd.ts"
 import {

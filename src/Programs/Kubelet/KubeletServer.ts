@@ -12,7 +12,7 @@ import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import type { Duplex } from "node:stream"
-import { AppConfig } from "../../Schemas/Config.ts"
+import { AppConfig } from "../../Services/Config.ts"
 import { type KubeletTlsError, type KubeletTlsMaterial, loadKubeletTls } from "./Tls.ts"
 import {
   matchRoute,

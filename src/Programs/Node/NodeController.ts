@@ -14,11 +14,12 @@
  */
 import type { V1Lease, V1Node } from "@kubernetes/client-node"
 import { Clock, Context, Duration, Effect, Layer, Metric, Option, Queue, Ref, Schedule, Semaphore } from "effect"
-import { AppConfig, redactUrl } from "../../Schemas/Config.ts"
+import { redactUrl } from "../../Schemas/Config.ts"
+import { AppConfig } from "../../Services/Config.ts"
 import { EventRecorder, type EventType } from "../../Services/EventRecorder.ts"
 import { type KubeError, KubeApi } from "../../Services/KubeApi.ts"
 import { SandboxdClient } from "../../Services/SandboxdClient.ts"
-import { nodeTainted, sandboxdUp } from "../Observability/Metrics.ts"
+import { nodeTainted, sandboxdUp } from "../../Services/Metrics.ts"
 import { makeLeaseRenewer } from "./NodeLease.ts"
 import {
   advanceConditions,

@@ -6,7 +6,7 @@
 import { Duration, Effect, Layer, Metric, Stream } from "effect"
 import { KubeApi, type KubeError } from "../../Services/KubeApi.ts"
 import { SandboxdClient } from "../../Services/SandboxdClient.ts"
-import { apiserverRequests, count, sandboxdErrors, sandboxdRequestDuration } from "./Metrics.ts"
+import { apiserverRequests, count, sandboxdErrors, sandboxdRequestDuration } from "../../Services/Metrics.ts"
 
 const timed = <A, E extends { readonly _tag: string }, R>(operation: string, effect: Effect.Effect<A, E, R>) =>
   effect.pipe(

@@ -6,13 +6,13 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Clock, Duration, Effect, Metric, Option, Ref, Schedule, type Scope, Stream } from "effect"
-import { AppConfig } from "../../Schemas/Config.ts"
+import { AppConfig } from "../../Services/Config.ts"
 import { type PodKey, podKeyOfPod, splitPodKey } from "../../Schemas/Ids.ts"
 import { EventRecorder, involvedPod } from "../../Services/EventRecorder.ts"
 import { failpoint } from "../../Services/Failpoints.ts"
 import { KubeApi, type KubeError, KubeUnavailable, type PodWatchEvent } from "../../Services/KubeApi.ts"
 import { PodLifecycle, type ProviderFailure } from "../../Services/PodLifecycle.ts"
-import * as Metrics from "../Observability/Metrics.ts"
+import * as Metrics from "../../Services/Metrics.ts"
 import * as KeyedQueue from "./KeyedQueue.ts"
 import {
   isDeleting,

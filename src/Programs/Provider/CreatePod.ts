@@ -22,7 +22,7 @@ import {
   RuntimeMismatch,
   SandboxLost,
   StrandedClaimNotReturned
-} from "../../Schemas/ProviderErrors.ts"
+} from "../../Services/ProviderErrors.ts"
 import { ClaimDoubts } from "../../Services/ClaimDoubts.ts"
 import { markInDoubt, resolveDoubt } from "../ClaimDoubt.ts"
 import { ClaimsStore, ClaimsWriteError } from "../../Services/ClaimsStore.ts"

@@ -4,42 +4,17 @@
  * entry, so the claim and its release token stay for a same-name replacement to adopt.
  */
 import type { V1Pod } from "@kubernetes/client-node"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option } from "effect"
 import { DeleteVerdict } from "../../Schemas/DeleteVerdict.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import { ClaimsStore, ClaimsWriteError } from "../../Services/ClaimsStore.ts"
 import { ClaimTable, type ClaimTableState, podUidIsCurrent } from "../../Services/ClaimTable.ts"
 import { EventRecorder, involvedPod } from "../../Services/EventRecorder.ts"
 import { failpoint } from "../../Services/Failpoints.ts"
-import * as Metrics from "../Observability/Metrics.ts"
+import * as Metrics from "../../Services/Metrics.ts"
 import { OwnerResolver } from "../../Services/OwnerResolver.ts"
-import {
-  SandboxdClient,
-  SandboxdDecodeError,
-  SandboxdHttpError,
-  SandboxdTimeout,
-  SandboxdUnreachable
-} from "../../Services/SandboxdClient.ts"
-
-/** An authorized release that sandboxd did not confirm: claim and Pod entry are kept for the retry. */
-export class ReleaseFailed extends Schema.TaggedError<ReleaseFailed>()("ReleaseFailed", {
-  pod: Schema.String,
-  claim: Schema.String,
-  cause: Schema.Union([SandboxdHttpError, SandboxdUnreachable, SandboxdTimeout, SandboxdDecodeError]),
-  message: Schema.String
-}) {
-  get retryable(): true {
-    return true
-  }
-}
-
-/** What a deletePod call ended in, for callers that report it (metrics, tests). */
-export type DeleteOutcome =
-  | { readonly _tag: "StaleUid" }
-  | { readonly _tag: "NoClaim" }
-  | { readonly _tag: "Preserved"; readonly verdict: DeleteVerdict }
-  | { readonly _tag: "Released"; readonly verdict: DeleteVerdict; readonly alreadyGone: boolean }
-
+import { type DeleteOutcome, ReleaseFailed } from "../../Services/ProviderErrors.ts"
+import { SandboxdClient, SandboxdTimeout, SandboxdUnreachable } from "../../Services/SandboxdClient.ts"
 
 const withoutPod = (state: ClaimTableState, key: PodKey): ClaimTableState => {
   if (!state.pods.has(key)) return state

@@ -2,7 +2,7 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect } from "effect"
 import type { ClaimRecord } from "../../Schemas/Claims.ts"
-import { AppConfig } from "../../Schemas/Config.ts"
+import { AppConfig } from "../../Services/Config.ts"
 import { ProviderEvents } from "../../Services/Provider.ts"
 import { type PodIp, resolvePodIp } from "./PodIp.ts"
 import { runningPod } from "./Status.ts"

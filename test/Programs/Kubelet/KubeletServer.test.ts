@@ -11,7 +11,8 @@ import { join } from "node:path"
 import * as tls from "node:tls"
 import { KubeletPods, KubeletServer } from "../../../src/Programs/Kubelet/KubeletServer.ts"
 import { generateSelfSigned } from "../../../src/Programs/Kubelet/SelfSigned.ts"
-import { AppConfig, type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
+import { type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
+import { AppConfig } from "../../../src/Services/Config.ts"
 
 // ---- helpers ----------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 /**
- * The pod controller's test world, composed like `Programs/Daemon.ts` but without the node,
+ * The pod controller's test world, composed like `src/Daemon.ts` but without the node,
  * kubelet and loops: the in-memory API server over loopback HTTP reached through the live
  * KubeApi layer, the sandboxd simulator over loopback HTTP through the live client, the real
  * claims table and file store in a temporary directory, the real provider with the live owner
@@ -15,14 +15,15 @@ import * as ClaimsStoreFile from "../../../src/Layers/ClaimsStoreFile.ts"
 import { ClaimTableRefLayer } from "../../../src/Layers/ClaimTableRef.ts"
 import * as EventRecorderKube from "../../../src/Layers/EventRecorderKube.ts"
 import * as KubeApiClientNode from "../../../src/Layers/KubeApiClientNode.ts"
-import * as OwnerResolverKube from "../../../src/Layers/OwnerResolverKube.ts"
+import * as OwnerResolverKube from "../../../src/Programs/Authorization/OwnerResolverKube.ts"
 import { PodLifecycleProviderLayer } from "../../../src/Layers/PodLifecycleProvider.ts"
 import { ProviderEventsPubSubLayer } from "../../../src/Layers/ProviderEventsPubSub.ts"
-import { ProviderLiveLayer } from "../../../src/Layers/ProviderLive.ts"
+import { ProviderLiveLayer } from "../../../src/Programs/Provider/ProviderLive.ts"
 import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
 import { startClaims } from "../../../src/Programs/Provider/Startup.ts"
-import { AppConfig, type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
+import { type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
+import { AppConfig } from "../../../src/Services/Config.ts"
 import type { PodKey } from "../../../src/Schemas/Ids.ts"
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
 import { KubeApi } from "../../../src/Services/KubeApi.ts"

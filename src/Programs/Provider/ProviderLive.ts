@@ -4,17 +4,17 @@
  * `Programs/Provider/Startup.ts` before the pod controller starts calling it.
  */
 import { Effect, Layer } from "effect"
-import { AppConfig } from "../Schemas/Config.ts"
-import { ClaimsStore } from "../Services/ClaimsStore.ts"
-import { ClaimDoubts } from "../Services/ClaimDoubts.ts"
-import { ClaimTable } from "../Services/ClaimTable.ts"
-import { Provider, ProviderEvents } from "../Services/Provider.ts"
-import { SandboxdClient } from "../Services/SandboxdClient.ts"
-import { createPod } from "../Programs/Provider/CreatePod.ts"
-import { deletePod } from "../Programs/Provider/DeletePod.ts"
-import { EventRecorder } from "../Services/EventRecorder.ts"
-import { OwnerResolver } from "../Services/OwnerResolver.ts"
-import { getPod, getPodStatus, getPods, updatePod } from "../Programs/Provider/UpdatePod.ts"
+import { AppConfig } from "../../Services/Config.ts"
+import { ClaimsStore } from "../../Services/ClaimsStore.ts"
+import { ClaimDoubts } from "../../Services/ClaimDoubts.ts"
+import { ClaimTable } from "../../Services/ClaimTable.ts"
+import { Provider, ProviderEvents } from "../../Services/Provider.ts"
+import { SandboxdClient } from "../../Services/SandboxdClient.ts"
+import { createPod } from "./CreatePod.ts"
+import { deletePod } from "./DeletePod.ts"
+import { EventRecorder } from "../../Services/EventRecorder.ts"
+import { OwnerResolver } from "../../Services/OwnerResolver.ts"
+import { getPod, getPodStatus, getPods, updatePod } from "./UpdatePod.ts"
 
 export const ProviderLiveLayer: Layer.Layer<
   Provider,

@@ -8,7 +8,8 @@
  * never retries into sandboxd.
  */
 import { Schema } from "effect"
-import { ClaimsWriteError } from "../Services/ClaimsStore.ts"
+import type { DeleteVerdict } from "../Schemas/DeleteVerdict.ts"
+import { ClaimsWriteError } from "./ClaimsStore.ts"
 import {
   NoWarmCapacity,
   SandboxdDecodeError,
@@ -16,7 +17,7 @@ import {
   SandboxdListError,
   SandboxdTimeout,
   SandboxdUnreachable
-} from "../Services/SandboxdClient.ts"
+} from "./SandboxdClient.ts"
 
 const ClaimErrorSchema = Schema.Union([
   NoWarmCapacity,
@@ -177,3 +178,24 @@ export type RetryableCreateError =
   | ClaimInDoubt
 
 export type CreatePodError = PodChangeRequired | RetryableCreateError
+
+// ---- deletePod ------------------------------------------------------------------------------
+
+/** An authorized release that sandboxd did not confirm: claim and Pod entry are kept for the retry. */
+export class ReleaseFailed extends Schema.TaggedError<ReleaseFailed>()("ReleaseFailed", {
+  pod: Schema.String,
+  claim: Schema.String,
+  cause: Schema.Union([SandboxdHttpError, SandboxdUnreachable, SandboxdTimeout, SandboxdDecodeError]),
+  message: Schema.String
+}) {
+  get retryable(): true {
+    return true
+  }
+}
+
+/** What a deletePod call ended in, for callers that report it (metrics, tests). */
+export type DeleteOutcome =
+  | { readonly _tag: "StaleUid" }
+  | { readonly _tag: "NoClaim" }
+  | { readonly _tag: "Preserved"; readonly verdict: DeleteVerdict }
+  | { readonly _tag: "Released"; readonly verdict: DeleteVerdict; readonly alreadyGone: boolean }

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Ref } from "effect"
 import { TestClock } from "effect/testing"
-import * as TokenBucket from "../../src/Layers/TokenBucket.ts"
+import * as TokenBucket from "../../src/Kube/TokenBucket.ts"
 
 /** Starts `count` takers at once; returns a counter of how many have their token. */
 const startTakers = (bucket: TokenBucket.TokenBucket, count: number) =>

@@ -4,8 +4,9 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
-import * as KubeConfigLoader from "../../src/Layers/KubeConfigLoader.ts"
-import { AppConfig, testConfig } from "../../src/Schemas/Config.ts"
+import * as KubeConfigLoader from "../../src/Kube/KubeConfigLoader.ts"
+import { testConfig } from "../../src/Schemas/Config.ts"
+import { AppConfig } from "../../src/Services/Config.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
 
 const tempDir = Effect.acquireRelease(

@@ -2,8 +2,8 @@
  * ClaimDoubts in one `Ref`: every operation is a single pure update, like the claim table.
  */
 import { DateTime, Effect, Layer, Option, Ref } from "effect"
-import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
-import { ClaimDoubts, type Doubt, type LostSandbox } from "../Services/ClaimDoubts.ts"
+import type { ClaimId, PodKey } from "../../Schemas/Ids.ts"
+import { ClaimDoubts, type Doubt, type LostSandbox } from "../../Services/ClaimDoubts.ts"
 
 interface State {
   readonly doubts: ReadonlyMap<PodKey, Doubt>

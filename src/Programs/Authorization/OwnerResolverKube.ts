@@ -4,10 +4,10 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Layer, Option } from "effect"
-import { controllerRefsOf, ownerGvrOf } from "../Programs/Authorization/OwnerGvr.ts"
-import { DeleteVerdict } from "../Schemas/DeleteVerdict.ts"
-import { KubeApi } from "../Services/KubeApi.ts"
-import { OwnerResolver } from "../Services/OwnerResolver.ts"
+import { controllerRefsOf, ownerGvrOf } from "./OwnerGvr.ts"
+import { DeleteVerdict } from "../../Schemas/DeleteVerdict.ts"
+import { KubeApi } from "../../Services/KubeApi.ts"
+import { OwnerResolver } from "../../Services/OwnerResolver.ts"
 
 type OwnerGetter = KubeApi["Service"]["getOwner"]
 
