@@ -10,7 +10,7 @@
 import * as NPath from "node:path"
 import { Effect, Layer } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
-import { decodeClaimsFile } from "../Schemas/ClaimsFile.ts"
+import { decodeClaimsDocument } from "../Schemas/ClaimsFile.ts"
 import { AppConfig } from "../Services/Config.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
 import { ClaimsLoadError, ClaimsStore, ClaimsWriteError } from "../Services/ClaimsStore.ts"
@@ -18,7 +18,7 @@ import { makeClaimsEncoder } from "../Store/ClaimsEncoder.ts"
 import { makeClaimsCommit, type WriteTable } from "../Store/ClaimsCommit.ts"
 import { durableReplace, type FailedStep } from "../Store/DurableReplace.ts"
 import { type ClaimsFileOps, describeCause, type FileStepError, nodeClaimsFileOps, step } from "../Store/FileOps.ts"
-import { ensureDir, sweepTempFiles } from "../Store/StateDir.ts"
+import { ensureDir, resolveLink, sweepTempFiles } from "../Store/StateDir.ts"
 import * as StateLock from "../Store/StateLock.ts"
 
 export { type ClaimsFileOps, nodeClaimsFileOps }
@@ -36,43 +36,63 @@ export interface ClaimsStoreFileOptions {
 export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
   Effect.gen(function*() {
     const ops = options.ops ?? nodeClaimsFileOps
-    const path = NPath.resolve(statePath)
-    const dir = NPath.dirname(path)
+    const given = NPath.resolve(statePath)
     const loadError = (e: FileStepError) =>
-      new ClaimsLoadError({ path, message: `cannot ${e.operation} ${e.path}: ${e.message}` })
+      new ClaimsLoadError({ path: given, message: `cannot ${e.operation} ${e.path}: ${e.message}` })
 
-    yield* ensureDir(ops, dir).pipe(Effect.catchTag("FileStepError", (e) => Effect.fail(loadError(e))))
+    yield* ensureDir(ops, NPath.dirname(given)).pipe(Effect.catchTag("FileStepError", (e) => Effect.fail(loadError(e))))
+    // A symlinked state file is followed: the file written is its target, in the target's
+    // directory (which must pass the same checks), and the link stays as it is. A link that
+    // leads nowhere is a volume that is not there: never an empty table.
+    const path = yield* resolveLink(ops, given).pipe(Effect.catchTag("FileStepError", (e) => Effect.fail(loadError(e))))
+    const dir = NPath.dirname(path)
+    if (path !== given) {
+      yield* ensureDir(ops, dir).pipe(Effect.catchTag("FileStepError", (e) => Effect.fail(loadError(e))))
+      yield* Effect.logInfo("the state path is a symbolic link: the claims file is written at its target").pipe(
+        Effect.annotateLogs({ statePath: given, target: path })
+      )
+    }
     yield* StateLock.acquire(path, options.lock).pipe(
       Effect.catchTag("StateLockError", (e) =>
-        Effect.fail(new ClaimsLoadError({ path, message: `cannot take the state lock ${e.path} (${e.operation}): ${e.message}` }))
+        Effect.fail(
+          new ClaimsLoadError({ path: given, message: `cannot take the state lock ${e.path} (${e.operation}): ${e.message}` })
+        )
       )
     )
 
+    /** The top-level members after `claims` as loaded (written by a newer version), kept through every write. */
+    let otherMembers = ""
     const load = Effect.gen(function*() {
       yield* ensureDir(ops, dir)
       yield* sweepTempFiles(ops, path)
       const text = yield* step("read", path, () => ops.readFile(path))
-      if (text === undefined) return new Map<PodKey, ClaimRecord>() as ReadonlyMap<PodKey, ClaimRecord>
-      return yield* decodeClaimsFile(text).pipe(
-        Effect.mapError((e) => new ClaimsLoadError({ path, message: `cannot decode ${path}: ${e.message}` }))
+      if (text === undefined) {
+        // The file was there when the store started (a link's target, say) and is gone now.
+        if (path !== given) return yield* new ClaimsLoadError({ path: given, message: `the state file ${path} vanished` })
+        return new Map<PodKey, ClaimRecord>() as ReadonlyMap<PodKey, ClaimRecord>
+      }
+      const document = yield* Effect.fromResult(decodeClaimsDocument(text)).pipe(
+        Effect.mapError((e) => new ClaimsLoadError({ path: given, message: `cannot decode ${path}: ${e.message}` }))
       )
+      otherMembers = document.unknownMembers
+      return document.rows
     }).pipe(
       Effect.catchTags({
         FileStepError: (e) => Effect.fail(loadError(e)),
-        StateDirUnsafe: (e) => Effect.fail(new ClaimsLoadError({ path, message: e.message }))
+        StateDirUnsafe: (e) => Effect.fail(new ClaimsLoadError({ path: given, message: e.message }))
       })
     )
 
     const encode = makeClaimsEncoder()
     const writeTable: WriteTable = (rows) =>
       Effect.suspend(() => {
-        const data = encode(rows)
+        const data = encode(rows, otherMembers)
         const failed: FailedStep = { operation: "encode", path }
         return Effect.tryPromise({
           try: () => durableReplace(ops, path, data, failed),
           catch: (cause) =>
             new ClaimsWriteError({
-              path,
+              path: given,
               operation: failed.operation,
               message: `cannot ${failed.operation} ${failed.path}: ${describeCause(cause)}`
             })
@@ -80,7 +100,7 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
       })
 
     const commit = yield* makeClaimsCommit(writeTable)
-    return ClaimsStore.of({ path, load, commit })
+    return ClaimsStore.of({ path: given, load, commit })
   })
 
 /** The file `ClaimsStore` for `AppConfig.statePath`, with injectable filesystem steps. */

@@ -17,6 +17,12 @@ export interface ClaimRecord {
   readonly claimedAt: Option.Option<DateTime.Utc>
   /** The lease end; None = no known expiry. */
   readonly deadline: Option.Option<DateTime.Utc>
+  /**
+   * Fields of the row on disk that this version does not know (written by a newer one), as the
+   * compact JSON members `"name":value,…`; written back after the known fields, so a downgrade
+   * after an upgrade loses nothing. Absent on rows this daemon made.
+   */
+  readonly unknownFields?: string
 }
 
 /**

@@ -7,7 +7,15 @@
  * second-precision UTC (`2026-07-27T02:15:00Z`), strings escaped the way Go's encoding/json
  * escapes them (`<`, `>`, `&`, U+2028, U+2029 as `\uXXXX`), so a node can move between the two
  * daemons in either direction. Reading is lenient where the reference is: indentation, fractional
- * seconds, any UTC offset, `null` timestamps, a missing or `null` `claims`, unknown keys.
+ * seconds, any UTC offset, `null` timestamps.
+ *
+ * Reading is strict where leniency would lose a VM: a file without a `claims` object (`{}`,
+ * `{"claims":null}`) is refused rather than read as an empty table (only a missing file is a new,
+ * empty table), and so is a key or field written twice; each error names its line and column,
+ * never the text.
+ * Fields this version does not know, at the top level and in rows, are kept and written back
+ * after the known ones, so a downgrade after an upgrade loses nothing; a file without such
+ * fields is still written byte for byte as the reference writes it.
  */
 import { invalidJsonMessage } from "./Json.ts"
 import { DateTime, Effect, Option, Redacted, Result, Schema } from "effect"
@@ -32,7 +40,7 @@ export const ClaimsFileEntry = Schema.Struct({
 })
 export type ClaimsFileEntry = typeof ClaimsFileEntry.Type
 
-/** The whole file as found on disk. Unknown keys are ignored (Schema's default). */
+/** The whole file as found on disk (fields other than `claims` are kept as raw text). */
 export const ClaimsFileShape = Schema.Struct({
   claims: Schema.optionalKey(Schema.NullOr(Schema.Record(Schema.String, ClaimsFileEntry)))
 })
@@ -100,7 +108,14 @@ export const decodeClaimsValue = (
   if (Result.isFailure(shape)) return Result.fail(new ClaimsFileDecodeError({ message: shape.failure.message }))
   const rows = new Map<PodKey, ClaimRecord>()
   const claims = shape.success.claims
-  if (claims === undefined || claims === null) return Result.succeed(rows)
+  if (claims === undefined || claims === null) {
+    return Result.fail(
+      new ClaimsFileDecodeError({
+        message: `no "claims" object (the file holds ${claims === null ? `"claims":null` : "no claims member"}); ` +
+          `a claims file is {"claims":{…}}, and only a missing file starts an empty table`
+      })
+    )
+  }
   for (const key of Object.keys(claims)) {
     const entry = claims[key]!
     const claimedAt = parseOptionalTimestamp(key, "claimedAt", entry.claimedAt)
@@ -119,20 +134,170 @@ export const decodeClaimsValue = (
   return Result.succeed(rows)
 }
 
+// ---------------------------------------------------------------------------------------------
+// The file's text, member by member: where each key is (for error positions), which keys repeat
+// (JSON.parse keeps the last silently), and the exact text of the fields this version does not
+// know (JSON.parse would round numbers past 2^53). Runs only on text JSON.parse accepted.
+
+interface RawMember {
+  readonly key: string
+  /** Where the member's key starts. */
+  readonly at: number
+  /** The key as written, quotes and escapes included. */
+  readonly keyText: string
+  readonly valueStart: number
+  readonly valueEnd: number
+}
+
+const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
+const skipSpace = (text: string, i: number): number => {
+  while (i < text.length && isSpace(text.charCodeAt(i))) i++
+  return i
+}
+/** `text[i]` is the opening quote; returns the index after the closing one. */
+const endOfString = (text: string, i: number): number => {
+  for (i++; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x5c) i++
+    else if (c === 0x22) return i + 1
+  }
+  return i
+}
+const endOfValue = (text: string, i: number): number => {
+  const first = text.charCodeAt(i)
+  if (first === 0x22) return endOfString(text, i)
+  if (first === 0x7b || first === 0x5b) {
+    let depth = 0
+    while (i < text.length) {
+      const c = text.charCodeAt(i)
+      if (c === 0x22) {
+        i = endOfString(text, i)
+        continue
+      }
+      if (c === 0x7b || c === 0x5b) depth++
+      else if ((c === 0x7d || c === 0x5d) && --depth === 0) return i + 1
+      i++
+    }
+    return i
+  }
+  while (i < text.length) {
+    const c = text.charCodeAt(i)
+    if (isSpace(c) || c === 0x2c || c === 0x7d || c === 0x5d) return i
+    i++
+  }
+  return i
+}
+/** The members of the object whose `{` is at `open`. */
+const membersOf = (text: string, open: number): ReadonlyArray<RawMember> => {
+  const members: Array<RawMember> = []
+  let i = skipSpace(text, open + 1)
+  if (text.charCodeAt(i) === 0x7d) return members
+  while (i < text.length) {
+    const keyEnd = endOfString(text, i)
+    const keyText = text.slice(i, keyEnd)
+    const valueStart = skipSpace(text, skipSpace(text, keyEnd) + 1)
+    const valueEnd = endOfValue(text, valueStart)
+    members.push({ key: JSON.parse(keyText) as string, at: i, keyText, valueStart, valueEnd })
+    i = skipSpace(text, valueEnd)
+    if (text.charCodeAt(i) !== 0x2c) break
+    i = skipSpace(text, i + 1)
+  }
+  return members
+}
+/** The value's text without the whitespace outside its strings. */
+const compact = (text: string): string => {
+  let out = ""
+  let from = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22) {
+      i = endOfString(text, i) - 1
+    } else if (isSpace(c)) {
+      out += text.slice(from, i)
+      from = i + 1
+    }
+  }
+  return out + text.slice(from)
+}
+const memberText = (text: string, m: RawMember): string => `${m.keyText}:${compact(text.slice(m.valueStart, m.valueEnd))}`
+
+/** `line L column C` (1-based) of offset `at`. */
+export const positionOf = (text: string, at: number): string => {
+  let line = 1
+  let lineStart = 0
+  for (let i = 0; i < at; i++) {
+    if (text.charCodeAt(i) === 0x0a) {
+      line++
+      lineStart = i + 1
+    }
+  }
+  return `line ${line} column ${at - lineStart + 1}`
+}
+
+const knownRowFields: ReadonlySet<string> = new Set(["id", "token", "address", "podUID", "claimedAt", "deadline"])
+
+/** The first key that repeats among `members`, with where it repeats. */
+const repeated = (members: ReadonlyArray<RawMember>): RawMember | undefined => {
+  const seen = new Set<string>()
+  for (const m of members) {
+    if (seen.has(m.key)) return m
+    seen.add(m.key)
+  }
+  return undefined
+}
+
+/** The decoded file: its rows, and its top-level members other than `claims` as raw text. */
+export interface ClaimsDocument {
+  readonly rows: ReadonlyMap<PodKey, ClaimRecord>
+  /** `"name":value,…` (compact), or "" when the file has no other member. */
+  readonly unknownMembers: string
+}
 
 /** Decodes the file's text. Empty text, truncated JSON and a top-level array are errors. */
+export const decodeClaimsDocument = (text: string): Result.Result<ClaimsDocument, ClaimsFileDecodeError> => {
+  const fail = (message: string) => Result.fail(new ClaimsFileDecodeError({ message }))
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (cause) {
+    return fail(invalidJsonMessage(cause))
+  }
+  const decoded = decodeClaimsValue(value)
+  if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
+  // The shape is an object whose `claims` is an object of objects, so the scan below meets only those.
+  const top = membersOf(text, skipSpace(text, 0))
+  const topTwice = repeated(top)
+  if (topTwice !== undefined) return fail(`member ${topTwice.keyText} written twice (${positionOf(text, topTwice.at)})`)
+  const claimsMember = top.find((m) => m.key === "claims")!
+  const unknownMembers = top.filter((m) => m.key !== "claims").map((m) => memberText(text, m)).join(",")
+  const keys = membersOf(text, claimsMember.valueStart)
+  const rows = new Map<PodKey, ClaimRecord>()
+  const seenKeys = new Set<string>()
+  for (const member of keys) {
+    const where = positionOf(text, member.at)
+    const row = `row ${member.keyText} (${where})`
+    if (seenKeys.has(member.key)) return fail(`${row}: the key is written twice`)
+    seenKeys.add(member.key)
+    const fields = membersOf(text, member.valueStart)
+    const fieldTwice = repeated(fields)
+    if (fieldTwice !== undefined) {
+      return fail(`${row}: field ${fieldTwice.keyText} written twice (${positionOf(text, fieldTwice.at)})`)
+    }
+    const record = decoded.success.get(member.key as PodKey)!
+    const unknown = fields.filter((f) => !knownRowFields.has(f.key))
+    rows.set(
+      member.key as PodKey,
+      unknown.length === 0 ? record : { ...record, unknownFields: unknown.map((f) => memberText(text, f)).join(",") }
+    )
+  }
+  return Result.succeed({ rows, unknownMembers })
+}
+
+/** Decodes the file's text into its rows (see `decodeClaimsDocument`). */
 export const decodeClaimsFile = (
   text: string
 ): Effect.Effect<ReadonlyMap<PodKey, ClaimRecord>, ClaimsFileDecodeError> =>
-  Effect.suspend(() => {
-    let value: unknown
-    try {
-      value = JSON.parse(text)
-    } catch (cause) {
-      return Effect.fail(new ClaimsFileDecodeError({ message: invalidJsonMessage(cause) }))
-    }
-    return Effect.fromResult(decodeClaimsValue(value))
-  })
+  Effect.suspend(() => Effect.fromResult(Result.map(decodeClaimsDocument(text), (document) => document.rows)))
 
 // ---------------------------------------------------------------------------------------------
 // Encoding
@@ -162,6 +327,7 @@ export const encodeClaimRecord = (record: ClaimRecord): string => {
   out += `,"podUID":${goJsonString(record.podUID)}`
   if (Option.isSome(record.claimedAt)) out += `,"claimedAt":"${formatTimestamp(record.claimedAt.value)}"`
   if (Option.isSome(record.deadline)) out += `,"deadline":"${formatTimestamp(record.deadline.value)}"`
+  if (record.unknownFields !== undefined && record.unknownFields !== "") out += `,${record.unknownFields}`
   return `${out}}`
 }
 
@@ -187,12 +353,21 @@ export const compareKeys = (a: string, b: string): number => {
   return a.length - b.length
 }
 
-/** Assembles the file from `claims` members that are already encoded and sorted by key. */
-export const assembleClaimsFile = (sortedMembers: ReadonlyArray<string>): string =>
-  `{"claims":{${sortedMembers.join(",")}}}`
+/**
+ * What follows the `claims` object: `,` and the other top-level members, or nothing. `members`
+ * is `"name":value,…` (see `ClaimsDocument.unknownMembers`).
+ */
+export const trailerOf = (members: string): string => (members === "" ? "" : `,${members}`)
 
-/** The whole file, the reference's exact bytes. A fresh table is `{"claims":{}}`. */
-export const encodeClaimsFile = (rows: ReadonlyMap<PodKey, ClaimRecord>): string => {
+/** Assembles the file from `claims` members that are already encoded and sorted by key. */
+export const assembleClaimsFile = (sortedMembers: ReadonlyArray<string>, otherMembers = ""): string =>
+  `{"claims":{${sortedMembers.join(",")}}${trailerOf(otherMembers)}}`
+
+/**
+ * The whole file, the reference's exact bytes when there are no unknown fields. A fresh table is
+ * `{"claims":{}}`. `otherMembers`: the top-level members after `claims` (`"name":value,…`).
+ */
+export const encodeClaimsFile = (rows: ReadonlyMap<PodKey, ClaimRecord>, otherMembers = ""): string => {
   const keys = Array.from(rows.keys()).sort(compareKeys)
-  return assembleClaimsFile(keys.map((key) => encodeClaimMember(key, rows.get(key)!)))
+  return assembleClaimsFile(keys.map((key) => encodeClaimMember(key, rows.get(key)!)), otherMembers)
 }

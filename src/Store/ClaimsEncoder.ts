@@ -1,5 +1,5 @@
 import type { ClaimRecord } from "../Schemas/Claims.ts"
-import { compareKeys, encodeClaimMember, encodeClaimsFile } from "../Schemas/ClaimsFile.ts"
+import { compareKeys, encodeClaimMember, encodeClaimsFile, trailerOf } from "../Schemas/ClaimsFile.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
 
 /**
@@ -41,21 +41,31 @@ export const makeClaimsEncoder = () => {
   let last = Buffer.alloc(0)
   let spare = Buffer.alloc(0)
   const open = Buffer.from(`{"claims":{`)
-  const close = Buffer.from(`}}`)
+  /** `}` + the top-level members after `claims` + `}`, remade only when those members change. */
+  let closeFor = ""
+  let close = Buffer.from(`}}`)
   const comma = 0x2c
   const encodeMember = (key: PodKey, record: ClaimRecord) => Buffer.from(encodeClaimMember(key, record))
 
-  const startOver = (rows: ReadonlyMap<PodKey, ClaimRecord>): Uint8Array => {
+  const startOver = (rows: ReadonlyMap<PodKey, ClaimRecord>, otherMembers: string): Uint8Array => {
     // Cannot happen (every cached member is in `sorted`); start over rather than write wrong bytes.
     cache.clear()
     sorted = []
     iterated = []
     last = Buffer.alloc(0)
     spare = Buffer.alloc(0)
-    return Buffer.from(encodeClaimsFile(rows))
+    return Buffer.from(encodeClaimsFile(rows, otherMembers))
   }
 
-  return (rows: ReadonlyMap<PodKey, ClaimRecord>): Uint8Array => {
+  /**
+   * `otherMembers`: the top-level members that follow `claims` (`"name":value,…`, already
+   * encoded), or "" for the reference's file.
+   */
+  return (rows: ReadonlyMap<PodKey, ClaimRecord>, otherMembers = ""): Uint8Array => {
+    if (otherMembers !== closeFor) {
+      closeFor = otherMembers
+      close = Buffer.from(`}${trailerOf(otherMembers)}}`)
+    }
     const current = ++call
     const added: Array<Member> = []
     let bodyBytes = 0
@@ -163,7 +173,7 @@ export const makeClaimsEncoder = () => {
     }
     while (a < added.length) place(added[a++]!)
     flush()
-    if (out.length !== count || cache.size !== count || offset + close.length !== byteLength) return startOver(rows)
+    if (out.length !== count || cache.size !== count || offset + close.length !== byteLength) return startOver(rows, otherMembers)
     target.set(close, offset)
     sorted = out
     last = target

@@ -14,6 +14,12 @@ export interface FileStat {
 export interface ClaimsFileOps {
   /** Follows symlinks. */
   readonly stat: (path: string) => Promise<FileStat | undefined>
+  /** Does not follow a symlink: says whether `path` is one. */
+  readonly lstat: (path: string) => Promise<{ readonly isSymbolicLink: boolean } | undefined>
+  /** What a symlink says (not resolved). */
+  readonly readlink: (path: string) => Promise<string>
+  /** The path with every symlink resolved; undefined when it (or a link on the way) leads nowhere. */
+  readonly realpath: (path: string) => Promise<string | undefined>
   /** `mkdir -p`: the first directory it created, undefined when all existed. */
   readonly mkdir: (dir: string, mode: number) => Promise<string | undefined>
   readonly chmod: (path: string, mode: number) => Promise<void>
@@ -45,6 +51,9 @@ const orMissing = <A>(promise: Promise<A>): Promise<A | undefined> =>
 export const nodeClaimsFileOps: ClaimsFileOps = {
   stat: (path) =>
     orMissing(NFS.stat(path)).then((s) => s && { mode: s.mode, uid: s.uid, isDirectory: s.isDirectory() }),
+  lstat: (path) => orMissing(NFS.lstat(path)).then((s) => s && { isSymbolicLink: s.isSymbolicLink() }),
+  readlink: (path) => NFS.readlink(path),
+  realpath: (path) => orMissing(NFS.realpath(path)),
   mkdir: (dir, mode) => NFS.mkdir(dir, { recursive: true, mode }),
   chmod: (path, mode) => NFS.chmod(path, mode),
   readdir: (dir) => NFS.readdir(dir),

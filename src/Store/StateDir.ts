@@ -43,6 +43,16 @@ export const ensureDir = (
 ): Effect.Effect<void, FileStepError | StateDirUnsafe> =>
   Effect.gen(function*() {
     if ((yield* step("stat", dir, () => ops.stat(dir))) === undefined) {
+      const link = yield* step("lstat", dir, () => ops.lstat(dir))
+      if (link?.isSymbolicLink === true) {
+        // A link to a volume that is not mounted: creating the directory elsewhere would start
+        // the node with an empty table while its claims sit on the missing volume.
+        const target = yield* step("readlink", dir, () => ops.readlink(dir))
+        return yield* new StateDirUnsafe({
+          path: dir,
+          message: `state directory ${dir} is a symbolic link to ${target}, which does not exist (a volume not mounted?)`
+        })
+      }
       const created = yield* step("mkdir", dir, () => ops.mkdir(dir, 0o700))
       // Another process may have made it meanwhile (nothing created): then it is checked below
       // like any directory found in place, and its mode is not ours to change.
@@ -74,4 +84,22 @@ export const sweepTempFiles = (ops: ClaimsFileOps, path: string): Effect.Effect<
       yield* step("unlink", temp, () => ops.unlink(temp))
       yield* Effect.logInfo("removed a temp file left by an earlier run").pipe(Effect.annotateLogs({ file: temp }))
     }
+  })
+
+/**
+ * Where the state file really is: `path` itself, or, when it is a symlink, its target with every
+ * link resolved. A link that leads nowhere (its volume not mounted, say) is refused.
+ */
+export const resolveLink = (ops: ClaimsFileOps, path: string): Effect.Effect<string, FileStepError | StateDirUnsafe> =>
+  Effect.gen(function*() {
+    const link = yield* step("lstat", path, () => ops.lstat(path))
+    if (link?.isSymbolicLink !== true) return path
+    const target = yield* step("realpath", path, () => ops.realpath(path))
+    if (target !== undefined) return target
+    const says = yield* step("readlink", path, () => ops.readlink(path))
+    return yield* new StateDirUnsafe({
+      path,
+      message: `state file ${path} is a symbolic link to ${says}, which does not exist (a volume not mounted?): ` +
+        `refusing to start with an empty claims table`
+    })
   })

@@ -394,6 +394,94 @@ describe("ClaimsStoreFile", () => {
       assert.strictEqual(last.claims[key(1)]!.id, record(101).id)
     }))
 
+  it.effect("a symlinked state file is followed: written beside its target, the link kept, the lock beside the target", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const volume = NPath.join(dir, "volume")
+      const stateDir = NPath.join(dir, "state")
+      yield* Effect.promise(() => NFS.mkdir(volume, { mode: 0o700 }))
+      yield* Effect.promise(() => NFS.mkdir(stateDir, { mode: 0o700 }))
+      const target = NPath.join(volume, "claims.json")
+      const link = NPath.join(stateDir, "claims.json")
+      yield* Effect.promise(() => NFS.writeFile(target, referenceFile, { mode: 0o600 }))
+      yield* Effect.promise(() => NFS.symlink("../volume/claims.json", link))
+      yield* withStore(
+        link,
+        Effect.gen(function*() {
+          const store = yield* ClaimsStore
+          const table = yield* TestClaimsTable
+          assert.strictEqual(store.path, link)
+          const loaded = yield* store.load
+          assert.strictEqual(loaded.size, 3)
+          for (const [k, r] of loaded) yield* table.put(k, r)
+          yield* table.put(key(7), record(7))
+          yield* store.commit(Option.none())
+          assert.include(yield* listDir(volume), "claims.json.lock")
+        })
+      )
+      assert.strictEqual(yield* Effect.promise(() => NFS.readlink(link)), "../volume/claims.json", "the link is kept")
+      const written = JSON.parse(yield* readText(target)) as { claims: Record<string, unknown> }
+      assert.strictEqual(Object.keys(written.claims).length, 4, "the target holds the new table")
+      assert.deepStrictEqual(yield* listDir(stateDir), ["claims.json"], "nothing written beside the link")
+      assert.deepStrictEqual((yield* listDir(volume)).sort(), ["claims.json"])
+    }))
+
+  it.effect("a dangling symlink (its volume not mounted) refuses to start and writes nothing", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const link = NPath.join(dir, "claims.json")
+      yield* Effect.promise(() => NFS.symlink(NPath.join(dir, "unmounted", "claims.json"), link))
+      const error = yield* Effect.flip(withStore(link, ClaimsStore.use((s) => s.commit(Option.none()))))
+      assert.strictEqual(error._tag, "StateDirUnsafe")
+      assert.include(error.message, "does not exist (a volume not mounted?)")
+      assert.deepStrictEqual(yield* listDir(dir), ["claims.json"])
+      assert.isTrue((yield* Effect.promise(() => NFS.lstat(link))).isSymbolicLink(), "the link is left as it is")
+      // The state directory itself a dangling link: the same.
+      const dirLink = NPath.join(dir, "state")
+      yield* Effect.promise(() => NFS.symlink(NPath.join(dir, "unmounted"), dirLink))
+      const dirError = yield* Effect.flip(withStore(NPath.join(dirLink, "claims.json"), ClaimsStore.use((s) => s.load)))
+      assert.strictEqual(dirError._tag, "StateDirUnsafe")
+      assert.include(dirError.message, "does not exist (a volume not mounted?)")
+      assert.isFalse(yield* Effect.promise(() => NFS.stat(NPath.join(dir, "unmounted")).then(() => true, () => false)))
+    }))
+
+  it.effect("a file holding {} or {\"claims\":null} refuses to start and is left as it is", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = NPath.join(dir, "claims.json")
+      for (const text of [`{}`, `{"claims":null}`]) {
+        yield* Effect.promise(() => NFS.writeFile(path, text))
+        const error = yield* Effect.flip(withStore(path, ClaimsStore.use((s) => s.load)))
+        assert.strictEqual(error._tag, "ClaimsLoadError")
+        assert.include(error.message, `no "claims" object`)
+        assert.strictEqual(yield* readText(path), text)
+      }
+    }))
+
+  it.effect("fields a newer version wrote, top level and in rows, survive a rewrite", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = NPath.join(dir, "claims.json")
+      const newer = `{"claims":{` +
+        `"default/a":{"id":"sb_00000000000000a1","token":"tok-a","podUID":"uid-a","claimedAt":"2026-07-27T02:15:00Z","attempt":{"n":3}}` +
+        `},"intents":{"default/z":{"uid":"u"}},"format":2}`
+      yield* Effect.promise(() => NFS.writeFile(path, newer))
+      yield* withStore(
+        path,
+        Effect.gen(function*() {
+          const store = yield* ClaimsStore
+          const table = yield* TestClaimsTable
+          for (const [k, r] of yield* store.load) yield* table.put(k, r)
+          yield* table.put(key(1), record(1))
+          yield* store.commit(Option.none())
+        })
+      )
+      const text = yield* readText(path)
+      assert.include(text, `"claimedAt":"2026-07-27T02:15:00Z","attempt":{"n":3}}`)
+      assert.isTrue(text.endsWith(`}},"intents":{"default/z":{"uid":"u"}},"format":2}`), text)
+      assert.include(text, `"ns/pod-1":`)
+    }))
+
   it.effect("a second store on the same path refuses to start with StateLocked; free again after close", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir

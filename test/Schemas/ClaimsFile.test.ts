@@ -3,6 +3,7 @@ import { DateTime, Effect, Option, Redacted, Result } from "effect"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import {
   compareKeys,
+  decodeClaimsDocument,
   decodeClaimsFile,
   encodeClaimsFile,
   formatTimestamp,
@@ -87,11 +88,55 @@ describe("ClaimsFile", () => {
       assert.strictEqual(q.podUID, "")
     }))
 
-  it.effect("a missing or null claims object is an empty table", () =>
+  it.effect("a file without a claims object ({}, {\"claims\":null}, other members only) is refused, never an empty table", () =>
     Effect.gen(function*() {
-      assert.strictEqual((yield* decodeClaimsFile(`{}`)).size, 0)
-      assert.strictEqual((yield* decodeClaimsFile(`{"claims":null}`)).size, 0)
-      assert.strictEqual((yield* decodeClaimsFile(`{"other":1}`)).size, 0)
+      for (const text of [`{}`, `{"claims":null}`, `{"other":1}`, ` { } `]) {
+        const error = yield* Effect.flip(decodeClaimsFile(text))
+        assert.strictEqual(error._tag, "ClaimsFileDecodeError", text)
+        assert.include(error.message, `no "claims" object`, text)
+      }
+      assert.strictEqual((yield* decodeClaimsFile(`{"claims":{}}`)).size, 0, "an empty table is {\"claims\":{}}")
+    }))
+
+  it.effect("refuses, with the line and column, a key or field written twice", () =>
+    Effect.gen(function*() {
+      const row = (id: string, token = "t") => `{"id":"${id}","token":"${token}","podUID":""}`
+      const cases: ReadonlyArray<readonly [string, string]> = [
+        [`{"claims":{"ns/a":${row("x")},\n  "ns/a":${row("y")}}}`, `row "ns/a" (line 2 column 3): the key is written twice`],
+        [`{"claims":{"ns/a":{"id":"x","token":"t","id":"y"}}}`, `row "ns/a" (line 1 column 12): field "id" written twice (line 1 column 41)`],
+        [`{"claims":{},"claims":{}}`, `member "claims" written twice (line 1 column 14)`],
+      ]
+      for (const [text, message] of cases) {
+        const error = yield* Effect.flip(decodeClaimsFile(text))
+        assert.strictEqual(error._tag, "ClaimsFileDecodeError", text)
+        assert.include(error.message, message, text)
+      }
+    }))
+
+  it.effect("unknown fields, top level and in rows, are kept exactly through a rewrite; files without them stay byte-exact", () =>
+    Effect.gen(function*() {
+      const newer = `{"claims":{` +
+        `"ns/a":{"id":"sb_1","token":"t1","podUID":"u","claimedAt":"2026-07-27T02:15:00Z","sentAtNanos":1780000000123456789,"origin":{"by":"v2","tags":["a b"]}},` +
+        `"ns/b":{"id":"sb_2","token":"t2","podUID":""}` +
+        `},"intents":{"ns/c":{"uid":"u3"}},"format":2}`
+      const document = Result.getOrThrow(decodeClaimsDocument(newer))
+      assert.strictEqual(document.unknownMembers, `"intents":{"ns/c":{"uid":"u3"}},"format":2`)
+      assert.strictEqual(document.rows.get("ns/a" as PodKey)?.unknownFields, `"sentAtNanos":1780000000123456789,"origin":{"by":"v2","tags":["a b"]}`)
+      assert.isUndefined(document.rows.get("ns/b" as PodKey)?.unknownFields)
+      assert.strictEqual(encodeClaimsFile(document.rows, document.unknownMembers), newer, "numbers past 2^53 kept digit for digit")
+      // Indented input: the unknown values are kept compact (whitespace inside strings kept).
+      const indented = Result.getOrThrow(decodeClaimsDocument(`{
+  "claims": {
+    "ns/a": { "id": "sb_1", "token": "t", "extra": { "x": [ 1, "a  b" ] } }
+  },
+  "later": [ true, null ]
+}`))
+      assert.strictEqual(indented.unknownMembers, `"later":[true,null]`)
+      assert.strictEqual(indented.rows.get("ns/a" as PodKey)?.unknownFields, `"extra":{"x":[1,"a  b"]}`)
+      // A row the daemon changes keeps the fields it does not know.
+      const changed = new Map(document.rows).set("ns/a" as PodKey, { ...document.rows.get("ns/a" as PodKey)!, podUID: "u2" })
+      assert.include(encodeClaimsFile(changed), `"podUID":"u2","claimedAt":"2026-07-27T02:15:00Z","sentAtNanos":1780000000123456789`)
+      assert.strictEqual(Result.getOrThrow(decodeClaimsDocument(referenceFile)).unknownMembers, "")
     }))
 
   it.effect("rejects empty text, truncated JSON, a top-level array, bad rows and bad timestamps", () =>

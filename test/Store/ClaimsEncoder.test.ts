@@ -31,6 +31,21 @@ describe("ClaimsEncoder", () => {
     assert.deepStrictEqual(Object.keys(out.claims), [key(1), key(5), key(9)])
   })
 
+  it("the top-level members after claims follow the claims object, and can change between calls", () => {
+    const encode = makeClaimsEncoder()
+    const rows = new Map([[key(1), record(1)], [key(2), record(2)]])
+    for (const other of ["", `"intents":{}`, `"intents":{"ns/x":{"uid":"u"}},"format":2`, ""]) {
+      assert.strictEqual(text(encode(rows, other)), encodeClaimsFile(rows, other), other)
+    }
+    assert.isTrue(text(encode(rows, `"format":2`)).endsWith(`}},"format":2}`))
+  })
+
+  it("a row's unknown fields are written after its known ones", () => {
+    const encode = makeClaimsEncoder()
+    const rows = new Map([[key(1), { ...record(1), unknownFields: `"n":1` }]])
+    assert.include(text(encode(rows)), `"claimedAt":"2026-07-27T02:15:01Z","n":1}`)
+  })
+
   it("a new record object under an unchanged key is re-encoded, never served from the cache", () => {
     const encode = makeClaimsEncoder()
     encode(new Map([[key(1), record(1)], [key(2), record(2)]]))
