@@ -130,7 +130,10 @@ export interface DaemonOptions {
 }
 
 /** Runs `vk-sandbox` against the cluster; SIGKILLed when the scope closes if it is still running. */
-export const spawnDaemon = (cluster: Cluster, options: DaemonOptions = {}): Effect.Effect<Daemon, StepFailed, Scope.Scope> =>
+/** What `spawnDaemon` needs of its surroundings: the simulators here, a real control plane in test/k8s/cluster. */
+export type DaemonTarget = Pick<Cluster, "kubeconfigPath" | "sandboxdUrl" | "tokenFile" | "statePath" | "nodeName">
+
+export const spawnDaemon = (cluster: DaemonTarget, options: DaemonOptions = {}): Effect.Effect<Daemon, StepFailed, Scope.Scope> =>
   Effect.gen(function*() {
     const kubeletPort = yield* freePort
     const metricsPort = yield* freePort

@@ -1,0 +1,39 @@
+/**
+ * vitest global setup of the cluster project (vitest.k8s.config.ts): a second control plane, this
+ * one with the real kube-scheduler and kube-controller-manager around the apiserver. Its
+ * coordinates reach the tests through vitest's `provide`/`inject` (not the environment, which the
+ * apiserver-only plane of the same run uses).
+ */
+import type { TestProject } from "vitest/node"
+import { setupControlPlane } from "../fixture/globalSetup.ts"
+
+/** What the cluster tests get through `inject("cluster")`. */
+export interface ClusterPlane {
+  readonly server: string
+  readonly adminKubeconfig: string
+  readonly daemonKubeconfig: string
+  readonly daemonUser: string
+  readonly stateDir: string
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    cluster: ClusterPlane
+  }
+}
+
+export default function setup(project: TestProject): Promise<() => Promise<void>> {
+  return setupControlPlane(
+    "cluster",
+    // The daemon renews its Lease every 10 s: 20 s without one is a dead node, not a slow one.
+    { nodeMonitorGraceSeconds: 20, evictionTolerationSeconds: 5 },
+    (plane) =>
+      project.provide("cluster", {
+        server: plane.server,
+        adminKubeconfig: plane.adminKubeconfig,
+        daemonKubeconfig: plane.daemonKubeconfig,
+        daemonUser: plane.daemonUser,
+        stateDir: plane.stateDir
+      })
+  )
+}
