@@ -36,16 +36,18 @@ const deleteSandboxWith = (namespace: string, name: string, propagationPolicy: "
       custom.deleteNamespacedCustomObject({ ...sandboxes, namespace, name, propagationPolicy }))
   })
 
-/** The daemon's delete verdicts so far, by kind, read from its /metrics. */
-const verdictCounts = (node: VirtualNode) =>
+/** The daemon's delete verdicts so far (`Release(BarePod)`, ...), read from its /metrics. */
+const verdictsCounted = (node: VirtualNode) =>
   Effect.map(httpGet(`${node.daemon().metricsUrl}/metrics`), (reply) => {
-    const counts = { Release: 0, Preserve: 0 }
+    const seen = new Set<string>()
     const body = Option.isSome(reply) ? reply.value.body : ""
     for (const line of body.split("\n")) {
-      const match = /^vk_sandbox_delete_verdicts_total\{[^}]*verdict="(Release|Preserve)"[^}]*\} (\d+)/.exec(line)
-      if (match !== null) counts[match[1] as "Release" | "Preserve"] += Number(match[2])
+      if (!line.startsWith("vk_sandbox_delete_verdicts_total{")) continue
+      const verdict = /verdict="(\w+)"/.exec(line)?.[1]
+      const reason = /reason="(\w+)"/.exec(line)?.[1]
+      if (verdict !== undefined && reason !== undefined && !line.trimEnd().endsWith(" 0")) seen.add(`${verdict}(${reason})`)
     }
-    return counts
+    return seen
   })
 
 const gone = (namespace: string, name: string) => Effect.map(getPod(namespace, name), (pod) => pod === undefined)
@@ -162,9 +164,16 @@ describe("the garbage collector deletes, the verdict decides", () => {
       assert.isTrue(released.includes(bare) && !held.has(bare), "the bare Pod → released")
       assert.isTrue(held.has(workerClaim) && !released.includes(workerClaim), "the ReplicaSet's Pod: owner query refused → preserved")
       assert.notStrictEqual(released.includes(owned), held.has(owned), "the Sandbox's Pod: released xor preserved")
-      const verdicts = yield* verdictCounts(node)
-      assert.strictEqual(verdicts.Release, released.length, "every release is a Release verdict")
-      assert.strictEqual(verdicts.Preserve, 3 - released.length, "every VM kept is a Preserve verdict")
+      // Each outcome is the one its verdict gives (a verdict may be counted more than once: a
+      // delete is retried until its final removal succeeds).
+      const verdicts = yield* verdictsCounted(node)
+      assert.isTrue(verdicts.has("Release(BarePod)"), [...verdicts].join(", "))
+      assert.isTrue(verdicts.has("Preserve(OwnerQueryFailed)"), [...verdicts].join(", "))
+      if (released.includes(owned)) {
+        assert.isTrue(verdicts.has("Release(OwnerGone)") || verdicts.has("Release(OwnerTerminating)"), [...verdicts].join(", "))
+      } else {
+        assert.isTrue(verdicts.has("Preserve(OwnerAlive)"), [...verdicts].join(", "))
+      }
       // The claims file and sandboxd agree: exactly the preserved VMs are held and recorded.
       const rows = yield* claimsFileRows(node.statePath)
       assert.deepStrictEqual([...rows.values()].sort(), [...held].sort())
