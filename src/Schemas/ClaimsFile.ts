@@ -11,8 +11,8 @@
  *
  * Reading is strict where leniency would lose a VM: a file without a `claims` object (`{}`,
  * `{"claims":null}`) is refused rather than read as an empty table (only a missing file is a new,
- * empty table), and so is a key or field written twice; each error names its line and column,
- * never the text.
+ * empty table), and so are a key or field written twice, a row with an empty or unprintable
+ * token, and one claim id under two keys; each error names its line and column, never the text.
  * Fields this version does not know, at the top level and in rows, are kept and written back
  * after the known ones, so a downgrade after an upgrade loses nothing; a file without such
  * fields is still written byte for byte as the reference writes it.
@@ -235,6 +235,8 @@ export const positionOf = (text: string, at: number): string => {
 }
 
 const knownRowFields: ReadonlySet<string> = new Set(["id", "token", "address", "podUID", "claimedAt", "deadline"])
+/** What a token may hold: visible ASCII, as an HTTP header can carry it. */
+const printableToken = /^[\x21-\x7e]+$/
 
 /** The first key that repeats among `members`, with where it repeats. */
 const repeated = (members: ReadonlyArray<RawMember>): RawMember | undefined => {
@@ -272,6 +274,7 @@ export const decodeClaimsDocument = (text: string): Result.Result<ClaimsDocument
   const unknownMembers = top.filter((m) => m.key !== "claims").map((m) => memberText(text, m)).join(",")
   const keys = membersOf(text, claimsMember.valueStart)
   const rows = new Map<PodKey, ClaimRecord>()
+  const keyOfId = new Map<string, string>()
   const seenKeys = new Set<string>()
   for (const member of keys) {
     const where = positionOf(text, member.at)
@@ -284,6 +287,14 @@ export const decodeClaimsDocument = (text: string): Result.Result<ClaimsDocument
       return fail(`${row}: field ${fieldTwice.keyText} written twice (${positionOf(text, fieldTwice.at)})`)
     }
     const record = decoded.success.get(member.key as PodKey)!
+    const token = Redacted.value(record.token)
+    if (token === "") return fail(`${row}: empty token`)
+    if (!printableToken.test(token)) return fail(`${row}: the token holds characters other than visible ASCII`)
+    const other = keyOfId.get(record.id)
+    if (other !== undefined) {
+      return fail(`${row}: claim id ${JSON.stringify(record.id)} is already the claim of row ${JSON.stringify(other)}`)
+    }
+    keyOfId.set(record.id, member.key)
     const unknown = fields.filter((f) => !knownRowFields.has(f.key))
     rows.set(
       member.key as PodKey,

@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -93,29 +93,40 @@ describe("vk-sandbox binary", () => {
       assert.include(simBadFlag.stderr, "--no-such-flag")
     }))
 
-  it.effect("a state path in a shared directory (mode 1777, like /tmp): exit 1, one stderr line, the directory untouched", () =>
+  it.effect("the state directory shared (mode 1777, like /tmp) or the state file invalid: exit 1, one stderr line, nothing changed", () =>
     Effect.gen(function*() {
       const dir = mkdtempSync(join(tmpdir(), "vk-sandbox-cli-"))
       const shared = join(dir, "tmp")
       mkdirSync(shared)
       chmodSync(shared, 0o1777)
+      const own = join(dir, "own")
+      mkdirSync(own, { mode: 0o700 })
+      const row = `{"id":"sb_1","token":"tok_secret_4f9a","podUID":""}`
+      const invalid = `{"claims":{\n"ns/a":${row},\n"ns/b":${row}}}`
+      writeFileSync(join(own, "claims.json"), invalid)
       writeFileSync(join(dir, "token"), "t", { mode: 0o600 })
-      // Parsed, never contacted: the state directory is refused before the daemon talks to anyone.
+      // Parsed, never contacted: the state is refused before the daemon talks to anyone.
       writeFileSync(
         join(dir, "kubeconfig"),
         "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n" +
           "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: x}}]\n"
       )
-      const finished = yield* run([
-        "--state-path", join(shared, "claims.json"),
-        "--sandboxd-token-file", join(dir, "token"),
-        "--kubeconfig", join(dir, "kubeconfig")
-      ])
-      assert.strictEqual(finished.code, 1, finished.stderr)
-      assert.strictEqual(lines(finished.stderr).length, 1, finished.stderr)
-      assert.include(finished.stderr, `StateDirUnsafe: state directory ${shared} is writable by group or others, sticky`)
+      const daemon = (statePath: string) =>
+        run(["--state-path", statePath, "--sandboxd-token-file", join(dir, "token"), "--kubeconfig", join(dir, "kubeconfig")])
+      const [inShared, twoKeys] = yield* Effect.all([daemon(join(shared, "claims.json")), daemon(join(own, "claims.json"))], {
+        concurrency: "unbounded"
+      })
+      assert.strictEqual(inShared.code, 1, inShared.stderr)
+      assert.strictEqual(lines(inShared.stderr).length, 1, inShared.stderr)
+      assert.include(inShared.stderr, `StateDirUnsafe: state directory ${shared} is writable by group or others, sticky`)
       assert.strictEqual(statSync(shared).mode & 0o7777, 0o1777, "the shared directory keeps its mode")
       assert.deepStrictEqual(readdirSync(shared), [])
+
+      assert.strictEqual(twoKeys.code, 1, twoKeys.stderr)
+      assert.strictEqual(lines(twoKeys.stderr).length, 1, twoKeys.stderr)
+      assert.include(twoKeys.stderr, `row "ns/b" (line 3 column 1): claim id "sb_1" is already the claim of row "ns/a"`)
+      assert.notInclude(twoKeys.stderr + twoKeys.stdout, "tok_secret_4f9a")
+      assert.strictEqual(readFileSync(join(own, "claims.json"), "utf8"), invalid, "the file is left as it is")
       rmSync(dir, { recursive: true, force: true })
     }))
 

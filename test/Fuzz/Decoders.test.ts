@@ -345,7 +345,8 @@ const wholeSecond = fc.integer({ min: -62_135_596_800 + 86_400, max: 253_402_300
 
 const claimRecord: fc.Arbitrary<ClaimRecord> = fc.record({
   id: fc.string({ minLength: 1 }).map((s) => s as ClaimId),
-  token: fc.string().map((s) => Redacted.make(s)),
+  // What the file accepts as a token: non-empty visible ASCII.
+  token: fc.stringMatching(/^[\x21-\x7e]{1,40}$/).map((s) => Redacted.make(s)),
   address: fc.string(),
   podUID: fc.string(),
   claimedAt: fc.option(wholeSecond, { nil: undefined }).map(Option.fromUndefinedOr),
@@ -392,7 +393,8 @@ describe("fuzz: the claims file", () => {
     Effect.promise(() =>
       fc.assert(
         fc.asyncProperty(fc.dictionary(fc.string(), claimRecord, { maxKeys: 5 }), async (object) => {
-          const rows = new Map(Object.entries(object).map(([key, record]) => [key as PodKey, record]))
+          // One claim id per row, as the file requires.
+          const rows = new Map(Object.entries(object).map(([key, record], i) => [key as PodKey, { ...record, id: `${record.id}#${i}` as ClaimId }]))
           const decoded = await Effect.runPromise(decodeClaimsFile(encodeClaimsFile(rows)))
           assert.deepStrictEqual(comparable(decoded), comparable(rows))
         }),

@@ -98,19 +98,31 @@ describe("ClaimsFile", () => {
       assert.strictEqual((yield* decodeClaimsFile(`{"claims":{}}`)).size, 0, "an empty table is {\"claims\":{}}")
     }))
 
-  it.effect("refuses, with the line and column, a key or field written twice", () =>
+  it.effect("refuses, with the line and column, a key or field written twice, an empty or unprintable token, one id under two keys", () =>
     Effect.gen(function*() {
       const row = (id: string, token = "t") => `{"id":"${id}","token":"${token}","podUID":""}`
       const cases: ReadonlyArray<readonly [string, string]> = [
         [`{"claims":{"ns/a":${row("x")},\n  "ns/a":${row("y")}}}`, `row "ns/a" (line 2 column 3): the key is written twice`],
         [`{"claims":{"ns/a":{"id":"x","token":"t","id":"y"}}}`, `row "ns/a" (line 1 column 12): field "id" written twice (line 1 column 41)`],
         [`{"claims":{},"claims":{}}`, `member "claims" written twice (line 1 column 14)`],
+        [`{"claims":{"ns/a":${row("x", "")}}}`, `row "ns/a" (line 1 column 12): empty token`],
+        [`{"claims":{"ns/a":${row("x", "to\\nken")}}}`, `row "ns/a" (line 1 column 12): the token holds characters other than visible ASCII`],
+        [`{"claims":{"ns/a":${row("x", "t\u00e9")}}}`, `the token holds characters other than visible ASCII`],
+        [`{"claims":{"ns/a":${row("x", "a b")}}}`, `the token holds characters other than visible ASCII`],
+        [
+          `{\n"claims":{\n"ns/a":${row("sb_1")},\n"ns/b":${row("sb_1")}}}`,
+          `row "ns/b" (line 4 column 1): claim id "sb_1" is already the claim of row "ns/a"`
+        ]
       ]
       for (const [text, message] of cases) {
         const error = yield* Effect.flip(decodeClaimsFile(text))
         assert.strictEqual(error._tag, "ClaimsFileDecodeError", text)
         assert.include(error.message, message, text)
       }
+      // The token itself is never quoted.
+      const secret = "tok_secret_4f9a"
+      const error = yield* Effect.flip(decodeClaimsFile(`{"claims":{"ns/a":${row("x", `${secret}\\u0007`)}}}`))
+      assert.notInclude(error.message, secret)
     }))
 
   it.effect("unknown fields, top level and in rows, are kept exactly through a rewrite; files without them stay byte-exact", () =>
