@@ -24,14 +24,11 @@ import {
   setHeaderMiddleware,
   V1MicroTime,
   type V1Lease,
-  type V1Node,
-  type V1Pod
+  type V1Node
 } from "@kubernetes/client-node"
-// Not re-exported from the package root in 2.0.1 (the package has no `exports` map, so the
-// path resolves). Used to give watched Pods the same shape (Date fields) as listed ones.
-import { ObjectSerializer } from "@kubernetes/client-node/dist/gen/models/ObjectSerializer.js"
 import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import { AppConfig } from "../Services/Config.ts"
+import { decodePod, encodePod, nullDroppingReviver, type Pod } from "../Schemas/Pod.ts"
 import {
   KubeApi,
   KubeConfigMissing,
@@ -68,7 +65,8 @@ const K8sStatus = Schema.Struct({
     name: Schema.optionalKey(Schema.String),
     group: Schema.optionalKey(Schema.String),
     kind: Schema.optionalKey(Schema.String),
-    uid: Schema.optionalKey(Schema.String)
+    uid: Schema.optionalKey(Schema.String),
+    causes: Schema.optionalKey(Schema.Array(Schema.Struct({ reason: Schema.optionalKey(Schema.String) })))
   }))
 })
 type K8sStatus = typeof K8sStatus.Type
@@ -91,6 +89,15 @@ const detailsOf = (status: K8sStatus | undefined): StatusDetails | undefined => 
   return Object.keys(out).length === 0 ? undefined : out
 }
 
+/**
+ * A 504 asking for a resourceVersion newer than the server has ("Too large resource version",
+ * cause ResourceVersionTooLarge): the server went backwards, and only a relist helps.
+ */
+const isTooLargeResourceVersion = (code: number, status: K8sStatus | undefined): boolean =>
+  code === 504 &&
+  ((status?.details?.causes ?? []).some((cause) => cause.reason === "ResourceVersionTooLarge") ||
+    (status?.message ?? "").includes("Too large resource version"))
+
 const firstLine = (text: string): string => text.trim().split("\n")[0]!.slice(0, 300)
 
 /** Maps an HTTP failure. `body` is the response text (or a decoded Status from a watch ERROR event). */
@@ -107,6 +114,10 @@ export const errorFromResponse = (operation: string, code: number, body: unknown
       return new KubeConflict({ operation, message, reason: status?.reason ?? "Conflict" })
     case 410:
       return new KubeGone({ operation, message })
+    case 504:
+      return isTooLargeResourceVersion(code, status)
+        ? new KubeGone({ operation, message })
+        : new KubeUnavailable({ operation, status: code, message })
     case 403:
       return new KubeForbidden({ operation, message })
     case 400:
@@ -207,8 +218,23 @@ export interface ClientOptions {
 
 export const defaultOptions = { callTimeout: "30 seconds", watchIdleTimeout: "330 seconds", watchTimeoutSeconds: 300 } as const
 
-const WatchEnvelope = Schema.fromJsonString(Schema.Struct({ type: Schema.String, object: Schema.Unknown }))
+const WatchEnvelope = Schema.Struct({ type: Schema.String, object: Schema.Unknown })
 const decodeWatchEnvelope = Schema.decodeUnknownOption(WatchEnvelope)
+
+const PodListBody = Schema.Struct({
+  metadata: Schema.optionalKey(Schema.Struct({ resourceVersion: Schema.optionalKey(Schema.String) })),
+  items: Schema.Array(Schema.Unknown)
+})
+const decodePodListBody = Schema.decodeUnknownOption(PodListBody)
+
+/** JSON text → value with the apiserver's `null`s left out (the slim Pod's form); None when not JSON. */
+const parseJson = (text: string): Option.Option<unknown> => {
+  try {
+    return Option.some(JSON.parse(text, nullDroppingReviver))
+  } catch {
+    return Option.none()
+  }
+}
 
 const ObjectName = Schema.Struct({ metadata: Schema.Struct({ name: Schema.String }) })
 const decodeObjectName = Schema.decodeUnknownOption(ObjectName)
@@ -290,6 +316,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       readonly query?: Readonly<Record<string, string>>
       readonly body?: unknown
       readonly contentType?: string
+      /** Parse the reply with the apiserver's `null`s left out (Pods). */
+      readonly dropNulls?: boolean
     }
 
     const send = async (spec: RawRequest, signal: AbortSignal): Promise<ResponseContext> => {
@@ -323,7 +351,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
           Effect.flatMap(({ status, text }) => {
             if (status < 200 || status > 299) return Effect.fail(errorFromResponse(operation, status, text))
             return Effect.try({
-              try: (): unknown => (text === "" ? undefined : JSON.parse(text)),
+              try: (): unknown => (text === "" ? undefined : JSON.parse(text, spec.dropNulls === true ? nullDroppingReviver : undefined)),
               catch: () => new KubeUnavailable({ operation, status, message: `response is not JSON: ${firstLine(text)}` })
             })
           })
@@ -336,13 +364,33 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
 
     const nodeSelector = (nodeName: string) => `spec.nodeName=${nodeName}`
 
+    /** A served Pod → the slim Pod, or the typed error naming the operation. */
+    const slim = (operation: string) => (json: unknown): Effect.Effect<Pod, KubeError> =>
+      Option.match(decodePod(json), {
+        onNone: () => Effect.fail(new KubeUnavailable({ operation, status: 200, message: "the server sent a pod this client cannot read" })),
+        onSome: Effect.succeed
+      })
+
     const listPods = (nodeName: string) =>
-      call("listPods", (o) => core.listPodForAllNamespaces({ fieldSelector: nodeSelector(nodeName) }, o)).pipe(
-        Effect.map((list) => ({ items: list.items, resourceVersion: list.metadata?.resourceVersion ?? "" }))
+      raw("listPods", {
+        method: HttpMethod.GET,
+        path: "/api/v1/pods",
+        query: { fieldSelector: nodeSelector(nodeName) },
+        dropNulls: true
+      }).pipe(
+        Effect.flatMap((body) =>
+          Option.match(decodePodListBody(body), {
+            onNone: () => Effect.fail(new KubeUnavailable({ operation: "listPods", status: 200, message: "the pod list has no items" })),
+            onSome: (list) =>
+              Effect.forEach(list.items, slim("listPods")).pipe(
+                Effect.map((items) => ({ items, resourceVersion: list.metadata?.resourceVersion ?? "" }))
+              )
+          })
+        )
       )
 
     const watchEvent = (operation: string) => (line: string): Effect.Effect<ReadonlyArray<PodWatchEvent>, KubeError> => {
-      const envelope = decodeWatchEnvelope(line)
+      const envelope = parseJson(line).pipe(Option.flatMap(decodeWatchEnvelope))
       if (Option.isNone(envelope)) {
         return Effect.fail(
           new KubeUnavailable({ operation, status: 0, message: `undecodable watch event: ${firstLine(line)}` })
@@ -352,10 +400,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       switch (type) {
         case "ADDED":
         case "MODIFIED":
-        case "DELETED": {
-          const pod: V1Pod = ObjectSerializer.deserialize(object, "V1Pod", "")
-          return Effect.succeed([{ type, object: pod }])
-        }
+        case "DELETED":
+          return slim(operation)(object).pipe(Effect.map((pod) => [{ type, object: pod }]))
         case "BOOKMARK": {
           const bookmark = decodeBookmark(object)
           return Option.isNone(bookmark)
@@ -366,7 +412,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
           const status = Option.getOrUndefined(parseStatus(object))
           const message = status?.message ?? "watch ERROR event"
           return Effect.fail(
-            status?.code === 410
+            status?.code === 410 || isTooLargeResourceVersion(status?.code ?? 0, status)
               ? new KubeGone({ operation, message })
               : new KubeUnavailable({ operation, status: status?.code ?? 0, message })
           )
@@ -435,16 +481,27 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       return Stream.unwrap(start)
     }
 
-    const getPod = (namespace: string, name: string) =>
-      call("getPod", (o) => core.readNamespacedPod({ namespace, name }, o))
+    const podPath = (namespace: string, name: string) => `/api/v1/namespaces/${segment(namespace)}/pods/${segment(name)}`
 
-    const replacePodStatus = (pod: V1Pod) => {
+    const getPod = (namespace: string, name: string) =>
+      raw("getPod", { method: HttpMethod.GET, path: podPath(namespace, name), dropNulls: true }).pipe(
+        Effect.flatMap(slim("getPod"))
+      )
+
+    const replacePodStatus = (pod: Pod) => {
       const name = pod.metadata?.name
       const namespace = pod.metadata?.namespace
       if (name === undefined || namespace === undefined) {
         return invalid("replacePodStatus", "pod without metadata.name/namespace")
       }
-      return call("replacePodStatus", (o) => core.replaceNamespacedPodStatus({ namespace, name, body: pod }, o))
+      const body = encodePod({ apiVersion: "v1", kind: "Pod", ...pod })
+      if (Option.isNone(body)) return invalid("replacePodStatus", "pod that cannot be encoded")
+      return raw("replacePodStatus", {
+        method: HttpMethod.PUT,
+        path: `${podPath(namespace, name)}/status`,
+        body: body.value,
+        dropNulls: true
+      }).pipe(Effect.flatMap(slim("replacePodStatus")))
     }
 
     const deletePod = (namespace: string, name: string, uid: string) =>

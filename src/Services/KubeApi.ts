@@ -3,8 +3,9 @@
  * (ARCHITECTURE.md §3). Live layer: `Layers/KubeApiClientNode.ts` on @kubernetes/client-node 2.x.
  * Test layer: `testkit/Layers/KubeApiMemory.ts` on the in-memory cluster model.
  */
-import type { CoreV1Event, V1Lease, V1Node, V1Pod } from "@kubernetes/client-node"
+import type { CoreV1Event, V1Lease, V1Node } from "@kubernetes/client-node"
 import { Context, type Effect, Schema, type Stream } from "effect"
+import type { Pod } from "../Schemas/Pod.ts"
 
 /** Status `details` exactly as the server wrote them; never filled in from the request. */
 export const StatusDetails = Schema.Struct({
@@ -29,7 +30,11 @@ export class KubeConflict extends Schema.TaggedError<KubeConflict>()("KubeConfli
   reason: Schema.String // "Conflict" | "AlreadyExists" | …
 }) {}
 
-/** 410: the resourceVersion is older than the server keeps; relist. */
+/**
+ * The resourceVersion cannot be served; relist. 410: older than the server keeps. A 504 "Too large
+ * resource version": newer than anything the server has, i.e. the server went backwards (restored
+ * from a backup, or restarted on an empty store).
+ */
 export class KubeGone extends Schema.TaggedError<KubeGone>()("KubeGone", {
   operation: Schema.String,
   message: Schema.String
@@ -62,12 +67,12 @@ export class KubeConfigMissing extends Schema.TaggedError<KubeConfigMissing>()("
 }) {}
 
 export interface PodList {
-  readonly items: ReadonlyArray<V1Pod>
+  readonly items: ReadonlyArray<Pod>
   readonly resourceVersion: string
 }
 
 export type PodWatchEvent =
-  | { readonly type: "ADDED" | "MODIFIED" | "DELETED"; readonly object: V1Pod }
+  | { readonly type: "ADDED" | "MODIFIED" | "DELETED"; readonly object: Pod }
   | { readonly type: "BOOKMARK"; readonly resourceVersion: string }
 
 /** group "" is the core group (`/api/v1/...`). */
@@ -91,11 +96,14 @@ export interface OwnerObject {
 export class KubeApi extends Context.Service<KubeApi, {
   // pods
   readonly listPods: (nodeName: string) => Effect.Effect<PodList, KubeError>
-  /** Bookmarks on; fails with KubeGone on 410 (HTTP or ERROR event); a clean server close ends the stream. */
+  /**
+   * Bookmarks on; fails with KubeGone on 410 or a 504 "Too large resource version" (HTTP or ERROR
+   * event); a clean server close ends the stream. Pods are slim (`Schemas/Pod.ts`).
+   */
   readonly watchPods: (nodeName: string, resourceVersion: string) => Stream.Stream<PodWatchEvent, KubeError>
-  readonly getPod: (namespace: string, name: string) => Effect.Effect<V1Pod, KubeError>
-  /** PUT pods/status with the whole Pod and the resourceVersion it carries. */
-  readonly replacePodStatus: (pod: V1Pod) => Effect.Effect<V1Pod, KubeError>
+  readonly getPod: (namespace: string, name: string) => Effect.Effect<Pod, KubeError>
+  /** PUT pods/status with the whole (slim) Pod and the resourceVersion it carries; times at whole seconds. */
+  readonly replacePodStatus: (pod: Pod) => Effect.Effect<Pod, KubeError>
   /** DELETE with gracePeriodSeconds 0 and a UID precondition. 404 → KubeNotFound, 409 → KubeConflict. */
   readonly deletePod: (namespace: string, name: string, uid: string) => Effect.Effect<void, KubeError>
   // nodes

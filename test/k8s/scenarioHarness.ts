@@ -117,7 +117,8 @@ export const kubeApiOf = (config: AppConfigShape) =>
 export const fastPodOptions: PodController.PodControllerOptions = {
   resyncInterval: Duration.seconds(60),
   backoff: { initial: Duration.millis(100), max: Duration.millis(800) },
-  rewatchDelay: Duration.millis(50)
+  rewatchDelay: Duration.millis(50),
+  fruitlessWatchesBeforeRelist: 3
 }
 
 /**

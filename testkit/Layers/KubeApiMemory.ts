@@ -6,10 +6,11 @@
  * No limiter and no timeouts: the model answers synchronously. HTTP-level faults (latency,
  * injected failures) are not applied; deny rules and everything else in the model are.
  */
-import type { CoreV1Event, V1Lease, V1Node, V1Pod } from "@kubernetes/client-node"
+import type { CoreV1Event, V1Lease, V1Node } from "@kubernetes/client-node"
 // See KubeApiClientNode.ts: not re-exported from the package root in 2.0.1.
 import { ObjectSerializer } from "@kubernetes/client-node/dist/gen/models/ObjectSerializer.js"
-import { Cause, Effect, Layer, Queue, Result, Stream } from "effect"
+import { Cause, Effect, Layer, Option, Queue, Result, Stream } from "effect"
+import { decodePod, dropNulls, encodePod, type Pod } from "../Schemas/Pod.ts"
 import {
   KubeApi,
   type KubeError,
@@ -37,6 +38,13 @@ const toWire = (value: unknown, type: string): unknown => JSON.parse(JSON.string
 
 const fromWire = <A>(value: unknown, type: string): A => ObjectSerializer.deserialize(value, type, "")
 
+/** A served Pod as the live layer decodes it: the slim Pod, or the live layer's error. */
+const slimPod = (operation: string, value: unknown): Result.Result<Pod, KubeError> =>
+  Option.match(decodePod(dropNulls(value)), {
+    onNone: () => Result.fail(new KubeUnavailable({ operation, status: 200, message: "the server sent a pod this client cannot read" })),
+    onSome: Result.succeed
+  })
+
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 export const make = (model: ClusterModel): KubeApi["Service"] => {
@@ -53,13 +61,15 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
 
   const listPods = (nodeName: string) =>
     run("listPods", () => model.list(Pods, undefined, { fieldSelector: nodeSelector(nodeName) })).pipe(
-      Effect.map((list) => {
+      Effect.flatMap((list) => {
         const items = Array.isArray(list["items"]) ? list["items"] : []
         const metadata = isRecord(list["metadata"]) ? list["metadata"] : {}
-        return {
-          items: items.map((item) => fromWire<V1Pod>(item, "V1Pod")),
-          resourceVersion: typeof metadata["resourceVersion"] === "string" ? metadata["resourceVersion"] : ""
-        }
+        return Effect.forEach(items, (item) => Effect.fromResult(slimPod("listPods", item))).pipe(
+          Effect.map((pods) => ({
+            items: pods,
+            resourceVersion: typeof metadata["resourceVersion"] === "string" ? metadata["resourceVersion"] : ""
+          }))
+        )
       })
     )
 
@@ -77,9 +87,12 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
               switch (event.type) {
                 case "ADDED":
                 case "MODIFIED":
-                case "DELETED":
-                  Queue.offerUnsafe(queue, { type: event.type, object: fromWire<V1Pod>(event.object, "V1Pod") })
+                case "DELETED": {
+                  const pod = slimPod(operation, event.object)
+                  if (Result.isSuccess(pod)) Queue.offerUnsafe(queue, { type: event.type, object: pod.success })
+                  else Queue.failCauseUnsafe(queue, Cause.fail(pod.failure))
                   return
+                }
                 case "BOOKMARK": {
                   const metadata = isRecord(event.object["metadata"]) ? event.object["metadata"] : {}
                   const rv = metadata["resourceVersion"]
@@ -89,8 +102,8 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
                 case "ERROR": {
                   const status = parseStatus(event.object)
                   const code = status._tag === "Some" ? status.value.code ?? 0 : 0
-                  const error = code === 410
-                    ? errorFromResponse(operation, 410, event.object)
+                  const error = code === 410 || code === 504
+                    ? errorFromResponse(operation, code, event.object)
                     : new KubeUnavailable({
                       operation,
                       status: code,
@@ -113,14 +126,16 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
   }
 
   const getPod = (namespace: string, name: string) =>
-    run("getPod", () => model.get(Pods, namespace, name)).pipe(Effect.map((o) => fromWire<V1Pod>(o, "V1Pod")))
+    run("getPod", () => model.get(Pods, namespace, name)).pipe(Effect.flatMap((o) => Effect.fromResult(slimPod("getPod", o))))
 
-  const replacePodStatus = (pod: V1Pod) => {
+  const replacePodStatus = (pod: Pod) => {
     const name = pod.metadata?.name
     const namespace = pod.metadata?.namespace
     if (name === undefined || namespace === undefined) return invalid("replacePodStatus", "pod without metadata.name/namespace")
-    return run("replacePodStatus", () => model.updateStatus(Pods, namespace, name, toWire(pod, "V1Pod"))).pipe(
-      Effect.map((o) => fromWire<V1Pod>(o, "V1Pod"))
+    const body = encodePod({ apiVersion: "v1", kind: "Pod", ...pod })
+    if (Option.isNone(body)) return invalid("replacePodStatus", "pod that cannot be encoded")
+    return run("replacePodStatus", () => model.updateStatus(Pods, namespace, name, body.value)).pipe(
+      Effect.flatMap((o) => Effect.fromResult(slimPod("replacePodStatus", o)))
     )
   }
 

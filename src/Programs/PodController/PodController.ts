@@ -9,8 +9,8 @@ import { Clock, Duration, Effect, Metric, Option, Ref, Schedule, type Scope, Str
 import { AppConfig } from "../../Services/Config.ts"
 import { type PodKey, podKeyOfPod, splitPodKey } from "../../Schemas/Ids.ts"
 import { EventRecorder, involvedPod } from "../../Services/EventRecorder.ts"
-import { failpoint } from "../../Services/Failpoints.ts"
-import { KubeApi, type KubeError, KubeUnavailable, type PodWatchEvent } from "../../Services/KubeApi.ts"
+import type { Pod } from "../../Schemas/Pod.ts"
+import { KubeApi, type KubeError, type PodWatchEvent } from "../../Services/KubeApi.ts"
 import { PodLifecycle, type ProviderFailure } from "../../Services/PodLifecycle.ts"
 import * as Metrics from "../../Services/Metrics.ts"
 import * as KeyedQueue from "./KeyedQueue.ts"
@@ -30,19 +30,29 @@ export interface PodControllerOptions {
   readonly backoff: KeyedQueue.BackoffPolicy
   /** Delay before re-watching after a clean close (guards against a server that closes at once). */
   readonly rewatchDelay: Duration.Duration
+  /** Watches in a row from one resourceVersion that deliver nothing (fail or close) before a relist. */
+  readonly fruitlessWatchesBeforeRelist: number
 }
+
+/**
+ * True when resourceVersion `a` is older than `b`. Versions are opaque to clients except that
+ * the apiserver hands out increasing integers (etcd revisions); anything else compares as not older.
+ */
+export const resourceVersionOlder = (a: string, b: string): boolean =>
+  /^\d+$/.test(a) && /^\d+$/.test(b) && (a.length !== b.length ? a.length < b.length : a < b)
 
 export const defaultOptions: PodControllerOptions = {
   resyncInterval: Duration.seconds(60),
   backoff: KeyedQueue.defaultBackoff,
-  rewatchDelay: Duration.millis(100)
+  rewatchDelay: Duration.millis(100),
+  fruitlessWatchesBeforeRelist: 3
 }
 
 export interface PodControllerHandle {
   /** True once the first complete list succeeded and every Pod was handed to the workers. */
   readonly synced: Effect.Effect<boolean>
   /** The Pods this controller currently knows from the apiserver. */
-  readonly cachedPods: Effect.Effect<ReadonlyArray<V1Pod>>
+  readonly cachedPods: Effect.Effect<ReadonlyArray<Pod>>
   /** Stop admitting reconciles and wait, at most `timeout`, for those in flight. */
   readonly drain: (timeout: Duration.Duration) => Effect.Effect<void>
   /** Keys holding per-pod state besides the cache (pushes, handed Pods, queues): a leak check. */
@@ -60,10 +70,6 @@ const isNoWarmCapacity = (failure: ProviderFailure): boolean => {
     (typeof cause === "object" && cause !== null && "_tag" in cause && cause._tag === "NoWarmCapacity")
 }
 
-/** The Pod status reason of a create failure: the doubt and the loss have their own. */
-const failureReason = (failure: ProviderFailure): string =>
-  failure._tag === "ClaimInDoubt" || failure._tag === "SandboxLost" ? failure._tag : "ProviderFailed"
-
 export const make = (
   options: PodControllerOptions = defaultOptions
 ): Effect.Effect<PodControllerHandle, never, AppConfig | KubeApi | PodLifecycle | EventRecorder | Scope.Scope> =>
@@ -75,7 +81,7 @@ export const make = (
     const nodeName = config.nodeName
 
     /** The apiserver's view of this node's Pods (the informer cache). */
-    const cache = yield* Ref.make(new Map<PodKey, V1Pod>())
+    const cache = yield* Ref.make(new Map<PodKey, Pod>())
     const synced = yield* Ref.make(false)
     /** The newest provider push per key not yet written (coalescing: the newest wins). */
     const pendingPush = yield* Ref.make(new Map<PodKey, V1Pod>())
@@ -86,8 +92,8 @@ export const make = (
      * (same UID and resourceVersion): that one is the base of the three-way merge that keeps a
      * status write from reverting label/annotation edits made since (PIT-06).
      */
-    const handed = yield* Ref.make(new Map<PodKey, ReadonlyArray<V1Pod>>())
-    const recordHanded = (key: PodKey, pod: V1Pod) =>
+    const handed = yield* Ref.make(new Map<PodKey, ReadonlyArray<Pod>>())
+    const recordHanded = (key: PodKey, pod: Pod) =>
       Ref.update(handed, (m) => new Map(m).set(key, [...(m.get(key) ?? []).slice(-7), pod]))
     const baseFor = (key: PodKey, push: V1Pod) =>
       Effect.map(Ref.get(handed), (m) =>
@@ -121,7 +127,7 @@ export const make = (
       Effect.andThen(dropKey(lastPushed, key), dropKey(handed, key)).pipe(Effect.andThen(setCreateFailed(key, false)))
 
     const cached = (key: PodKey) => Ref.get(cache).pipe(Effect.map((m) => Option.fromNullishOr(m.get(key))))
-    const setCached = (pod: V1Pod) =>
+    const setCached = (pod: Pod) =>
       Ref.update(cache, (m) => new Map(m).set(podKeyOfPod(pod), pod))
 
     const logFor = (key: PodKey) => Effect.annotateLogs({ pod: key, node: nodeName })
@@ -132,7 +138,7 @@ export const make = (
      * A Pod read outside the watch (a 409 re-read) enters the cache as a watch event would, so a
      * change it carries still reaches the provider (the later watch event will compare equal).
      */
-    const cacheReread = (fresh: V1Pod) =>
+    const cacheReread = (fresh: Pod) =>
       Effect.gen(function*() {
         const key = podKeyOfPod(fresh)
         const previous = (yield* Ref.get(cache)).get(key)
@@ -147,33 +153,32 @@ export const make = (
      * are checked again each time: `body` returns undefined when nothing may be written.
      * "Gone" when the Pod of `uid` is no longer there.
      */
-    const putStatus = (key: PodKey, uid: string, body: (apiPod: V1Pod) => V1Pod | undefined) =>
+    const putStatus = (key: PodKey, uid: string, body: (apiPod: Pod) => Pod | undefined) =>
       Effect.gen(function*() {
         for (let attempt = 0; attempt < 3; attempt++) {
           const apiPod = yield* cached(key)
           if (Option.isNone(apiPod) || uidOf(apiPod.value) !== uid) return "Gone" as const
           const wanted = body(apiPod.value)
           if (wanted === undefined) return "Skipped" as const
-          const written = yield* failpoint("push-before-write").pipe(
-            // An armed failure stands for an unreachable apiserver; after the write, for a lost reply.
-            Effect.andThen(kube.replacePodStatus(wanted)),
-            Effect.tap(() => failpoint("push-after-write")),
-            Effect.catchTag("FailpointFired", (e) =>
-              Effect.fail(new KubeUnavailable({ operation: "replacePodStatus", status: 0, message: e.message }))),
-            Effect.map(Option.some),
+          const written = yield* kube.replacePodStatus(wanted).pipe(
+            Effect.map((pod) => ({ _tag: "Written" as const, pod })),
             Effect.catchTag("KubeConflict", () =>
               Metric.update(Metrics.statusWriteConflicts, 1).pipe(Effect.andThen(kube.getPod(...splitPodKey(key)))).pipe(
                 Effect.tap((fresh) => (uidOf(fresh) === uid ? cacheReread(fresh) : Effect.void)),
-                Effect.as(Option.none<V1Pod>()),
-                Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<V1Pod>()))
-              ))
+                Effect.as({ _tag: "Conflict" as const }),
+                Effect.catchTag("KubeNotFound", () => Effect.succeed({ _tag: "NotFound" as const }))
+              )),
+            // The Pod is gone from the apiserver (a delete, or a server that went backwards): a
+            // status for it can never be written; the watch or the next list removes it.
+            Effect.catchTag("KubeNotFound", () => Effect.succeed({ _tag: "NotFound" as const }))
           )
-          if (Option.isSome(written)) {
+          if (written._tag === "NotFound") return "Gone" as const
+          if (written._tag === "Written") {
             // Keep the newer resourceVersion unless the watch already brought something newer.
             yield* Ref.update(cache, (m) => {
               const current = m.get(key)
               if (current === undefined || current.metadata?.resourceVersion !== apiPod.value.metadata?.resourceVersion) return m
-              return new Map(m).set(key, written.value)
+              return new Map(m).set(key, written.pod)
             })
             return "Written" as const
           }
@@ -184,14 +189,12 @@ export const make = (
     /** CU-05: the create failure is visible on the Pod (Pending, or Failed with restartPolicy Never). */
     const writeProviderFailed = (key: PodKey, uid: string, failure: ProviderFailure) =>
       putStatus(key, uid, (apiPod) => {
-        // A lost sandbox ends the Pod whatever its restart policy: it is never given another.
-        const phase = failure._tag === "SandboxLost" || apiPod.spec?.restartPolicy === "Never" ? "Failed" : "Pending"
-        const reason = failureReason(failure)
+        const phase = apiPod.spec?.restartPolicy === "Never" ? "Failed" : "Pending"
         const status = apiPod.status
         // Terminal is final; the same failure already shown needs no write (a resync retry).
         if (isTerminal(apiPod)) return undefined
-        if (status?.phase === phase && status.reason === reason && status.message === failure.message) return undefined
-        return { ...apiPod, status: { ...status, phase, reason, message: failure.message } }
+        if (status?.phase === phase && status.reason === "ProviderFailed" && status.message === failure.message) return undefined
+        return { ...apiPod, status: { ...status, phase, reason: "ProviderFailed", message: failure.message } }
       }).pipe(
         Effect.catch((error: KubeError) =>
           Effect.logWarning("could not record the create failure on the pod").pipe(Effect.annotateLogs({ error }))
@@ -227,7 +230,7 @@ export const make = (
         yield* events.record(
           involvedPod(pod),
           "Warning",
-          isNoWarmCapacity(failure) ? "NoWarmCapacity" : failure._tag === "ClaimInDoubt" ? "ClaimInDoubt" : "CreateFailed",
+          isNoWarmCapacity(failure) ? "NoWarmCapacity" : "CreateFailed",
           `${failure._tag}: ${failure.message}`
         )
         // CU-05 is for a Pod that has not started. A running one (adopted after a restart while
@@ -339,8 +342,8 @@ export const make = (
         const base = yield* baseFor(key, push)
         const result = yield* putStatus(key, uidOf(push), (current) => {
           if (isTerminal(current)) return undefined
-          const body = statusWriteBody(push, current, base)
-          return statusWriteIsNoop(current, body) ? undefined : body
+          const body = Option.getOrUndefined(statusWriteBody(push, current, base))
+          return body === undefined || statusWriteIsNoop(current, body) ? undefined : body
         }).pipe(
           Effect.catchTag("KubeInvalid", (error) =>
             Effect.logError("status write refused by the apiserver").pipe(
@@ -390,12 +393,13 @@ export const make = (
     )
 
     /** PC-05 repair: someone else rewrote what we last pushed; write it again. */
-    const repairStatus = (pod: V1Pod) =>
+    const repairStatus = (pod: Pod) =>
       Effect.gen(function*() {
         const key = podKeyOfPod(pod)
         const pushed = (yield* Ref.get(lastPushed)).get(key)
         if (pushed === undefined || uidOf(pushed) !== uidOf(pod) || isTerminal(pod)) return
-        if (statusWriteIsNoop(pod, statusWriteBody(pushed, pod, yield* baseFor(key, pushed)))) return
+        const body = statusWriteBody(pushed, pod, yield* baseFor(key, pushed))
+        if (Option.isNone(body) || statusWriteIsNoop(pod, body.value)) return
         yield* Ref.update(pendingPush, (m) => (m.has(key) ? m : new Map(m).set(key, pushed)))
         yield* statusQueue.enqueue(key, "resync")
       })
@@ -424,13 +428,18 @@ export const make = (
       })
 
     /** A list replaces the cache: vanished keys and changed Pods are reconciled. */
-    const applyList = (items: ReadonlyArray<V1Pod>) =>
+    const applyList = (items: ReadonlyArray<Pod>) =>
       Effect.gen(function*() {
         const previous = yield* Ref.get(cache)
-        const next = new Map<PodKey, V1Pod>()
+        const next = new Map<PodKey, Pod>()
         for (const pod of items) next.set(podKeyOfPod(pod), pod)
         yield* Ref.set(cache, next)
-        for (const key of previous.keys()) if (!next.has(key)) yield* podQueue.enqueue(key, "change")
+        for (const key of previous.keys()) {
+          if (next.has(key)) continue
+          yield* podQueue.enqueue(key, "change")
+          // a status write waiting out a backoff for a Pod the list no longer has ends now
+          if ((yield* Ref.get(pendingPush)).has(key)) yield* statusQueue.enqueue(key, "change")
+        }
         for (const [key, pod] of next) {
           const before = previous.get(key)
           if (before === undefined || shouldReconcile(before, pod)) yield* podQueue.enqueue(key, "change")
@@ -476,11 +485,12 @@ export const make = (
             )
           ),
           Effect.as({ _tag: "Closed" as const }),
-          Effect.catchTag("KubeGone", () => Effect.succeed({ _tag: "Gone" as const })),
+          Effect.catchTag("KubeGone", (error) => Effect.succeed({ _tag: "Gone" as const, error })),
           Effect.catch((error: KubeError) => Effect.succeed({ _tag: "Failed" as const, error }))
         )
         const lasted = (yield* Clock.currentTimeMillis) - startedAt
-        return { outcome, rv: yield* Ref.get(latest), veryShort: lasted < 1000 && (yield* Ref.get(delivered)) === 0 }
+        const count = yield* Ref.get(delivered)
+        return { outcome, rv: yield* Ref.get(latest), delivered: count, veryShort: lasted < 1000 && count === 0 }
       })
 
     const listOnce = kube.listPods(nodeName).pipe(
@@ -488,9 +498,25 @@ export const make = (
       Effect.retry(watchBackoff)
     )
 
+    /** The newest resourceVersion the informer has seen (list, event or bookmark). */
+    const newestSeen = yield* Ref.make("")
+
     const informer = Effect.gen(function*() {
+      // Watches in a row that failed or closed at once; kept across relists, so a server that
+      // keeps failing is asked with a growing backoff whether the informer re-watches or relists.
+      let failures = 0
       while (true) {
         const list = yield* listOnce
+        const seen = yield* Ref.get(newestSeen)
+        if (resourceVersionOlder(list.resourceVersion, seen)) {
+          // Restored from a backup or restarted on an empty store: the list is the truth now, and
+          // every Pod the cache had but the list lacks is reconciled as gone (its writes stop).
+          yield* Metrics.count(Metrics.watchRestarts, { reason: "backwards" })
+          yield* Effect.logWarning("the apiserver's resourceVersion went backwards; the list replaces the cache").pipe(
+            Effect.annotateLogs({ list: list.resourceVersion, cache: seen })
+          )
+        }
+        yield* Ref.set(newestSeen, list.resourceVersion)
         yield* applyList(list.items)
         if (!(yield* Ref.get(synced))) {
           // Only after a successful complete list: never sweep on a failed or partial one (DG-03).
@@ -499,18 +525,32 @@ export const make = (
           yield* Effect.logInfo("pod controller synced").pipe(Effect.annotateLogs({ pods: list.items.length }))
         }
         let rv = list.resourceVersion
-        let failures = 0
+        // Watches in a row from this same resourceVersion that delivered nothing: a server that
+        // cannot serve it (it went backwards and keeps the watch silent, or keeps failing it).
+        let fruitless = 0
         while (true) {
           const result = yield* watchFrom(rv)
+          fruitless = result.rv === rv && result.delivered === 0 ? fruitless + 1 : 0
           rv = result.rv
+          yield* Ref.set(newestSeen, rv)
           yield* Metrics.count(Metrics.watchRestarts, { reason: result.outcome._tag.toLowerCase() })
           if (result.outcome._tag === "Gone") {
-            yield* Effect.logInfo("watch resourceVersion expired; relisting")
+            yield* Effect.logInfo("watch resourceVersion expired or not served; relisting").pipe(
+              Effect.annotateLogs({ error: result.outcome.error })
+            )
             break
           }
+          const relist = fruitless >= options.fruitlessWatchesBeforeRelist
+          const relistNow = relist
+            ? Effect.logWarning("pod watch keeps ending with nothing from one resourceVersion; relisting").pipe(
+              Effect.annotateLogs({ resourceVersion: rv, attempts: fruitless })
+            )
+            : Effect.void
           // A watch that worked for a while starts the backoff afresh.
           if (!result.veryShort) failures = 0
           if (result.outcome._tag === "Closed" && !result.veryShort) {
+            yield* relistNow
+            if (relist) break
             yield* Effect.sleep(options.rewatchDelay)
             continue
           }
@@ -520,6 +560,8 @@ export const make = (
           else yield* Effect.logWarning("pod watch failed; re-watching").pipe(Effect.annotateLogs({ error: result.outcome.error }))
           const delay = yield* KeyedQueue.backoffDelay(options.backoff, failures)
           yield* Effect.sleep(delay)
+          yield* relistNow
+          if (relist) break
         }
       }
     })

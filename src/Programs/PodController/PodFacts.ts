@@ -2,6 +2,8 @@
  * Pure facts about Pods that the controller decides on (virtual-kubelet PC-06, SY-04, CU-03).
  */
 import type { V1Pod } from "@kubernetes/client-node"
+import { Option, Schema } from "effect"
+import { dropNulls, type Pod, type PodStatus, PodStatus as PodStatusSchema } from "../../Schemas/Pod.ts"
 
 
 export const uidOf = (pod: V1Pod): string => pod.metadata?.uid ?? ""
@@ -69,7 +71,7 @@ export const podsEqual = (a: V1Pod, b: V1Pod): boolean =>
   same(a.metadata?.annotations, b.metadata?.annotations)
 
 /** What a status write would change: status, labels and annotations (the pods/status strategy). */
-export const statusWriteIsNoop = (apiPod: V1Pod, pushed: V1Pod): boolean =>
+export const statusWriteIsNoop = (apiPod: Pod, pushed: Pod): boolean =>
   same(apiPod.status, pushed.status) &&
   same(apiPod.metadata?.annotations, pushed.metadata?.annotations) &&
   same(apiPod.metadata?.labels, pushed.metadata?.labels)
@@ -103,28 +105,62 @@ export const mergeProviderMap = (
 }
 
 /**
- * The body of a status write for a provider push (ST-06, PIT-06): the pushed Pod's status, and
- * its labels and annotations merged with the apiserver's so a label or annotation edit made
- * after the provider was handed the Pod is not reverted, while the provider's own additions
- * (the claim-id annotation) still go through. `base` is the Pod the push was made from.
+ * A status as the apiserver will store it when written to pods/status of `current`: the server
+ * keeps the Pod's QoS class (fixed at creation) when the write leaves it out, and fills `podIPs`
+ * from `podIP` (and back). Comparing this, not the raw push, with the stored status is what makes
+ * an unchanged status compare equal (times are compared at whole seconds by `canonical`).
  */
-export const statusWriteBody = (push: V1Pod, current: V1Pod, base: V1Pod | undefined): V1Pod => {
-  const hasBase = base !== undefined && uidOf(base) === uidOf(push)
-  const labels = mergeProviderMap(base?.metadata?.labels, push.metadata?.labels, current.metadata?.labels, hasBase)
-  const annotations = mergeProviderMap(
-    base?.metadata?.annotations,
-    push.metadata?.annotations,
-    current.metadata?.annotations,
-    hasBase
-  )
-  const { labels: _labels, annotations: _annotations, ...rest } = push.metadata ?? {}
-  return {
-    ...push,
-    metadata: {
-      ...rest,
-      ...(labels === undefined ? {} : { labels: { ...labels } }),
-      ...(annotations === undefined ? {} : { annotations: { ...annotations } }),
-      resourceVersion: current.metadata?.resourceVersion ?? ""
-    }
+export const asServerStores = (status: PodStatus, current: Pod): PodStatus => {
+  const out: { -readonly [K in keyof PodStatus]: PodStatus[K] } = { ...status }
+  const qos = current.status?.qosClass
+  if (out.qosClass === undefined && qos !== undefined) out.qosClass = qos
+  if (out.podIP !== undefined && out.podIP !== "" && (out.podIPs === undefined || out.podIPs.length === 0)) {
+    out.podIPs = [{ ip: out.podIP }]
   }
+  if ((out.podIP === undefined || out.podIP === "") && out.podIPs !== undefined && out.podIPs.length > 0) {
+    out.podIP = out.podIPs[0]!.ip
+  }
+  return out
 }
+
+/**
+ * A provider's status (client-node typed, `Date` or RFC 3339 times) → the slim status, as its
+ * JSON would be read back: unknown fields dropped, `null`s left out. None when it is not a status.
+ */
+export const wireStatus = (status: unknown): Option.Option<PodStatus> =>
+  Option.flatMap(
+    Option.liftThrowable(() => dropNulls(JSON.parse(JSON.stringify(status ?? {}))))(),
+    decodeStatus
+  )
+
+const decodeStatus = Schema.decodeUnknownOption(PodStatusSchema)
+
+/**
+ * The body of a status write for a provider push (ST-06, PIT-06), built on the apiserver's
+ * current Pod (its metadata, so finalizers and the like are written back unchanged): the pushed
+ * status as the server will store it, and labels and annotations merged so a label or
+ * annotation edit made after the provider was handed the Pod is not reverted, while the
+ * provider's own additions (the claim-id annotation) still go through. `base` is the Pod the push
+ * was made from. None when the push carries no readable status.
+ */
+export const statusWriteBody = (push: V1Pod, current: Pod, base: Pod | undefined): Option.Option<Pod> =>
+  Option.map(wireStatus(push.status), (status) => {
+    const hasBase = base !== undefined && uidOf(base) === uidOf(push)
+    const labels = mergeProviderMap(base?.metadata?.labels, push.metadata?.labels, current.metadata?.labels, hasBase)
+    const annotations = mergeProviderMap(
+      base?.metadata?.annotations,
+      push.metadata?.annotations,
+      current.metadata?.annotations,
+      hasBase
+    )
+    const { labels: _labels, annotations: _annotations, ...rest } = current.metadata ?? {}
+    return {
+      ...current,
+      metadata: {
+        ...rest,
+        ...(labels === undefined ? {} : { labels: { ...labels } }),
+        ...(annotations === undefined ? {} : { annotations: { ...annotations } })
+      },
+      status: asServerStores(status, current)
+    }
+  })

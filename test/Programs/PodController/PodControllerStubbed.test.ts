@@ -11,7 +11,9 @@ import { testConfig } from "../../../src/Schemas/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
 import { type PodKey, podKeyOfPod } from "../../../src/Schemas/Ids.ts"
 import { EventRecorder } from "../../../src/Services/EventRecorder.ts"
-import { KubeApi, type KubeError, KubeGone, type PodWatchEvent } from "../../../src/Services/KubeApi.ts"
+import { errorFromResponse } from "../../../src/Layers/KubeApiClientNode.ts"
+import type { Pod } from "../../../src/Schemas/Pod.ts"
+import { KubeApi, type KubeError, KubeGone, type PodWatchEvent, KubeUnavailable } from "../../../src/Services/KubeApi.ts"
 import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
 import { quiet } from "./harness.ts"
 
@@ -38,7 +40,7 @@ const kubeStub = (
     listPods: () =>
       Effect.map(Ref.get(pods), (items) => {
         counts.lists++
-        return { items, resourceVersion: "1" }
+        return { items, resourceVersion: behaviour.listRv?.value ?? "1" }
       }),
     watchPods: () =>
       Stream.suspend(() => {
@@ -47,10 +49,16 @@ const kubeStub = (
       }),
     getPod: unsupported,
     replacePodStatus: (body) =>
-      (behaviour.statusWritesHang ? Effect.never : Effect.sleep(behaviour.statusWriteTakes ?? "0 millis")).pipe(Effect.andThen(Effect.sync(() => {
+      (behaviour.statusWritesHang ? Effect.never : Effect.sleep(behaviour.statusWriteTakes ?? "0 millis")).pipe(Effect.andThen(Effect.suspend(() => {
+        if (behaviour.statusWriteFails !== undefined) {
+          counts.statusWriteAttempts++
+          return Effect.fail(behaviour.statusWriteFails)
+        }
+        return Effect.sync(() => {
         counts.statusWrites++
         counts.written.push(body)
         return { ...body, metadata: { ...body.metadata, resourceVersion: `${counts.statusWrites + 1}` } }
+        })
       }))),
     deletePod: unsupported,
     getNode: unsupported,
@@ -109,13 +117,18 @@ interface Behaviour {
   readonly failCreates?: { left: number }
   /** Names of the Pods createPod was called with, in order. */
   readonly creates?: Array<string>
+  /** The resourceVersion lists answer with (default "1"). */
+  readonly listRv?: { value: string }
+  /** Every status write fails with this. */
+  statusWriteFails?: KubeError
 }
 
 interface Counts {
   lists: number
   watches: number
   statusWrites: number
-  readonly written: Array<V1Pod>
+  statusWriteAttempts: number
+  readonly written: Array<Pod>
 }
 
 const start = (
@@ -124,7 +137,7 @@ const start = (
   behaviour: Behaviour = {}
 ) =>
   Effect.gen(function*() {
-    const counts: Counts = { lists: 0, watches: 0, statusWrites: 0, written: [] }
+    const counts: Counts = { lists: 0, watches: 0, statusWrites: 0, statusWriteAttempts: 0, written: [] }
     const provider = yield* providerStub(behaviour)
     const handle = yield* PodController.make(PodController.defaultOptions).pipe(
       Effect.provide(
@@ -227,5 +240,58 @@ describe("PodController (stubbed)", () => {
       yield* Queue.offer(pushes, { ...pod("web", "u-1"), status: { phase: "Failed", reason: "SandboxLeaseExpired" } })
       yield* advance(3_000)
       assert.deepStrictEqual(counts.written.map((w) => [w.metadata?.uid, w.status?.phase]), [["u-2", "Pending"], ["u-2", "Running"]])
+    })).pipe(quiet))
+
+  it.effect("the server went backwards: a 504 Too large resource version relists, and status writes for Pods the list lacks stop", () =>
+    Effect.scoped(Effect.gen(function*() {
+      // the real apiserver's answer to a resourceVersion newer than it has
+      const tooLarge = errorFromResponse("watchPods", 504, JSON.stringify({
+        kind: "Status",
+        apiVersion: "v1",
+        status: "Failure",
+        message: "Too large resource version: 120, current: 7",
+        reason: "Timeout",
+        details: { causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }], retryAfterSeconds: 1 },
+        code: 504
+      }))
+      assert.strictEqual(tooLarge._tag, "KubeGone")
+      const web = pod("web", "u-1")
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([web])
+      const listRv = { value: "120" }
+      const fail = yield* Queue.unbounded<void>()
+      const behaviour: Behaviour = {
+        listRv,
+        statusWriteFails: new KubeUnavailable({ operation: "replacePodStatus", status: 503, message: "etcd unavailable" })
+      }
+      const { counts, handle } = yield* start(
+        pods,
+        () => Stream.fromEffect(Queue.take(fail)).pipe(Stream.flatMap(() => Stream.fail(tooLarge))),
+        behaviour
+      )
+      yield* advance(5_000)
+      assert.isAtLeast(counts.statusWriteAttempts, 2, "the Running status is retried while the server fails it")
+      // restored from a backup: older resourceVersions, the Pod is not there
+      yield* Ref.set(pods, [])
+      listRv.value = "7"
+      yield* Queue.offer(fail, undefined)
+      yield* advance(100)
+      assert.strictEqual(counts.lists, 2, "relisted after the 504")
+      assert.deepStrictEqual(yield* handle.cachedPods, [])
+      const attempts = counts.statusWriteAttempts
+      yield* advance(120_000)
+      assert.strictEqual(counts.statusWriteAttempts, attempts, "no status write for a Pod the relist shows gone")
+      assert.strictEqual(yield* handle.retainedKeys, 0)
+    })).pipe(quiet))
+
+  it.effect("a watch that keeps ending with nothing at one resourceVersion is followed by a relist", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([])
+      const failing = new KubeUnavailable({ operation: "watchPods", status: 500, message: "internal error" })
+      const { counts } = yield* start(pods, () => Stream.fail(failing))
+      yield* advance(20)
+      assert.strictEqual(counts.lists, 1)
+      yield* advance(20_000) // backoff 1 s, 2 s, 4 s (±20 %): three failed watches, then the relist
+      assert.isAtLeast(counts.lists, 2, "relisted")
+      assert.isAtMost(counts.watches, 6, "the backoff carries over the relist")
     })).pipe(quiet))
 })

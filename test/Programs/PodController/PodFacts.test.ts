@@ -1,6 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
-import { mergeProviderMap, statusWriteBody, statusWriteIsNoop } from "../../../src/Programs/PodController/PodFacts.ts"
+import { Option } from "effect"
+import { mergeProviderMap, statusWriteBody as bodyOption, statusWriteIsNoop } from "../../../src/Programs/PodController/PodFacts.ts"
+import type { Pod } from "../../../src/Schemas/Pod.ts"
+
+const statusWriteBody = (push: V1Pod, current: Pod, base: Pod | undefined): Pod => Option.getOrThrow(bodyOption(push, current, base))
 
 const pod = (rv: string, labels: Record<string, string>, annotations: Record<string, string>, uid = "u1"): V1Pod => ({
   metadata: { namespace: "default", name: "p", uid, resourceVersion: rv, labels, annotations },
@@ -46,5 +50,40 @@ describe("PodFacts status write body", () => {
     const push: V1Pod = { ...pod("9", { rev: "1" }, { "claim-id": "sb_1" }), status: { phase: "Running" } }
     assert.isTrue(statusWriteIsNoop(current, statusWriteBody(push, current, push)))
     assert.isFalse(statusWriteIsNoop(current, statusWriteBody({ ...push, status: { phase: "Failed" } }, current, push)))
+  })
+
+  it("what the server fills in or truncates does not make an unchanged status look changed", () => {
+    const startedAt = "2026-11-29T09:00:01Z"
+    const current: Pod = {
+      metadata: { namespace: "default", name: "p", uid: "u1", resourceVersion: "12", finalizers: ["keep/me"] },
+      spec: { containers: [{ name: "main", image: "python:3.12" }] },
+      status: {
+        phase: "Running",
+        qosClass: "BestEffort",
+        podIP: "10.0.0.5",
+        podIPs: [{ ip: "10.0.0.5" }],
+        startTime: new Date(startedAt),
+        conditions: [{ type: "Ready", status: "True" }]
+      }
+    }
+    // the provider's push: no qosClass (the server keeps its own), no podIPs, times with milliseconds
+    const push: V1Pod = {
+      metadata: { namespace: "default", name: "p", uid: "u1", resourceVersion: "9" },
+      status: {
+        phase: "Running",
+        podIP: "10.0.0.5",
+        startTime: new Date("2026-11-29T09:00:01.734Z"),
+        conditions: [{ type: "Ready", status: "True" }]
+      }
+    }
+    const body = statusWriteBody(push, current, undefined)
+    assert.isTrue(statusWriteIsNoop(current, body))
+    // the body is written on the current Pod: its finalizers and resourceVersion, the server's QoS class
+    assert.deepStrictEqual(body.metadata?.finalizers, ["keep/me"])
+    assert.strictEqual(body.metadata?.resourceVersion, "12")
+    assert.strictEqual(body.status?.qosClass, "BestEffort")
+    // a real change (another second) is still a write
+    const later: V1Pod = { ...push, status: { ...push.status, startTime: new Date("2026-11-29T09:00:02.001Z") } }
+    assert.isFalse(statusWriteIsNoop(current, statusWriteBody(later, current, undefined)))
   })
 })

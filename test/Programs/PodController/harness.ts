@@ -54,7 +54,8 @@ export class CountingModel extends ClusterModel {
 export const fastOptions: PodController.PodControllerOptions = {
   resyncInterval: Duration.seconds(60),
   backoff: { initial: Duration.millis(50), max: Duration.millis(400) },
-  rewatchDelay: Duration.millis(20)
+  rewatchDelay: Duration.millis(20),
+  fruitlessWatchesBeforeRelist: 3
 }
 
 /** Calls the controller made into the provider, per key. */

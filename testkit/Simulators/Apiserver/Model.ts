@@ -104,6 +104,12 @@ import {
 
 export type Outcome<A> = Result.Result<A, ApiStatusError>
 
+/** What `ClusterModel.snapshot` takes and `restore` puts back. */
+export interface ModelSnapshot {
+  readonly store: ReadonlyMap<string, ReadonlyMap<string, JsonObject>>
+  readonly rv: number
+}
+
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR"
 
 export interface WatchEvent {
@@ -535,6 +541,27 @@ export class ClusterModel {
   compact(): void {
     this.history.length = 0
     this.compactedRv = this.rv
+  }
+
+  /** The stored objects and the resourceVersion counter, to `restore` later (an etcd backup). */
+  snapshot(): ModelSnapshot {
+    const store = new Map<string, Map<string, JsonObject>>()
+    for (const [plural, bucket] of this.store) store.set(plural, new Map([...bucket].map(([k, o]) => [k, clone(o)])))
+    return { store, rv: this.rv }
+  }
+
+  /**
+   * The server restarts on a restored backup (or on an empty store: a snapshot taken at the start):
+   * objects and the resourceVersion counter go back to the snapshot, history is gone, and every
+   * open watch is closed as by a restart. A resourceVersion handed out since is then from the future.
+   */
+  restore(snapshot: ModelSnapshot): void {
+    this.dropWatches()
+    this.store.clear()
+    for (const [plural, bucket] of snapshot.store) this.store.set(plural, new Map([...bucket].map(([k, o]) => [k, clone(o)])))
+    this.rv = snapshot.rv
+    this.history.length = 0
+    this.compactedRv = snapshot.rv
   }
 
   openWatches(): number {

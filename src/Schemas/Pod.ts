@@ -1,0 +1,166 @@
+/**
+ * The slim Pod: the only shape of a Pod the daemon keeps, decoded straight from the apiserver's
+ * JSON. It holds the fields the daemon reads (identity, resourceVersion, labels, annotations,
+ * owner references, finalizers, deletion fields, container names and images, the other fields a
+ * Pod update may change, restart policy) and the status fields it writes and compares. Every
+ * other field of a served Pod is dropped at decode time, so a cache of N Pods costs N small plain
+ * objects, not N client-node object graphs.
+ *
+ * Field names and nesting are the apiserver's, so a slim Pod is also a valid (partial) `V1Pod`
+ * for code typed against client-node. Times decode to `Date` and encode at whole seconds, the
+ * precision the apiserver stores a Pod's times at: what the daemon writes is then exactly what
+ * the server keeps, and a write of an unchanged status compares equal to the stored one.
+ */
+import { Option, Schema, SchemaTransformation } from "effect"
+
+const rfc3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
+
+/** RFC 3339 in UTC at second precision, as the apiserver prints a Pod's times. */
+export const formatTime = (date: Date): string => {
+  const ms = date.getTime()
+  return Number.isNaN(ms) ? "" : new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.\d+Z$/, "Z")
+}
+
+/** A Pod time: an RFC 3339 string on the wire, a `Date` in memory, whole seconds when written. */
+export const Time = Schema.String.check(Schema.isPattern(rfc3339)).pipe(
+  Schema.decodeTo(
+    Schema.Date,
+    SchemaTransformation.transform({ decode: (text: string) => new Date(text), encode: formatTime })
+  )
+)
+
+const opt = Schema.optionalKey
+const StringMap = Schema.Record(Schema.String, Schema.String)
+const list = <S extends Schema.Top>(item: S) => Schema.mutable(Schema.Array(item))
+
+export const OwnerReference = Schema.Struct({
+  apiVersion: Schema.String,
+  kind: Schema.String,
+  name: Schema.String,
+  uid: Schema.String,
+  controller: opt(Schema.Boolean),
+  blockOwnerDeletion: opt(Schema.Boolean)
+})
+
+export const PodMetadata = Schema.Struct({
+  name: opt(Schema.String),
+  // kept so a status write (whose metadata replaces the stored one) leaves it as it is
+  generateName: opt(Schema.String),
+  namespace: opt(Schema.String),
+  uid: opt(Schema.String),
+  resourceVersion: opt(Schema.String),
+  creationTimestamp: opt(Time),
+  deletionTimestamp: opt(Time),
+  deletionGracePeriodSeconds: opt(Schema.Number),
+  labels: opt(StringMap),
+  annotations: opt(StringMap),
+  ownerReferences: opt(list(OwnerReference)),
+  finalizers: opt(list(Schema.String))
+})
+
+/** A container as the daemon sees it: its name, and its image (the one container field an update may change). */
+export const Container = Schema.Struct({ name: Schema.String, image: opt(Schema.String) })
+
+export const Toleration = Schema.Struct({
+  key: opt(Schema.String),
+  operator: opt(Schema.String),
+  value: opt(Schema.String),
+  effect: opt(Schema.String),
+  tolerationSeconds: opt(Schema.Number)
+})
+
+export const PodSpec = Schema.Struct({
+  nodeName: opt(Schema.String),
+  restartPolicy: opt(Schema.String),
+  containers: list(Container),
+  initContainers: opt(list(Container)),
+  ephemeralContainers: opt(list(Container)),
+  activeDeadlineSeconds: opt(Schema.Number),
+  tolerations: opt(list(Toleration))
+})
+
+export const PodCondition = Schema.Struct({
+  type: Schema.String,
+  status: Schema.String,
+  reason: opt(Schema.String),
+  message: opt(Schema.String),
+  lastProbeTime: opt(Time),
+  lastTransitionTime: opt(Time)
+})
+
+export const ContainerState = Schema.Struct({
+  running: opt(Schema.Struct({ startedAt: opt(Time) })),
+  waiting: opt(Schema.Struct({ reason: opt(Schema.String), message: opt(Schema.String) })),
+  terminated: opt(Schema.Struct({
+    exitCode: Schema.Number,
+    signal: opt(Schema.Number),
+    reason: opt(Schema.String),
+    message: opt(Schema.String),
+    startedAt: opt(Time),
+    finishedAt: opt(Time),
+    containerID: opt(Schema.String)
+  }))
+})
+
+export const ContainerStatus = Schema.Struct({
+  name: Schema.String,
+  ready: Schema.Boolean,
+  started: opt(Schema.Boolean),
+  restartCount: Schema.Number,
+  image: Schema.String,
+  imageID: Schema.String,
+  containerID: opt(Schema.String),
+  state: opt(ContainerState),
+  lastState: opt(ContainerState)
+})
+
+const Ip = Schema.Struct({ ip: Schema.String })
+
+export const PodStatus = Schema.Struct({
+  phase: opt(Schema.String),
+  reason: opt(Schema.String),
+  message: opt(Schema.String),
+  conditions: opt(list(PodCondition)),
+  hostIP: opt(Schema.String),
+  hostIPs: opt(list(Ip)),
+  podIP: opt(Schema.String),
+  podIPs: opt(list(Ip)),
+  startTime: opt(Time),
+  qosClass: opt(Schema.String),
+  containerStatuses: opt(list(ContainerStatus))
+})
+export type PodStatus = typeof PodStatus.Type
+
+export const Pod = Schema.Struct({
+  apiVersion: opt(Schema.String),
+  kind: opt(Schema.String),
+  metadata: opt(PodMetadata),
+  spec: opt(PodSpec),
+  status: opt(PodStatus)
+})
+export type Pod = typeof Pod.Type
+
+/** The apiserver writes `null` for an unset time or list; the slim Pod leaves such a key out. */
+export const dropNulls = (value: unknown): unknown => {
+  if (Array.isArray(value)) return value.map(dropNulls)
+  if (value === null || typeof value !== "object") return value
+  const out: Record<string, unknown> = {}
+  for (const [key, field] of Object.entries(value)) if (field !== null) out[key] = dropNulls(field)
+  return out
+}
+
+/** `JSON.parse` reviver with the same effect as `dropNulls`, applied while parsing. */
+export const nullDroppingReviver = (_key: string, value: unknown): unknown => (value === null ? undefined : value)
+
+const decodePodOption = Schema.decodeUnknownOption(Pod)
+const decodeStatusType = Schema.decodeUnknownOption(Schema.toType(PodStatus))
+const encodePodOption = Schema.encodeOption(Pod)
+
+/** A served Pod (parsed JSON, nulls dropped) → the slim Pod; None when it is not one. */
+export const decodePod = (json: unknown): Option.Option<Pod> => decodePodOption(json)
+
+/** A status built in memory (client-node typed, `Date` times) → the slim status, unknown fields dropped. */
+export const slimStatus = (status: unknown): Option.Option<PodStatus> => decodeStatusType(status ?? {})
+
+/** The JSON body of a write: times at whole seconds. */
+export const encodePod = (pod: Pod): Option.Option<unknown> => encodePodOption(pod)
