@@ -1,7 +1,6 @@
 /**
  * The pod controller's view (`PodLifecycle`) of the claim-path Provider: the same calls, the
- * pushes and lifted-quarantine keys as Streams. Provider errors already carry `message` and
- * `retryable`, so they pass through unchanged.
+ * pushes and lifted-quarantine keys as Streams. The typed provider errors pass through unchanged.
  */
 import { Effect, Layer, Stream } from "effect"
 import { splitPodKey } from "../Schemas/Ids.ts"
@@ -16,7 +15,7 @@ export const PodLifecycleProviderLayer: Layer.Layer<PodLifecycle, never, Provide
     return PodLifecycle.of({
       createPod: provider.createPod,
       updatePod: provider.updatePod,
-      deletePod: provider.deletePod,
+      deletePod: (pod) => Effect.asVoid(provider.deletePod(pod)),
       getPod: (key) => {
         const [namespace, name] = splitPodKey(key)
         return provider.getPod(namespace, name)

@@ -50,7 +50,7 @@ export const apiserverRequests = Metric.counter("vk_sandbox_apiserver_requests_t
   description: "apiserver requests by verb and status code"
 })
 export const watchRestarts = Metric.counter("vk_sandbox_watch_restarts_total", {
-  description: "pod watch restarts by reason: closed, gone (relist), failed"
+  description: "pod watch restarts by reason: closed, gone (relist), failed; backwards: a relist older than the cache"
 })
 export const statusWriteConflicts = Metric.counter("vk_sandbox_status_write_conflicts_total", {
   description: "pods/status writes that met a 409 and were retried"
@@ -84,6 +84,7 @@ export const initialize = Effect.all([
   count0(watchRestarts, { reason: "closed" }),
   count0(watchRestarts, { reason: "gone" }),
   count0(watchRestarts, { reason: "failed" }),
+  count0(watchRestarts, { reason: "backwards" }),
   Metric.update(statusWriteConflicts, 0),
   Metric.update(sandboxdUp, 0),
   Metric.update(nodeTainted, 0)

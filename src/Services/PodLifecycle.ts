@@ -6,16 +6,9 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Context, type Effect, type Option, type Stream } from "effect"
 import type { PodKey } from "../Schemas/Ids.ts"
+import type { CreatePodError, ReleaseFailed } from "./ProviderErrors.ts"
 
-/**
- * A provider failure as the controller sees it: a tagged error with a message, and whether a
- * retry of the same Pod can help (else only a Pod change can, or the periodic resync).
- */
-export interface ProviderFailure {
-  readonly _tag: string
-  readonly message: string
-  readonly retryable: boolean
-}
+export type { CreatePodError, ReleaseFailed }
 
 /** What a successful createPod did, for events and metrics. */
 export type CreateOutcome =
@@ -23,9 +16,12 @@ export type CreateOutcome =
   | { readonly _tag: "Adopted"; readonly claimId: string }
 
 export class PodLifecycle extends Context.Service<PodLifecycle, {
-  readonly createPod: (pod: V1Pod) => Effect.Effect<CreateOutcome, ProviderFailure>
-  readonly updatePod: (pod: V1Pod) => Effect.Effect<void, ProviderFailure>
-  readonly deletePod: (pod: V1Pod) => Effect.Effect<void, ProviderFailure>
+  /** The typed failures say whether a retry of the same Pod can help (else only a Pod change can). */
+  readonly createPod: (pod: V1Pod) => Effect.Effect<CreateOutcome, CreatePodError>
+  /** Records the newer Pod; never fails. */
+  readonly updatePod: (pod: V1Pod) => Effect.Effect<void>
+  /** Idempotent; a release that failed is retried. */
+  readonly deletePod: (pod: V1Pod) => Effect.Effect<void, ReleaseFailed>
   readonly getPod: (key: PodKey) => Effect.Effect<Option.Option<V1Pod>>
   readonly getPods: Effect.Effect<ReadonlyArray<V1Pod>>
   /** Status pushes (NotifyPods): each is a whole Pod whose status (and annotations) should be written. */

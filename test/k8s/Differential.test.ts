@@ -14,7 +14,7 @@ import { request as httpsRequest, type RequestOptions } from "node:https"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { defaultOptions, make } from "../../src/Layers/KubeApiClientNode.ts"
+import { defaultOptions, errorFromResponse, make } from "../../src/Layers/KubeApiClientNode.ts"
 import type { KubeApi } from "../../src/Services/KubeApi.ts"
 import { ClusterModel } from "../../testkit/Simulators/Apiserver/Model.ts"
 import { serve } from "../../testkit/Simulators/Apiserver/Server.ts"
@@ -142,6 +142,23 @@ const sandboxRef = (namespace: string, name: string) =>
 
 const secondsAgo = (seconds: number) => new Date(Date.now() - seconds * 1000).toISOString().replace(/\.\d+Z$/, "Z")
 
+/** Running, as the daemon writes it: ready conditions, one running container, whole-second times. */
+const runningStatus = (started: Date) => ({
+  phase: "Running",
+  hostIP: "10.0.0.5",
+  podIP: "10.0.0.5",
+  startTime: started,
+  conditions: [{ type: "Initialized", status: "True" }, { type: "Ready", status: "True" }, { type: "PodScheduled", status: "True" }],
+  containerStatuses: [{
+    name: "agent",
+    ready: true,
+    state: { running: { startedAt: started } },
+    image: "ghcr.io/acme/agent-runtime:1.4.2",
+    imageID: "sandboxd://sb_1a2b3c4d5e6f7081",
+    restartCount: 0
+  }]
+})
+
 const watchOrder = "list, then watch from the list's resourceVersion: ADDED, MODIFIED, a grace-0 delete as MODIFIED then DELETED"
 
 const backends: ReadonlyArray<{
@@ -260,6 +277,20 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         assert.strictEqual(relist.items.length, 1)
       }))
 
+    scenario("a resourceVersion the server does not have yet: a watch stays silent to its timeout, a list is 504 Too large (KubeGone)", () =>
+      Effect.gen(function*() {
+        const backend = yield* acquire
+        const nodeName = uniqueName("vk-node")
+        const list = yield* backend.shortWatch.listPods(nodeName)
+        const future = String(Number(list.resourceVersion) + 100_000)
+        // what a server restored from a backup sees from a daemon that watched it before
+        const events = yield* backend.shortWatch.watchPods(nodeName, future).pipe(Stream.runCollect, Effect.timeout("20 seconds"))
+        assert.deepStrictEqual(events, [])
+        const listed = yield* raw(backend.daemonConfig, "GET", `/api/v1/pods?fieldSelector=spec.nodeName%3D${nodeName}&resourceVersion=${future}`)
+        assert.strictEqual(listed.status, 504, listed.body)
+        assert.strictEqual(errorFromResponse("listPods", listed.status, listed.body)._tag, "KubeGone")
+      }))
+
     scenario("the server ends a quiet watch at its timeoutSeconds: the stream ends cleanly, with no event", () =>
       Effect.gen(function*() {
         const backend = yield* acquire
@@ -367,6 +398,47 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
           metadata: { ...stored.metadata, ownerReferences: [ref(first, true), ref(second, true)] }
         })
         assert.deepStrictEqual(refusal(updated), expected)
+      }))
+
+    scenario("pods/status: an identical PUT keeps the resourceVersion; times are stored at whole seconds", () =>
+      Effect.gen(function*() {
+        const backend = yield* acquire
+        const namespace = yield* newNamespace(backend)
+        const pod = yield* createPod(backend, namespace, uniqueName("vk-node"))
+        const current = yield* backend.daemon.getPod(namespace, pod.metadata?.name ?? "")
+        const started = new Date(Math.floor(Date.now() / 1000) * 1000 - 5000)
+        const status = runningStatus(started)
+        const first = yield* backend.daemon.replacePodStatus({ ...current, status })
+        // the server fills in the QoS class it fixed at creation; the write left it out
+        assert.strictEqual(first.status?.qosClass, "BestEffort")
+        const again = yield* backend.daemon.replacePodStatus({ ...current, metadata: { ...current.metadata, ...first.metadata }, status })
+        assert.strictEqual(again.metadata?.resourceVersion, first.metadata?.resourceVersion)
+        const stored = yield* raw(backend.daemonConfig, "GET", `/api/v1/namespaces/${namespace}/pods/${pod.metadata?.name}`)
+        assert.include(stored.body, `"startTime":"${started.toISOString().replace(".000Z", "Z")}"`)
+      }))
+
+    scenario("pods/status: the same status with sub-second times is a write (new resourceVersion), stored at whole seconds", () =>
+      Effect.gen(function*() {
+        const backend = yield* acquire
+        const namespace = yield* newNamespace(backend)
+        const pod = yield* createPod(backend, namespace, uniqueName("vk-node"))
+        const name = pod.metadata?.name ?? ""
+        const current = yield* backend.daemon.getPod(namespace, name)
+        const started = new Date(Math.floor(Date.now() / 1000) * 1000 - 5000)
+        const first = yield* backend.daemon.replacePodStatus({ ...current, status: runningStatus(started) })
+        // the writer's managedFields time has whole seconds: the next second makes it differ
+        yield* Effect.sleep("1100 millis")
+        const path = `/api/v1/namespaces/${namespace}/pods/${name}`
+        const read = yield* raw(backend.daemonConfig, "GET", path)
+        const object = JSON.parse(read.body) as { status: { startTime: string; containerStatuses: Array<{ state: { running: { startedAt: string } } }> } }
+        const fraction = started.toISOString().replace(".000Z", ".734Z")
+        object.status.startTime = fraction
+        object.status.containerStatuses[0]!.state.running.startedAt = fraction
+        const put = yield* raw(backend.daemonConfig, "PUT", `${path}/status`, object)
+        assert.strictEqual(put.status, 200, put.body)
+        const written = JSON.parse(put.body) as { metadata: { resourceVersion: string }; status: { startTime: string } }
+        assert.notStrictEqual(written.metadata.resourceVersion, first.metadata?.resourceVersion)
+        assert.strictEqual(written.status.startTime, started.toISOString().replace(".000Z", "Z"))
       }))
 
     scenario("nodes: create, AlreadyExists, a status patch keeps a condition another client wrote", () =>

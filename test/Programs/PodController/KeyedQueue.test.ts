@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Fiber, Ref } from "effect"
+import { Deferred, Duration, Effect, Fiber, Logger, Ref, Schedule } from "effect"
 import { TestClock } from "effect/testing"
+import * as Backoff from "../../../src/Programs/PodController/Backoff.ts"
 import * as KeyedQueue from "../../../src/Programs/PodController/KeyedQueue.ts"
 
 /** Lets forked fibers run to their next suspension point. */
@@ -59,7 +60,7 @@ describe("KeyedQueue", () => {
       const queue = yield* KeyedQueue.make<string>(
         () => Ref.update(attempts, (n) => n + 1).pipe(Effect.as("Retry" as const)),
         // jitter is ±20 %: check the bounds, not exact instants
-        { initial: Duration.seconds(1), max: Duration.seconds(30) }
+        Backoff.schedule({ initial: Duration.seconds(1), max: Duration.seconds(30) })
       )
       yield* queue.enqueue("a", "change")
       yield* settle
@@ -125,4 +126,44 @@ describe("KeyedQueue", () => {
       yield* Fiber.join(draining)
       assert.deepStrictEqual(yield* Ref.get(finished), ["a"])
     }))
+
+  it.effect("every retry waits on a step of the schedule it was given; a change starts the backoff afresh", () =>
+    Effect.gen(function*() {
+      const steps = yield* Ref.make(0)
+      const counting = Backoff.schedule(Backoff.defaultBackoff).pipe(
+        Schedule.tap(() => Ref.update(steps, (n) => n + 1))
+      )
+      const attempts = yield* Ref.make(0)
+      const queue = yield* KeyedQueue.make<string>(
+        () => Ref.update(attempts, (n) => n + 1).pipe(Effect.as("Retry" as const)),
+        counting
+      )
+      yield* queue.enqueue("a", "change")
+      yield* settle
+      for (let i = 0; i < 4; i++) {
+        yield* TestClock.adjust("31 seconds")
+        yield* settle
+      }
+      const runs = yield* Ref.get(attempts)
+      assert.isAtLeast(runs, 4)
+      // one step per wait: the run that is now waiting took the last one
+      assert.strictEqual(yield* Ref.get(steps), runs)
+    }))
+
+  const logged: Array<unknown> = []
+  it.effect("a run that dies is logged with its cause and retried, not dropped", () =>
+    Effect.gen(function*() {
+      const attempts = yield* Ref.make(0)
+      const queue = yield* KeyedQueue.make<string>(() =>
+        Ref.updateAndGet(attempts, (n) => n + 1).pipe(
+          Effect.flatMap((n) => (n === 1 ? Effect.die(new Error("boom")) : Effect.succeed("Done" as const)))
+        )
+      )
+      yield* queue.enqueue("a", "change")
+      yield* settle
+      yield* TestClock.adjust("2 seconds")
+      yield* settle
+      assert.strictEqual(yield* Ref.get(attempts), 2)
+      assert.isTrue(JSON.stringify(logged).includes("reconcile failed unexpectedly"))
+    }).pipe(Effect.provide(Logger.layer([Logger.make((options) => void logged.push(options.message))]))))
 })

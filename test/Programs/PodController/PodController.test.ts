@@ -6,9 +6,10 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Option } from "effect"
+import { Duration, Effect, Fiber, Option, Result, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
+import { Pod as SlimPod } from "../../../src/Schemas/Pod.ts"
 import { Pods, Sandboxes } from "../../../testkit/Simulators/Apiserver/Resources.ts"
 import type { FailureRule } from "../../../testkit/Simulators/Apiserver/Model.ts"
 import { SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
@@ -297,6 +298,29 @@ describe("PodController", () => {
       const repaired = world.model.statusWrites
       yield* sleepReal(800)
       assert.strictEqual(world.model.statusWrites, repaired, "the repair is written once")
+    }).pipe(quiet), { timeout: 20_000 })
+
+  it.live("the informer's cache holds the slim projection only, whatever else a served Pod carries", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const daemon = yield* world.start()
+      const body = podBody("rich", { labels: { team: "a" } })
+      const spec = body["spec"] as Record<string, unknown>
+      spec["volumes"] = [{ name: "scratch", emptyDir: {} }]
+      spec["containers"] = [{ name: "main", image: "python:3.12", env: [{ name: "A", value: "1" }], resources: { limits: { cpu: "1" } } }]
+      spec["serviceAccountName"] = "default"
+      createPod(world.model, body)
+      yield* eventually("rich Running", () => running(world.model, "rich"))
+      const cached = yield* eventuallyEffect(
+        "rich Running in the cache",
+        Effect.map(daemon.handle.cachedPods, (pods) => pods.find((p) => p.metadata?.name === "rich" && p.status?.phase === "Running"))
+      )
+      // every key is one of the slim Pod's: a strict decode refuses any other
+      const strict = Schema.decodeUnknownResult(Schema.toType(SlimPod), { onExcessProperty: "error" })(cached)
+      assert.isTrue(Result.isSuccess(strict), String(Result.isFailure(strict) ? strict.failure : ""))
+      assert.deepStrictEqual(cached.spec?.containers, [{ name: "main", image: "python:3.12" }])
+      assert.deepStrictEqual(cached.metadata?.labels, { team: "a" })
+      assert.isUndefined((cached.metadata as Record<string, unknown> | undefined)?.["managedFields"])
     }).pipe(quiet), { timeout: 20_000 })
 
   it.live("a watch dropped mid-stream, closed cleanly, expired (410) or compacted: no pod missed; a status 409 is retried", () =>

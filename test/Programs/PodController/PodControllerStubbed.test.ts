@@ -4,16 +4,28 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Fiber, Layer, Option, Queue, Ref, Stream } from "effect"
+import { Clock, Duration, Effect, Fiber, Layer, Option, Queue, Ref, Schedule, Stream } from "effect"
 import { TestClock } from "effect/testing"
+import * as Backoff from "../../../src/Programs/PodController/Backoff.ts"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
 import { testConfig } from "../../../src/Schemas/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
+import { ClaimNotPersisted } from "../../../src/Services/ProviderErrors.ts"
+import { ClaimsWriteError } from "../../../src/Services/ClaimsStore.ts"
+import { SandboxdUnreachable } from "../../../src/Services/SandboxdClient.ts"
 import { type PodKey, podKeyOfPod } from "../../../src/Schemas/Ids.ts"
 import { EventRecorder } from "../../../src/Services/EventRecorder.ts"
 import { errorFromResponse } from "../../../src/Layers/KubeApiClientNode.ts"
 import type { Pod } from "../../../src/Schemas/Pod.ts"
-import { KubeApi, type KubeError, KubeGone, type PodWatchEvent, KubeUnavailable } from "../../../src/Services/KubeApi.ts"
+import {
+  KubeApi,
+  KubeConflict,
+  type KubeError,
+  KubeGone,
+  KubeNotFound,
+  type PodWatchEvent,
+  KubeUnavailable
+} from "../../../src/Services/KubeApi.ts"
 import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
 import { quiet } from "./harness.ts"
 
@@ -38,18 +50,33 @@ const kubeStub = (
 ) =>
   KubeApi.of({
     listPods: () =>
-      Effect.map(Ref.get(pods), (items) => {
+      Effect.flatMap(Ref.get(pods), (items) => {
         counts.lists++
-        return { items, resourceVersion: behaviour.listRv?.value ?? "1" }
+        if (behaviour.failLists !== undefined && behaviour.failLists.left > 0) {
+          behaviour.failLists.left--
+          return Effect.fail(new KubeUnavailable({ operation: "listPods", status: 503, message: "unavailable" }))
+        }
+        return Effect.succeed({ items, resourceVersion: behaviour.listRv?.value ?? "1" })
       }),
     watchPods: () =>
       Stream.suspend(() => {
         counts.watches++
         return watch()
       }),
-    getPod: unsupported,
+    getPod: (namespace, name) =>
+      Effect.flatMap(Ref.get(pods), (items) => {
+        const found = items.find((p) => p.metadata?.namespace === namespace && p.metadata?.name === name)
+        return found === undefined
+          ? Effect.fail(new KubeNotFound({ operation: "getPod", message: "not found" }))
+          : Effect.succeed(found)
+      }),
     replacePodStatus: (body) =>
       (behaviour.statusWritesHang ? Effect.never : Effect.sleep(behaviour.statusWriteTakes ?? "0 millis")).pipe(Effect.andThen(Effect.suspend(() => {
+        if (behaviour.conflicts !== undefined && behaviour.conflicts.left > 0) {
+          behaviour.conflicts.left--
+          counts.statusWriteAttempts++
+          return Effect.fail(new KubeConflict({ operation: "replacePodStatus", message: "the object has been modified", reason: "Conflict" }))
+        }
         if (behaviour.statusWriteFails !== undefined) {
           counts.statusWriteAttempts++
           return Effect.fail(behaviour.statusWriteFails)
@@ -87,7 +114,13 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
         if (behaviour.failCreates !== undefined && behaviour.failCreates.left > 0) {
           behaviour.failCreates.left--
           // The provider keeps tracking the Pod, as it does when a commit and its undo both fail (CRT-16).
-          return yield* Effect.fail({ _tag: "ClaimNotPersisted", message: "commit and undo both failed", retryable: true })
+          return yield* new ClaimNotPersisted({
+            pod: podKeyOfPod(p),
+            claimId: "sb_1",
+            cause: new ClaimsWriteError({ path: "/state/claims.json", operation: "rename", message: "disk full" }),
+            releaseError: new SandboxdUnreachable({ operation: "release", message: "connection refused" }),
+            message: "commit and undo both failed"
+          })
         }
         if (!behaviour.manualPushes) yield* Queue.offer(pushes, { ...p, status: { phase: "Running", podIP: "10.0.0.1" } })
         return { _tag: "Claimed" as const, claimId: "c-1" }
@@ -121,6 +154,10 @@ interface Behaviour {
   readonly listRv?: { value: string }
   /** Every status write fails with this. */
   statusWriteFails?: KubeError
+  /** The first `left` lists fail (503). */
+  readonly failLists?: { left: number }
+  /** The first `left` status writes are 409 Conflicts. */
+  readonly conflicts?: { left: number }
 }
 
 interface Counts {
@@ -134,12 +171,13 @@ interface Counts {
 const start = (
   pods: Ref.Ref<ReadonlyArray<V1Pod>>,
   watch: () => Stream.Stream<PodWatchEvent, KubeError>,
-  behaviour: Behaviour = {}
+  behaviour: Behaviour = {},
+  options: PodController.PodControllerOptions = PodController.defaultOptions
 ) =>
   Effect.gen(function*() {
     const counts: Counts = { lists: 0, watches: 0, statusWrites: 0, statusWriteAttempts: 0, written: [] }
     const provider = yield* providerStub(behaviour)
-    const handle = yield* PodController.make(PodController.defaultOptions).pipe(
+    const handle = yield* PodController.make(options).pipe(
       Effect.provide(
         Layer.mergeAll(
           AppConfig.layer(testConfig({ nodeName: NODE })),
@@ -294,4 +332,34 @@ describe("PodController (stubbed)", () => {
       assert.isAtLeast(counts.lists, 2, "relisted")
       assert.isAtMost(counts.watches, 6, "the backoff carries over the relist")
     })).pipe(quiet))
+
+  it.effect("every retry path waits on the one retry schedule: a failed list, a failed watch, a failed create, a status 409", () =>
+    Effect.gen(function*() {
+      const cases: ReadonlyArray<readonly [string, Behaviour, boolean]> = [
+        ["a failed list", { failLists: { left: 1 } }, false],
+        ["a failed watch", {}, true],
+        ["a failed create", { failCreates: { left: 1 } }, false],
+        ["a status 409", { conflicts: { left: 1 } }, false]
+      ]
+      for (const [what, behaviour, failWatch] of cases) {
+        yield* Effect.scoped(Effect.gen(function*() {
+          let steps = 0
+          const retry = Backoff.schedule(Backoff.defaultBackoff).pipe(Schedule.tap(() => Effect.sync(() => steps++)))
+          const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([pod("web", "u-1")])
+          const watchFails = yield* Ref.make(failWatch)
+          const { counts } = yield* start(
+            pods,
+            () =>
+              Stream.unwrap(Effect.map(Ref.getAndSet(watchFails, false), (fail) =>
+                fail ? Stream.fail(new KubeUnavailable({ operation: "watchPods", status: 500, message: "boom" })) : Stream.never
+              )),
+            behaviour,
+            { ...PodController.defaultOptions, retry }
+          )
+          yield* advance(5_000)
+          assert.strictEqual(counts.written.at(-1)?.status?.phase, "Running", `${what}: the Pod went Running`)
+          assert.strictEqual(steps, 1, `${what}: one step of the shared schedule`)
+        }))
+      }
+    }).pipe(quiet))
 })

@@ -139,6 +139,8 @@ export interface PageOptions {
   /** at most this many items; the rest through `continue` */
   readonly limit?: number | undefined
   readonly continue?: string | undefined
+  /** a list at least this recent; one newer than the server has is 504 Too large resource version */
+  readonly resourceVersion?: string | undefined
 }
 
 export interface WatchOptions extends ListOptions {
@@ -587,6 +589,14 @@ export class ClusterModel {
     const selected = [...this.bucket(r).entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .filter(([, o]) => this.matches(r, o, ns, labels.success, fields.success))
+    // A resourceVersion newer than the server's (it went backwards, or the client is ahead): the real
+    // server waits a few seconds for it, then answers 504 Timeout with a ResourceVersionTooLarge cause.
+    const atLeast = options.resourceVersion ?? ""
+    if (/^\d+$/.test(atLeast) && Number(atLeast) > this.rv) {
+      return Result.fail(failure(504, "Timeout", `Timeout: Too large resource version: ${atLeast}, current: ${this.rv}`, {
+        causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }]
+      }))
+    }
     // pagination: the continue token carries the list's resourceVersion and the key to start after
     let start = 0
     let listRv = this.rv
@@ -1390,7 +1400,13 @@ export class ClusterModel {
     } else {
       this.recordManager(next, stored, options.fieldManager, "Update", sub)
     }
-    if (sameValue(withoutVolatile(next), withoutVolatile(stored))) return Result.succeed(clone(stored)) // no-op: no new resourceVersion, no event
+    // A pod's times are stored at whole seconds (metav1.Time); the manager's bookkeeping above saw
+    // the request's own values, so a time sent with a fraction counts as a change of that field
+    // and moves the manager's managedFields time, although the stored status ends up the same.
+    if (r === Pods) truncatePodTimes(next)
+    // no-op: no new resourceVersion, no event. The comparison includes managedFields, as the real
+    // server compares the whole object it would store.
+    if (sameValue(withoutResourceVersion(next), withoutResourceVersion(stored))) return Result.succeed(clone(stored))
     const fin = finalizersOf(next)
     const dgp = nm["deletionGracePeriodSeconds"]
     if (nm["deletionTimestamp"] !== undefined && fin.length === 0 && finalizersOf(stored).length > 0 && dgp === 0) {
@@ -1626,6 +1642,35 @@ const inWireOrder = (o: JsonObject, r: ResourceInfo): JsonObject => {
   const c = ordered(clone(o), topOrder)
   if (isRecord(c["metadata"])) c["metadata"] = ordered(c["metadata"], metaOrder)
   return c
+}
+
+const withoutResourceVersion = (o: JsonObject): JsonObject => {
+  const c = clone(o)
+  delete metaOf(c)["resourceVersion"]
+  return c
+}
+
+const fractionalTime = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.\d+(Z|[+-]\d{2}:\d{2})$/
+
+/** metav1.Time in a pod's status (startTime, condition and container state times) keeps whole seconds. */
+const truncatePodTimes = (pod: JsonObject): void => {
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) {
+      for (const item of value) visit(item)
+      return
+    }
+    if (!isRecord(value)) return
+    for (const [key, field] of Object.entries(value)) {
+      if (typeof field === "string" && /(Time|At)$/.test(key)) {
+        const match = fractionalTime.exec(field)
+        if (match !== null) {
+          const parsed = new Date(field)
+          value[key] = Number.isNaN(parsed.getTime()) ? field : rfc3339(parsed.getTime())
+        }
+      } else visit(field)
+    }
+  }
+  visit(pod["status"])
 }
 
 const withoutVolatile = (o: JsonObject): JsonObject => {

@@ -324,7 +324,8 @@ const handleResource = (
       return reply(200, model.list(r, t.namespace, {
         ...listOptions,
         limit: limitText !== null && /^\d+$/.test(limitText) ? Number(limitText) : undefined,
-        continue: q.get("continue") ?? undefined
+        continue: q.get("continue") ?? undefined,
+        resourceVersion: q.get("resourceVersion") ?? undefined
       }))
     }
     if (method === "POST" && (t.namespace !== undefined || !r.namespaced)) {

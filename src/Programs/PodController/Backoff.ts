@@ -1,0 +1,31 @@
+/**
+ * The pod controller's one retry policy: jittered exponential from `initial`, doubling, capped
+ * at `max`, forever (1 s → 30 s by default). Every retry of the controller waits on steps of
+ * this one `Schedule`: the per-key queues, the informer's list and re-watch, and the status
+ * writer's conflict retries. A test hands the controller a counting schedule to check that.
+ */
+import { Duration, Effect, Schedule } from "effect"
+
+export interface BackoffPolicy {
+  readonly initial: Duration.Duration
+  readonly max: Duration.Duration
+}
+
+export const defaultBackoff: BackoffPolicy = { initial: Duration.seconds(1), max: Duration.seconds(30) }
+
+/** The delays a retry waits, one per step. */
+export type RetrySchedule = Schedule.Schedule<unknown>
+
+/** Exponential from `initial`, ±20 % jitter, never above `max`. */
+export const schedule = (policy: BackoffPolicy): RetrySchedule =>
+  Schedule.exponential(policy.initial, 2).pipe(
+    Schedule.jittered,
+    Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, policy.max)))
+  )
+
+/**
+ * One run of retries on the schedule: each call sleeps the next delay. A fresh one starts the
+ * backoff afresh. The schedule never ends; if one did, the retry goes ahead without a wait.
+ */
+export const stepper = (retry: RetrySchedule): Effect.Effect<Effect.Effect<void>> =>
+  Effect.map(Schedule.toStepWithSleep(retry), (step) => step(undefined).pipe(Effect.asVoid, Effect.ignore))

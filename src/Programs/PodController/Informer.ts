@@ -1,0 +1,230 @@
+/**
+ * The informer: list + watch of the Pods bound to this node, holding the slim projection of each
+ * (`Schemas/Pod.ts`) in one map updated in place.
+ *
+ * - A list replaces the cache; a Pod the list lacks is reported removed (no DELETED was seen).
+ * - Relists on 410 Expired, on a 504 "Too large resource version" (both arrive as KubeGone), when
+ *   watches from one resourceVersion keep ending with nothing delivered, and after a watch the
+ *   server kept open to its timeout without one event or bookmark (a server that went backwards
+ *   keeps a watch from a version it does not have open and silent). A list whose resourceVersion is older than
+ *   the newest the informer saw means the server went backwards: it is logged and counted, and
+ *   the list is the truth from then on.
+ * - Re-watch after a clean close at once (after `rewatchDelay`); after a failure, or a close
+ *   with nothing delivered within a second, it waits on the shared retry schedule.
+ */
+import { Clock, Duration, Effect, Option, Ref, Stream } from "effect"
+import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
+import type { Pod } from "../../Schemas/Pod.ts"
+import { KubeApi, type KubeError, type PodList, type PodWatchEvent } from "../../Services/KubeApi.ts"
+import * as Metrics from "../../Services/Metrics.ts"
+import * as Backoff from "./Backoff.ts"
+import { shouldReconcile, uidOf } from "./PodFacts.ts"
+
+export interface InformerOptions {
+  /** Delay before re-watching after a clean close (guards against a server that closes at once). */
+  readonly rewatchDelay: Duration.Duration
+  /** Watches in a row from one resourceVersion that deliver nothing (fail or close) before a relist. */
+  readonly fruitlessWatchesBeforeRelist: number
+}
+
+/** What the informer tells the rest of the controller. */
+export interface InformerHooks {
+  /** The provider must look at this key: a Pod added, changed as `shouldReconcile` says, or gone. */
+  readonly changed: (key: PodKey) => Effect.Effect<void>
+  /** Every Pod an event or a list delivered (the status writer checks its last push against it). */
+  readonly observed: (pod: Pod) => Effect.Effect<void>
+  /** The Pod left the apiserver: a DELETED event, or absent from a list. */
+  readonly removed: (key: PodKey) => Effect.Effect<void>
+  /** After the first complete list, before `synced` turns true (the dangling sweep). */
+  readonly firstSync: Effect.Effect<void>
+}
+
+export interface Informer {
+  readonly get: (key: PodKey) => Effect.Effect<Option.Option<Pod>>
+  readonly pods: Effect.Effect<ReadonlyArray<Pod>>
+  readonly size: Effect.Effect<number>
+  readonly synced: Effect.Effect<boolean>
+  /**
+   * A Pod read outside the watch (a 409 re-read) enters the cache as a watch event would; true
+   * when the provider must see the change (the later watch event then compares equal).
+   */
+  readonly observe: (pod: Pod) => Effect.Effect<boolean>
+  /** A write's reply replaces `before` in the cache, unless the watch already brought something else. */
+  readonly written: (before: Pod, after: Pod) => Effect.Effect<void>
+  /** The list + watch loop; runs until interrupted. */
+  readonly run: (hooks: InformerHooks) => Effect.Effect<never>
+}
+
+/**
+ * True when resourceVersion `a` is older than `b`. Versions are opaque to clients except that
+ * the apiserver hands out increasing integers (etcd revisions); anything else compares as not older.
+ */
+export const resourceVersionOlder = (a: string, b: string): boolean =>
+  /^\d+$/.test(a) && /^\d+$/.test(b) && (a.length !== b.length ? a.length < b.length : a < b)
+
+export const make = (
+  nodeName: string,
+  options: InformerOptions,
+  retry: Backoff.RetrySchedule
+): Effect.Effect<Informer, never, KubeApi> =>
+  Effect.gen(function*() {
+    const kube = yield* KubeApi
+    const cache = new Map<PodKey, Pod>()
+    const synced = yield* Ref.make(false)
+    /** The newest resourceVersion seen (list, event or bookmark). */
+    let newestSeen = ""
+
+    /** Stores `pod`; true when the provider must see the change. */
+    const store = (pod: Pod): boolean => {
+      const key = podKeyOfPod(pod)
+      const previous = cache.get(key)
+      cache.set(key, pod)
+      return previous === undefined || shouldReconcile(previous, pod)
+    }
+
+    const deliver = (hooks: InformerHooks, pod: Pod) =>
+      Effect.suspend(() => {
+        const changed = store(pod)
+        return (changed ? hooks.changed(podKeyOfPod(pod)) : Effect.void).pipe(Effect.andThen(hooks.observed(pod)))
+      })
+
+    const applyEvent = (hooks: InformerHooks, event: PodWatchEvent) =>
+      Effect.suspend(() => {
+        if (event.type === "BOOKMARK") return Effect.void
+        if (event.type !== "DELETED") return deliver(hooks, event.object)
+        const key = podKeyOfPod(event.object)
+        cache.delete(key)
+        return hooks.removed(key).pipe(Effect.andThen(hooks.changed(key)))
+      })
+
+    /** A list replaces the cache: vanished keys and changed Pods are reconciled. */
+    const applyList = (hooks: InformerHooks, items: ReadonlyArray<Pod>) =>
+      Effect.gen(function*() {
+        const listed = new Set<PodKey>()
+        for (const pod of items) listed.add(podKeyOfPod(pod))
+        const vanished = [...cache.keys()].filter((key) => !listed.has(key))
+        for (const key of vanished) {
+          cache.delete(key)
+          yield* hooks.removed(key)
+          yield* hooks.changed(key)
+        }
+        for (const pod of items) yield* deliver(hooks, pod)
+      })
+
+    /**
+     * Watch from `rv` until the stream fails or the server closes it; returns the newest rv, how
+     * many events arrived, and whether the watch was "very short" (closed within a second, empty).
+     */
+    const watchFrom = (hooks: InformerHooks, rv: string) =>
+      Effect.gen(function*() {
+        let latest = rv
+        let delivered = 0
+        const startedAt = yield* Clock.currentTimeMillis
+        const outcome = yield* kube.watchPods(nodeName, rv).pipe(
+          Stream.runForEach((event) =>
+            applyEvent(hooks, event).pipe(
+              Effect.andThen(Effect.sync(() => {
+                delivered++
+                latest = event.type === "BOOKMARK" ? event.resourceVersion : (event.object.metadata?.resourceVersion ?? latest)
+              }))
+            )
+          ),
+          Effect.as({ _tag: "Closed" as const }),
+          Effect.catchTag("KubeGone", (error) => Effect.succeed({ _tag: "Gone" as const, error })),
+          Effect.catch((error: KubeError) => Effect.succeed({ _tag: "Failed" as const, error }))
+        )
+        const lasted = (yield* Clock.currentTimeMillis) - startedAt
+        return { outcome, rv: latest, delivered, veryShort: lasted < 1000 && delivered === 0 }
+      })
+
+    /** Lists until it works, on the retry schedule (started afresh should the schedule end). */
+    const listOnce: Effect.Effect<PodList> = Effect.suspend(() => kube.listPods(nodeName)).pipe(
+      Effect.tapError((error) => Effect.logWarning("pod list failed; retrying").pipe(Effect.annotateLogs({ error }))),
+      Effect.retry(retry),
+      Effect.catch(() => listOnce)
+    )
+
+    const run = (hooks: InformerHooks): Effect.Effect<never> =>
+      Effect.gen(function*() {
+        // The wait after watches that failed or closed at once; kept across relists, so a server
+        // that keeps failing is asked ever more slowly whether the informer re-watches or relists.
+        let backoff: Effect.Effect<void> | undefined
+        while (true) {
+          const list = yield* listOnce
+          if (resourceVersionOlder(list.resourceVersion, newestSeen)) {
+            // Restored from a backup or restarted on an empty store: the list is the truth now, and
+            // every Pod the cache had but the list lacks is removed (its status writes end).
+            yield* Metrics.count(Metrics.watchRestarts, { reason: "backwards" })
+            yield* Effect.logWarning("the apiserver's resourceVersion went backwards; the list replaces the cache").pipe(
+              Effect.annotateLogs({ list: list.resourceVersion, cache: newestSeen })
+            )
+          }
+          newestSeen = list.resourceVersion
+          yield* applyList(hooks, list.items)
+          if (!(yield* Ref.get(synced))) {
+            // Only after a successful complete list: never sweep on a failed or partial one (DG-03).
+            yield* hooks.firstSync
+            yield* Ref.set(synced, true)
+            yield* Effect.logInfo("pod controller synced").pipe(Effect.annotateLogs({ pods: list.items.length }))
+          }
+          let rv = list.resourceVersion
+          // Watches in a row from this same resourceVersion that delivered nothing.
+          let fruitless = 0
+          while (true) {
+            const result = yield* watchFrom(hooks, rv)
+            fruitless = result.rv === rv && result.delivered === 0 ? fruitless + 1 : 0
+            rv = result.rv
+            if (!resourceVersionOlder(rv, newestSeen)) newestSeen = rv
+            yield* Metrics.count(Metrics.watchRestarts, { reason: result.outcome._tag.toLowerCase() })
+            if (result.outcome._tag === "Gone") {
+              yield* Effect.logInfo("watch resourceVersion expired or not served; relisting").pipe(
+                Effect.annotateLogs({ error: result.outcome.error })
+              )
+              break
+            }
+            // The real apiserver sends a bookmark about once a minute to a watch it can serve; one
+            // it kept open to its timeout without a single event or bookmark is watching from a
+            // resourceVersion the server does not have (it went backwards): relist at once.
+            const silentToTheEnd = result.outcome._tag === "Closed" && !result.veryShort && result.delivered === 0
+            const relist = silentToTheEnd || fruitless >= options.fruitlessWatchesBeforeRelist
+            const relisting = relist
+              ? Effect.logWarning("pod watch keeps ending with nothing from one resourceVersion; relisting").pipe(
+                Effect.annotateLogs({ resourceVersion: rv, attempts: fruitless })
+              )
+              : Effect.void
+            // A watch that worked for a while starts the backoff afresh.
+            if (!result.veryShort) backoff = undefined
+            if (result.outcome._tag === "Closed" && !result.veryShort) {
+              yield* relisting
+              if (relist) break
+              yield* Effect.sleep(options.rewatchDelay)
+              continue
+            }
+            // A server that closes every watch at once would otherwise be asked again ten times a second.
+            if (result.outcome._tag === "Closed") yield* Effect.logWarning("pod watch closed at once with no events; backing off")
+            else yield* Effect.logWarning("pod watch failed; re-watching").pipe(Effect.annotateLogs({ error: result.outcome.error }))
+            if (backoff === undefined) backoff = yield* Backoff.stepper(retry)
+            yield* backoff
+            yield* relisting
+            if (relist) break
+          }
+        }
+      })
+
+    return {
+      get: (key) => Effect.sync(() => Option.fromNullishOr(cache.get(key))),
+      pods: Effect.sync(() => [...cache.values()]),
+      size: Effect.sync(() => cache.size),
+      synced: Ref.get(synced),
+      observe: (pod) => Effect.sync(() => store(pod)),
+      written: (before, after) =>
+        Effect.sync(() => {
+          const key = podKeyOfPod(before)
+          const current = cache.get(key)
+          if (current !== undefined && uidOf(current) === uidOf(after) && current.metadata?.resourceVersion === before.metadata?.resourceVersion) {
+            cache.set(key, after)
+          }
+        }),
+      run
+    }
+  })

@@ -1,0 +1,189 @@
+/**
+ * The reconciler: for one key, the decision is a pure function of the Pod the informer holds and
+ * what the provider tracks (`decide`), and a small executor carries it out (`make`).
+ *
+ * - Gone from the apiserver: the provider lets go of what it tracks (deletePod is idempotent).
+ * - Being deleted: nothing runs → the final grace-0 delete now; something runs → the provider
+ *   decides (release or preserve), then the final delete.
+ * - Terminal: left alone.
+ * - Tracked, same UID, last create did not fail: updatePod if it changed, else nothing.
+ * - Otherwise: createPod (a failed create is retried even while the provider still tracks it).
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { Duration, Effect, Metric, Option } from "effect"
+import { type PodKey, splitPodKey } from "../../Schemas/Ids.ts"
+import type { Pod } from "../../Schemas/Pod.ts"
+import type { CreatePodError } from "../../Services/ProviderErrors.ts"
+import { EventRecorder, involvedPod } from "../../Services/EventRecorder.ts"
+import { KubeApi, type KubeError } from "../../Services/KubeApi.ts"
+import { PodLifecycle, type ReleaseFailed } from "../../Services/PodLifecycle.ts"
+import * as Metrics from "../../Services/Metrics.ts"
+import type { Informer } from "./Informer.ts"
+import type { RunOutcome } from "./KeyedQueue.ts"
+import { isDeleting, isRunning, isTerminal, podsEqual, uidOf } from "./PodFacts.ts"
+import type { StatusWriter } from "./StatusWriter.ts"
+
+export type Action =
+  /** Gone from the apiserver and not tracked: only the controller's own state goes. */
+  | { readonly _tag: "Forget" }
+  /** Gone from the apiserver: the provider lets go of the Pod it tracks. */
+  | { readonly _tag: "Release"; readonly held: V1Pod }
+  /** Being deleted with nothing running: remove the object now. */
+  | { readonly _tag: "RemoveObject"; readonly uid: string }
+  /** Being deleted while running: the provider decides, then the object is removed. */
+  | { readonly _tag: "DeleteThenRemove"; readonly pod: Pod }
+  | { readonly _tag: "LeaveAlone" }
+  | { readonly _tag: "Update"; readonly pod: Pod }
+  | { readonly _tag: "Create"; readonly pod: Pod }
+
+export const decide = (cached: Option.Option<Pod>, held: Option.Option<V1Pod>, lastCreateFailed: boolean): Action => {
+  if (Option.isNone(cached)) return Option.isNone(held) ? { _tag: "Forget" } : { _tag: "Release", held: held.value }
+  const pod = cached.value
+  if (isDeleting(pod)) return isRunning(pod) ? { _tag: "DeleteThenRemove", pod } : { _tag: "RemoveObject", uid: uidOf(pod) }
+  if (isTerminal(pod)) return { _tag: "LeaveAlone" }
+  if (Option.isSome(held) && uidOf(held.value) === uidOf(pod) && !lastCreateFailed) {
+    return podsEqual(held.value, pod) ? { _tag: "LeaveAlone" } : { _tag: "Update", pod }
+  }
+  return { _tag: "Create", pod }
+}
+
+/** A NoWarmCapacity from sandboxd is an event reason of its own. */
+export const isNoWarmCapacity = (failure: CreatePodError): boolean =>
+  failure._tag === "ClaimFailed" && failure.cause._tag === "NoWarmCapacity"
+
+export interface Reconciler {
+  readonly reconcile: (key: PodKey) => Effect.Effect<RunOutcome>
+  /** Keys whose last create failed (retried even while the provider tracks them). */
+  readonly retainedKeys: Effect.Effect<ReadonlySet<PodKey>>
+}
+
+export const make = (
+  informer: Informer,
+  status: StatusWriter
+): Effect.Effect<Reconciler, never, KubeApi | PodLifecycle | EventRecorder> =>
+  Effect.gen(function*() {
+    const kube = yield* KubeApi
+    const provider = yield* PodLifecycle
+    const events = yield* EventRecorder
+    /**
+     * Keys whose last createPod failed. The provider may still track such a Pod (a claim whose
+     * commit and undo both failed stays in memory), and an unchanged Pod it tracks is otherwise
+     * "done": a failed create must be retried until it succeeds.
+     */
+    const createFailed = new Set<PodKey>()
+
+    /** The create failure is visible on the Pod (Pending, or Failed with restartPolicy Never). */
+    const writeProviderFailed = (key: PodKey, uid: string, failure: CreatePodError) =>
+      status.write(key, uid, (current) => {
+        const phase = current.spec?.restartPolicy === "Never" ? "Failed" : "Pending"
+        const now = current.status
+        // Terminal is final; the same failure already shown needs no write (a resync retry).
+        if (isTerminal(current)) return undefined
+        if (now?.phase === phase && now.reason === "ProviderFailed" && now.message === failure.message) return undefined
+        return { ...current, status: { ...now, phase, reason: "ProviderFailed", message: failure.message } }
+      }).pipe(
+        Effect.catch((error: KubeError) =>
+          Effect.logWarning("could not record the create failure on the pod").pipe(Effect.annotateLogs({ error }))
+        ),
+        Effect.asVoid
+      )
+
+    /** The final delete; 404 and 409 (the UID precondition) mean done. */
+    const finalDelete = (key: PodKey, uid: string) =>
+      kube.deletePod(...splitPodKey(key), uid).pipe(
+        Effect.tap(() => Effect.logInfo("pod removed from the apiserver")),
+        Effect.catchTag("KubeNotFound", () => Effect.void),
+        Effect.catchTag("KubeConflict", () =>
+          Effect.logWarning("final delete skipped: the pod was recreated under the same name").pipe(
+            Effect.annotateLogs({ uid })
+          )),
+        Effect.as<RunOutcome>("Done"),
+        Effect.catch((error: KubeError) =>
+          Effect.logWarning("final pod delete failed; retrying").pipe(
+            Effect.annotateLogs({ error }),
+            Effect.as<RunOutcome>("Retry")
+          )
+        )
+      )
+
+    const releaseFailed = (what: string) => (failure: ReleaseFailed) =>
+      Effect.logWarning(what).pipe(Effect.annotateLogs({ error: failure }), Effect.as<RunOutcome>("Retry"))
+
+    const onCreateFailure = (key: PodKey, pod: Pod, failure: CreatePodError) =>
+      Effect.gen(function*() {
+        yield* Effect.logWarning("create failed").pipe(Effect.annotateLogs({ error: failure, retryable: failure.retryable }))
+        yield* events.record(
+          involvedPod(pod),
+          "Warning",
+          isNoWarmCapacity(failure) ? "NoWarmCapacity" : "CreateFailed",
+          `${failure._tag}: ${failure.message}`
+        )
+        // For a Pod that has not started. A running one (adopted after a restart while sandboxd
+        // cannot confirm its claim) keeps its status: Pending would be a phase going backwards,
+        // and with restartPolicy Never a transient failure would end it for good.
+        if (!isRunning(pod)) yield* writeProviderFailed(key, uidOf(pod), failure)
+        return failure.retryable ? "Retry" as const : "Park" as const
+      })
+
+    const create = (key: PodKey, pod: Pod) =>
+      provider.createPod(pod).pipe(
+        Effect.trackDuration(Metrics.claimDuration, (d) => Duration.toMillis(d) / 1000),
+        Effect.tap((outcome) =>
+          Metrics.count(Metrics.claims, { outcome: outcome._tag === "Claimed" ? "claimed" : "adopted" }).pipe(
+            Effect.andThen(outcome._tag === "Adopted" ? Metric.update(Metrics.adoptions, 1) : Effect.void)
+          )
+        ),
+        Effect.tapError((failure) =>
+          Metrics.count(Metrics.claims, { outcome: failure._tag }).pipe(Effect.andThen(Effect.sync(() => createFailed.add(key))))
+        ),
+        Effect.tap(() => Effect.sync(() => createFailed.delete(key))),
+        Effect.matchEffect({
+          onFailure: (failure) => onCreateFailure(key, pod, failure),
+          onSuccess: (outcome) =>
+            events.record(
+              involvedPod(pod),
+              "Normal",
+              outcome._tag,
+              outcome._tag === "Claimed" ? `claimed sandbox ${outcome.claimId}` : `adopted sandbox ${outcome.claimId}`
+            ).pipe(Effect.as<RunOutcome>("Done"))
+        })
+      )
+
+    const execute = (key: PodKey, action: Action): Effect.Effect<RunOutcome> => {
+      switch (action._tag) {
+        case "Forget":
+          return Effect.as(status.forget(key), "Done")
+        case "Release":
+          return status.forget(key).pipe(
+            Effect.andThen(provider.deletePod(action.held)),
+            Effect.as<RunOutcome>("Done"),
+            Effect.catchTag("ReleaseFailed", releaseFailed("delete in provider failed; retrying"))
+          )
+        case "RemoveObject":
+          return finalDelete(key, action.uid)
+        case "DeleteThenRemove":
+          return provider.deletePod(action.pod).pipe(
+            Effect.matchEffect({
+              onFailure: releaseFailed("delete in provider failed; the pod object stays"),
+              onSuccess: () => finalDelete(key, uidOf(action.pod))
+            })
+          )
+        case "LeaveAlone":
+          return Effect.succeed("Done")
+        case "Update":
+          return status.handed(key, action.pod).pipe(Effect.andThen(provider.updatePod(action.pod)), Effect.as("Done"))
+        case "Create":
+          return status.handed(key, action.pod).pipe(Effect.andThen(create(key, action.pod)))
+      }
+    }
+
+    const reconcile = (key: PodKey): Effect.Effect<RunOutcome> =>
+      Effect.gen(function*() {
+        const cached = yield* informer.get(key)
+        if (Option.isNone(cached)) createFailed.delete(key)
+        const held = yield* provider.getPod(key)
+        return yield* execute(key, decide(cached, held, createFailed.has(key)))
+      }).pipe(Effect.annotateLogs({ pod: key }), Effect.withSpan("PodController.reconcile", { attributes: { pod: key } }))
+
+    return { reconcile, retainedKeys: Effect.sync(() => new Set(createFailed)) }
+  })

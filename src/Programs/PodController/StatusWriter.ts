@@ -1,0 +1,209 @@
+/**
+ * The status writer: the provider's status pushes written to pods/status.
+ *
+ * - Coalesced per key: the newest push wins; one write in flight per key (a keyed queue).
+ * - Each write is built on the Pod the informer holds (its resourceVersion, metadata and the QoS
+ *   class the server keeps) and skipped when the server would store exactly what it has: an
+ *   unchanged status is never written again.
+ * - Never for another generation of the Pod (UID), a terminal Pod, or a Pod that is gone; a 404
+ *   ends the write. On 409 the Pod is re-read into the informer and the write retried on the
+ *   shared retry schedule, rebuilt from the fresh Pod.
+ * - Status repair: when a Pod arrives (an event or the resync) whose stored status differs from
+ *   what was last pushed, someone else changed it: the last push is written again.
+ * - The three-way merge of labels and annotations needs the Pod a push was made from: the last
+ *   two Pods handed to the provider per key are kept, as their labels and annotations only.
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { type Duration, Effect, Metric, Option, type Scope } from "effect"
+import { type PodKey, podKeyOfPod, splitPodKey } from "../../Schemas/Ids.ts"
+import type { Pod } from "../../Schemas/Pod.ts"
+import { KubeApi, type KubeError } from "../../Services/KubeApi.ts"
+import * as Metrics from "../../Services/Metrics.ts"
+import type * as Backoff from "./Backoff.ts"
+import type { Informer } from "./Informer.ts"
+import * as KeyedQueue from "./KeyedQueue.ts"
+import { isTerminal, statusWriteBody, statusWriteIsNoop, uidOf } from "./PodFacts.ts"
+
+/** What the merge needs of a Pod handed to the provider. */
+interface Handed {
+  readonly uid: string
+  readonly resourceVersion: string | undefined
+  readonly labels: Readonly<Record<string, string>> | undefined
+  readonly annotations: Readonly<Record<string, string>> | undefined
+}
+
+const handedOf = (pod: Pod): Handed => ({
+  uid: uidOf(pod),
+  resourceVersion: pod.metadata?.resourceVersion,
+  labels: pod.metadata?.labels,
+  annotations: pod.metadata?.annotations
+})
+
+const asBase = (handed: Handed): Pod => ({
+  metadata: {
+    uid: handed.uid,
+    ...(handed.resourceVersion === undefined ? {} : { resourceVersion: handed.resourceVersion }),
+    ...(handed.labels === undefined ? {} : { labels: handed.labels }),
+    ...(handed.annotations === undefined ? {} : { annotations: handed.annotations })
+  }
+})
+
+export type WriteResult = "Written" | "Skipped" | "Gone" | "Conflicted"
+
+export interface StatusWriter {
+  /** A provider push: the newest per key is written. */
+  readonly push: (pod: V1Pod) => Effect.Effect<void>
+  /** A Pod as the apiserver has it now: repair it if it lost what was last pushed. */
+  readonly repair: (pod: Pod) => Effect.Effect<void>
+  /** The Pod handed to createPod/updatePod (a later push is a copy of it). */
+  readonly handed: (key: PodKey, pod: Pod) => Effect.Effect<void>
+  /**
+   * One write built from the current Pod by `body` (undefined: nothing to write), with the
+   * 404/409/UID rules; for the controller's own statuses (a create failure).
+   */
+  readonly write: (key: PodKey, uid: string, body: (current: Pod) => Pod | undefined) => Effect.Effect<WriteResult, KubeError>
+  /** The Pod is gone: drop all state for it; a write waiting for a retry ends now. */
+  readonly forget: (key: PodKey) => Effect.Effect<void>
+  readonly drain: (timeout: Duration.Duration) => Effect.Effect<void>
+  /** Keys holding state (pending and last pushes, handed Pods, the queue): a leak check. */
+  readonly retainedKeys: Effect.Effect<ReadonlySet<PodKey>>
+  readonly queued: Effect.Effect<number>
+}
+
+export const make = (
+  informer: Informer,
+  retry: Backoff.RetrySchedule,
+  /** The provider must look at this key again (a 409 re-read brought a change). */
+  changed: (key: PodKey) => Effect.Effect<void>
+): Effect.Effect<StatusWriter, never, KubeApi | Scope.Scope> =>
+  Effect.gen(function*() {
+    const kube = yield* KubeApi
+    /** The newest push per key not yet written. */
+    const pending = new Map<PodKey, V1Pod>()
+    /** The last push written or found already in place, per key (status repair). */
+    const lastPushed = new Map<PodKey, V1Pod>()
+    /** The last two Pods handed to the provider per key, newest last. */
+    const handedPods = new Map<PodKey, ReadonlyArray<Handed>>()
+
+    const baseFor = (key: PodKey, push: V1Pod): Pod | undefined => {
+      const found = (handedPods.get(key) ?? []).find((pod) =>
+        pod.uid === uidOf(push) && pod.resourceVersion === push.metadata?.resourceVersion
+      )
+      return found === undefined ? undefined : asBase(found)
+    }
+
+    /**
+     * PUT pods/status of the body built from the informer's Pod. A 409 re-reads the Pod into the
+     * informer and reports Conflicted (the queue retries on the schedule with the fresh Pod).
+     */
+    const write = (key: PodKey, uid: string, body: (current: Pod) => Pod | undefined) =>
+      Effect.gen(function*() {
+        const current = yield* informer.get(key)
+        if (Option.isNone(current) || uidOf(current.value) !== uid) return "Gone" as const
+        const wanted = body(current.value)
+        if (wanted === undefined) return "Skipped" as const
+        return yield* kube.replacePodStatus(wanted).pipe(
+          Effect.tap((written) => informer.written(current.value, written)),
+          Effect.as<WriteResult>("Written"),
+          Effect.catchTag("KubeConflict", () =>
+            Metric.update(Metrics.statusWriteConflicts, 1).pipe(
+              Effect.andThen(kube.getPod(...splitPodKey(key))),
+              Effect.flatMap((fresh) =>
+                uidOf(fresh) === uid
+                  ? informer.observe(fresh).pipe(Effect.flatMap((change) => (change ? changed(key) : Effect.void)))
+                  : Effect.void
+              ),
+              Effect.as<WriteResult>("Conflicted"),
+              Effect.catchTag("KubeNotFound", () => Effect.succeed<WriteResult>("Gone"))
+            )),
+          // The Pod is gone from the apiserver (a delete, or a server that went backwards): a
+          // status for it can never be written; the watch or the next list removes it.
+          Effect.catchTag("KubeNotFound", () => Effect.succeed<WriteResult>("Gone"))
+        )
+      })
+
+    const writePush = (key: PodKey): Effect.Effect<KeyedQueue.RunOutcome> =>
+      Effect.gen(function*() {
+        const push = pending.get(key)
+        if (push === undefined) return "Done" as const
+        const forget = Effect.sync(() => {
+          if (pending.get(key) === push) pending.delete(key)
+        })
+        const current = yield* informer.get(key)
+        // ST-04 and ST-11: not for a Pod we do not know, another generation, or a terminal Pod.
+        if (Option.isNone(current) || uidOf(current.value) !== uidOf(push) || isTerminal(current.value)) {
+          yield* forget
+          return "Done" as const
+        }
+        const base = baseFor(key, push)
+        const result = yield* write(key, uidOf(push), (pod) => {
+          if (isTerminal(pod)) return undefined
+          const body = Option.getOrUndefined(statusWriteBody(push, pod, base))
+          return body === undefined || statusWriteIsNoop(pod, body) ? undefined : body
+        }).pipe(
+          Effect.catchTag("KubeInvalid", (error) =>
+            Effect.logError("status write refused by the apiserver").pipe(
+              Effect.annotateLogs({ error }),
+              Effect.as("Refused" as const)
+            )),
+          Effect.catch((error: KubeError) =>
+            Effect.logWarning("status write failed; retrying").pipe(Effect.annotateLogs({ error }), Effect.as("Failed" as const))
+          )
+        )
+        if (result === "Failed" || result === "Conflicted") return "Retry" as const
+        if (result === "Written" || result === "Skipped") {
+          // Not for a Pod deleted meanwhile: its state was already forgotten.
+          const still = yield* informer.get(key)
+          if (Option.isSome(still) && uidOf(still.value) === uidOf(push)) lastPushed.set(key, push)
+        }
+        yield* forget
+        return "Done" as const
+      }).pipe(Effect.annotateLogs({ pod: key }), Effect.withSpan("PodController.writeStatus", { attributes: { pod: key } }))
+
+    const queue = yield* KeyedQueue.make<PodKey>(writePush, retry)
+
+    const push = (pod: V1Pod) =>
+      Effect.gen(function*() {
+        const key = podKeyOfPod(pod)
+        const current = yield* informer.get(key)
+        const currentUid = Option.isSome(current) ? uidOf(current.value) : undefined
+        const queued = pending.get(key)
+        // The newest push wins, but one for an older Pod of the same name (which could never
+        // be written) must not displace a queued push for the Pod the apiserver has now.
+        if (queued !== undefined && uidOf(queued) === currentUid && uidOf(pod) !== currentUid) return
+        pending.set(key, pod)
+        yield* queue.enqueue(key, "change")
+      })
+
+    const repair = (pod: Pod) =>
+      Effect.gen(function*() {
+        const key = podKeyOfPod(pod)
+        const pushed = lastPushed.get(key)
+        if (pushed === undefined || uidOf(pushed) !== uidOf(pod) || isTerminal(pod)) return
+        const body = statusWriteBody(pushed, pod, baseFor(key, pushed))
+        if (Option.isNone(body) || statusWriteIsNoop(pod, body.value)) return
+        if (!pending.has(key)) pending.set(key, pushed)
+        yield* queue.enqueue(key, "resync")
+      })
+
+    return {
+      push,
+      repair,
+      handed: (key, pod) =>
+        Effect.sync(() => {
+          const previous = handedPods.get(key) ?? []
+          handedPods.set(key, [...previous.slice(-1), handedOf(pod)])
+        }),
+      write,
+      forget: (key) =>
+        Effect.suspend(() => {
+          lastPushed.delete(key)
+          handedPods.delete(key)
+          // A pending write finds the Pod gone and ends; wake it if it waits for a retry.
+          return pending.has(key) ? queue.enqueue(key, "change") : Effect.void
+        }),
+      drain: queue.drain,
+      retainedKeys: Effect.sync(() => new Set([...pending.keys(), ...lastPushed.keys(), ...handedPods.keys()])),
+      queued: queue.size
+    }
+  })

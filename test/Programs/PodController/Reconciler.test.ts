@@ -1,0 +1,59 @@
+import type { V1Pod } from "@kubernetes/client-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Option } from "effect"
+import { decide, isNoWarmCapacity } from "../../../src/Programs/PodController/Reconciler.ts"
+import type { Pod } from "../../../src/Schemas/Pod.ts"
+import { ClaimFailed, MissingTemplate } from "../../../src/Services/ProviderErrors.ts"
+import { NoWarmCapacity, SandboxdUnreachable } from "../../../src/Services/SandboxdClient.ts"
+
+const pod = (overrides: { uid?: string; image?: string; deleting?: boolean; running?: boolean; phase?: string } = {}): Pod => ({
+  metadata: {
+    namespace: "default",
+    name: "p",
+    uid: overrides.uid ?? "u1",
+    resourceVersion: "5",
+    ...(overrides.deleting === true ? { deletionTimestamp: new Date("2026-11-29T09:00:00Z") } : {})
+  },
+  spec: { containers: [{ name: "main", image: overrides.image ?? "python:3.12" }] },
+  status: {
+    phase: overrides.phase ?? (overrides.running === true ? "Running" : "Pending"),
+    ...(overrides.running === true
+      ? { containerStatuses: [{ name: "main", ready: true, restartCount: 0, image: "python:3.12", imageID: "x", state: { running: {} } }] }
+      : {})
+  }
+})
+
+const held = (p: Pod): Option.Option<V1Pod> => Option.some(p)
+
+describe("Reconciler.decide", () => {
+  it("maps (cached Pod, provider state) to one action", () => {
+    const cases: ReadonlyArray<readonly [string, Option.Option<Pod>, Option.Option<V1Pod>, boolean, string]> = [
+      ["gone, not tracked", Option.none(), Option.none(), false, "Forget"],
+      ["gone, tracked", Option.none(), held(pod()), false, "Release"],
+      ["deleting, nothing runs", Option.some(pod({ deleting: true })), held(pod()), false, "RemoveObject"],
+      ["deleting, running", Option.some(pod({ deleting: true, running: true })), held(pod()), false, "DeleteThenRemove"],
+      ["terminal", Option.some(pod({ phase: "Failed" })), Option.none(), false, "LeaveAlone"],
+      ["tracked as is", Option.some(pod()), held(pod()), false, "LeaveAlone"],
+      ["tracked, image changed", Option.some(pod({ image: "python:3.13" })), held(pod()), false, "Update"],
+      ["tracked, last create failed", Option.some(pod()), held(pod()), true, "Create"],
+      ["tracked under another UID", Option.some(pod({ uid: "u2" })), held(pod()), false, "Create"],
+      ["new", Option.some(pod()), Option.none(), false, "Create"]
+    ]
+    for (const [what, cached, provider, failed, expected] of cases) {
+      assert.strictEqual(decide(cached, provider, failed)._tag, expected, what)
+    }
+  })
+
+  it("NoWarmCapacity is found by its tag in the typed cause, nowhere else", () => {
+    const noWarm = new ClaimFailed({ pod: "default/p", template: "python", cause: new NoWarmCapacity({ message: "none" }), message: "no warm" })
+    const unreachable = new ClaimFailed({
+      pod: "default/p",
+      template: "python",
+      cause: new SandboxdUnreachable({ operation: "claim", message: "refused" }),
+      message: "refused"
+    })
+    assert.isTrue(isNoWarmCapacity(noWarm))
+    assert.isFalse(isNoWarmCapacity(unreachable))
+    assert.isFalse(isNoWarmCapacity(new MissingTemplate({ pod: "default/p", annotation: "sandbox.cocoonstack.io/template", message: "no template" })))
+  })
+})
