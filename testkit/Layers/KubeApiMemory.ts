@@ -10,7 +10,7 @@ import type { CoreV1Event, V1Lease, V1Node } from "@kubernetes/client-node"
 // See KubeApiClientNode.ts: not re-exported from the package root in 2.0.1.
 import { ObjectSerializer } from "@kubernetes/client-node/dist/gen/models/ObjectSerializer.js"
 import { Cause, Effect, Layer, Option, Queue, Result, Stream } from "effect"
-import { decodePod, dropNulls, encodePod, type Pod } from "../Schemas/Pod.ts"
+import { decodePod, dropNulls, encodePod, type Pod } from "../../src/Schemas/Pod.ts"
 import {
   KubeApi,
   type KubeError,

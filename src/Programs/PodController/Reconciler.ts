@@ -51,6 +51,14 @@ export const decide = (cached: Option.Option<Pod>, held: Option.Option<V1Pod>, l
 export const isNoWarmCapacity = (failure: CreatePodError): boolean =>
   failure._tag === "ClaimFailed" && failure.cause._tag === "NoWarmCapacity"
 
+/** The Pod status reason of a create failure: the doubt and the loss have their own. */
+export const failureReason = (failure: CreatePodError): string =>
+  failure._tag === "ClaimInDoubt" || failure._tag === "SandboxLost" ? failure._tag : "ProviderFailed"
+
+/** The Event reason of a create failure. */
+export const eventReason = (failure: CreatePodError): string =>
+  isNoWarmCapacity(failure) ? "NoWarmCapacity" : failure._tag === "ClaimInDoubt" ? "ClaimInDoubt" : "CreateFailed"
+
 export interface Reconciler {
   readonly reconcile: (key: PodKey) => Effect.Effect<RunOutcome>
   /** Keys whose last create failed (retried even while the provider tracks them). */
@@ -72,15 +80,19 @@ export const make = (
      */
     const createFailed = new Set<PodKey>()
 
-    /** The create failure is visible on the Pod (Pending, or Failed with restartPolicy Never). */
+    /**
+     * The create failure is visible on the Pod (Pending, or Failed with restartPolicy Never). A
+     * lost sandbox ends the Pod whatever its restart policy: it is never given another.
+     */
     const writeProviderFailed = (key: PodKey, uid: string, failure: CreatePodError) =>
       status.write(key, uid, (current) => {
-        const phase = current.spec?.restartPolicy === "Never" ? "Failed" : "Pending"
+        const phase = failure._tag === "SandboxLost" || current.spec?.restartPolicy === "Never" ? "Failed" : "Pending"
+        const reason = failureReason(failure)
         const now = current.status
         // Terminal is final; the same failure already shown needs no write (a resync retry).
         if (isTerminal(current)) return undefined
-        if (now?.phase === phase && now.reason === "ProviderFailed" && now.message === failure.message) return undefined
-        return { ...current, status: { ...now, phase, reason: "ProviderFailed", message: failure.message } }
+        if (now?.phase === phase && now.reason === reason && now.message === failure.message) return undefined
+        return { ...current, status: { ...now, phase, reason, message: failure.message } }
       }).pipe(
         Effect.catch((error: KubeError) =>
           Effect.logWarning("could not record the create failure on the pod").pipe(Effect.annotateLogs({ error }))
@@ -115,7 +127,7 @@ export const make = (
         yield* events.record(
           involvedPod(pod),
           "Warning",
-          isNoWarmCapacity(failure) ? "NoWarmCapacity" : "CreateFailed",
+          eventReason(failure),
           `${failure._tag}: ${failure.message}`
         )
         // For a Pod that has not started. A running one (adopted after a restart while sandboxd

@@ -17,7 +17,8 @@ import type { V1Pod } from "@kubernetes/client-node"
 import { type Duration, Effect, Metric, Option, type Scope } from "effect"
 import { type PodKey, podKeyOfPod, splitPodKey } from "../../Schemas/Ids.ts"
 import type { Pod } from "../../Schemas/Pod.ts"
-import { KubeApi, type KubeError } from "../../Services/KubeApi.ts"
+import { failpoint } from "../../Services/Failpoints.ts"
+import { KubeApi, type KubeError, KubeUnavailable } from "../../Services/KubeApi.ts"
 import * as Metrics from "../../Services/Metrics.ts"
 import type * as Backoff from "./Backoff.ts"
 import type { Informer } from "./Informer.ts"
@@ -102,7 +103,12 @@ export const make = (
         if (Option.isNone(current) || uidOf(current.value) !== uid) return "Gone" as const
         const wanted = body(current.value)
         if (wanted === undefined) return "Skipped" as const
-        return yield* kube.replacePodStatus(wanted).pipe(
+        return yield* failpoint("push-before-write").pipe(
+          // An armed failure stands for an unreachable apiserver; after the write, for a lost reply.
+          Effect.andThen(kube.replacePodStatus(wanted)),
+          Effect.tap(() => failpoint("push-after-write")),
+          Effect.catchTag("FailpointFired", (e) =>
+            Effect.fail(new KubeUnavailable({ operation: "replacePodStatus", status: 0, message: e.message }))),
           Effect.tap((written) => informer.written(current.value, written)),
           Effect.as<WriteResult>("Written"),
           Effect.catchTag("KubeConflict", () =>
