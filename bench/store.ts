@@ -1,5 +1,5 @@
 /**
- * The `store` section (issue 6 §5): durable commits against a 2000-claim table, next to the floor
+ * The `store` section: durable commits against a 2000-claim table, next to the floor
  * of the same bytes written by a plain write + fsync + rename + directory fsync loop, and group
  * commit under 64 concurrent committers. Runs in a directory on the same disk as the default
  * state path (never tmpfs), chosen and reported below.

@@ -1,6 +1,6 @@
 /**
- * The daemon: the layer graph composed once, in the start order of CFG-11 with the differences
- * of ARCHITECTURE.md §6, and run until SIGTERM/SIGINT.
+ * The daemon: the layer graph composed once, in the start order of CFG-11 (anything that
+ * can refuse to start does so before the node registers), and run until SIGTERM/SIGINT.
  *
  *   sandboxd client, KubeApi (instrumented)
  *   → claims table + durable store (single-writer lock)
@@ -104,7 +104,7 @@ export class ClaimsStartup extends Context.Service<ClaimsStartup, StartupSummary
 /** PER-8, PER-9, VER-1: loaded, quarantined, verified and written before anything else starts. */
 const ClaimsStartupLayer = Layer.effect(ClaimsStartup, Effect.map(startClaims, ClaimsStartup.of))
 
-/** Issue 10: a Node event when claims start quarantined (sandboxd could not vouch for them yet). */
+/** A Node event when claims start quarantined (sandboxd could not vouch for them yet). */
 const QuarantineEventLayer = Layer.effectDiscard(
   Effect.gen(function*() {
     const summary = yield* ClaimsStartup

@@ -1,5 +1,5 @@
 /**
- * argv + environment → validated configuration, with no I/O (ARCHITECTURE.md §6.17): every value
+ * argv + environment → validated configuration, with no I/O (so a bad value is reported as such, not masked by a missing kubeconfig): every value
  * is checked here, so a bad value is reported as such (exit 2) and never masked by a later
  * environment failure. The token file is read afterwards (`TokenFile.ts`).
  */

@@ -1,5 +1,5 @@
 /**
- * Which kubeconfig the daemon uses (ARCHITECTURE.md §6.16): an explicit `--kubeconfig` wins,
+ * Which kubeconfig the daemon uses: an explicit `--kubeconfig` wins,
  * else the in-cluster service account, else `$KUBECONFIG`. No fallback to `~/.kube/config`:
  * a daemon should not silently pick up whatever a developer's home directory holds.
  * Nothing usable is a typed startup error.

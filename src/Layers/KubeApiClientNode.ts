@@ -1,5 +1,5 @@
 /**
- * The live `KubeApi` on @kubernetes/client-node 2.0.1 (ANCHORS.md part C).
+ * The live `KubeApi` on @kubernetes/client-node 2.0.1.
  *
  * Every call, watch starts included, goes through `request`: one token from the QPS/burst
  * limiter, then the call under a timeout, inside a span `KubeApi.<op>`. A call is either `call`

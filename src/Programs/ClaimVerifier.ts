@@ -1,5 +1,5 @@
 /**
- * Quarantine and verification (reference VER-1…VER-6, with ARCHITECTURE.md §6.13: a listing
+ * Quarantine and verification (VER-1…VER-6; a listing
  * that does not decode, `{}` included, is a failure and drops nothing).
  *
  * Only rows loaded from disk are ever Quarantined, and only they are judged: rows this process

@@ -1,5 +1,5 @@
 /**
- * NodeInventory publishing (L3; reference-behaviour §14). One cluster-scoped object per node,
+ * NodeInventory publishing (INV-2, INV-4, INV-5, INV-7). One cluster-scoped object per node,
  * server-side applied with force as field manager `vk-sandbox`. Entries come from sandboxd's
  * listing (the authoritative live set), never from the claims table; the table only lends
  * each own claim's `owner_addr`. A failed listing or info call skips the publish: a half-empty

@@ -1,5 +1,5 @@
 /**
- * The audit-only orphan scan (reference-behaviour §13, issue 7 §3). It compares sandboxd's
+ * The audit-only orphan scan (ORPH-1, ORPH-4). It compares sandboxd's
  * listing with the claims table and only reports: background reconciliation cannot prove user
  * intent, so it never releases, drops or changes anything. A failed listing skips the cycle:
  * a failed query is not an empty list.

@@ -26,7 +26,7 @@ export interface ClaimRecord {
 }
 
 /**
- * The state of one row (ARCHITECTURE.md §3). Status and adoption read only `Durable`;
+ * The state of one row. Status and adoption read only `Durable`;
  * release reads all three.
  * - Tentative: a fresh claim whose own commit has not landed yet; in no write but that one.
  * - Quarantined: loaded from disk, not yet vouched for by a sandboxd listing.

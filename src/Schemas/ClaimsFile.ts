@@ -1,5 +1,5 @@
 /**
- * The on-disk claims file (reference-behaviour.md PER-1, PER-2, PER-8; ARCHITECTURE.md §6.12):
+ * The on-disk claims file (PER-1, PER-2, PER-8; the same format as the Go daemon's, so a node can move between the two):
  * `{"claims":{"<ns>/<name>":{"id":…,"token":…,"address":…,"podUID":…,"claimedAt":…,"deadline":…}}}`.
  *
  * Writing reproduces the reference's bytes exactly: compact, keys sorted, field order fixed,

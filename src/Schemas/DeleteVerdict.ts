@@ -1,5 +1,5 @@
 /**
- * The delete-authorization verdict (reference-behaviour AUTH-1, ARCHITECTURE.md §3). A Pod
+ * The delete-authorization verdict (AUTH-1). A Pod
  * deletion alone is never VM authority: only the owner's state can authorize a release.
  */
 import { Data } from "effect"

@@ -1,5 +1,5 @@
 /**
- * The Pod annotation contract of CreatePod (reference-behaviour §9.1: CRT-1, CRT-2, CRT-6).
+ * The Pod annotation contract of CreatePod (CRT-1, CRT-2, CRT-6).
  */
 import { Option, Result, Schema } from "effect"
 

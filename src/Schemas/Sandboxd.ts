@@ -1,9 +1,9 @@
 /**
- * sandboxd wire shapes (sandboxd-and-crds.md §1, §7) and deadline handling.
+ * sandboxd wire shapes and deadline handling.
  *
  * Decoding is deliberately lenient where Go's encoding/json is (unknown keys ignored, `null`
  * for a scalar means "absent") and strict where our contract demands it: a list body without a
- * `sandboxes` array is a decode failure, never an empty listing (ARCHITECTURE.md §6.13).
+ * `sandboxes` array is a decode failure, never an empty listing (VER-4).
  */
 import { DateTime, Option, Schema } from "effect"
 

@@ -1,6 +1,6 @@
 /**
  * The provider's in-memory state (reference ST-1): the last accepted Pod per key and the claim
- * row per key, each row tagged Durable | Tentative | Quarantined (ARCHITECTURE.md §3).
+ * row per key, each row tagged Durable | Tentative | Quarantined.
  *
  * Every operation here is one atomic update with no await inside (CC-2 e): a check-and-set
  * reads and writes the state in a single step, so nothing read can be stale when written back.

@@ -20,7 +20,7 @@ export class ClaimsWriteError extends Schema.TaggedError<ClaimsWriteError>()("Cl
   message: Schema.String
 }) {}
 
-/** Another live daemon holds the state path (ARCHITECTURE.md §6.3). */
+/** Another live daemon holds the state path (one writer per state file). */
 export class StateLocked extends Schema.TaggedError<StateLocked>()("StateLocked", {
   path: Schema.String,
   message: Schema.String

@@ -1,5 +1,5 @@
 /**
- * Kubernetes Events for what the daemon decided (ARCHITECTURE.md §6.11). Best-effort: recording
+ * Kubernetes Events for what the daemon decided (claimed, adopted, preserved, released, lease expired, quarantined). Best-effort: recording
  * never fails and never waits for the apiserver; a failed write is logged. The live layer
  * (`Layers/EventRecorderKube.ts`) aggregates repeats per object and reason into one Event with a
  * growing count and writes at most one update per key per flush interval.

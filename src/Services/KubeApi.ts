@@ -1,6 +1,6 @@
 /**
  * Every apiserver call the daemon makes, and nothing else talks to the apiserver
- * (ARCHITECTURE.md §3). Live layer: `Layers/KubeApiClientNode.ts` on @kubernetes/client-node 2.x.
+ * (typed errors, no client-node types leaking into the domain). Live layer: `Layers/KubeApiClientNode.ts` on @kubernetes/client-node 2.x.
  * Test layer: `testkit/Layers/KubeApiMemory.ts` on the in-memory cluster model.
  */
 import type { CoreV1Event, V1Lease, V1Node } from "@kubernetes/client-node"

@@ -1,5 +1,5 @@
 /**
- * The daemon's Prometheus metrics (issue 12 §2), defined once here and updated where the thing
+ * The daemon's Prometheus metrics, defined once here and updated where the thing
  * happens. Exposed as Prometheus text by `HealthServer.ts` (`/metrics` on `--metrics-addr`).
  */
 import { Effect, Metric } from "effect"

@@ -1,5 +1,5 @@
 /**
- * The provider as the pod controller sees it (reference §9–§10): create, update, delete and
+ * The provider as the pod controller sees it: create, update, delete and
  * the memory-only reads, plus the channels the provider talks back on. The live layer is
  * `Programs/Provider/ProviderLive.ts`; the behaviour is in `Programs/Provider/`.
  */

@@ -1,5 +1,5 @@
 /**
- * Why a CreatePod did not produce a Running Pod (ARCHITECTURE.md §3, reference CRT-10).
+ * Why a CreatePod did not produce a Running Pod (CRT-10).
  *
  * Each error says whether retrying the same Pod can help (`retryable: true`: sandboxd was
  * unavailable, had no warm capacity, or could not vouch for a held claim) or only a change to

@@ -112,7 +112,7 @@ export type SandboxdReleaseError = SandboxdTransportError
 
 /**
  * A listing or info query that did not produce a trustworthy answer. Its own type, so no caller
- * can mistake "query failed" for "zero sandboxes" (ARCHITECTURE.md §3, §6.13).
+ * can mistake "query failed" for "zero sandboxes" (VER-4).
  */
 export class SandboxdListError extends Schema.TaggedError<SandboxdListError>()("SandboxdListError", {
   operation: Schema.Literals(["list", "info", "get"]),

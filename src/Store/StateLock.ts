@@ -1,5 +1,5 @@
 /**
- * One writer per state file (ARCHITECTURE.md §6.3): `<state-path>.lock` names the daemon that
+ * One writer per state file (a second daemon on the same `--state-path` refuses to start): `<state-path>.lock` names the daemon that
  * holds the state path, and a second daemon refuses to start with `StateLocked`.
  *
  * A pid alone cannot tell a live holder from a dead one: the daemon is PID 1 in every container,

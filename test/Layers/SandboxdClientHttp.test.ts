@@ -1,6 +1,6 @@
 /**
  * The live HTTP SandboxdClient against the sandboxd simulator over real loopback HTTP.
- * Every status/body mapping of issue 2 §4 is exercised here.
+ * Every status and body mapping of the client is exercised here.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Fiber, Option, Redacted } from "effect"

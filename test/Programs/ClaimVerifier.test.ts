@@ -70,7 +70,7 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
       assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "alive")).phase, "Pending")
     }).pipe(Effect.provide(world({ seed }), { local: true })))
 
-  it.effect("a `{}` listing is a failed listing, not an empty one (ARCHITECTURE.md §6.13)", () =>
+  it.effect("a `{}` listing is a failed listing, not an empty one", () =>
     Effect.gen(function*() {
       yield* (yield* SandboxdSim).injectFault("list", SimFault.body(200, "{}"))
       const summary = yield* startClaims

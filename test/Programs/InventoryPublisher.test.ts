@@ -234,7 +234,7 @@ const externalClaim = (sandboxdUrl: string, body: Record<string, unknown>) =>
   })
 
 /**
- * The §7.5 world: two own claims (one hibernated), an external claim with a claim_ref (archived),
+ * The world: two own claims (one hibernated), an external claim with a claim_ref (archived),
  * and a ref-less external claim. Own claims sit in the table as Quarantined and Tentative rows.
  */
 const populate = (world: Effect.Success<typeof setup>) =>
@@ -304,7 +304,7 @@ describe("InventoryPublisher pure parts", () => {
 })
 
 describe("InventoryPublisher", () => {
-  it.effect("the applied object is exactly the §7.5 shape, sent as a forced server-side apply", () =>
+  it.effect("the applied object is exactly the NodeInventory shape (INV-4), sent as a forced server-side apply", () =>
     Effect.gen(function*() {
       const world = yield* setup
       const claims = yield* populate(world)
@@ -361,7 +361,7 @@ describe("InventoryPublisher", () => {
       assert.strictEqual(request.query.get("force"), "true")
       assert.strictEqual(request.status, 201, "the first apply creates")
       assert.deepStrictEqual(JSON.parse(request.body), expected)
-      // key order of entries as in §7.5 (name, id, phase, claimRef, addr)
+      // key order of entries as in INV-4 (name, id, phase, claimRef, addr)
       assert.deepStrictEqual(
         (JSON.parse(request.body) as { entries: Array<object> }).entries.map((e) => Object.keys(e).join(",")),
         ["name,id,phase,claimRef", "name,id,phase,claimRef,addr", "name,id,phase,claimRef,addr", "name,id,phase,claimRef"]

@@ -1,5 +1,5 @@
 /**
- * The audit-only orphan scan (§13, issue 7 §3) against the sandboxd simulator over HTTP: the
+ * The audit-only orphan scan (ORPH-1, ORPH-4) against the sandboxd simulator over HTTP: the
  * verdicts, once-per-transition logging, a failed listing skipping the cycle, the cadence on
  * the TestClock, and — in every case — not one release request in the simulator's audit log.
  */

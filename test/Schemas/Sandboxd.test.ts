@@ -74,7 +74,7 @@ describe("claim request body", () => {
 })
 
 describe("reply interpretation", () => {
-  it("decodes the spec's list payload (§7.3), rows in order, unknown fields ignored", () => {
+  it("decodes the spec's list payload, rows in order, unknown fields ignored", () => {
     const body = `{"sandboxes":[
  {"id":"sb_1a2b3c4d5e6f7081","key":{"template":"ghcr.io/acme/agent-runtime:1.4.2","net":"none","size":"medium"},"deadline":"2026-07-28T02:15:00.482913377Z","hibernated":false,"claim_ref":"team-a/review-bot-7f3k2"},
  {"id":"sb_4f9a0c2e7b1d3a65","key":{"template":"ghcr.io/acme/agent-runtime:1.4.2","net":"none","size":"medium"},"deadline":"2026-07-28T03:40:12.001Z","hibernated":true,"claim_ref":"team-a/notebook-x9","claimed_at":"2026-07-27T02:15:00.48Z","cpu_count":2,"mem_total_bytes":1073741824,"on_expire":"destroy","tenant":"acme","metadata":{"k":"v"}},
@@ -122,7 +122,7 @@ describe("reply interpretation", () => {
     assert.isTrue(Option.isNone(rows[0].deadline))
   })
 
-  it("decodes the spec's info payload (§7.4)", () => {
+  it("decodes the spec's info payload", () => {
     const body = `{"pools":[
  {"key":{"template":"base:24.04","net":"none","size":"small"},"warm":4,"refilling":0,"target":4,"golden":true},
  {"key":{"template":"ghcr.io/acme/agent-runtime:1.4.2","net":"none","size":"medium"},"warm":1,"refilling":1,"target":2,"golden":true}],

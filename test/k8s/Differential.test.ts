@@ -1,5 +1,5 @@
 /**
- * Differential scenarios (issue 5 §2): the same scenarios, through the same live `KubeApi` layer
+ * Differential scenarios: the same scenarios, through the same live `KubeApi` layer
  * and the same client-node admin calls, against the real kube-apiserver of the global setup and
  * against the in-memory apiserver (testkit/Simulators/Apiserver) served over HTTP. Each asserts exact
  * outcomes, so a behaviour the two servers do not share fails on one of them.

@@ -1,7 +1,7 @@
 /**
  * The live `KubeApi` layer against the real kube-apiserver, authenticated as the daemon's service
  * account and so limited to deploy/rbac/clusterrole.yaml: every method the daemon uses is called
- * here, so a verb missing from the ClusterRole fails a test (issue 5 §3). The admin only sets up
+ * here, so a verb missing from the ClusterRole fails a test. The admin only sets up
  * what the daemon may not create itself (pods, Sandboxes).
  */
 import { assert, describe, it } from "@effect/vitest"

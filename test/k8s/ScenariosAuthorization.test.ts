@@ -1,5 +1,5 @@
 /**
- * Delete authorization (issue 7) with Sandbox owners on the real kube-apiserver: the live owner
+ * Delete authorization with Sandbox owners on the real kube-apiserver: the live owner
  * resolver reads owners through the live KubeApi as the daemon's RBAC identity, so every verdict
  * below rests on the real server's answers (its NotFound Status, its deletionTimestamp, its UIDs,
  * its 403 for a resource the ClusterRole does not grant).

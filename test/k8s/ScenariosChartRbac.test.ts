@@ -1,5 +1,5 @@
 /**
- * Issue 13 §3: the Helm chart's own RBAC on the real kube-apiserver. The chart is rendered with
+ * The Helm chart's own RBAC on the real kube-apiserver. The chart is rendered with
  * the helm binary of the suite's cache (publishing on), its ServiceAccount, ClusterRole and
  * ClusterRoleBinding are applied as the admin in a fresh namespace, a TokenRequest token of that
  * ServiceAccount becomes a kubeconfig, and the whole daemon (`daemonLayer`, as `vk-sandbox run`
@@ -61,7 +61,7 @@ const renderChart = (release: string, namespace: string) =>
     return k8s.loadAllYaml(stdout).filter((doc): doc is k8s.KubernetesObject => typeof doc === "object" && doc !== null)
   })
 
-/** (apiGroup, resource[/subresource]) → the verbs the daemon uses (issue 5 §3), publishing on. */
+/** (apiGroup, resource[/subresource]) → the verbs the daemon uses, publishing on. */
 const daemonVerbs: ReadonlyArray<readonly [string, string, ReadonlyArray<string>]> = [
   ["", "nodes", ["get", "create", "patch"]],
   ["", "nodes/status", ["patch"]],

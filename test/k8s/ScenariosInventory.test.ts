@@ -1,5 +1,5 @@
 /**
- * The NodeInventory publisher (issue 11) on the real kube-apiserver with our CRD: forced
+ * The NodeInventory publisher on the real kube-apiserver with our CRD: forced
  * server-side apply as the daemon's RBAC identity (nodeinventories get/create/patch), entries
  * from the sandboxd simulator's listing over HTTP. The stored object is read back raw as the
  * admin and compared field by field; a released sandbox leaves the next publish (the CRD's lists

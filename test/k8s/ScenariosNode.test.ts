@@ -1,5 +1,5 @@
 /**
- * The virtual node (issue 8) on the real kube-apiserver: the NodeController writes as the
+ * The virtual node on the real kube-apiserver: the NodeController writes as the
  * daemon's RBAC identity (nodes get/create/patch, nodes/status patch, leases get/create/update, events
  * create/patch), probing the sandboxd simulator over HTTP. Short intervals, real time.
  */

@@ -1,5 +1,5 @@
 /**
- * The pod half of the daemon (issue 9) on the real kube-apiserver: provider, live owner resolver,
+ * The pod half of the daemon on the real kube-apiserver: provider, live owner resolver,
  * event recorder and pod controller as `src/Daemon.ts` composes them, as the daemon's RBAC
  * identity (pods list/watch/get/delete, pods/status update, events, sandboxes get), with the
  * sandboxd simulator over HTTP. The admin binds Pods by `spec.nodeName` at create (no scheduler

@@ -74,7 +74,7 @@ describe("real kube-apiserver as the test admin", () => {
     }))
 })
 
-/** (apiGroup, resource[/subresource]) → the verbs the daemon's ClusterRole grants (issue 5 §3). */
+/** (apiGroup, resource[/subresource]) → the verbs the daemon's ClusterRole grants. */
 const granted: ReadonlyArray<readonly [string, string, ReadonlyArray<string>]> = [
   ["", "nodes", ["get", "create", "patch"]],
   ["", "nodes/status", ["patch"]],

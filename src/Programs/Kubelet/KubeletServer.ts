@@ -1,5 +1,5 @@
 /**
- * The kubelet HTTPS API on `--listen-addr` (virtual-kubelet.md §3, ARCHITECTURE.md §6.9): TLS 1.2
+ * The kubelet HTTPS API on `--listen-addr` (H-01): TLS 1.2
  * minimum, HTTP/1.1 only, a 30 s header timeout, optional client-certificate verification. Upgrade
  * requests (exec, attach, port-forward) reach Node's `upgrade` event; effect's Node server hands
  * them to the same app, and since the app never asks to upgrade they get a plain HTTP answer.

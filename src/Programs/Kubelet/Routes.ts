@@ -1,5 +1,5 @@
 /**
- * The kubelet API's route table (virtual-kubelet.md §3.2, ARCHITECTURE.md §6.9) as a pure match
+ * The kubelet API's route table (the paths a kubelet serves) as a pure match
  * from method and path to what the server answers. Streaming routes (logs, exec, attach,
  * port-forward) are not implemented here: they answer 501 with a pointer to the sandbox SDK.
  */

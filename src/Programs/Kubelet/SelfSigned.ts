@@ -1,6 +1,6 @@
 /**
  * The in-memory serving certificate used when no `--tls-cert`/`--tls-key` pair is on disk
- * (reference-behaviour.md §5 TLS-3): ECDSA P-256, CN `vk-sandbox`, valid from an hour ago for ten
+ * (TLS-3): ECDSA P-256, CN `vk-sandbox`, valid from an hour ago for ten
  * years, server-auth only, SANs for the node name, the node IP and 127.0.0.1. A new key is made on
  * every start and never written anywhere.
  */

@@ -1,5 +1,5 @@
 /**
- * The kubelet port's TLS material (virtual-kubelet.md §3.7, reference-behaviour.md §5): the
+ * The kubelet port's TLS material (TLS-2, TLS-3): the
  * operator's `--tls-cert`/`--tls-key` when both are regular files, else a self-signed certificate
  * made in memory; plus the optional `--client-ca-file`. A pair or CA file that is present but
  * cannot be used is a startup error, never a silent fallback.

@@ -1,5 +1,5 @@
 /**
- * The virtual node's controller (virtual-kubelet.md §1, CHK-08…CHK-12, ARCHITECTURE.md §6.6):
+ * The virtual node's controller (CHK-08…CHK-12; it never writes Ready=False):
  * registers the Node (POST of the whole object when missing, else a strategic-merge patch of
  * `nodes/status`), keeps its status fresh every 60 s and right after a condition changes, probes
  * sandboxd for the `SandboxdReachable` condition, and renews the node Lease every 10 s. A Node

@@ -1,5 +1,5 @@
 /**
- * The node's Lease in `kube-node-lease` (virtual-kubelet.md §1.4 LS-*, CHK-10): created with
+ * The node's Lease in `kube-node-lease` (CHK-10, LS-05, LS-09): created with
  * holderIdentity = node, 40 s duration and an owner reference to the Node; renewed by PUT of the
  * cached copy with a fresh renewTime (the KubeApi layer writes six fractional digits). A 409 or
  * 404 drops the cache and goes through GET (and POST when missing), at most five tries per sync.

@@ -1,6 +1,6 @@
 /**
- * The virtual node as data (reference-behaviour.md §4, virtual-kubelet.md §1.2, ARCHITECTURE.md
- * §6.6): the Node created on first registration, the strategic-merge patch of `nodes/status`
+ * The virtual node as data (NODE-2, NODE-4, NC-06, NC-09;
+ * Ready=False is never written, so sandboxd trouble does not evict every sandbox Pod): the Node created on first registration, the strategic-merge patch of `nodes/status`
  * sent afterwards, and the condition bookkeeping (a transition time moves only when a status does).
  * Everything here is pure; times come in as epoch milliseconds.
  */
@@ -134,7 +134,7 @@ export type SandboxdReachability =
   | { readonly _tag: "NotProbed" }
 
 /**
- * Ready is True whenever the daemon writes at all (it never writes Ready=False, §6.6); the
+ * Ready is True whenever the daemon writes at all (it never writes Ready=False); the
  * pressure conditions are kubelet-style False; sandboxd reachability is its own condition.
  */
 export const desiredConditions = (sandboxd: SandboxdReachability): ReadonlyArray<ConditionSpec> => [

@@ -1,5 +1,5 @@
 /**
- * Per-key serialized work (virtual-kubelet Q-03, Q-04, ARCHITECTURE.md §6.7, §6.8, §6.15).
+ * Per-key serialized work (Q-03, Q-04), without a rate limit on admission.
  *
  * - At most one run per key at a time; an enqueue during a run marks the key dirty and the key
  *   runs again right after, reading the newest state. A run is never interrupted by an enqueue.

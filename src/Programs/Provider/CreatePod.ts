@@ -4,7 +4,7 @@
  *
  * Nothing here retries into sandboxd; every failure is a tagged error that says whether a retry
  * can help, and the pod controller decides. From the claim to the Running push the work is
- * uninterruptible (ARCHITECTURE.md §6.15): a claimed VM is always either recorded durably and
+ * uninterruptible (in-flight work is never cut in half): a claimed VM is always either recorded durably and
  * reported, or returned, or kept in memory as a tentative row.
  */
 import type { V1Pod } from "@kubernetes/client-node"
@@ -42,7 +42,7 @@ import { detachedRelease } from "./DetachedRelease.ts"
 import { pushRunning } from "./Push.ts"
 import { formatSeconds } from "./Status.ts"
 
-/** CRT-8. */
+/** The pod key used everywhere: `namespace/name` (CRT-8). */
 export { podKeyOfPod }
 
 /** PER-7 `saveState`: a write whose failure can only be logged (nothing left to undo). */

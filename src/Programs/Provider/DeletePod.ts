@@ -1,5 +1,5 @@
 /**
- * DeletePod and delete authorization (reference-behaviour DEL-1, AUTH-1…AUTH-8). A Pod deletion
+ * DeletePod and delete authorization (DEL-1, AUTH-1…AUTH-8). A Pod deletion
  * is not VM authority: the verdict of the Pod's owner decides. Preserve drops only the Pod
  * entry, so the claim and its release token stay for a same-name replacement to adopt.
  */

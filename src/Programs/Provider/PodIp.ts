@@ -1,5 +1,5 @@
 /**
- * Which address a claim's Pod reports (ARCHITECTURE.md §6.5). The apiserver rejects a status
+ * Which address a claim's Pod reports. The apiserver rejects a status
  * whose podIP is not an IP, so only an IP literal taken from sandboxd's `owner_addr` is used;
  * otherwise the node IP (`--node-ip`); otherwise nothing.
  */
@@ -37,7 +37,7 @@ export type PodIp =
   | { readonly _tag: "NodeIp"; readonly ip: string }
   | { readonly _tag: "None" }
 
-/** The §6.5 rule: owner_addr's IP, else the node IP, else None (the caller warns once per claim). */
+/** The rule: owner_addr's IP, else the node IP, else None (the caller warns once per claim). */
 export const resolvePodIp = (ownerAddr: string, nodeIp: string): PodIp => {
   const owner = ipFromOwnerAddr(ownerAddr)
   if (Option.isSome(owner)) return { _tag: "OwnerAddr", ip: owner.value }

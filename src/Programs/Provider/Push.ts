@@ -7,7 +7,7 @@ import { ProviderEvents } from "../../Services/Provider.ts"
 import { type PodIp, resolvePodIp } from "./PodIp.ts"
 import { runningPod } from "./Status.ts"
 
-/** ARCHITECTURE.md §6.5, logging one warning per claim when neither source gives an IP. */
+/** Only an IP literal goes into podIP/hostIP (see PodIp.ts), logging one warning per claim when neither source gives an IP. */
 export const podIpFor = Effect.fnUntraced(function*(claim: ClaimRecord) {
   const config = yield* AppConfig
   const events = yield* ProviderEvents

@@ -19,11 +19,11 @@ export const updatePod = Effect.fn("Provider.updatePod")(function*(pod: V1Pod) {
   }
 })
 
-/** UPD-2. */
+/** The tracked Pod, a copy, or nothing; never asks sandboxd or the apiserver (UPD-2). */
 export const getPod = (namespace: string, name: string) =>
   ClaimTable.use((table) => table.pod(podKeyOf(namespace, name)))
 
-/** UPD-3. */
+/** Copies of every tracked Pod (UPD-3). */
 export const getPods = ClaimTable.use((table) =>
   Effect.map(table.state, (state) => Array.from(state.pods.values(), (pod) => structuredClone(pod)))
 )

@@ -1,5 +1,5 @@
 /**
- * The pod controller over the real wire (issue 9 acceptance): the in-memory API server and the
+ * The pod controller over the real wire: the in-memory API server and the
  * sandboxd simulator over loopback HTTP, the live clients, the real provider and file store.
  * These run on the real clock with short intervals (backoff 50 ms → 400 ms): every step is a
  * socket round trip, and TestClock would not move the sockets.
@@ -200,7 +200,7 @@ describe("PodController", () => {
 
   it.effect("default backoff on TestClock: a capacity failure is retried 1 s → 30 s and goes Running within the cap once a claim is freed", () =>
     Effect.gen(function*() {
-      // TestClock moves the backoff; real I/O turns are interleaved (EFFECT4.md §11).
+      // TestClock moves the backoff; real I/O turns are interleaved (TestClock does not drive sockets).
       const world = yield* makeWorld({ sim: { maxClaims: 1 } })
       const daemon = yield* world.start(PodController.defaultOptions)
       const ioTurns = Effect.gen(function*() {

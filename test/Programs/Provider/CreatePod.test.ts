@@ -340,7 +340,7 @@ describe("CreatePod", () => {
       assert.strictEqual(pushed?.status?.phase, "Running")
     }).pipe(Effect.provide(world(), { local: true })))
 
-  it.effect("the claim-to-push segment is not cut by interruption (ARCHITECTURE.md §6.15)", () =>
+  it.effect("the claim-to-push segment is not cut by interruption", () =>
     Effect.gen(function*() {
       const provider = yield* Provider
       const control = yield* ClaimsStoreMemoryControl

@@ -1,4 +1,4 @@
-/** CreatePod through the real file store in a temp directory (issue 6 acceptance: durability ordering on disk). */
+/** CreatePod through the real file store in a temp directory (durability ordering on disk). */
 import { assert, describe, it } from "@effect/vitest"
 import * as NFS from "node:fs"
 import * as NOS from "node:os"

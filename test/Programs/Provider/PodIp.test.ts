@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
 import { ipFromOwnerAddr, resolvePodIp } from "../../../src/Programs/Provider/PodIp.ts"
 
-describe("Pod IP rule (ARCHITECTURE.md §6.5)", () => {
+describe("Pod IP rule", () => {
   const vectors: ReadonlyArray<readonly [string, string | undefined]> = [
     ["10.0.0.5:7777", "10.0.0.5"],
     ["10.0.0.5", "10.0.0.5"],

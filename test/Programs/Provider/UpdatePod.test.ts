@@ -58,7 +58,7 @@ describe("UpdatePod, GetPod, GetPods, GetPodStatus (UPD-1…UPD-4)", () => {
     }).pipe(Effect.provide(world(), { local: true })))
 })
 
-describe("Pod IP from a non-IP owner_addr (ARCHITECTURE.md §6.5)", () => {
+describe("Pod IP from a non-IP owner_addr", () => {
   it.effect("a hostname owner_addr falls back to --node-ip", () =>
     Effect.gen(function*() {
       yield* (yield* SandboxdSim).setOwnerAddr("sandboxd-7.internal:7777")

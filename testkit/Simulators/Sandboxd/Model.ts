@@ -1,5 +1,5 @@
 /**
- * A model of sandboxd (sandboxd-and-crds.md §1, §2): warm pools, claims, leases, the reaper,
+ * A model of sandboxd: warm pools, claims, leases, the reaper,
  * hibernate/archive, token rules, quotas, mesh redirects, fault injection and an audit log.
  *
  * The model speaks HTTP-shaped requests and replies (`handle`) so the HTTP face (`Server.ts`) is
