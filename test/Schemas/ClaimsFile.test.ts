@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Effect, Option, Redacted, Result } from "effect"
+import * as fc from "fast-check"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import {
   compareKeys,
@@ -150,6 +151,33 @@ describe("ClaimsFile", () => {
       assert.include(encodeClaimsFile(changed), `"podUID":"u2","claimedAt":"2026-07-27T02:15:00Z","sentAtNanos":1780000000123456789`)
       assert.strictEqual(Result.getOrThrow(decodeClaimsDocument(referenceFile)).unknownMembers, "")
     }))
+
+  it("any unknown members and fields (any JSON, any keys) come back exactly as written", () => {
+    const extraKey = fc.string().filter((k) => k !== "claims")
+    const rowExtraKey = fc.string().filter((k) => !["id", "token", "address", "podUID", "claimedAt", "deadline"].includes(k))
+    const members = (key: fc.Arbitrary<string>) =>
+      fc.uniqueArray(fc.tuple(key, fc.jsonValue()), { selector: ([k]) => k, maxLength: 4 })
+        .map((pairs) => pairs.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(","))
+    fc.assert(
+      fc.property(members(extraKey), members(rowExtraKey), (top, inRow) => {
+        const record: ClaimRecord = {
+          id: "sb_1" as ClaimId,
+          token: Redacted.make("t"),
+          address: "",
+          podUID: "",
+          claimedAt: Option.none(),
+          deadline: Option.none(),
+          ...(inRow === "" ? {} : { unknownFields: inRow })
+        }
+        const text = encodeClaimsFile(new Map([["ns/a" as PodKey, record]]), top)
+        const document = Result.getOrThrow(decodeClaimsDocument(text))
+        assert.strictEqual(document.unknownMembers, top)
+        assert.strictEqual(document.rows.get("ns/a" as PodKey)?.unknownFields, inRow === "" ? undefined : inRow)
+        assert.strictEqual(encodeClaimsFile(document.rows, document.unknownMembers), text)
+      }),
+      { numRuns: 300 }
+    )
+  })
 
   it.effect("rejects empty text, truncated JSON, a top-level array, bad rows and bad timestamps", () =>
     Effect.gen(function*() {
