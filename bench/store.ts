@@ -3,6 +3,10 @@
  * of the same bytes written by a plain write + fsync + rename + directory fsync loop, and group
  * commit under 64 concurrent committers. Runs in a directory on the same disk as the default
  * state path (never tmpfs), chosen and reported below.
+ *
+ * A claim's durable cost with its intent (written before the claim is sent, dropped by the row's
+ * commit) is measured too: serially (what a lone create waits for beyond the claim itself) and
+ * with 64 concurrent claim lives (how many durable writes a claim costs once batches form).
  */
 import { randomBytes, randomUUID } from "node:crypto"
 import * as NFS from "node:fs/promises"
@@ -116,7 +120,7 @@ const runStore = (dir: string) =>
     // The claims to come, made up front: the records are the bench's input, not the store's work,
     // and the serial and concurrent figures must both leave them out.
     const claims = Array.from(
-      { length: WARMUP + ROUNDS * PER_ROUND + CONCURRENCY * COMMITS_PER_FIBER },
+      { length: WARMUP + 2 * ROUNDS * PER_ROUND + 2 * CONCURRENCY * COMMITS_PER_FIBER },
       (_, i) => recordOf(TABLE_SIZE + i)
     )
     let next = TABLE_SIZE
@@ -131,6 +135,23 @@ const runStore = (dir: string) =>
       return key
     })
     const claimAndCommit = Effect.flatMap(claim, (key) => store.commit(Option.some(key)))
+    /** The intent of the claim `claim` makes next (its key is known before the claim). */
+    const intentOfNext = Effect.map(DateTime.now, (sentAt) => ({ key: keyOf(next), podUID: "bench", sentAt }))
+    // A create's durable path with intents: the intent lands, then (the claim answered) the row.
+    const intendClaimAndCommit = Effect.gen(function*() {
+      yield* store.intend(yield* intentOfNext)
+      yield* claimAndCommit
+    })
+    const timedIntentAndCommit = Effect.gen(function*() {
+      const intent = yield* intentOfNext
+      const start = performance.now()
+      yield* store.intend(intent)
+      const intended = performance.now()
+      const key = yield* claim
+      const committing = performance.now()
+      yield* store.commit(Option.some(key))
+      return (intended - start + performance.now() - committing) * 1000
+    })
     // The latency of the commit alone: the table change (and making up the record) happen before
     // the clock starts; the commit still snapshots, encodes and durably writes the whole table.
     const timedCommit = Effect.gen(function*() {
@@ -189,6 +210,8 @@ const runStore = (dir: string) =>
       for (let i = 0; i < 5; i++) stringifySamples.push(stringify())
     }
     const serialSeconds = commitSamples.reduce((a, b) => a + b, 0) / 1e6
+    const intentSamples: Array<number> = []
+    for (let i = 0; i < ROUNDS * PER_ROUND; i++) intentSamples.push(yield* timedIntentAndCommit)
 
     const rename0 = renames
     const concurrentStart = performance.now()
@@ -200,6 +223,14 @@ const runStore = (dir: string) =>
     const concurrentSeconds = (performance.now() - concurrentStart) / 1000
     const concurrentCommits = CONCURRENCY * COMMITS_PER_FIBER
     const concurrentWrites = renames - rename0
+
+    const intentRename0 = renames
+    yield* Effect.forEach(
+      Array.from({ length: CONCURRENCY }, (_, i) => i),
+      () => Effect.repeat(intendClaimAndCommit, { times: COMMITS_PER_FIBER - 1 }),
+      { concurrency: "unbounded", discard: true }
+    )
+    const intentWrites = renames - intentRename0
 
     const fileBytes = (yield* Effect.promise(() => NFS.stat(statePath))).size
     const commitP50 = percentile(commitSamples, 50)
@@ -218,6 +249,12 @@ const runStore = (dir: string) =>
       json_stringify_p50_us: round1(percentile(stringifySamples, 50)),
       concurrent64_writes: concurrentWrites,
       concurrent64_commits_per_write: Math.round((concurrentCommits / concurrentWrites) * 10) / 10,
+      claim_with_intent_p50_us: round1(percentile(intentSamples, 50)),
+      claim_with_intent_p99_us: round1(percentile(intentSamples, 99)),
+      // The intent's share of a create's durable wait, in commits (the budget is one).
+      intent_added_commits: Math.round(((percentile(intentSamples, 50) - commitP50) / commitP50) * 100) / 100,
+      concurrent64_writes_per_claim: Math.round((concurrentWrites / concurrentCommits) * 100) / 100,
+      concurrent64_writes_per_claim_with_intent: Math.round((intentWrites / concurrentCommits) * 100) / 100,
       table_claims: TABLE_SIZE,
       file_bytes: fileBytes,
       samples: commitSamples.length

@@ -10,10 +10,11 @@
 import * as NPath from "node:path"
 import { Effect, Layer } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
-import { decodeClaimsDocument } from "../Schemas/ClaimsFile.ts"
+import { decodeClaimsDocument, membersAfterClaims } from "../Schemas/ClaimsFile.ts"
 import { AppConfig } from "../Services/Config.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
 import { ClaimsLoadError, ClaimsStore, ClaimsWriteError } from "../Services/ClaimsStore.ts"
+import { Failpoints } from "../Services/Failpoints.ts"
 import { makeClaimsEncoder } from "../Store/ClaimsEncoder.ts"
 import { makeClaimsCommit, type WriteTable } from "../Store/ClaimsCommit.ts"
 import { durableReplace, type FailedStep } from "../Store/DurableReplace.ts"
@@ -62,6 +63,24 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
 
     /** The top-level members after `claims` as loaded (written by a newer version), kept through every write. */
     let otherMembers = ""
+    const encode = makeClaimsEncoder()
+    const failpoints = yield* Failpoints
+    const writeTable: WriteTable = (rows, intents) =>
+      Effect.suspend(() => {
+        const data = encode(rows, membersAfterClaims(intents, otherMembers))
+        const failed: FailedStep = { operation: "encode", path }
+        return Effect.tryPromise({
+          try: () => durableReplace(ops, path, data, failed, failpoints),
+          catch: (cause) =>
+            new ClaimsWriteError({
+              path: given,
+              operation: failed.operation,
+              message: `cannot ${failed.operation} ${failed.path}: ${describeCause(cause)}`
+            })
+        })
+      })
+    const commits = yield* makeClaimsCommit(writeTable)
+
     const load = Effect.gen(function*() {
       yield* ensureDir(ops, dir)
       yield* sweepTempFiles(ops, path)
@@ -75,6 +94,7 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
         Effect.mapError((e) => new ClaimsLoadError({ path: given, message: `cannot decode ${path}: ${e.message}` }))
       )
       otherMembers = document.unknownMembers
+      yield* commits.holdLoaded(document.intents)
       return document.rows
     }).pipe(
       Effect.catchTags({
@@ -83,24 +103,14 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
       })
     )
 
-    const encode = makeClaimsEncoder()
-    const writeTable: WriteTable = (rows) =>
-      Effect.suspend(() => {
-        const data = encode(rows, otherMembers)
-        const failed: FailedStep = { operation: "encode", path }
-        return Effect.tryPromise({
-          try: () => durableReplace(ops, path, data, failed),
-          catch: (cause) =>
-            new ClaimsWriteError({
-              path: given,
-              operation: failed.operation,
-              message: `cannot ${failed.operation} ${failed.path}: ${describeCause(cause)}`
-            })
-        })
-      })
-
-    const commit = yield* makeClaimsCommit(writeTable)
-    return ClaimsStore.of({ path: given, load, commit })
+    return ClaimsStore.of({
+      path: given,
+      load,
+      commit: commits.commit,
+      intend: commits.intend,
+      settleIntent: commits.settleIntent,
+      intents: commits.intents
+    })
   })
 
 /** The file `ClaimsStore` for `AppConfig.statePath`, with injectable filesystem steps. */

@@ -90,6 +90,7 @@ export const resolveDoubt = Effect.fn("ClaimDoubt.resolve")(function*(key: PodKe
   const table = yield* ClaimTable
   const sandboxd = yield* SandboxdClient
   const config = yield* AppConfig
+  const store = yield* ClaimsStore
   const found = yield* doubts.get(key)
   if (Option.isNone(found)) return { _tag: "NotInDoubt" } as DoubtResolution
   const doubt = found.value
@@ -157,7 +158,9 @@ export const resolveDoubt = Effect.fn("ClaimDoubt.resolve")(function*(key: PodKe
 
   if (adopted !== undefined) {
     // The key holds a VM again and will not claim: extras are released or left to the orphan scan.
+    // (The adoption's own write already left the claim's intent out of the file.)
     yield* doubts.clear(key)
+    yield* store.settleIntent(key)
     return { _tag: "Adopted", record: adopted, strays: stuck } as DoubtResolution
   }
   yield* doubts.update(key, (d) => ({ ...d, releasing, stuck }))
@@ -189,6 +192,8 @@ export const resolveDoubt = Effect.fn("ClaimDoubt.resolve")(function*(key: PodKe
     } as DoubtResolution
   }
   yield* doubts.clear(key)
+  // The claim's intent leaves the file with the next write: nothing is left for it to guard.
+  yield* store.settleIntent(key)
   yield* Effect.logInfo("a claim whose outcome was unknown made no sandbox").pipe(Effect.annotateLogs({ pod: key }))
   return { _tag: "Absent" } as DoubtResolution
 })

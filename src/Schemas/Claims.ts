@@ -3,7 +3,7 @@
  * `Schemas/ClaimsFile.ts`; this is the decoded, typed form.
  */
 import { Data, type DateTime, type Option, type Redacted } from "effect"
-import type { ClaimId } from "./Ids.ts"
+import type { ClaimId, PodKey } from "./Ids.ts"
 
 export interface ClaimRecord {
   readonly id: ClaimId
@@ -41,4 +41,18 @@ export const ClaimState = Data.taggedEnum<ClaimState>()
 export interface ClaimRow {
   readonly record: ClaimRecord
   readonly state: ClaimState
+}
+
+/**
+ * A claim that may have been sent and whose row has not landed: written durably before the claim
+ * request leaves, and dropped in the same write that lands the claim's row (or once the claim's
+ * outcome is known without one). One left in the file after a crash names a key whose claim may
+ * have made a VM that no row records.
+ */
+export interface ClaimIntent {
+  readonly key: PodKey
+  /** The Pod generation the claim was for: a sandbox of an earlier Pod of the same name is not this claim's. */
+  readonly podUID: string
+  /** Taken before the intent is written, so no sandbox of this claim was made before it. */
+  readonly sentAt: DateTime.Utc
 }

@@ -16,10 +16,14 @@
  * Fields this version does not know, at the top level and in rows, are kept and written back
  * after the known ones, so a downgrade after an upgrade loses nothing; a file without such
  * fields is still written byte for byte as the reference writes it.
+ *
+ * Claim intents (claims sent whose rows have not landed) are a known top-level member after
+ * `claims`, `"intents":{"<ns>/<name>":{"podUID":…,"sentAt":…}}`, written only while there is one
+ * (a file without claims in flight is byte for byte the reference's); the reference ignores it.
  */
 import { invalidJsonMessage } from "./Json.ts"
 import { DateTime, Effect, Option, Redacted, Result, Schema } from "effect"
-import type { ClaimRecord } from "./Claims.ts"
+import type { ClaimIntent, ClaimRecord } from "./Claims.ts"
 import type { ClaimId, PodKey } from "./Ids.ts"
 
 /** The file's text is not a claims table (bad JSON, wrong shape, bad timestamp). */
@@ -40,9 +44,16 @@ export const ClaimsFileEntry = Schema.Struct({
 })
 export type ClaimsFileEntry = typeof ClaimsFileEntry.Type
 
-/** The whole file as found on disk (fields other than `claims` are kept as raw text). */
+/** One claim intent as found on disk. */
+export const ClaimsFileIntent = Schema.Struct({
+  podUID: OptionalText,
+  sentAt: Schema.String
+})
+
+/** The whole file as found on disk (fields other than `claims` and `intents` are kept as raw text). */
 export const ClaimsFileShape = Schema.Struct({
-  claims: Schema.optionalKey(Schema.NullOr(Schema.Record(Schema.String, ClaimsFileEntry)))
+  claims: Schema.optionalKey(Schema.NullOr(Schema.Record(Schema.String, ClaimsFileEntry))),
+  intents: Schema.optionalKey(Schema.NullOr(Schema.Record(Schema.String, ClaimsFileIntent)))
 })
 export type ClaimsFileShape = typeof ClaimsFileShape.Type
 
@@ -248,11 +259,30 @@ const repeated = (members: ReadonlyArray<RawMember>): RawMember | undefined => {
   return undefined
 }
 
-/** The decoded file: its rows, and its top-level members other than `claims` as raw text. */
+/** The decoded file: its rows, its claim intents, and its other top-level members as raw text. */
 export interface ClaimsDocument {
   readonly rows: ReadonlyMap<PodKey, ClaimRecord>
+  readonly intents: ReadonlyMap<PodKey, ClaimIntent>
   /** `"name":value,…` (compact), or "" when the file has no other member. */
   readonly unknownMembers: string
+}
+
+const decodeIntents = (value: unknown): Result.Result<ReadonlyMap<PodKey, ClaimIntent>, ClaimsFileDecodeError> => {
+  const out = new Map<PodKey, ClaimIntent>()
+  const shape = decodeShape(value)
+  if (Result.isFailure(shape)) return Result.fail(new ClaimsFileDecodeError({ message: shape.failure.message }))
+  const intents = shape.success.intents
+  if (intents === undefined || intents === null) return Result.succeed(out)
+  for (const key of Object.keys(intents)) {
+    const sentAt = parseTimestamp(intents[key]!.sentAt)
+    // An intent without a time could not tell its claim's sandboxes from older ones: refused.
+    if (Result.isFailure(sentAt) || Option.isNone(sentAt.success)) {
+      const why = Result.isFailure(sentAt) ? sentAt.failure : "the zero time"
+      return Result.fail(new ClaimsFileDecodeError({ message: `intents[${JSON.stringify(key)}].sentAt: ${why}` }))
+    }
+    out.set(key as PodKey, { key: key as PodKey, podUID: intents[key]!.podUID ?? "", sentAt: sentAt.success.value })
+  }
+  return Result.succeed(out)
 }
 
 /** Decodes the file's text. Empty text, truncated JSON and a top-level array are errors. */
@@ -271,7 +301,9 @@ export const decodeClaimsDocument = (text: string): Result.Result<ClaimsDocument
   const topTwice = repeated(top)
   if (topTwice !== undefined) return fail(`member ${topTwice.keyText} written twice (${positionOf(text, topTwice.at)})`)
   const claimsMember = top.find((m) => m.key === "claims")!
-  const unknownMembers = top.filter((m) => m.key !== "claims").map((m) => memberText(text, m)).join(",")
+  const unknownMembers = top.filter((m) => m.key !== "claims" && m.key !== "intents").map((m) => memberText(text, m)).join(",")
+  const intents = decodeIntents(value)
+  if (Result.isFailure(intents)) return Result.fail(intents.failure)
   const keys = membersOf(text, claimsMember.valueStart)
   const rows = new Map<PodKey, ClaimRecord>()
   const keyOfId = new Map<string, string>()
@@ -301,7 +333,7 @@ export const decodeClaimsDocument = (text: string): Result.Result<ClaimsDocument
       unknown.length === 0 ? record : { ...record, unknownFields: unknown.map((f) => memberText(text, f)).join(",") }
     )
   }
-  return Result.succeed({ rows, unknownMembers })
+  return Result.succeed({ rows, intents: intents.success, unknownMembers })
 }
 
 /** Decodes the file's text into its rows (see `decodeClaimsDocument`). */
@@ -381,4 +413,24 @@ export const assembleClaimsFile = (sortedMembers: ReadonlyArray<string>, otherMe
 export const encodeClaimsFile = (rows: ReadonlyMap<PodKey, ClaimRecord>, otherMembers = ""): string => {
   const keys = Array.from(rows.keys()).sort(compareKeys)
   return assembleClaimsFile(keys.map((key) => encodeClaimMember(key, rows.get(key)!)), otherMembers)
+}
+
+/**
+ * `"intents":{…}` for the intents, sorted by key; "" when there are none (the file then has no
+ * `intents` member, as the reference writes it).
+ */
+export const encodeIntentsMember = (intents: ReadonlyMap<PodKey, ClaimIntent>): string => {
+  if (intents.size === 0) return ""
+  const keys = Array.from(intents.keys()).sort(compareKeys)
+  const members = keys.map((key) => {
+    const intent = intents.get(key)!
+    return `${goJsonString(key)}:{"podUID":${goJsonString(intent.podUID)},"sentAt":"${formatTimestamp(intent.sentAt)}"}`
+  })
+  return `"intents":{${members.join(",")}}`
+}
+
+/** The top-level members after `claims`: the intents first, then the members this version does not know. */
+export const membersAfterClaims = (intents: ReadonlyMap<PodKey, ClaimIntent>, unknownMembers: string): string => {
+  const ours = encodeIntentsMember(intents)
+  return ours === "" ? unknownMembers : unknownMembers === "" ? ours : `${ours},${unknownMembers}`
 }

@@ -4,7 +4,7 @@
  * `testkit/Layers/ClaimsStoreMemory.ts` is the test layer with injectable write failures.
  */
 import { Context, type Effect, type Option, Schema } from "effect"
-import type { ClaimRecord } from "../Schemas/Claims.ts"
+import type { ClaimIntent, ClaimRecord } from "../Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 
 /** The file exists but cannot be read or decoded: the daemon refuses to start (PER-8). */
@@ -50,7 +50,8 @@ export class ClaimsStore extends Context.Service<ClaimsStore, {
   readonly path: string
   /**
    * Startup read: missing file → empty table; unreadable or undecodable → ClaimsLoadError.
-   * Rows with no claimedAt are returned with None (the caller back-fills, PER-8).
+   * Rows with no claimedAt are returned with None (the caller back-fills, PER-8). The file's
+   * intents are kept by the store (see `intents`) and written again until settled.
    */
   readonly load: Effect.Effect<ReadonlyMap<PodKey, ClaimRecord>, ClaimsLoadError>
   /**
@@ -59,4 +60,14 @@ export class ClaimsStore extends Context.Service<ClaimsStore, {
    * failing with that write's error.
    */
   readonly commit: (key: Option.Option<PodKey>) => Effect.Effect<void, ClaimsWriteError>
+  /**
+   * Writes `intent` durably before its claim is sent, riding the group commit (a batch of intents
+   * costs one write). The intent leaves the file in the same write that lands its key's row
+   * (`commit(Some(key))`), or in the next write after `settleIntent`.
+   */
+  readonly intend: (intent: ClaimIntent) => Effect.Effect<void, ClaimsWriteError>
+  /** The claim's outcome is known without a row (it failed, or its doubt was resolved): the next write drops the intent. */
+  readonly settleIntent: (key: PodKey) => Effect.Effect<void>
+  /** The intents held now: those `load` found (until settled) and the claims in flight. */
+  readonly intents: Effect.Effect<ReadonlyMap<PodKey, ClaimIntent>>
 }>()("vk-sandbox/ClaimsStore") {}

@@ -12,6 +12,10 @@ export const failpointNames = [
   "claim-before-send",
   /** sandboxd answered the claim; nothing about the reply is recorded yet. */
   "claim-after-send",
+  /** The claims file's new bytes are written to the temp file, not yet synced. */
+  "commit-before-fsync",
+  /** The new claims file is in place (renamed), its directory not yet synced. */
+  "commit-after-rename",
   /** A Pod status write to the apiserver is about to be sent. */
   "push-before-write",
   /** A Pod status write was accepted by the apiserver. */

@@ -6,9 +6,12 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Context, type Effect, type Option, type Stream } from "effect"
 import type { PodKey } from "../Schemas/Ids.ts"
-import type { CreatePodError, ReleaseFailed } from "./ProviderErrors.ts"
+import type { ClaimInDoubt, CreatePodError, ReleaseFailed } from "./ProviderErrors.ts"
 
-export type { CreatePodError, ReleaseFailed }
+export type { ClaimInDoubt, CreatePodError, ReleaseFailed }
+
+/** Why a delete did not finish: a release sandboxd did not confirm, or a claim in doubt not yet settled. */
+export type DeletePodError = ReleaseFailed | ClaimInDoubt
 
 /** What a successful createPod did, for events and metrics. */
 export type CreateOutcome =
@@ -20,8 +23,8 @@ export class PodLifecycle extends Context.Service<PodLifecycle, {
   readonly createPod: (pod: V1Pod) => Effect.Effect<CreateOutcome, CreatePodError>
   /** Records the newer Pod; never fails. */
   readonly updatePod: (pod: V1Pod) => Effect.Effect<void>
-  /** Idempotent; a release that failed is retried. */
-  readonly deletePod: (pod: V1Pod) => Effect.Effect<void, ReleaseFailed>
+  /** Idempotent; a release that failed (or a doubt not yet settled) is retried. */
+  readonly deletePod: (pod: V1Pod) => Effect.Effect<void, DeletePodError>
   readonly getPod: (key: PodKey) => Effect.Effect<Option.Option<V1Pod>>
   readonly getPods: Effect.Effect<ReadonlyArray<V1Pod>>
   /** Status pushes (NotifyPods): each is a whole Pod whose status (and annotations) should be written. */

@@ -6,7 +6,7 @@
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { Context, type Effect, type Option, type PubSub, type Scope } from "effect"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
-import type { CreatePodError, DeleteOutcome, ReleaseFailed } from "./ProviderErrors.ts"
+import type { ClaimInDoubt, CreatePodError, DeleteOutcome, ReleaseFailed } from "./ProviderErrors.ts"
 
 /** What a successful createPod did. */
 export type CreatePodOutcome =
@@ -19,7 +19,7 @@ export class Provider extends Context.Service<Provider, {
   /** UPD-1: record the newer Pod (stale generations ignored); never touches sandboxd. */
   readonly updatePod: (pod: V1Pod) => Effect.Effect<void>
   /** DEL-1 with the AUTH-* verdicts (`Programs/Provider/DeletePod.ts`); idempotent. */
-  readonly deletePod: (pod: V1Pod) => Effect.Effect<DeleteOutcome, ReleaseFailed>
+  readonly deletePod: (pod: V1Pod) => Effect.Effect<DeleteOutcome, ReleaseFailed | ClaimInDoubt>
   /** UPD-2: a copy of the tracked Pod, None when absent. Memory only. */
   readonly getPod: (namespace: string, name: string) => Effect.Effect<Option.Option<V1Pod>>
   /** UPD-3: copies of every tracked Pod. */

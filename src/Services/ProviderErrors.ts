@@ -96,6 +96,17 @@ export class ClaimNotPersisted extends Schema.TaggedError<ClaimNotPersisted>()("
   }
 }
 
+/** The claim's intent could not be written durably, so the claim was not sent (nothing to undo). */
+export class IntentNotPersisted extends Schema.TaggedError<IntentNotPersisted>()("IntentNotPersisted", {
+  pod: Schema.String,
+  cause: ClaimsWriteError,
+  message: Schema.String
+}) {
+  get retryable(): true {
+    return true
+  }
+}
+
 /** A claim loaded from disk could not be checked against sandboxd; nothing is claimed over it (CRT-3 step 2). */
 export class ClaimUnverifiable extends Schema.TaggedError<ClaimUnverifiable>()("ClaimUnverifiable", {
   pod: Schema.String,
@@ -172,6 +183,7 @@ export type PodChangeRequired = RuntimeMismatch | MissingTemplate | InvalidTtl |
 export type RetryableCreateError =
   | ClaimFailed
   | ClaimNotPersisted
+  | IntentNotPersisted
   | ClaimUnverifiable
   | ExpiredClaimUnlistable
   | StrandedClaimNotReturned

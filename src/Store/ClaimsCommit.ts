@@ -1,6 +1,12 @@
 /**
- * The claims table's group commit: each request names the key whose tentative row it makes
- * durable (or none, for a plain save of the settled rows).
+ * The claims table's group commit: a request either names the key whose tentative row it makes
+ * durable (or none, for a plain save of the settled rows), or carries a claim intent to write
+ * before its claim is sent.
+ *
+ * Intents are held here and written with every batch until they leave: a key's intent is left
+ * out of the very write that lands its row (one atomic replace records the claim and drops the
+ * intent, so a crash leaves one or the other), or out of every write after `settleIntent`. A batch
+ * of intents and row commits costs one durable write.
  *
  * Each batch snapshots its rows only after the batch is taken, so every change made before a
  * caller's `commit` is in that caller's write. The write then reports the batch's landed keys to
@@ -10,34 +16,65 @@
  */
 import { Effect, Metric, Option, type Scope } from "effect"
 import { commitBatchSize } from "../Services/Metrics.ts"
-import type { ClaimRecord } from "../Schemas/Claims.ts"
+import type { ClaimIntent, ClaimRecord } from "../Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { ClaimsSnapshot, type ClaimsWriteError } from "../Services/ClaimsStore.ts"
 import * as GroupCommit from "./GroupCommit.ts"
 
-/** One durable write of the whole table. `committing` = the batch's keys (for tests and logs). */
+/**
+ * One durable write of the whole table and the intents. `committing` = the batch's row keys,
+ * `intending` = the keys whose new intents the batch carries (both for tests and logs).
+ */
 export type WriteTable = (
   rows: ReadonlyMap<PodKey, ClaimRecord>,
-  committing: ReadonlySet<PodKey>
+  intents: ReadonlyMap<PodKey, ClaimIntent>,
+  committing: ReadonlySet<PodKey>,
+  intending: ReadonlySet<PodKey>
 ) => Effect.Effect<void, ClaimsWriteError>
 
-/** Starts the writer in the current scope and returns `ClaimsStore.commit`. */
+type Request =
+  | { readonly _tag: "Commit"; readonly key: Option.Option<PodKey> }
+  | { readonly _tag: "Intend"; readonly key: PodKey }
+
+export interface ClaimsCommit {
+  readonly commit: (key: Option.Option<PodKey>) => Effect.Effect<void, ClaimsWriteError>
+  readonly intend: (intent: ClaimIntent) => Effect.Effect<void, ClaimsWriteError>
+  readonly settleIntent: (key: PodKey) => Effect.Effect<void>
+  readonly intents: Effect.Effect<ReadonlyMap<PodKey, ClaimIntent>>
+  /** Startup: the intents found in the file, held (and written again) until settled. */
+  readonly holdLoaded: (intents: ReadonlyMap<PodKey, ClaimIntent>) => Effect.Effect<void>
+}
+
+/** Starts the writer in the current scope and returns the store's commit and intent operations. */
 export const makeClaimsCommit = (
   write: WriteTable
-): Effect.Effect<
-  (key: Option.Option<PodKey>) => Effect.Effect<void, ClaimsWriteError>,
-  never,
-  ClaimsSnapshot | Scope.Scope
-> =>
+): Effect.Effect<ClaimsCommit, never, ClaimsSnapshot | Scope.Scope> =>
   Effect.gen(function*() {
     const snapshot = yield* ClaimsSnapshot
-    return yield* GroupCommit.make((keys: ReadonlyArray<Option.Option<PodKey>>) =>
+    // Changed only in synchronous steps (no Ref needed); a batch reads it after it is taken.
+    const held = new Map<PodKey, ClaimIntent>()
+    const submit = yield* GroupCommit.make((requests: ReadonlyArray<Request>) =>
       Effect.gen(function*() {
-        yield* Metric.update(commitBatchSize, keys.length)
+        yield* Metric.update(commitBatchSize, requests.length)
         const committing = new Set<PodKey>()
-        for (const key of keys) if (Option.isSome(key)) committing.add(key.value)
+        const intending = new Set<PodKey>()
+        for (const request of requests) {
+          if (request._tag === "Intend") intending.add(request.key)
+          else if (Option.isSome(request.key)) committing.add(request.key.value)
+        }
         const rows = yield* snapshot.rowsForWrite(committing)
-        yield* write(rows, committing)
+        const intents = new Map(held)
+        const dropped = new Map<PodKey, ClaimIntent>()
+        for (const key of committing) {
+          const intent = intents.get(key)
+          if (intent !== undefined && rows.has(key)) {
+            intents.delete(key)
+            dropped.set(key, intent)
+          }
+        }
+        yield* write(rows, intents, committing, intending)
+        // Only the intent this write left out goes: one set again meanwhile is a newer claim's.
+        for (const [key, intent] of dropped) if (held.get(key) === intent) held.delete(key)
         const written = new Map<PodKey, ClaimId>()
         for (const key of committing) {
           const row = rows.get(key)
@@ -46,4 +83,19 @@ export const makeClaimsCommit = (
         yield* snapshot.landed(written)
       })
     )
+    return {
+      commit: (key) => submit({ _tag: "Commit", key }),
+      intend: (intent) =>
+        Effect.suspend(() => {
+          // Held before the request is queued, so the batch that takes the request writes it.
+          held.set(intent.key, intent)
+          return submit({ _tag: "Intend", key: intent.key })
+        }),
+      settleIntent: (key) => Effect.sync(() => void held.delete(key)),
+      intents: Effect.sync(() => new Map(held) as ReadonlyMap<PodKey, ClaimIntent>),
+      holdLoaded: (intents) =>
+        Effect.sync(() => {
+          for (const [key, intent] of intents) if (!held.has(key)) held.set(key, intent)
+        })
+    }
   })

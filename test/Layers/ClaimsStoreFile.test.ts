@@ -464,7 +464,7 @@ describe("ClaimsStoreFile", () => {
       const path = NPath.join(dir, "claims.json")
       const newer = `{"claims":{` +
         `"default/a":{"id":"sb_00000000000000a1","token":"tok-a","podUID":"uid-a","claimedAt":"2026-07-27T02:15:00Z","attempt":{"n":3}}` +
-        `},"intents":{"default/z":{"uid":"u"}},"format":2}`
+        `},"leases":{"default/z":{"uid":"u"}},"format":2}`
       yield* Effect.promise(() => NFS.writeFile(path, newer))
       yield* withStore(
         path,
@@ -478,7 +478,7 @@ describe("ClaimsStoreFile", () => {
       )
       const text = yield* readText(path)
       assert.include(text, `"claimedAt":"2026-07-27T02:15:00Z","attempt":{"n":3}}`)
-      assert.isTrue(text.endsWith(`}},"intents":{"default/z":{"uid":"u"}},"format":2}`), text)
+      assert.isTrue(text.endsWith(`}},"leases":{"default/z":{"uid":"u"}},"format":2}`), text)
       assert.include(text, `"ns/pod-1":`)
     }))
 

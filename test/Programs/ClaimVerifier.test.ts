@@ -34,7 +34,7 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
     Effect.gen(function*() {
       const lifted = yield* subscribeLifted
       const summary = yield* startClaims
-      assert.deepStrictEqual(summary, { loaded: 2, backfilled: 1, verified: true, quarantined: 0 })
+      assert.deepStrictEqual(summary, { loaded: 2, backfilled: 1, verified: true, quarantined: 0, intents: 0 })
       assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable" })
       const table = yield* ClaimTable
       const alive = Option.getOrThrow(yield* table.durable(keyOf("alive")))

@@ -3,13 +3,18 @@
  * the claim and release places (the sandboxd simulator's audit log shows what was sent).
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as NFS from "node:fs"
+import * as NOS from "node:os"
+import * as NPath from "node:path"
 import { Duration, Effect, Exit, Fiber, Option, Result } from "effect"
 import { TestClock } from "effect/testing"
 import { FAILPOINTS_ENV, failpointsFromEnvironment, parseFailpoints } from "../../src/Cli/Failpoints.ts"
+import { nodeClaimsFileOps } from "../../src/Layers/ClaimsStoreFile.ts"
 import { make } from "../../src/Layers/Failpoints.ts"
 import { podKeyOf } from "../../src/Schemas/Ids.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { Failpoints, failpointNames } from "../../src/Services/Failpoints.ts"
+import { durableReplace } from "../../src/Store/DurableReplace.ts"
 import { Provider } from "../../src/Services/Provider.ts"
 import { SandboxdSim } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { deleteWorld } from "./Authorization/world.ts"
@@ -154,4 +159,26 @@ describe("failpoints on the claim and release paths", () => {
       Effect.provideService(Failpoints, armed("release-before-send=1*fail;release-after-send=1*fail").points),
       Effect.provide(deleteWorld(), { local: true })
     ))
+})
+
+describe("failpoints on the commit path", () => {
+  it("commit-before-fsync=fail: the write fails at fsync, the old file stays, no temp file is left", async () => {
+    const dir = NFS.mkdtempSync(NPath.join(NOS.tmpdir(), "vk-fp-"))
+    const path = NPath.join(dir, "claims.json")
+    NFS.writeFileSync(path, "old")
+    const { points } = armed("commit-before-fsync=fail")
+    const failed = { operation: "", path: "" }
+    const error = await durableReplace(nodeClaimsFileOps, path, Buffer.from("new"), failed, points).then(() => undefined, (e: unknown) => e)
+    assert.strictEqual((error as { _tag?: string })._tag, "FailpointFired")
+    assert.strictEqual(failed.operation, "fsync")
+    assert.strictEqual(NFS.readFileSync(path, "utf8"), "old")
+    assert.deepStrictEqual(NFS.readdirSync(dir), ["claims.json"])
+    // commit-after-rename=crash: the new file is already in place when the process would end.
+    const crashing = armed("commit-after-rename=crash")
+    void durableReplace(nodeClaimsFileOps, path, Buffer.from("newer"), failed, crashing.points)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    assert.strictEqual(crashing.crashes.count, 1)
+    assert.strictEqual(NFS.readFileSync(path, "utf8"), "newer")
+    NFS.rmSync(dir, { recursive: true, force: true })
+  })
 })

@@ -131,9 +131,9 @@ describe("ClaimsFile", () => {
       const newer = `{"claims":{` +
         `"ns/a":{"id":"sb_1","token":"t1","podUID":"u","claimedAt":"2026-07-27T02:15:00Z","sentAtNanos":1780000000123456789,"origin":{"by":"v2","tags":["a b"]}},` +
         `"ns/b":{"id":"sb_2","token":"t2","podUID":""}` +
-        `},"intents":{"ns/c":{"uid":"u3"}},"format":2}`
+        `},"leases":{"ns/c":{"uid":"u3"}},"format":2}`
       const document = Result.getOrThrow(decodeClaimsDocument(newer))
-      assert.strictEqual(document.unknownMembers, `"intents":{"ns/c":{"uid":"u3"}},"format":2`)
+      assert.strictEqual(document.unknownMembers, `"leases":{"ns/c":{"uid":"u3"}},"format":2`)
       assert.strictEqual(document.rows.get("ns/a" as PodKey)?.unknownFields, `"sentAtNanos":1780000000123456789,"origin":{"by":"v2","tags":["a b"]}`)
       assert.isUndefined(document.rows.get("ns/b" as PodKey)?.unknownFields)
       assert.strictEqual(encodeClaimsFile(document.rows, document.unknownMembers), newer, "numbers past 2^53 kept digit for digit")

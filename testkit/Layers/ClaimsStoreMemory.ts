@@ -6,8 +6,8 @@
  * Provides `ClaimsStore` and `ClaimsStoreMemoryControl`; requires `ClaimsSnapshot`.
  */
 import { Context, Effect, Latch, Layer, Option, Ref } from "effect"
-import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
-import { encodeClaimsFile } from "../../src/Schemas/ClaimsFile.ts"
+import type { ClaimIntent, ClaimRecord } from "../../src/Schemas/Claims.ts"
+import { encodeClaimsFile, membersAfterClaims } from "../../src/Schemas/ClaimsFile.ts"
 import type { PodKey } from "../../src/Schemas/Ids.ts"
 import { ClaimsLoadError, ClaimsSnapshot, ClaimsStore, ClaimsWriteError } from "../../src/Services/ClaimsStore.ts"
 import { makeClaimsCommit } from "../../src/Store/ClaimsCommit.ts"
@@ -19,8 +19,12 @@ export interface MemoryWrite {
   readonly seq: number
   /** The keys whose commits this write carried. */
   readonly committing: ReadonlySet<PodKey>
+  /** The keys whose new claim intents this write carried. */
+  readonly intending: ReadonlySet<PodKey>
   /** Exactly the rows the write would have put on disk. */
   readonly rows: ReadonlyMap<PodKey, ClaimRecord>
+  /** The claim intents the write would have put on disk. */
+  readonly intents: ReadonlyMap<PodKey, ClaimIntent>
   /** The file's bytes, the reference's format. */
   readonly text: string
   /** None = landed; Some = the failed operation. */
@@ -34,10 +38,18 @@ export class ClaimsStoreMemoryControl extends Context.Service<ClaimsStoreMemoryC
   readonly writeCount: Effect.Effect<number>
   /** The table as of the last landed write (what a restart would load). */
   readonly disk: Effect.Effect<ReadonlyMap<PodKey, ClaimRecord>>
-  /** The next `count` writes fail with ClaimsWriteError at `operation` (default "fsync"). */
+  /** The intents as of the last landed write. */
+  readonly diskIntents: Effect.Effect<ReadonlyMap<PodKey, ClaimIntent>>
+  /**
+   * The next `count` writes fail with ClaimsWriteError at `operation` (default "fsync"). Writes
+   * of new claim intents alone are not counted (see `failNextIntentWrites`); nor do they wait
+   * for `resume`.
+   */
   readonly failNext: (count: number, operation?: string) => Effect.Effect<void>
   /** Every write fails from now on (Some(operation)), or none (None). */
   readonly failAlways: (operation: Option.Option<string>) => Effect.Effect<void>
+  /** The next `count` writes of new claim intents alone fail at "fsync". */
+  readonly failNextIntentWrites: (count: number) => Effect.Effect<void>
   /** Writes started from now on wait, after taking their rows, until `resume`. */
   readonly pause: Effect.Effect<void>
   readonly resume: Effect.Effect<void>
@@ -46,6 +58,8 @@ export class ClaimsStoreMemoryControl extends Context.Service<ClaimsStoreMemoryC
 export interface ClaimsStoreMemoryOptions {
   /** What `load` returns (default: empty). */
   readonly initial?: ReadonlyMap<PodKey, ClaimRecord>
+  /** The intents "on disk" at the start, held by the store once `load` ran (default: none). */
+  readonly initialIntents?: ReadonlyMap<PodKey, ClaimIntent>
   /** `load` fails with ClaimsLoadError carrying this message. */
   readonly loadError?: string
   /** Reported as the store's path (default "/memory/claims.json"). */
@@ -63,6 +77,12 @@ export const make = (options: ClaimsStoreMemoryOptions = {}) =>
       nextOp: "fsync",
       always: Option.none()
     }
+    let intentFailures = 0
+    const takeIntentFailure = (): Option.Option<string> => {
+      if (intentFailures <= 0) return Option.none()
+      intentFailures -= 1
+      return Option.some("fsync")
+    }
     const takeFailure = (): Option.Option<string> => {
       if (Option.isSome(failures.always)) return failures.always
       if (failures.next > 0) {
@@ -73,33 +93,51 @@ export const make = (options: ClaimsStoreMemoryOptions = {}) =>
     }
     const gate = yield* Latch.make(true)
 
-    const commit = yield* makeClaimsCommit((rows, committing) =>
+    const diskIntents = yield* Ref.make<ReadonlyMap<PodKey, ClaimIntent>>(options.initialIntents ?? new Map())
+    const commits = yield* makeClaimsCommit((rows, intents, committing, intending) =>
       Effect.gen(function*() {
-        yield* gate.await
-        const failed = takeFailure()
+        // A write of new intents alone is not a commit of rows: it has its own failure knob, and
+        // the gate holds only row writes (so a paused store still lets claims be sent).
+        const intentsOnly = committing.size === 0 && intending.size > 0
+        if (!intentsOnly) yield* gate.await
+        const failed = intentsOnly ? takeIntentFailure() : takeFailure()
         const snapshotRows = new Map(rows)
+        const snapshotIntents = new Map(intents)
         yield* Ref.update(writes, (all) => [
           ...all,
-          { seq: all.length + 1, committing: new Set(committing), rows: snapshotRows, text: encodeClaimsFile(snapshotRows), failed }
+          {
+            seq: all.length + 1,
+            committing: new Set(committing),
+            intending: new Set(intending),
+            rows: snapshotRows,
+            intents: snapshotIntents,
+            text: encodeClaimsFile(snapshotRows, membersAfterClaims(snapshotIntents, "")),
+            failed
+          }
         ])
         if (Option.isSome(failed)) {
           return yield* new ClaimsWriteError({ path, operation: failed.value, message: `injected ${failed.value} failure` })
         }
         yield* Ref.set(disk, snapshotRows)
+        yield* Ref.set(diskIntents, snapshotIntents)
       })
     )
 
     const store = ClaimsStore.of({
       path,
       load: options.loadError === undefined
-        ? Ref.get(disk)
+        ? Effect.andThen(Effect.flatMap(Ref.get(diskIntents), commits.holdLoaded), Ref.get(disk))
         : Effect.fail(new ClaimsLoadError({ path, message: options.loadError })),
-      commit
+      commit: commits.commit,
+      intend: commits.intend,
+      settleIntent: commits.settleIntent,
+      intents: commits.intents
     })
     const control = ClaimsStoreMemoryControl.of({
       writes: Ref.get(writes),
       writeCount: Effect.map(Ref.get(writes), (all) => all.length),
       disk: Ref.get(disk),
+      diskIntents: Ref.get(diskIntents),
       failNext: (count, operation = "fsync") =>
         Effect.sync(() => {
           failures.next = count
@@ -108,6 +146,10 @@ export const make = (options: ClaimsStoreMemoryOptions = {}) =>
       failAlways: (operation) =>
         Effect.sync(() => {
           failures.always = operation
+        }),
+      failNextIntentWrites: (count) =>
+        Effect.sync(() => {
+          intentFailures = count
         }),
       pause: Effect.asVoid(gate.close),
       resume: Effect.asVoid(gate.open)

@@ -16,7 +16,7 @@ import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import type { Pod } from "../../Schemas/Pod.ts"
 import type { EventRecorder } from "../../Services/EventRecorder.ts"
 import type { KubeApi } from "../../Services/KubeApi.ts"
-import { PodLifecycle, type ReleaseFailed } from "../../Services/PodLifecycle.ts"
+import { type DeletePodError, PodLifecycle } from "../../Services/PodLifecycle.ts"
 import * as Backoff from "./Backoff.ts"
 import * as Informer from "./Informer.ts"
 import * as KeyedQueue from "./KeyedQueue.ts"
@@ -80,7 +80,7 @@ export const make = (
       if (dangling.length > 0) yield* Effect.logInfo("dangling pods at startup").pipe(Effect.annotateLogs({ count: dangling.length }))
       yield* Effect.forEach(dangling, (pod) =>
         provider.deletePod(pod).pipe(
-          Effect.catchTag("ReleaseFailed", (failure: ReleaseFailed) =>
+          Effect.catch((failure: DeletePodError) =>
             Effect.logWarning("dangling pod delete failed").pipe(Effect.annotateLogs({ pod: podKeyOfPod(pod), error: failure }))
           )
         ), { concurrency: 8, discard: true })

@@ -16,7 +16,7 @@ import type { Pod } from "../../Schemas/Pod.ts"
 import type { CreatePodError } from "../../Services/ProviderErrors.ts"
 import { EventRecorder, involvedPod } from "../../Services/EventRecorder.ts"
 import { KubeApi, type KubeError } from "../../Services/KubeApi.ts"
-import { PodLifecycle, type ReleaseFailed } from "../../Services/PodLifecycle.ts"
+import { type DeletePodError, PodLifecycle } from "../../Services/PodLifecycle.ts"
 import * as Metrics from "../../Services/Metrics.ts"
 import type { Informer } from "./Informer.ts"
 import type { RunOutcome } from "./KeyedQueue.ts"
@@ -118,7 +118,7 @@ export const make = (
         )
       )
 
-    const releaseFailed = (what: string) => (failure: ReleaseFailed) =>
+    const releaseFailed = (what: string) => (failure: DeletePodError) =>
       Effect.logWarning(what).pipe(Effect.annotateLogs({ error: failure }), Effect.as<RunOutcome>("Retry"))
 
     const onCreateFailure = (key: PodKey, pod: Pod, failure: CreatePodError) =>
@@ -169,7 +169,7 @@ export const make = (
           return status.forget(key).pipe(
             Effect.andThen(provider.deletePod(action.held)),
             Effect.as<RunOutcome>("Done"),
-            Effect.catchTag("ReleaseFailed", releaseFailed("delete in provider failed; retrying"))
+            Effect.catch(releaseFailed("delete in provider failed; retrying"))
           )
         case "RemoveObject":
           return finalDelete(key, action.uid)

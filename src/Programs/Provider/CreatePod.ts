@@ -17,6 +17,7 @@ import {
   ClaimNotPersisted,
   ClaimUnverifiable,
   ExpiredClaimUnlistable,
+  IntentNotPersisted,
   InvalidTtl,
   MissingTemplate,
   RuntimeMismatch,
@@ -168,7 +169,21 @@ const refuseLost = Effect.fnUntraced(function*(key: PodKey, pod: V1Pod) {
 })
 
 /**
- * CRT-3 steps 8–11: claim, record tentatively, commit, push. Uninterruptible as one piece so a
+ * What a store write that did not land ended in: its own error, or one made for an interruption
+ * (the store closing at shutdown interrupts queued writes) or a defect.
+ */
+const writeErrorOf = (path: string, cause: Cause.Cause<ClaimsWriteError>): ClaimsWriteError =>
+  Option.getOrElse(Cause.findErrorOption(cause), () =>
+    new ClaimsWriteError({
+      path,
+      operation: "commit",
+      message: Cause.hasInterruptsOnly(cause)
+        ? "the commit was interrupted before its write landed"
+        : `the commit failed unexpectedly: ${Cause.pretty(cause)}`
+    }))
+
+/**
+ * CRT-3 steps 8–11: intent, claim, record tentatively, commit, push. Uninterruptible as one piece so a
  * shutdown cannot leave a claimed VM neither recorded nor returned.
  */
 const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: number) =>
@@ -177,6 +192,18 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
     const sandboxd = yield* SandboxdClient
     const store = yield* ClaimsStore
     const startedAt = yield* DateTime.now
+    // The intent is durable before the claim leaves: after a crash at any later point, the file
+    // still names this key as one whose claim may have made a VM that no row records.
+    const intended = yield* Effect.exit(store.intend({ key, podUID: pod.metadata?.uid ?? "", sentAt: startedAt }))
+    if (Exit.isFailure(intended)) {
+      yield* store.settleIntent(key)
+      const writeError = writeErrorOf(store.path, intended.cause)
+      return yield* new IntentNotPersisted({
+        pod: key,
+        cause: writeError,
+        message: `pod ${key}: the claim's intent could not be persisted (${writeError.message}); nothing was claimed`
+      })
+    }
     const attempt = yield* Effect.result(failpoint("claim-before-send").pipe(
       // An armed failure here stands for a claim that provably never left (a refused connection).
       Effect.catchTag("FailpointFired", (e) =>
@@ -198,6 +225,8 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
     ))
     const claimOutcome = claimOutcomeOf(attempt)
     if (claimOutcome._tag === "Failed") {
+      // sandboxd said no, or the request never left: no VM, nothing left for the intent to guard.
+      yield* store.settleIntent(key)
       const cause = claimOutcome.error
       return yield* new ClaimFailed({
         pod: key,
@@ -208,6 +237,7 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
     }
     if (claimOutcome._tag === "Unknown") {
       // sandboxd may have made the VM: never claim over it before a listing says what became of it.
+      // The intent stays on disk until then, so a restart keeps the doubt.
       const cause = claimOutcome.error
       yield* markInDoubt({ key, podUid: pod.metadata?.uid ?? "", startedAt })
       yield* Effect.logWarning("claim outcome unknown; the pod key is in doubt until sandboxd's listing settles it").pipe(
@@ -236,17 +266,11 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
     // or the VM would be returned by no one and its token would go with the process.
     const committed = yield* Effect.exit(store.commit(Option.some(key)))
     if (Exit.isFailure(committed)) {
-      const writeError = Option.getOrElse(Cause.findErrorOption(committed.cause), () =>
-        new ClaimsWriteError({
-          path: store.path,
-          operation: "commit",
-          message: Cause.hasInterruptsOnly(committed.cause)
-            ? "the commit was interrupted before its write landed"
-            : `the commit failed unexpectedly: ${Cause.pretty(committed.cause)}`
-        }))
+      const writeError = writeErrorOf(store.path, committed.cause)
       const released = yield* Effect.result(detachedRelease(record.id, record.token))
       if (Result.isSuccess(released)) {
         yield* table.withdraw(key, record.id)
+        yield* store.settleIntent(key)
         yield* Effect.logWarning("returned sandbox after its claim could not be persisted").pipe(
           Effect.annotateLogs({ pod: key, claim: record.id, err: writeError.message })
         )

@@ -6,6 +6,8 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Option } from "effect"
 import { DeleteVerdict } from "../../Schemas/DeleteVerdict.ts"
+import { ClaimInDoubt } from "../../Services/ProviderErrors.ts"
+import { resolveDoubt } from "../ClaimDoubt.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import { ClaimsStore, ClaimsWriteError } from "../../Services/ClaimsStore.ts"
 import { ClaimTable, type ClaimTableState, podUidIsCurrent } from "../../Services/ClaimTable.ts"
@@ -36,6 +38,26 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
   if (!podUidIsCurrent(yield* table.state, key, uid)) {
     yield* Effect.logInfo("ignoring stale DeletePod for previous pod generation").pipe(Effect.annotateLogs({ uid }))
     return { _tag: "StaleUid" } as DeleteOutcome
+  }
+  // 1b. A key in doubt (a claim that may have made a VM no row records, from before a crash or a
+  // lost reply) is resolved first: its sandbox adopted, so the owner's verdict below releases or
+  // keeps it like any held claim, or shown absent. Until then the Pod is not let go.
+  const resolution = yield* resolveDoubt(key).pipe(
+    Effect.mapError((cause) =>
+      new ClaimInDoubt({
+        pod: key,
+        strays: [],
+        cause,
+        message: `pod ${key}: a claim whose outcome is unknown cannot be settled yet (${cause.message}); the Pod is kept until it is`
+      })
+    )
+  )
+  if (resolution._tag === "Pending") {
+    return yield* new ClaimInDoubt({
+      pod: key,
+      strays: resolution.strays,
+      message: `pod ${key}: a claim whose outcome is unknown is not settled: ${resolution.reason}`
+    })
   }
   // 2–3. The held lookup: tentative and quarantined claims still hold live microVMs.
   const held = yield* table.held(key)

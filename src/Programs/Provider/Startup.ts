@@ -1,6 +1,7 @@
 /**
  * Bringing the claims table up (reference PER-8, PER-9, VER-1): load, back-fill claimedAt,
- * quarantine every loaded row, one verification pass, then the mandatory write. A load or
+ * quarantine every loaded row, put the keys of leftover claim intents in doubt, one
+ * verification pass, then the mandatory write. A load or
  * that write failing is a startup error: a daemon that cannot persist would leak a VM per claim.
  */
 import { DateTime, Effect, Option } from "effect"
@@ -8,6 +9,7 @@ import type { ClaimRecord } from "../../Schemas/Claims.ts"
 import type { PodKey } from "../../Schemas/Ids.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
+import { markInDoubt } from "../ClaimDoubt.ts"
 import { verifyQuarantinedClaims } from "../ClaimVerifier.ts"
 
 export interface StartupSummary {
@@ -16,12 +18,21 @@ export interface StartupSummary {
   /** False when the startup pass could not list: every loaded row stays quarantined. */
   readonly verified: boolean
   readonly quarantined: number
+  /** Claim intents found in the file: claims that may have made a VM no row records. */
+  readonly intents: number
 }
 
 export const startClaims = Effect.gen(function*() {
   const store = yield* ClaimsStore
   const table = yield* ClaimTable
   const loaded = yield* store.load
+  // Held by the store (and written again below) until each one's claim is settled. Each names a
+  // claim that may have made a VM no row records: its key is in doubt before any Pod is seen, so
+  // the key takes no new work (no claim, no release) until the doubt is resolved.
+  const intents = yield* store.intents
+  for (const intent of intents.values()) {
+    yield* markInDoubt({ key: intent.key, podUid: intent.podUID, startedAt: intent.sentAt })
+  }
   // One shared "now" for every back-filled row; the write below makes it the stable start time.
   const now = yield* DateTime.now
   let backfilled = 0
@@ -38,8 +49,8 @@ export const startClaims = Effect.gen(function*() {
   yield* store.commit(Option.none())
   const quarantined = (yield* table.quarantinedKeys).length
   yield* Effect.logInfo("claims table loaded").pipe(
-    Effect.annotateLogs({ path: store.path, loaded: loaded.size, backfilled, verified, quarantined })
+    Effect.annotateLogs({ path: store.path, loaded: loaded.size, backfilled, verified, quarantined, intents: intents.size })
   )
-  const summary: StartupSummary = { loaded: loaded.size, backfilled, verified, quarantined }
+  const summary: StartupSummary = { loaded: loaded.size, backfilled, verified, quarantined, intents: intents.size }
   return summary
 }).pipe(Effect.withSpan("Provider.startClaims"))

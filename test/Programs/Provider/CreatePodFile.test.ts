@@ -5,6 +5,7 @@ import * as NOS from "node:os"
 import * as NPath from "node:path"
 import { Effect, Fiber, Option, Redacted } from "effect"
 import { type ClaimsFileOps, nodeClaimsFileOps } from "../../../src/Layers/ClaimsStoreFile.ts"
+import { ClaimsStore } from "../../../src/Services/ClaimsStore.ts"
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
 import { Provider } from "../../../src/Services/Provider.ts"
 import { SandboxdSim } from "../../../testkit/Simulators/Sandboxd/Model.ts"
@@ -21,12 +22,15 @@ const controllableOps = () => {
     holdRename: false,
     renameReached: false,
     failRenames: 0,
+    /** Renames let through before `failRenames` starts counting. */
+    passRenames: 0,
     release: (): void => undefined
   }
   const ops: ClaimsFileOps = {
     ...nodeClaimsFileOps,
     rename: async (from, to) => {
-      if (control.failRenames > 0) {
+      if (control.passRenames > 0) control.passRenames--
+      else if (control.failRenames > 0) {
         control.failRenames--
         throw Object.assign(new Error("injected EIO"), { code: "EIO" })
       }
@@ -83,6 +87,8 @@ describe("CreatePod over the file store", () => {
         const sim = yield* SandboxdSim
         yield* provider.createPod(pod("first"))
         const before = NFS.readFileSync(statePath, "utf8")
+        // The first write (the claim's intent) lands; the second (its row) fails at the rename.
+        control.passRenames = 1
         control.failRenames = 1
         const error = yield* Effect.flip(provider.createPod(pod("web")))
         assert.strictEqual(error._tag, "ClaimNotPersisted")
@@ -90,7 +96,11 @@ describe("CreatePod over the file store", () => {
         assert.strictEqual(error.cause.operation, "rename")
         assert.isFalse((yield* sim.claims).some((claim) => claim.id === error.claimId), "returned to sandboxd")
         assert.isTrue(Option.isNone(yield* (yield* ClaimTable).held(keyOf("web"))))
-        assert.strictEqual(NFS.readFileSync(statePath, "utf8"), before)
+        const after = JSON.parse(NFS.readFileSync(statePath, "utf8")) as { claims: unknown; intents?: Record<string, unknown> }
+        assert.deepStrictEqual(after.claims, (JSON.parse(before) as { claims: unknown }).claims, "the rows as before")
+        // The intent stays on disk until the next write: after a crash it would only cost a listing.
+        assert.deepStrictEqual(Object.keys(after.intents ?? {}), ["default/web"])
+        assert.deepStrictEqual(yield* (yield* ClaimsStore).intents, new Map(), "settled: the sandbox was returned")
         for (let i = 0; i < 5; i++) yield* flushIO
         assert.deepStrictEqual(NFS.readdirSync(NPath.dirname(statePath)).filter((name) => name.includes(".tmp")), [])
       }).pipe(Effect.provide(fileWorld({ config: { statePath }, fileStore: { ops } }), { local: true }))
