@@ -1,12 +1,12 @@
 # syntax=docker/dockerfile:1
-# Build stage: full install (TypeScript is a dev dependency), compile src/ to dist/.
+# Build stage: full install (the bundler is a dev dependency), bundle src/ into dist/.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # the "vk-sandbox": "file:." dev dependency links the package's own bin
 COPY bin ./bin
 RUN npm ci --omit=optional --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json rolldown.config.mjs ./
 COPY src ./src
 RUN npm run build
 

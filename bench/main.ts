@@ -3,10 +3,11 @@
  * JSON object keyed by section (`--json`), or a readable table. The bench reports; it does not
  * assert. A section is a `BenchSection` in `sections` below; add new ones there.
  */
+import { daemonSection } from "./daemon.ts"
 import { storeSection } from "./store.ts"
 import type { BenchSection, Figures } from "./types.ts"
 
-const sections: ReadonlyArray<BenchSection> = [storeSection]
+const sections: ReadonlyArray<BenchSection> = [storeSection, daemonSection]
 
 const args = process.argv.slice(2)
 const json = args.includes("--json")

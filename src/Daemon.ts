@@ -45,7 +45,7 @@ import { NodeController, NodeHealth } from "./Programs/Node/NodeController.ts"
 import * as HealthServer from "./Programs/Observability/HealthServer.ts"
 import { instrumentKube, instrumentSandboxd } from "./Programs/Observability/Instrument.ts"
 import * as Metrics from "./Services/Metrics.ts"
-import { claimsHeld, commitDuration, quarantinedClaims } from "./Services/Metrics.ts"
+import { claimsHeld, commitDuration, processHeapUsed, processResidentMemory, quarantinedClaims } from "./Services/Metrics.ts"
 import * as OrphanScanner from "./Programs/OrphanScanner.ts"
 import * as PodController from "./Programs/PodController/PodController.ts"
 import { startClaims, type StartupSummary } from "./Programs/Provider/Startup.ts"
@@ -191,6 +191,9 @@ const HealthLayer = Layer.unwrap(
         const state = yield* table.state
         yield* Metric.update(claimsHeld, state.rows.size)
         yield* Metric.update(quarantinedClaims, [...state.rows.values()].filter((r) => r.state._tag === "Quarantined").length)
+        const memory = process.memoryUsage()
+        yield* Metric.update(processResidentMemory, memory.rss)
+        yield* Metric.update(processHeapUsed, memory.heapUsed)
       })
     })
   })

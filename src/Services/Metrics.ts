@@ -31,6 +31,13 @@ export const quarantinedClaims = Metric.gauge("vk_sandbox_quarantined_claims", {
 export const claimsHeld = Metric.gauge("vk_sandbox_claims_held", {
   description: "rows in the claims table (any state)"
 })
+/** Sampled at each scrape: what the process holds (the figures the memory targets are about). */
+export const processResidentMemory = Metric.gauge("vk_sandbox_process_resident_memory_bytes", {
+  description: "resident set size of the daemon process, sampled at each scrape"
+})
+export const processHeapUsed = Metric.gauge("vk_sandbox_process_heap_used_bytes", {
+  description: "V8 heap in use, sampled at each scrape"
+})
 export const commitDuration = Metric.histogram("vk_sandbox_commit_duration_seconds", {
   description: "durable claims-file commit latency as seen by the caller",
   boundaries: latencyBoundaries

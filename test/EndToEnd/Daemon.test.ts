@@ -133,6 +133,11 @@ describe("daemon end to end", () => {
         assert.match(body, new RegExp(`^# TYPE ${family} `, "m"), `family ${family} in /metrics`)
       }
       assert.match(body, /^vk_sandbox_claims_held(\{[^}]*\})? 2$/m, "two claims held")
+      // the process's memory, sampled at the scrape: tens of megabytes, not zero
+      for (const gauge of ["vk_sandbox_process_resident_memory_bytes", "vk_sandbox_process_heap_used_bytes"]) {
+        const sampled = Number(new RegExp(`^${gauge}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(body)?.[1] ?? "0")
+        assert.isAbove(sampled, 10 * 1024 * 1024, gauge)
+      }
       assert.match(body, /^vk_sandbox_releases_total\{[^}]*result="released"[^}]*\} 1$/m)
       // The failed lists are counted by verb and code.
       assert.match(body, /^vk_sandbox_apiserver_requests_total\{[^}]*code="500"[^}]*\} [1-9]/m)

@@ -25,4 +25,14 @@ sim=$("$node24" "$work/dist/main.js" sim sandboxd 2>&1); status=$?
 if [ "$status" -ne 2 ] || [ "$(echo "$sim" | wc -l)" -ne 1 ] || ! echo "$sim" | grep -q "simulators are not installed"; then
   echo "production check: 'sim' should say in one line that simulators are not installed (exit 2); got $status: $sim"; exit 1
 fi
+# The build is one bundled module (dist/app/vk-sandbox.js) behind a one-line dist/main.js: the
+# daemon loads only the code it runs, without node_modules, and no test tooling is bundled in.
+files=$(cd "$work/dist" && find . -type f | sort | tr '\n' ' ')
+[ "$files" = "./app/vk-sandbox.js ./main.js " ] || { echo "production check: dist/ should hold main.js and app/vk-sandbox.js only, has: $files"; exit 1; }
+if grep -Eq 'class ClusterModel|class SandboxdClientSim|const runSim' "$work/dist/app/vk-sandbox.js"; then
+  echo "production check: the bundle contains test tooling"; exit 1
+fi
+alone=$(mktemp -d); cp -r "$work/dist" "$alone/"
+standalone=$("$node24" "$alone/dist/main.js" --help 2>&1); status=$?; rm -rf "$alone"
+[ "$status" -eq 0 ] && echo "$standalone" | grep -q -- "--sandboxd-url" || { echo "production check: the bundle does not start without node_modules: $standalone"; exit 1; }
 echo "production check: ok ($version)"

@@ -518,7 +518,9 @@ export class ClusterModel {
   }
 
   private bookmarkOne(w: Watcher): void {
-    if (w.open && w.bookmarks && !w.stalled) {
+    // A bookmark never carries a resourceVersion older than the one the watch started from: a watch
+    // from a version the server does not have yet (it went backwards) gets none, as on the real server.
+    if (w.open && w.bookmarks && !w.stalled && this.rv > w.after) {
       w.lastRv = this.rv
       w.sink.onEvent({ type: "BOOKMARK", object: this.bookmarkObject(w.resource) })
     }

@@ -293,6 +293,41 @@ describe("ClusterModel: watch", () => {
       assert.deepStrictEqual(quiet.summary(), ["ADDED b", "ADDED other", "MODIFIED a", "DELETED a"])
     }))
 
+  it.effect("restored from a backup: older resourceVersions; a watch from a newer one is silent (no bookmark), a list at it is 504", () =>
+    Effect.gen(function*() {
+      const m = model()
+      const backup = m.snapshot()
+      ok(m.create(Pods, "default", pod("a", "n1")))
+      const ahead = m.resourceVersion
+      m.restore(backup)
+      assert.isBelow(Number(m.resourceVersion), Number(ahead))
+      assert.strictEqual(m.peek(Pods, "default", "a"), undefined)
+      const tooLarge = refused(m.list(Pods, undefined, { resourceVersion: ahead }))
+      assert.strictEqual(tooLarge.code, 504)
+      assert.include(tooLarge.message, "Too large resource version")
+      const rec = recorder()
+      ok(m.watch(Pods, undefined, { resourceVersion: ahead, allowWatchBookmarks: true }, rec.sink))
+      // the write that reaches the watch's version again is not after it: nothing is delivered
+      ok(m.create(Pods, "default", pod("b", "n1")))
+      m.bookmark()
+      assert.deepStrictEqual(rec.summary(), [])
+    }))
+
+  it.effect("pod status times are stored at whole seconds; the same status with a fraction is still a write", () =>
+    Effect.gen(function*() {
+      let now = Date.UTC(2026, 10, 29, 9, 0, 0)
+      const m = new ClusterModel({ now: () => now })
+      const created = ok(m.create(Pods, "default", pod("a", "n1")))
+      const status = { phase: "Running", startTime: "2026-11-29T08:59:50Z" }
+      const first = ok(m.updateStatus(Pods, "default", "a", { ...created, status }))
+      const same = ok(m.updateStatus(Pods, "default", "a", { ...first, status }))
+      assert.strictEqual(meta(same)["resourceVersion"], meta(first)["resourceVersion"], "identical PUT: no write")
+      now += 2000
+      const fraction = ok(m.updateStatus(Pods, "default", "a", { ...same, status: { ...status, startTime: "2026-11-29T08:59:50.734Z" } }))
+      assert.notStrictEqual(meta(fraction)["resourceVersion"], meta(first)["resourceVersion"], "the manager's time moved")
+      assert.strictEqual((fraction["status"] as { startTime: string }).startTime, "2026-11-29T08:59:50Z")
+    }))
+
   it.effect("resourceVersion 0 starts with the current state as ADDED events", () =>
     Effect.gen(function*() {
       const m = model()

