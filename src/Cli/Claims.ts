@@ -11,6 +11,8 @@ import { Console, DateTime, Effect, Option } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
 import { compareKeys, decodeClaimsFile, formatTimestamp } from "../Schemas/ClaimsFile.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
+import { nodeClaimsFileOps } from "../Store/FileOps.ts"
+import { resolveLink } from "../Store/StateDir.ts"
 import { ProcessExit } from "./Errors.ts"
 import { daemonFlags } from "./Flags.ts"
 import type { Environment } from "./ParseConfig.ts"
@@ -163,6 +165,15 @@ export const runClaims = (args: ReadonlyArray<string>, env: Environment) =>
       )
     )
     if (text._tag === "Unreadable") return yield* fail(1, `ClaimsLoadError: cannot read ${path}: ${text.message}`)
+    // A link that leads nowhere (a volume not mounted) stops the daemon; it is not "no claims" here either.
+    if (text._tag === "Missing") {
+      yield* resolveLink(nodeClaimsFileOps, path).pipe(
+        Effect.catchTags({
+          StateDirUnsafe: (e) => fail(1, `StateDirUnsafe: ${e.message}`),
+          FileStepError: (e) => fail(1, `ClaimsLoadError: cannot ${e.operation} ${e.path}: ${e.message}`)
+        })
+      )
+    }
     // A missing file is an empty table for the daemon too (PER-8).
     const rows = text._tag === "Missing" ? new Map<PodKey, ClaimRecord>() : yield* decodeClaimsFile(text.content).pipe(
       Effect.catchTag("ClaimsFileDecodeError", (e) => fail(1, `ClaimsLoadError: cannot decode ${path}: ${e.message}`))

@@ -161,6 +161,26 @@ describe("vk-sandbox claims", () => {
       }), { concurrency: "unbounded" })
     }), { timeout: 60_000 })
 
+  it.effect("a dangling symlink (a volume not mounted) is refused like the daemon refuses it, never \"no claims\"", () =>
+    Effect.gen(function*() {
+      const dir = tempDir()
+      const file = path.join(dir, "claims.json")
+      fs.symlinkSync(path.join(dir, "unmounted", "claims.json"), file)
+      const [table, json] = yield* Effect.all([
+        run(["claims", "--state-path", file]),
+        run(["claims", "--state-path", file, "--json"])
+      ], { concurrency: "unbounded" })
+      for (const out of [table, json]) {
+        assert.strictEqual(out.code, 1, out.stderr)
+        assert.strictEqual(out.stdout, "")
+        assert.strictEqual(
+          out.stderr,
+          `vk-sandbox: StateDirUnsafe: state file ${file} is a symbolic link to ${path.join(dir, "unmounted", "claims.json")}, ` +
+            `which does not exist (a volume not mounted?): refusing to start with an empty claims table\n`
+        )
+      }
+    }))
+
   it.effect("usage errors exit 2", () =>
     Effect.gen(function*() {
       const [unknown, noValue] = yield* Effect.all([run(["claims", "--bogus"]), run(["claims", "--state-path"])], {
