@@ -16,7 +16,7 @@
  * then loops, node loops (the Node and Lease are left in place) and servers close. Every
  * finalizer is time-boxed, and a watchdog ends the process if the whole bound is exceeded.
  */
-import { Context, Duration, Effect, type Fiber, Layer, Logger, Metric, Option, References } from "effect"
+import { Duration, Effect, Layer, Logger, Metric, Option, References } from "effect"
 import { StartupError } from "./Cli/Errors.ts"
 import * as ClaimsStoreFile from "./Layers/ClaimsStoreFile.ts"
 import { ClaimTableRefLayer } from "./Layers/ClaimTableRef.ts"
@@ -29,36 +29,26 @@ import { ProviderLiveLayer } from "./Programs/Provider/ProviderLive.ts"
 import * as SandboxdClientHttp from "./Layers/SandboxdClientHttp.ts"
 import { type AppConfigShape, type LogLevelName } from "./Schemas/Config.ts"
 import { AppConfig } from "./Services/Config.ts"
-import type { ClaimId } from "./Schemas/Ids.ts"
 import { ClaimsStore } from "./Services/ClaimsStore.ts"
 import { ClaimTable } from "./Services/ClaimTable.ts"
 import { EventRecorder } from "./Services/EventRecorder.ts"
 import { Failpoints } from "./Services/Failpoints.ts"
+import { ClaimsStartup, RunningPodController } from "./Services/Daemon.ts"
 import { KubeApi } from "./Services/KubeApi.ts"
+import { DaemonLoops } from "./Services/Loops.ts"
 import { Provider } from "./Services/Provider.ts"
 import { SandboxdClient } from "./Services/SandboxdClient.ts"
-import { runClaimVerification } from "./Programs/ClaimVerifier.ts"
-import { runPublisher } from "./Programs/InventoryPublisher.ts"
 import { KubeletPods, KubeletServer } from "./Programs/Kubelet/KubeletServer.ts"
-import { runLeaseWatch } from "./Programs/LeaseWatcher.ts"
 import { NodeController, NodeHealth } from "./Programs/Node/NodeController.ts"
+import { LoopsLayer } from "./Programs/Loops.ts"
 import * as HealthServer from "./Programs/Observability/HealthServer.ts"
 import { instrumentKube, instrumentSandboxd } from "./Programs/Observability/Instrument.ts"
 import * as Metrics from "./Services/Metrics.ts"
 import { claimsHeld, commitDuration, processHeapUsed, processResidentMemory, quarantinedClaims } from "./Services/Metrics.ts"
-import * as OrphanScanner from "./Programs/OrphanScanner.ts"
 import * as PodController from "./Programs/PodController/PodController.ts"
-import { startClaims, type StartupSummary } from "./Programs/Provider/Startup.ts"
+import { startClaims } from "./Programs/Provider/Startup.ts"
 
-/** The running pod controller, for readiness and the shutdown drain. */
-export class PodControllerHandle extends Context.Service<PodControllerHandle, PodController.PodControllerHandle>()(
-  "vk-sandbox/PodControllerHandle"
-) {}
 
-/** The background loops that must run for as long as the daemon does (healthz). */
-export class DaemonLoops extends Context.Service<DaemonLoops, {
-  readonly stopped: Effect.Effect<ReadonlyArray<string>>
-}>()("vk-sandbox/DaemonLoops") {}
 
 const logLevel: Record<LogLevelName, "Trace" | "Debug" | "Info" | "Warn" | "Error"> = {
   trace: "Trace",
@@ -98,8 +88,6 @@ const ProviderLayer = PodLifecycleProviderLayer.pipe(
   Layer.provideMerge(Layer.mergeAll(ProviderEventsPubSubLayer, OwnerResolverKube.layer, EventRecorderKube.layer()))
 )
 
-/** What the claims startup found, for the Node event once the node exists. */
-export class ClaimsStartup extends Context.Service<ClaimsStartup, StartupSummary>()("vk-sandbox/ClaimsStartup") {}
 
 /** PER-8, PER-9, VER-1: loaded, quarantined, verified and written before anything else starts. */
 const ClaimsStartupLayer = Layer.effect(ClaimsStartup, Effect.map(startClaims, ClaimsStartup.of))
@@ -126,7 +114,7 @@ const KubeletLayer = KubeletServer.layer().pipe(
 )
 
 const PodControllerLayer = Layer.effect(
-  PodControllerHandle,
+  RunningPodController,
   Effect.gen(function*() {
     const config = yield* AppConfig
     const handle = yield* PodController.make()
@@ -138,37 +126,7 @@ const PodControllerLayer = Layer.effect(
         Effect.ignore
       )
     )
-    return PodControllerHandle.of(handle)
-  })
-)
-
-const LoopsLayer = Layer.effect(
-  DaemonLoops,
-  Effect.gen(function*() {
-    const config = yield* AppConfig
-    const table = yield* ClaimTable
-    // Every claim of this node, tentative and quarantined included, with its owner_addr (INV-2).
-    const addressById = Effect.map(table.state, (state) => {
-      const byId = new Map<ClaimId, string>()
-      for (const row of state.rows.values()) if (row.record.address !== "") byId.set(row.record.id, row.record.address)
-      return byId as ReadonlyMap<ClaimId, string>
-    })
-    const forever: Array<readonly [string, Fiber.Fiber<unknown, unknown>]> = []
-    // The verifier stops for good once nothing is quarantined (VER-6); not a forever loop.
-    yield* Effect.forkScoped(runClaimVerification)
-    forever.push(["lease-watch", yield* Effect.forkScoped(runLeaseWatch)])
-    if (Duration.toMillis(config.orphanScanInterval) > 0) {
-      forever.push(["orphan-scan", yield* Effect.forkScoped(OrphanScanner.run)])
-    }
-    if (config.publishInventory) {
-      forever.push(["inventory-publisher", yield* Effect.forkScoped(runPublisher({ addressById }))])
-    }
-    return DaemonLoops.of({
-      stopped: Effect.map(
-        Effect.sync(() => forever.map(([name, fiber]) => [name, fiber.pollUnsafe()] as const)),
-        (polled) => polled.filter(([, exit]) => exit !== undefined).map(([name]) => name)
-      )
-    })
+    return RunningPodController.of(handle)
   })
 )
 
@@ -176,7 +134,7 @@ const HealthLayer = Layer.unwrap(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const loops = yield* DaemonLoops
-    const pods = yield* PodControllerHandle
+    const pods = yield* RunningPodController
     const node = yield* NodeController
     const table = yield* ClaimTable
     return HealthServer.layer(config.metricsAddr, {

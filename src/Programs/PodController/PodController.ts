@@ -17,6 +17,7 @@ import type { Pod } from "../../Schemas/Pod.ts"
 import type { EventRecorder } from "../../Services/EventRecorder.ts"
 import type { KubeApi } from "../../Services/KubeApi.ts"
 import { type DeletePodError, PodLifecycle } from "../../Services/PodLifecycle.ts"
+import type { PodControllerHandle } from "../../Services/Daemon.ts"
 import * as Backoff from "./Backoff.ts"
 import * as Informer from "./Informer.ts"
 import * as KeyedQueue from "./KeyedQueue.ts"
@@ -43,16 +44,7 @@ export const defaultOptions: PodControllerOptions = {
   fruitlessWatchesBeforeRelist: 3
 }
 
-export interface PodControllerHandle {
-  /** True once the first complete list succeeded and every Pod was handed to the workers. */
-  readonly synced: Effect.Effect<boolean>
-  /** The Pods this controller currently knows from the apiserver (slim). */
-  readonly cachedPods: Effect.Effect<ReadonlyArray<Pod>>
-  /** Stop admitting reconciles and wait, at most `timeout`, for those in flight. */
-  readonly drain: (timeout: Duration.Duration) => Effect.Effect<void>
-  /** Keys holding per-pod state besides the cache (pushes, handed Pods, queues): a leak check. */
-  readonly retainedKeys: Effect.Effect<number>
-}
+export type { PodControllerHandle }
 
 export const make = (
   options: PodControllerOptions = defaultOptions

@@ -10,17 +10,10 @@ import type { PodKey } from "../../Schemas/Ids.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
 import { markInDoubt } from "../ClaimDoubt.ts"
+import type { StartupSummary } from "../../Services/Daemon.ts"
 import { verifyQuarantinedClaims } from "../ClaimVerifier.ts"
 
-export interface StartupSummary {
-  readonly loaded: number
-  readonly backfilled: number
-  /** False when the startup pass could not list: every loaded row stays quarantined. */
-  readonly verified: boolean
-  readonly quarantined: number
-  /** Claim intents found in the file: claims that may have made a VM no row records. */
-  readonly intents: number
-}
+export type { StartupSummary }
 
 export const startClaims = Effect.gen(function*() {
   const store = yield* ClaimsStore
