@@ -19,6 +19,7 @@ import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { ClusterModel, type FailureRule } from "../../testkit/Simulators/Apiserver/Model.ts"
 import { CoreEvents } from "../../testkit/Simulators/Apiserver/Resources.ts"
 import { serve as serveApiserver } from "../../testkit/Simulators/Apiserver/Server.ts"
+import { eventually, realTurn, settle } from "../support/Wait.ts"
 
 const NODE = "vk-sandboxd"
 const START = Date.parse("2026-11-29T10:00:00.000Z")
@@ -41,21 +42,6 @@ interface StoredEvent {
   readonly [key: string]: unknown
 }
 
-const realTurn = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
-
-const eventually = (what: string, check: () => boolean) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 2500; i++) {
-      if (check()) return
-      yield* realTurn
-    }
-    return assert.fail(`timed out waiting for ${what}`)
-  })
-
-/** Enough real turns for an in-flight write to finish. */
-const settle = Effect.gen(function*() {
-  for (let i = 0; i < 25; i++) yield* realTurn
-})
 
 const setup = Effect.gen(function*() {
   yield* TestClock.setTime(START)

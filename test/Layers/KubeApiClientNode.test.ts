@@ -17,6 +17,7 @@ import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { ClusterModel, type ModelOptions } from "../../testkit/Simulators/Apiserver/Model.ts"
 import { CoreEvents, Leases, NodeInventories, Nodes, Pods, Sandboxes } from "../../testkit/Simulators/Apiserver/Resources.ts"
 import { serve } from "../../testkit/Simulators/Apiserver/Server.ts"
+import { eventually } from "../support/Wait.ts"
 
 const nodeName = "vk-sandboxd"
 
@@ -88,11 +89,7 @@ const tagOf = <E extends { readonly _tag: string }>(e: E) => e._tag
 /** Lets the server and client sockets make progress. */
 const flushIO = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
 
-const waitFor = (condition: () => boolean) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 400 && !condition(); i++) yield* flushIO
-    assert.isTrue(condition(), "condition not reached")
-  })
+const waitFor = (condition: () => boolean) => eventually("the condition", condition)
 
 for (const { cluster, name } of backends) describe(`KubeApi against the in-memory apiserver: ${name}`, () => {
   it.effect("listPods returns this node's pods in every namespace and the list resourceVersion", () =>

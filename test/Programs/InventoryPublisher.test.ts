@@ -36,6 +36,7 @@ import { NodeInventories } from "../../testkit/Simulators/Apiserver/Resources.ts
 import { serve as serveApiserver } from "../../testkit/Simulators/Apiserver/Server.ts"
 import { make as makeSandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve as serveSandboxd } from "../../testkit/Simulators/Sandboxd/Server.ts"
+import { eventually, settle } from "../support/Wait.ts"
 
 const NODE = "node1-sandboxd"
 const ADVERTISE = "10.0.0.5:7777"
@@ -107,21 +108,6 @@ const recordingProxy = (target: string) =>
 
 // ---- waiting in real turns ----------------------------------------------------------------------
 
-const realTurn = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
-
-const eventually = (what: string, check: () => boolean) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 2500; i++) {
-      if (check()) return
-      yield* realTurn
-    }
-    return assert.fail(`timed out waiting for ${what}`)
-  })
-
-/** Enough real turns for an in-flight round trip to finish and the publisher to go back to sleep. */
-const settle = Effect.gen(function*() {
-  for (let i = 0; i < 25; i++) yield* realTurn
-})
 
 // ---- the world ----------------------------------------------------------------------------------
 

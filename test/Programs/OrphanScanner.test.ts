@@ -14,6 +14,7 @@ import { Provider } from "../../src/Services/Provider.ts"
 import { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { deleteWorld, Template } from "./Authorization/world.ts"
+import * as Wait from "../support/Wait.ts"
 
 interface Line {
   readonly message: string
@@ -27,18 +28,9 @@ const capture = Logger.make((options) => {
   })
 })
 
-/** Lets real sockets make progress (up to ~5 s of real time) until `check` holds. */
-const eventually = <E, R>(check: Effect.Effect<boolean, E, R>) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 1000; i++) {
-      if (yield* check) return
-      yield* Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
-    }
-    assert.fail("condition never held")
-  })
-
-/** A few real event-loop turns with sockets, for asserting that something did NOT happen. */
-const settle = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 30)))
+/** Lets real sockets make progress until `check` holds. */
+const eventually = <E, R>(check: Effect.Effect<boolean, E, R>) => Wait.eventually("the scan's outcome", check)
+const settle = Wait.settle
 
 const webKey = podKeyOf("default", "web") as PodKey
 const apiKey = podKeyOf("default", "api") as PodKey

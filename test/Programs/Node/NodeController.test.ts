@@ -25,6 +25,7 @@ import { serve as serveApiserver } from "../../../testkit/Simulators/Apiserver/S
 import type { JsonObject } from "../../../testkit/Simulators/Apiserver/Status.ts"
 import { make as makeSandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve as serveSandboxd } from "../../../testkit/Simulators/Sandboxd/Server.ts"
+import { eventually, realTurn, settle } from "../../support/Wait.ts"
 
 const NODE = "vk-sandboxd"
 const START = Date.parse("2026-11-29T10:00:00.250Z")
@@ -53,24 +54,6 @@ const nodeOf = (model: ClusterModel) => model.peek(Nodes, "", NODE) as unknown a
 const leaseOf = (model: ClusterModel) => model.peek(Leases, "kube-node-lease", NODE) as unknown as LeaseView | undefined
 const condition = (node: NodeView | undefined, type: string) => node?.status.conditions.find((c) => c.type === type)
 
-/** Lets real sockets make progress; TestClock does not move. */
-const realTurn = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
-
-/** Waits (in real I/O turns, at most ~5 s) until `check` yields a value. */
-const eventually = <A>(what: string, check: () => A | undefined) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 2500; i++) {
-      const value = check()
-      if (value !== undefined) return value
-      yield* realTurn
-    }
-    return assert.fail(`timed out waiting for ${what}`)
-  })
-
-/** A few real turns, for checking that nothing happened. */
-const settle = Effect.gen(function*() {
-  for (let i = 0; i < 25; i++) yield* realTurn
-})
 
 const microTime = (millis: number) => new Date(millis).toISOString().replace(/Z$/, "000Z")
 

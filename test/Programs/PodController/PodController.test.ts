@@ -103,11 +103,10 @@ describe("PodController", () => {
       createPod(world.model, podBody("owned", { owner: { name: "box", uid: ownerUid } }))
       const claimId = claimIdOf(yield* eventually("owned Running", () => running(world.model, "owned")))
 
-      const deleted = world.model.delete(Pods, NS, "owned", { gracePeriodSeconds: 30 })
+      // An hour's grace: were the final delete to wait out the grace period, this would time out.
+      const deleted = world.model.delete(Pods, NS, "owned", { gracePeriodSeconds: 3600 })
       assert.strictEqual(deleted._tag, "Success")
-      const began = Date.now()
-      yield* eventually("the Pod object removed", () => peekPod(world.model, "owned") === undefined, 5000)
-      assert.isBelow(Date.now() - began, 5000, "not the 30 s grace period")
+      yield* eventually("the Pod object removed", () => peekPod(world.model, "owned") === undefined)
       assert.deepStrictEqual(yield* releaseRequests(world.sim), [], "preserved: no release")
       assert.isTrue((yield* world.sim.claims).some((c) => c.id === claimId))
       assert.include(claimsOnDisk(world.statePath), claimId)
@@ -190,10 +189,8 @@ describe("PodController", () => {
         "release of the first claim",
         Effect.map(releaseRequests(world.sim), (paths) => paths.includes(`/v1/sandboxes/${claimIdOf(first)}/release`))
       )
-      const freedAt = Date.now()
-      const second = yield* eventually("second Running", () => running(world.model, "second"), 3000)
-      // backoff cap 400 ms (+20 % jitter at most lands on the cap) plus a claim round trip
-      assert.isBelow(Date.now() - freedAt, 1500)
+      // How soon the retry comes is the backoff schedule's business (tested on TestClock below).
+      const second = yield* eventually("second Running", () => running(world.model, "second"))
       assert.isUndefined(second.status?.reason)
       assert.isAbove(daemon.calls.create.get(keyOf("second")) ?? 0, 1)
     }).pipe(quiet), { timeout: 20_000 })

@@ -7,7 +7,7 @@
  * start, so a test can stop one daemon and start another on the same state file ("restart").
  */
 import type { V1Pod } from "@kubernetes/client-node"
-import { Context, Duration, Effect, Exit, Layer, Logger, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
@@ -263,33 +263,7 @@ export const keyOf = (name: string) => `${NS}/${name}` as PodKey
 
 // ---- waiting ----------------------------------------------------------------------------------
 
-const realTurn = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
-
-/** Polls (real time, at most `limitMs`) until `check` yields a value. */
-export const eventually = <A>(what: string, check: () => A | undefined, limitMs = 8000) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + limitMs
-    while (Date.now() < deadline) {
-      const value = check()
-      if (value !== undefined && value !== false) return value
-      yield* realTurn
-    }
-    return yield* Effect.die(new Error(`timed out waiting for ${what}`))
-  })
-
-/** The same with an effectful check. */
-export const eventuallyEffect = <A>(what: string, check: Effect.Effect<A | undefined>, limitMs = 8000) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + limitMs
-    while (Date.now() < deadline) {
-      const value = yield* check
-      if (value !== undefined && value !== false) return value
-      yield* realTurn
-    }
-    return yield* Effect.die(new Error(`timed out waiting for ${what}`))
-  })
-
-export const sleepReal = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+export { eventually, eventually as eventuallyEffect, quiet, sleepReal } from "../../support/Wait.ts"
 
 export const running = (model: ClusterModel, name: string) => {
   const pod = peekPod(model, name)
@@ -312,7 +286,3 @@ export const claimsOnDisk = (statePath: string): ReadonlyArray<string> => {
   return [...text.matchAll(/"(sb_[0-9a-f]+)"/g)].map((m) => m[1])
 }
 
-
-/** Logs off unless PODCTL_LOGS is set (the controller logs every step). */
-export const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  process.env["PODCTL_LOGS"] === undefined ? Effect.provide(effect, Logger.layer([])) : effect

@@ -106,7 +106,8 @@ describe("DeletePod: preserve, then adopt (AUTH-8)", () => {
       assert.strictEqual((yield* auditOf("release")).length, 0, "no release")
       yield* expectHeld(sim.id, sim.token)
       assert.strictEqual(Option.getOrThrow(yield* trackedPod).metadata?.uid, "uid-2")
-      assert.isAtLeast(yield* ClaimsStoreMemoryControl.use((c) => c.writeCount), writesAfterPreserve)
+      // Adoption rebinds the claim to the new Pod UID and writes that down (log-only on failure).
+      assert.isAbove(yield* ClaimsStoreMemoryControl.use((c) => c.writeCount), writesAfterPreserve)
 
       const events = yield* RecordedEvents.use((r) => r.all)
       const preserved = events.filter((e) => e.reason === "Preserved")

@@ -23,6 +23,7 @@ import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
 import { TestClock } from "effect/testing"
 import { SandboxdSim, type SandboxdSimOptions } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { SandboxdSimServer } from "../../../testkit/Simulators/Sandboxd/Server.ts"
+import * as Wait from "../../support/Wait.ts"
 
 export const Template = "python"
 
@@ -174,21 +175,8 @@ export const record = (
 export const flushIO = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
 
 /** Yields until `check` holds (the work under test runs on other fibers and real sockets). */
-export const eventually = <E, R>(check: Effect.Effect<boolean, E, R>) =>
-  Effect.gen(function*() {
-    // Bounded by wall time, not by a number of turns: real I/O (an fsync on a busy disk) can
-    // take many event-loop turns, and TestClock cannot move it along.
-    const deadline = Date.now() + 15_000
-    while (Date.now() < deadline) {
-      if (yield* check) return
-      yield* flushIO
-      yield* realPause
-    }
-    return yield* Effect.die(new Error("condition never held"))
-  })
+export const eventually = <E, R>(check: Effect.Effect<boolean, E, R>) => Wait.eventually("the condition", check)
 
-/** One real millisecond (not Effect time), for waits on real I/O. */
-const realPause = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 1)))
 
 /**
  * Moves the TestClock forward a `step` at a time, letting real I/O settle in between, until

@@ -28,12 +28,10 @@ const runDemo = Effect.callback<{ readonly code: number | null; readonly stdout:
 describe("npm run demo", () => {
   it.live("walks the pod contract, exits 0, prints no token", () =>
     Effect.gen(function*() {
-      const started = Date.now()
       const { code, stderr, stdout } = yield* runDemo
       const dir = /temp directory (\S+) is kept/.exec(stdout)?.[1]
       try {
         assert.strictEqual(code, 0, `${stdout}\n${stderr}`)
-        assert.isBelow(Date.now() - started, 60_000, "within a minute")
         for (let step = 1; step <= 9; step++) assert.include(stdout, `\n[${step}] `)
         assert.include(stdout, "All steps behaved")
         assert.include(stdout, "verdict preserve")

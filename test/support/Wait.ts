@@ -1,0 +1,42 @@
+/**
+ * Waiting on work that runs on real sockets, files and timers, which TestClock cannot move:
+ * the one copy of `eventually`, `settle` and friends for every test. A wait's time limit only
+ * ends a test that would otherwise hang; no test asserts how fast anything was.
+ */
+import { Effect, Logger } from "effect"
+
+/** One real turn of the event loop (a 2 ms timer), so sockets and files make progress. */
+export const realTurn = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
+
+/** `ms` of real time (not Effect time). */
+export const sleepReal = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+
+/** A value, or no value yet (`undefined` or `false`). */
+type Check<A, E, R> = Effect.Effect<A | undefined | false, E, R> | (() => A | undefined | false)
+
+/**
+ * Polls `check` in real turns until it yields a value other than `undefined` or `false`, and
+ * returns that value; after `limitMs` of real time the test fails naming `what`.
+ */
+export const eventually = <A, E = never, R = never>(what: string, check: Check<A, E, R>, limitMs = 15_000) =>
+  Effect.gen(function*() {
+    const read: Effect.Effect<A | undefined | false, E, R> = Effect.isEffect(check) ? check : Effect.sync(check)
+    const deadline = Date.now() + limitMs
+    while (true) {
+      const value = yield* read
+      if (value !== undefined && value !== false) return value
+      if (Date.now() > deadline) return yield* Effect.die(new Error(`timed out after ${limitMs} ms waiting for ${what}`))
+      yield* realTurn
+    }
+  })
+
+/** Enough real turns for in-flight round trips to finish: for asserting that something did NOT happen. */
+export const settle = Effect.gen(function*() {
+  for (let i = 0; i < 25; i++) yield* realTurn
+})
+
+/** Logs off unless VK_TEST_LOGS is set (the daemon's parts log every step). */
+export const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  process.env["VK_TEST_LOGS"] === undefined && process.env["PODCTL_LOGS"] === undefined
+    ? Effect.provide(effect, Logger.layer([]))
+    : effect
