@@ -3,14 +3,18 @@
  * that does not decode, `{}` included, is a failure and drops nothing).
  *
  * Only rows loaded from disk are ever Quarantined, and only they are judged: rows this process
- * created, including while a listing was in flight, are never dropped here (VER-3).
+ * created, including while a listing was in flight, are never dropped here (VER-3). A row the
+ * listing leaves out is dropped only once its absence is confirmed (`Absence.ts`); the Pod
+ * generation that held it is then declared SandboxLost, never silently given a new claim.
  */
-import { Effect, Schedule } from "effect"
+import { DateTime, Effect, Option, Schedule } from "effect"
 import { AppConfig } from "../Services/Config.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { ClaimTable, type QuarantineJudgement } from "../Services/ClaimTable.ts"
 import { ProviderEvents } from "../Services/Provider.ts"
 import { SandboxdClient } from "../Services/SandboxdClient.ts"
+import { confirmAbsence, notePresent } from "./Absence.ts"
+import { declareSandboxLost } from "./SandboxLost.ts"
 
 const nothingJudged: QuarantineJudgement = { lifted: [], dropped: [] }
 
@@ -29,17 +33,50 @@ export const verifyQuarantinedClaims = Effect.gen(function*() {
     if (row.state._tag === "Quarantined") snapshot.set(key, row.record.id)
   }
   if (snapshot.size === 0) return nothingJudged
+  const listedAt = yield* DateTime.now
   const listing = yield* sandboxd.listSandboxes.pipe(
     Effect.tapError((err) =>
       Effect.logWarning("sandboxd list failed; claims stay unverified").pipe(Effect.annotateLogs({ err: err.message }))
     )
   )
   const listed = new Map(listing.map((row) => [row.id, row.deadline] as const))
-  const judgement = yield* table.judgeQuarantined(snapshot, listed)
+  yield* notePresent(Array.from(snapshot.values()).filter((id) => listed.has(id)))
+  // One listing that leaves an id out proves nothing: only a confirmed absence is judged.
+  const judged = new Map<PodKey, ClaimId>()
+  for (const [key, id] of snapshot) {
+    if (listed.has(id)) {
+      judged.set(key, id)
+      continue
+    }
+    const verdict = yield* confirmAbsence(id, listedAt)
+    switch (verdict._tag) {
+      case "Present":
+        listed.set(id, verdict.sandbox.deadline)
+        judged.set(key, id)
+        break
+      case "Gone":
+        judged.set(key, id)
+        break
+      case "Unconfirmed":
+        yield* Effect.logInfo("claim not listed; its absence is not confirmed yet, keeping it").pipe(
+          Effect.annotateLogs({ pod: key, claim: id, reason: verdict.reason })
+        )
+        break
+    }
+  }
+  const judgement = yield* table.judgeQuarantined(judged, listed)
   for (const { id, key } of judgement.dropped) {
     yield* Effect.logInfo("dropping a claim whose sandbox the node no longer holds").pipe(
       Effect.annotateLogs({ pod: key, claim: id })
     )
+    // The generation that last held it ran on it: it has lost its sandbox, and is not silently
+    // given another under the same UID.
+    const record = state.rows.get(key)?.record
+    const current = yield* table.state
+    const pod = Option.fromUndefinedOr(current.pods.get(key))
+    if (record !== undefined && Option.match(pod, { onNone: () => true, onSome: (p) => (p.metadata?.uid ?? "") === record.podUID })) {
+      yield* declareSandboxLost(key, record, Option.filter(pod, (p) => p.status?.phase === "Running"))
+    }
   }
   yield* events.publishUnquarantined(judgement.lifted)
   return judgement

@@ -1,9 +1,11 @@
 /**
  * The lease watch (reference LEASE-4, LEASE-6, LEASE-7): every `--lease-watch-interval`, Pods
  * whose settled claim is at or past its deadline are pushed Failed/SandboxLeaseExpired, but
- * only once sandboxd's listing confirms the VM is gone. A listed one gets the listing's
- * deadline instead (archive rewrites leases). A failed listing defers everything. Nothing is
- * dropped or released here; a later authorized delete does that.
+ * only once sandboxd confirms the VM is gone (`Absence.ts`: a listing alone is not enough). A
+ * listed one gets the listing's deadline instead (archive rewrites leases). A failed listing
+ * defers everything. An expired row is not dropped or released here; a later authorized delete
+ * does that. A sandbox confirmed gone before its deadline makes the Pod Failed/SandboxLost
+ * (`SandboxLost.ts`).
  */
 import { EventRecorder, involvedPod } from "../Services/EventRecorder.ts"
 import { leaseExpiries } from "../Services/Metrics.ts"
@@ -15,15 +17,19 @@ import type { PodKey } from "../Schemas/Ids.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
 import { ProviderEvents } from "../Services/Provider.ts"
 import { SandboxdClient } from "../Services/SandboxdClient.ts"
+import { confirmAbsence, notePresent } from "./Absence.ts"
 import { leaseExpiredPod } from "./Provider/Status.ts"
+import { declareSandboxLost } from "./SandboxLost.ts"
 
 export interface LeaseWatchOutcome {
   readonly published: ReadonlyArray<PodKey>
   readonly refreshed: ReadonlyArray<PodKey>
   readonly deferred: boolean
+  /** Pods declared SandboxLost: their sandbox confirmed gone before the lease ended. */
+  readonly lost: ReadonlyArray<PodKey>
 }
 
-/** One tick (LEASE-4 steps 1–6). */
+/** One tick (LEASE-4 steps 1–6, plus sandboxes confirmed gone before their lease ended). */
 export const publishExpiredLeases = Effect.gen(function*() {
   const table = yield* ClaimTable
   const sandboxd = yield* SandboxdClient
@@ -31,17 +37,20 @@ export const publishExpiredLeases = Effect.gen(function*() {
   const recorder = yield* Effect.serviceOption(EventRecorder)
   const now = yield* DateTime.now
   const state = yield* table.state
+  const expired = (claim: ClaimRecord) =>
+    Option.isSome(claim.deadline) && DateTime.isGreaterThanOrEqualTo(now, claim.deadline.value)
+  // Every settled row with a tracked Pod: expired ones for the lease rule, the rest so a sandbox
+  // that vanished early is noticed.
   const candidates: Array<{ key: PodKey; claim: ClaimRecord }> = []
   for (const [key, row] of state.rows) {
-    const deadline = row.record.deadline
-    if (row.state._tag !== "Durable" || Option.isNone(deadline) || !state.pods.has(key)) continue
-    if (DateTime.isGreaterThanOrEqualTo(now, deadline.value)) candidates.push({ key, claim: row.record })
+    if (row.state._tag === "Durable" && state.pods.has(key)) candidates.push({ key, claim: row.record })
   }
-  const outcome = (published: Array<PodKey>, refreshed: Array<PodKey>, deferred: boolean): LeaseWatchOutcome => ({
-    published,
-    refreshed,
-    deferred
-  })
+  const outcome = (
+    published: Array<PodKey>,
+    refreshed: Array<PodKey>,
+    deferred: boolean,
+    lost: Array<PodKey> = []
+  ): LeaseWatchOutcome => ({ published, refreshed, deferred, lost })
   if (candidates.length === 0) return outcome([], [], false)
   const listing = yield* Effect.result(sandboxd.listSandboxes)
   if (listing._tag === "Failure") {
@@ -51,19 +60,33 @@ export const publishExpiredLeases = Effect.gen(function*() {
     return outcome([], [], true)
   }
   const listed = new Map(listing.success.map((row) => [row.id, row] as const))
+  yield* notePresent(candidates.map(({ claim }) => claim.id).filter((id) => listed.has(id)))
   const published: Array<PodKey> = []
   const refreshed: Array<PodKey> = []
+  const lost: Array<PodKey> = []
   for (const { claim, key } of candidates) {
     const row = listed.get(claim.id)
     if (row !== undefined) {
-      if (yield* table.refreshDeadline(key, claim.id, row.deadline)) refreshed.push(key)
+      if (expired(claim) && (yield* table.refreshDeadline(key, claim.id, row.deadline))) refreshed.push(key)
       continue
     }
+    // A listing can miss a live claim: nothing is declared before sandboxd confirms the absence.
+    const verdict = yield* confirmAbsence(claim.id, now)
+    if (verdict._tag === "Present") {
+      if (expired(claim) && (yield* table.refreshDeadline(key, claim.id, verdict.sandbox.deadline))) refreshed.push(key)
+      continue
+    }
+    if (verdict._tag === "Unconfirmed") continue
     // Identity re-check after the listing: the key may have changed hands meanwhile.
     const current = yield* table.state
     const pod: V1Pod | undefined = current.pods.get(key)
     const currentRow = current.rows.get(key)
     if (pod === undefined || currentRow === undefined || currentRow.record.id !== claim.id) continue
+    if (!expired(claim)) {
+      yield* declareSandboxLost(key, currentRow.record, Option.some(pod))
+      lost.push(key)
+      continue
+    }
     yield* events.pushStatus(leaseExpiredPod(pod, claim))
     yield* Effect.logInfo("sandbox lease expired").pipe(Effect.annotateLogs({ pod: key, claim: claim.id }))
     yield* Metric.update(leaseExpiries, 1)
@@ -78,7 +101,7 @@ export const publishExpiredLeases = Effect.gen(function*() {
     }
     published.push(key)
   }
-  return outcome(published, refreshed, false)
+  return outcome(published, refreshed, false, lost)
 }).pipe(Effect.withSpan("LeaseWatcher.tick"))
 
 /** LEASE-4: forever, the first tick one interval after start. */

@@ -25,6 +25,15 @@ export const adoptions = Metric.counter("vk_sandbox_adoptions_total", {
 export const leaseExpiries = Metric.counter("vk_sandbox_lease_expiries_total", {
   description: "Failed (SandboxLeaseExpired) statuses published"
 })
+export const sandboxesLost = Metric.counter("vk_sandbox_sandboxes_lost_total", {
+  description: "Pods declared Failed (SandboxLost): their sandbox confirmed gone before its lease ended"
+})
+export const straySandboxes = Metric.gauge("vk_sandbox_stray_sandboxes", {
+  description: "listed sandboxes carrying a claim_ref of this node's Pods that no row holds (last orphan scan)"
+})
+export const claimsInDoubt = Metric.gauge("vk_sandbox_claims_in_doubt", {
+  description: "pod keys whose last claim's outcome is unknown and not yet settled"
+})
 export const quarantinedClaims = Metric.gauge("vk_sandbox_quarantined_claims", {
   description: "claims loaded from disk not yet confirmed by a sandboxd listing"
 })
@@ -86,6 +95,9 @@ export const initialize = Effect.all([
   count0(releases, { result: "failed" }),
   Metric.update(adoptions, 0),
   Metric.update(leaseExpiries, 0),
+  Metric.update(sandboxesLost, 0),
+  Metric.update(straySandboxes, 0),
+  Metric.update(claimsInDoubt, 0),
   Metric.update(quarantinedClaims, 0),
   Metric.update(claimsHeld, 0),
   count0(watchRestarts, { reason: "closed" }),

@@ -111,7 +111,8 @@ export class IntentNotPersisted extends Schema.TaggedError<IntentNotPersisted>()
 export class ClaimUnverifiable extends Schema.TaggedError<ClaimUnverifiable>()("ClaimUnverifiable", {
   pod: Schema.String,
   claimId: Schema.String,
-  cause: SandboxdListError,
+  /** Absent when sandboxd answered but has not confirmed the claim either way yet. */
+  cause: Schema.optionalKey(SandboxdListError),
   message: Schema.String
 }) {
   get retryable(): true {

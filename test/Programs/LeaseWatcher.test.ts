@@ -45,14 +45,15 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
       assert.deepStrictEqual(row.record.deadline, Option.some(DateTime.makeUnsafe(60_000)))
     }).pipe(Effect.provide(world(), { local: true })))
 
-  it.effect("no candidate before the deadline: nothing listed, nothing pushed", () =>
+  it.effect("before the deadline a listed sandbox is left alone: one listing, nothing pushed", () =>
     Effect.gen(function*() {
       yield* (yield* Provider).createPod(pod("web", ttl60))
       const pushes = yield* subscribePushes
       yield* TestClock.adjust("59 seconds")
       const outcome = yield* publishExpiredLeases
-      assert.deepStrictEqual(outcome, { published: [], refreshed: [], deferred: false })
-      assert.strictEqual(yield* listCount, 0)
+      assert.deepStrictEqual(outcome, { published: [], refreshed: [], deferred: false, lost: [] })
+      // Listed every tick, so a sandbox that vanishes early is noticed (SandboxLost).
+      assert.strictEqual(yield* listCount, 1)
       assert.deepStrictEqual(yield* drain(pushes), [])
     }).pipe(Effect.provide(world(), { local: true })))
 
@@ -100,7 +101,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
       const pushes = yield* subscribePushes
       const sim = yield* SandboxdSim
       yield* sim.injectFault("list", SimFault.status(500, "down"))
-      assert.deepStrictEqual(yield* publishExpiredLeases, { published: [], refreshed: [], deferred: true })
+      assert.deepStrictEqual(yield* publishExpiredLeases, { published: [], refreshed: [], deferred: true, lost: [] })
       yield* sim.clearFaults
       yield* sim.injectFault("list", SimFault.body(200, "{}"))
       assert.isTrue((yield* publishExpiredLeases).deferred, "a {} body is a failed listing too")
@@ -118,7 +119,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
       yield* TestClock.adjust("61 seconds")
       const pushes = yield* subscribePushes
       const outcome = yield* publishExpiredLeases
-      assert.deepStrictEqual(outcome, { published: [], refreshed: [keyOf("web")], deferred: false })
+      assert.deepStrictEqual(outcome, { published: [], refreshed: [keyOf("web")], deferred: false, lost: [] })
       assert.deepStrictEqual((yield* claimOf("web")).record.deadline, Option.none())
       assert.deepStrictEqual(yield* drain(pushes), [])
       assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "web")).phase, "Running")

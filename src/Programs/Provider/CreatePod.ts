@@ -28,7 +28,7 @@ import { ClaimDoubts } from "../../Services/ClaimDoubts.ts"
 import { markInDoubt, resolveDoubt } from "../ClaimDoubt.ts"
 import { ClaimsStore, ClaimsWriteError } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
-import type { CreatePodOutcome } from "../../Services/Provider.ts"
+import { type CreatePodOutcome, ProviderEvents } from "../../Services/Provider.ts"
 import { failpoint } from "../../Services/Failpoints.ts"
 import { claimOutcomeOf, SandboxdClient, SandboxdTimeout, SandboxdUnreachable } from "../../Services/SandboxdClient.ts"
 import { verifyQuarantinedClaims } from "../ClaimVerifier.ts"
@@ -41,7 +41,7 @@ import {
 } from "../../Schemas/PodAnnotations.ts"
 import { detachedRelease } from "./DetachedRelease.ts"
 import { pushRunning } from "./Push.ts"
-import { formatSeconds } from "./Status.ts"
+import { formatSeconds, sandboxLostPod } from "./Status.ts"
 
 /** The pod key used everywhere: `namespace/name` (CRT-8). */
 export { podKeyOfPod }
@@ -73,6 +73,16 @@ const resolveQuarantined = Effect.fnUntraced(function*(key: PodKey) {
       })
     )
   )
+  // The listing left it out but its absence is not confirmed yet: still nothing claimed over it.
+  const after = yield* table.held(key)
+  if (Option.isSome(after) && after.value.state._tag === "Quarantined" && after.value.record.id === claimId) {
+    return yield* new ClaimUnverifiable({
+      pod: key,
+      claimId,
+      message:
+        `pod ${key} holds claim ${claimId} that sandboxd's listing left out but has not confirmed gone: not claiming over a possibly live sandbox`
+    })
+  }
 })
 
 /** LEASE-5: a settled claim past its cached deadline is refreshed (still listed) or dropped. */
@@ -160,6 +170,10 @@ const refuseLost = Effect.fnUntraced(function*(key: PodKey, pod: V1Pod) {
   const doubts = yield* ClaimDoubts
   const lost = yield* doubts.lostBy(key, pod.metadata?.uid ?? "")
   if (Option.isSome(lost)) {
+    // A Pod still shown Running (its row was dropped before it was tracked) is ended here.
+    if (pod.status?.phase === "Running") {
+      yield* (yield* ProviderEvents).pushStatus(sandboxLostPod(pod, lost.value, Option.none()))
+    }
     return yield* new SandboxLost({
       pod: key,
       claimId: lost.value,

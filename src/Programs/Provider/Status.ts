@@ -98,3 +98,36 @@ export const leaseExpiredPod = (pod: V1Pod, claim: ClaimRecord): V1Pod => {
   copy.status = leaseExpiredStatus(pod, claim)
   return copy
 }
+
+export const SandboxLostReason = "SandboxLost"
+
+/**
+ * Failed/SandboxLost: sandboxd confirmed the Pod's sandbox `id` gone before its lease ended (every
+ * container terminated, no IPs, no conditions). The Pod is never given another sandbox.
+ */
+export const sandboxLostStatus = (pod: V1Pod, id: string, claimedAt: Option.Option<DateTime.Utc>): V1PodStatus => {
+  const containerStatuses: Array<V1ContainerStatus> = (pod.spec?.containers ?? []).map((container) => ({
+    name: container.name,
+    ready: false,
+    state: { terminated: { exitCode: 1, reason: SandboxLostReason } },
+    image: container.image ?? "",
+    imageID: `sandboxd://${id}`,
+    restartCount: 0
+  }))
+  const status: V1PodStatus = {
+    phase: "Failed",
+    reason: SandboxLostReason,
+    message: `sandbox ${id} is gone: sandboxd confirmed it no longer holds it; this pod is not given another`,
+    containerStatuses
+  }
+  const startTime = toDate(claimedAt)
+  if (startTime !== undefined) status.startTime = startTime
+  return status
+}
+
+/** A copy of the Pod carrying the SandboxLost status. */
+export const sandboxLostPod = (pod: V1Pod, id: string, claimedAt: Option.Option<DateTime.Utc>): V1Pod => {
+  const copy = structuredClone(pod)
+  copy.status = sandboxLostStatus(pod, id, claimedAt)
+  return copy
+}

@@ -1,0 +1,151 @@
+/**
+ * Absence is confirmed before anything is dropped, over the wire (the sandboxd simulator on
+ * loopback HTTP) on TestClock: a listing that omits a live claim changes nothing; a sandbox
+ * sandboxd confirms gone (by-id 404, or two listings one verify interval apart where there is no
+ * by-id read) ends its Pod Failed/SandboxLost, and that Pod generation is never claimed for again.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Option, Redacted } from "effect"
+import { TestClock } from "effect/testing"
+import type { V1Pod } from "@kubernetes/client-node"
+import { publishExpiredLeases } from "../../src/Programs/LeaseWatcher.ts"
+import { startClaims } from "../../src/Programs/Provider/Startup.ts"
+import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
+import type { PodKey } from "../../src/Schemas/Ids.ts"
+import { ClaimTable } from "../../src/Services/ClaimTable.ts"
+import { Provider } from "../../src/Services/Provider.ts"
+import type { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
+import { SandboxdSim } from "../../testkit/Simulators/Sandboxd/Model.ts"
+import { drain, keyOf, pod, record, subscribePushes, Template, world } from "./Provider/harness.ts"
+
+const claimRequests = Effect.map(SandboxdSim.use((sim) => sim.audit), (audit) => audit.filter((e) => e.route === "claim").length)
+const rowState = (name: string) =>
+  ClaimTable.use((table) => Effect.map(table.held(keyOf(name)), Option.map((row) => row.state._tag)))
+
+/** A previous run left the live claim of default/web on disk, held by Pod generation "old-uid". */
+const seedLive = (client: SandboxdClient["Service"]) =>
+  Effect.gen(function*() {
+    const live = yield* client.claim({ template: Template, net: "", size: "", ttlSeconds: 3600, claimRef: "default/web" })
+    return new Map<PodKey, ClaimRecord>([[keyOf("web"), { ...record(live.id), token: live.token }]])
+  })
+const seedDead = () =>
+  Effect.succeed(new Map<PodKey, ClaimRecord>([[keyOf("web"), record("sb_00000000000dead0")]]))
+
+/** The Pod as the previous run left it: Running on claim `id`, generation "old-uid". */
+const runningPod = (id: string): V1Pod => {
+  const p = pod("web", { uid: "old-uid", annotations: { "sandbox.cocoonstack.io/claim-id": id } })
+  return { ...p, status: { phase: "Running" } }
+}
+
+describe("a listing that omits a live claim", () => {
+  it.effect("without a by-id read: the row is kept through the omission, the Pod stays on its VM, no new claim", () =>
+    Effect.gen(function*() {
+      const sim = yield* SandboxdSim
+      const [live] = yield* sim.claims
+      yield* sim.omitFromListings(live.id, 2)
+      const summary = yield* startClaims
+      assert.strictEqual(summary.quarantined, 1, "not dropped on one listing")
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Quarantined"))
+      const provider = yield* Provider
+      // The Pod's create re-verifies; the listing misses the claim again: still nothing claimed over it.
+      const refused = yield* Effect.flip(provider.createPod(runningPod(live.id)))
+      assert.strictEqual(refused._tag, "ClaimUnverifiable")
+      const adopted = yield* provider.createPod(runningPod(live.id))
+      assert.deepStrictEqual(adopted, { _tag: "Adopted", claimId: live.id })
+      assert.strictEqual(yield* claimRequests, 1, "only the seed's claim")
+      assert.deepStrictEqual((yield* sim.claims).map((c) => c.id), [live.id])
+    }).pipe(Effect.provide(world({ seed: seedLive, sim: { revision: { byIdRead: false } } }), { local: true })))
+
+  it.effect("with the by-id read: the omission is overruled at once, the row lifted", () =>
+    Effect.gen(function*() {
+      const sim = yield* SandboxdSim
+      const [live] = yield* sim.claims
+      yield* sim.omitFromListings(live.id, 1)
+      const summary = yield* startClaims
+      assert.strictEqual(summary.quarantined, 0)
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Durable"))
+      const byId = (yield* sim.audit).filter((e) => e.route === "get").map((e) => e.path)
+      assert.deepStrictEqual(byId, [`/v1/sandboxes/${live.id}`])
+    }).pipe(Effect.provide(world({ seed: seedLive }), { local: true })))
+})
+
+describe("a sandbox confirmed gone", () => {
+  it.effect("a Running Pod goes Failed/SandboxLost naming the id; the row goes; never claimed again under its UID", () =>
+    Effect.gen(function*() {
+      const sim = yield* SandboxdSim
+      const provider = yield* Provider
+      yield* provider.createPod(pod("web"))
+      const [vm] = yield* sim.claims
+      const pushes = yield* subscribePushes
+      yield* sim.forget(vm.id)
+      const outcome = yield* publishExpiredLeases
+      assert.deepStrictEqual(outcome.lost, [keyOf("web")])
+      const [failed] = yield* drain(pushes)
+      assert.strictEqual(failed?.status?.phase, "Failed")
+      assert.strictEqual(failed?.status?.reason, "SandboxLost")
+      assert.include(failed?.status?.message ?? "", vm.id)
+      assert.deepStrictEqual(failed?.status?.containerStatuses?.map((c) => c.state?.terminated?.reason), [
+        "SandboxLost",
+        "SandboxLost"
+      ])
+      assert.isTrue(Option.isNone(yield* rowState("web")))
+      const again = yield* Effect.flip(provider.createPod(pod("web")))
+      assert.strictEqual(again._tag, "SandboxLost")
+      assert.isFalse(again.retryable)
+      assert.strictEqual(yield* claimRequests, 1, "not silently re-claimed")
+      // A new generation of the same name is a new Pod: it gets a fresh sandbox.
+      const fresh = yield* provider.createPod(pod("web", { uid: "uid-web-2" }))
+      assert.strictEqual(fresh._tag, "Claimed")
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("without a by-id read: absence needs two listings at least one verify interval apart", () =>
+    Effect.gen(function*() {
+      const sim = yield* SandboxdSim
+      const provider = yield* Provider
+      yield* sim.setRevision({ byIdRead: false })
+      yield* provider.createPod(pod("web"))
+      const [vm] = yield* sim.claims
+      yield* sim.forget(vm.id)
+      assert.deepStrictEqual((yield* publishExpiredLeases).lost, [])
+      yield* TestClock.adjust("14 seconds")
+      assert.deepStrictEqual((yield* publishExpiredLeases).lost, [], "14 s < the 15 s verify interval")
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Durable"))
+      yield* TestClock.adjust("1 second")
+      assert.deepStrictEqual((yield* publishExpiredLeases).lost, [keyOf("web")])
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("a listing that misses a live claim for a while is not a loss when it shows it again", () =>
+    Effect.gen(function*() {
+      const sim = yield* SandboxdSim
+      const provider = yield* Provider
+      yield* sim.setRevision({ byIdRead: false })
+      yield* provider.createPod(pod("web"))
+      const [vm] = yield* sim.claims
+      yield* sim.omitFromListings(vm.id, 1)
+      assert.deepStrictEqual((yield* publishExpiredLeases).lost, [])
+      yield* TestClock.adjust("10 seconds")
+      assert.deepStrictEqual((yield* publishExpiredLeases).lost, [])
+      yield* sim.omitFromListings(vm.id, 1)
+      yield* TestClock.adjust("10 seconds")
+      // Missing now and 20 s ago, but listed in between: the clock started again.
+      assert.deepStrictEqual((yield* publishExpiredLeases).lost, [])
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Durable"))
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("after a restart: the Running Pod whose claim is confirmed gone is ended, not given a new claim", () =>
+    Effect.gen(function*() {
+      const pushes = yield* subscribePushes
+      const summary = yield* startClaims
+      assert.strictEqual(summary.quarantined, 0)
+      assert.isTrue(Option.isNone(yield* rowState("web")))
+      const provider = yield* Provider
+      const error = yield* Effect.flip(provider.createPod(runningPod("sb_00000000000dead0")))
+      assert.strictEqual(error._tag, "SandboxLost")
+      assert.strictEqual(yield* claimRequests, 0)
+      const [failed] = yield* drain(pushes)
+      assert.strictEqual(failed?.status?.reason, "SandboxLost")
+      assert.include(failed?.status?.message ?? "", "sb_00000000000dead0")
+      assert.isUndefined(failed?.status?.podIP)
+      assert.notInclude(JSON.stringify(failed), Redacted.value(record("x").token).slice(0, 4))
+    }).pipe(Effect.provide(world({ seed: seedDead }), { local: true })))
+})
