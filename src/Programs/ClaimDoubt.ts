@@ -33,7 +33,7 @@
  * the listing was taken after the attempt's timeout plus `--claim-settle-time`: before that,
  * sandboxd may still be making the VM.
  */
-import { Cause, DateTime, Duration, Effect, Exit, Option } from "effect"
+import { Cause, DateTime, Duration, Effect, Exit, Metric, Option } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
 import { ClaimState } from "../Schemas/Claims.ts"
 import { effectiveSettleTime } from "../Schemas/Config.ts"
@@ -43,6 +43,7 @@ import { ClaimDoubts } from "../Services/ClaimDoubts.ts"
 import { ClaimsStore, ClaimsWriteError } from "../Services/ClaimsStore.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
 import { type ListedSandbox, SandboxdClient } from "../Services/SandboxdClient.ts"
+import { claimsInDoubt } from "../Services/Metrics.ts"
 
 export type DoubtResolution =
   /** The key was not in doubt. */
@@ -56,7 +57,12 @@ export type DoubtResolution =
 
 /** Puts `key` in doubt (see the module comment). */
 export const markInDoubt = (doubt: { readonly key: PodKey; readonly podUid: string; readonly startedAt: DateTime.Utc }) =>
-  ClaimDoubts.use((doubts) => doubts.add(doubt))
+  ClaimDoubts.use((doubts) => Effect.andThen(doubts.add(doubt), publishDoubtCount))
+
+/** The `vk_sandbox_claims_in_doubt` gauge follows the doubt set. */
+const publishDoubtCount = ClaimDoubts.use((doubts) =>
+  Effect.flatMap(doubts.all, (all) => Metric.update(claimsInDoubt, all.size))
+)
 
 const madeAt = (row: ListedSandbox, seen: ReadonlyMap<ClaimId, DateTime.Utc>): DateTime.Utc | undefined =>
   row.claimedAt ?? seen.get(row.id)
@@ -161,6 +167,7 @@ export const resolveDoubt = Effect.fn("ClaimDoubt.resolve")(function*(key: PodKe
     // (The adoption's own write already left the claim's intent out of the file.)
     yield* doubts.clear(key)
     yield* store.settleIntent(key)
+    yield* publishDoubtCount
     return { _tag: "Adopted", record: adopted, strays: stuck } as DoubtResolution
   }
   yield* doubts.update(key, (d) => ({ ...d, releasing, stuck }))
@@ -194,6 +201,7 @@ export const resolveDoubt = Effect.fn("ClaimDoubt.resolve")(function*(key: PodKe
   yield* doubts.clear(key)
   // The claim's intent leaves the file with the next write: nothing is left for it to guard.
   yield* store.settleIntent(key)
+  yield* publishDoubtCount
   yield* Effect.logInfo("a claim whose outcome was unknown made no sandbox").pipe(Effect.annotateLogs({ pod: key }))
   return { _tag: "Absent" } as DoubtResolution
 })

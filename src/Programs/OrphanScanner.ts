@@ -3,12 +3,20 @@
  * listing with the claims table and only reports: background reconciliation cannot prove user
  * intent, so it never releases, drops or changes anything. A failed listing skips the cycle:
  * a failed query is not an empty list.
+ *
+ * Strays — listed sandboxes carrying the claim_ref of one of this node's Pods that no row holds
+ * (a claim whose reply was lost, whose doubt could not be settled) — are counted in the
+ * `vk_sandbox_stray_sandboxes` gauge every cycle and each new one is announced by a Warning
+ * Event on the Node. Sandboxes the daemon can prove it made are adopted or released by the doubt
+ * resolution (`ClaimDoubt.ts`), not here.
  */
-import { Duration, Effect, Ref, Schedule } from "effect"
+import { Duration, Effect, Metric, Ref, Schedule } from "effect"
 import { AppConfig } from "../Services/Config.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { ClaimTable, type ClaimTableState } from "../Services/ClaimTable.ts"
+import { EventRecorder } from "../Services/EventRecorder.ts"
 import { type ListedSandbox, SandboxdClient } from "../Services/SandboxdClient.ts"
+import { straySandboxes } from "../Services/Metrics.ts"
 
 export type OrphanVerdict =
   | { readonly _tag: "Orphan"; readonly id: ClaimId } // listed, no claim of ours, no claim_ref
@@ -59,9 +67,14 @@ export interface OrphanScanner {
   readonly scanOnce: Effect.Effect<ReadonlyArray<OrphanVerdict> | undefined>
 }
 
+/** At most this many ids are named in one stray Event (the gauge has the full count). */
+const STRAYS_NAMED = 10
+
 export const make = Effect.gen(function*() {
   const table = yield* ClaimTable
   const sandboxd = yield* SandboxdClient
+  const config = yield* AppConfig
+  const recorder = yield* Effect.serviceOption(EventRecorder)
   /** The previous successful cycle's verdicts: a verdict is logged only when it is new (ORPH-4). */
   const previous = yield* Ref.make(new Set<string>())
 
@@ -77,8 +90,21 @@ export const make = Effect.gen(function*() {
     if (listed._tag === "None") return undefined
     const verdicts = judge(yield* table.state, listed.value)
     const seen = yield* Ref.get(previous)
-    yield* Effect.forEach(verdicts.filter((v) => !seen.has(verdictKey(v))), report, { discard: true })
+    const fresh = verdicts.filter((v) => !seen.has(verdictKey(v)))
+    yield* Effect.forEach(fresh, report, { discard: true })
     yield* Ref.set(previous, new Set(verdicts.map(verdictKey)))
+    yield* Metric.update(straySandboxes, verdicts.filter((v) => v._tag === "Stray").length)
+    const newStrays = fresh.flatMap((v) => v._tag === "Stray" ? [`${v.id} (${v.pod})`] : [])
+    if (newStrays.length > 0 && recorder._tag === "Some") {
+      const named = newStrays.slice(0, STRAYS_NAMED).join(", ")
+      const more = newStrays.length > STRAYS_NAMED ? ` and ${newStrays.length - STRAYS_NAMED} more` : ""
+      yield* recorder.value.record(
+        { kind: "Node", namespace: "", name: config.nodeName, uid: "" },
+        "Warning",
+        "StraySandboxes",
+        `sandboxd holds ${newStrays.length} sandbox(es) carrying this node's pod claim_refs that no claim holds: ${named}${more}; audit-only, not released`
+      )
+    }
     return verdicts
   }).pipe(Effect.withSpan("OrphanScanner.scanOnce"))
 

@@ -4,7 +4,7 @@
  * the TestClock, and — in every case — not one release request in the simulator's audit log.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, Duration, Effect, Fiber, Logger, Option, References } from "effect"
+import { DateTime, Duration, Effect, Fiber, Logger, Metric, Option, References } from "effect"
 import { TestClock } from "effect/testing"
 import * as OrphanScanner from "../../src/Programs/OrphanScanner.ts"
 import { type ClaimRecord, ClaimState } from "../../src/Schemas/Claims.ts"
@@ -13,7 +13,8 @@ import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { Provider } from "../../src/Services/Provider.ts"
 import { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
-import { deleteWorld, Template } from "./Authorization/world.ts"
+import { straySandboxes } from "../../src/Services/Metrics.ts"
+import { deleteWorld, RecordedEvents, Template } from "./Authorization/world.ts"
 import * as Wait from "../support/Wait.ts"
 
 interface Line {
@@ -148,6 +149,19 @@ describe("OrphanScanner.scanOnce", () => {
       assert.strictEqual(line?.annotations["sandbox"], lost!.id)
       assert.strictEqual((yield* SandboxdSim.use((sim) => sim.claims)).length, 1, "retained")
       assert.strictEqual(yield* sandboxdCalls("release"), 0)
+      // Counted in the stray gauge and announced once by a Node Event naming it.
+      assert.strictEqual((yield* Metric.value(straySandboxes)).value, 1)
+      const nodeEvents = (yield* RecordedEvents.use((e) => e.all)).filter((e) => e.involved.kind === "Node")
+      assert.deepStrictEqual(nodeEvents.map((e) => [e.type, e.reason]), [["Warning", "StraySandboxes"]])
+      assert.include(nodeEvents[0]!.message, lost!.id)
+      assert.include(nodeEvents[0]!.message, webKey)
+      yield* (yield* OrphanScanner.make).scanOnce
+      assert.strictEqual((yield* RecordedEvents.use((e) => e.all)).filter((e) => e.involved.kind === "Node").length, 2,
+        "a fresh scanner has no memory: it announces again")
+      // Once a row holds it, it is no stray: the gauge drops to 0.
+      yield* SandboxdSim.use((sim) => sim.forget(lost!.id))
+      yield* (yield* OrphanScanner.make).scanOnce
+      assert.strictEqual((yield* Metric.value(straySandboxes)).value, 0)
     })))
 
   it.effect("tentative and quarantined claims count as ours", () =>

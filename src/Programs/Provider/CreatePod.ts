@@ -30,7 +30,7 @@ import { ClaimsStore, ClaimsWriteError } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
 import { type CreatePodOutcome, ProviderEvents } from "../../Services/Provider.ts"
 import { failpoint } from "../../Services/Failpoints.ts"
-import { claimOutcomeOf, SandboxdClient, SandboxdTimeout, SandboxdUnreachable } from "../../Services/SandboxdClient.ts"
+import { claimOutcomeOf, SandboxdClient, type SandboxdClaimError, SandboxdTimeout, SandboxdUnreachable } from "../../Services/SandboxdClient.ts"
 import { verifyQuarantinedClaims } from "../ClaimVerifier.ts"
 import {
   annotationValue,
@@ -140,6 +140,12 @@ const clearStrandedClaim = Effect.fnUntraced(function*(key: PodKey) {
   )
 })
 
+/** The error as a Pod message shows it: an HTTP answer names its status (the body may say nothing). */
+const describeClaimError = (cause: SandboxdClaimError): string =>
+  cause._tag === "SandboxdHttpError" && cause.status !== 0
+    ? `${cause._tag}: sandboxd answered ${cause.status}${cause.message === "" ? "" : `: ${cause.message}`}`
+    : `${cause._tag}: ${cause.message}`
+
 /**
  * A key in doubt is settled before anything else is claimed for it. Adopted: the row is now
  * Durable and step 4 adopts it. Absent: the key may claim. Anything else keeps the Pod waiting
@@ -246,7 +252,7 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
         pod: key,
         template,
         cause,
-        message: `claim for pod ${key} (template ${template}) failed: ${cause._tag}: ${cause.message}`
+        message: `claim for pod ${key} (template ${template}) failed: ${describeClaimError(cause)}`
       })
     }
     if (claimOutcome._tag === "Unknown") {
@@ -262,7 +268,7 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
         strays: [],
         cause,
         message:
-          `claim for pod ${key} (template ${template}) may have made a sandbox (${cause._tag}: ${cause.message}); no new claim until sandboxd's listing shows what became of it`
+          `claim for pod ${key} (template ${template}) may have made a sandbox (${describeClaimError(cause)}); no new claim until sandboxd's listing shows what became of it`
       })
     }
     const claimed = claimOutcome.result

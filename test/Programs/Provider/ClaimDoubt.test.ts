@@ -5,10 +5,11 @@
  * confirmed, or — where neither is possible — the key stays in doubt with its stray reported.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Option, Redacted, Result } from "effect"
+import { Duration, Effect, Fiber, Metric, Option, Redacted, Result } from "effect"
 import { TestClock } from "effect/testing"
 import type { V1Pod } from "@kubernetes/client-node"
 import { ClaimsStoreMemoryControl } from "../../../testkit/Layers/ClaimsStoreMemory.ts"
+import { claimsInDoubt } from "../../../src/Services/Metrics.ts"
 import { ClaimDoubts } from "../../../src/Services/ClaimDoubts.ts"
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
 import { Provider } from "../../../src/Services/Provider.ts"
@@ -54,6 +55,7 @@ describe("claims whose outcome is unknown", () => {
       const first = yield* createToEnd(pod("web"))
       assert.strictEqual(failureTag(first), "ClaimInDoubt")
       assert.isTrue(Option.isSome(yield* ClaimDoubts.use((d) => d.get(keyOf("web")))))
+      assert.strictEqual((yield* Metric.value(claimsInDoubt)).value, 1)
       const [made] = yield* sim.claims
       assert.isDefined(made)
       assert.deepStrictEqual(yield* drain(pushes), [], "never Running while in doubt")
@@ -66,6 +68,7 @@ describe("claims whose outcome is unknown", () => {
       assert.strictEqual(row?.id, made.id)
       assert.strictEqual(Redacted.value(row!.token), made.token)
       assert.isTrue(Option.isNone(yield* ClaimDoubts.use((d) => d.get(keyOf("web")))))
+      assert.strictEqual((yield* Metric.value(claimsInDoubt)).value, 0)
       const pushed = (yield* drain(pushes)).at(-1)
       assert.strictEqual(pushed?.status?.phase, "Running")
       assert.strictEqual(pushed?.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"], made.id)
