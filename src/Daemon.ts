@@ -16,7 +16,7 @@
  * then loops, node loops (the Node and Lease are left in place) and servers close. Every
  * finalizer is time-boxed, and a watchdog ends the process if the whole bound is exceeded.
  */
-import { Duration, Effect, Layer, Logger, Metric, Option, References } from "effect"
+import { Duration, Effect, Layer, Metric, Option } from "effect"
 import { StartupError } from "./Cli/Errors.ts"
 import * as ClaimsStoreFile from "./Layers/ClaimsStoreFile.ts"
 import { ClaimTableRefLayer } from "./Layers/ClaimTableRef.ts"
@@ -27,7 +27,7 @@ import { PodLifecycleProviderLayer } from "./Layers/PodLifecycleProvider.ts"
 import { ProviderEventsPubSubLayer } from "./Layers/ProviderEventsPubSub.ts"
 import { ProviderLiveLayer } from "./Programs/Provider/ProviderLive.ts"
 import * as SandboxdClientHttp from "./Layers/SandboxdClientHttp.ts"
-import { type AppConfigShape, type LogLevelName } from "./Schemas/Config.ts"
+import { type AppConfigShape } from "./Schemas/Config.ts"
 import { AppConfig } from "./Services/Config.ts"
 import { ClaimsStore } from "./Services/ClaimsStore.ts"
 import { ClaimTable } from "./Services/ClaimTable.ts"
@@ -42,6 +42,7 @@ import { KubeletPods, KubeletServer } from "./Programs/Kubelet/KubeletServer.ts"
 import { NodeController, NodeHealth } from "./Programs/Node/NodeController.ts"
 import { LoopsLayer } from "./Programs/Loops.ts"
 import * as HealthServer from "./Programs/Observability/HealthServer.ts"
+import * as Logging from "./Programs/Observability/Logging.ts"
 import { instrumentKube, instrumentSandboxd } from "./Programs/Observability/Instrument.ts"
 import * as Metrics from "./Services/Metrics.ts"
 import { claimsHeld, commitDuration, processHeapUsed, processResidentMemory, quarantinedClaims } from "./Services/Metrics.ts"
@@ -50,19 +51,8 @@ import { startClaims } from "./Programs/Provider/Startup.ts"
 
 
 
-const logLevel: Record<LogLevelName, "Trace" | "Debug" | "Info" | "Warn" | "Error"> = {
-  trace: "Trace",
-  debug: "Debug",
-  info: "Info",
-  warn: "Warn",
-  error: "Error"
-}
-
-export const loggingLayer = (config: Pick<AppConfigShape, "logFormat" | "logLevel">) =>
-  Layer.mergeAll(
-    Logger.layer([config.logFormat === "json" ? Logger.consoleJson : Logger.consoleLogFmt]),
-    Layer.succeed(References.MinimumLogLevel, logLevel[config.logLevel])
-  )
+/** The daemon's logger: one flat JSON (or text) shape for every line (`Programs/Observability/Logging.ts`). */
+export const loggingLayer = Logging.layer
 
 // ---- the feature layers, bottom-up -----------------------------------------------------------
 

@@ -36,7 +36,7 @@ export const verifyQuarantinedClaims = Effect.gen(function*() {
   const listedAt = yield* DateTime.now
   const listing = yield* sandboxd.listSandboxes.pipe(
     Effect.tapError((err) =>
-      Effect.logWarning("sandboxd list failed; claims stay unverified").pipe(Effect.annotateLogs({ err: err.message }))
+      Effect.logWarning("sandboxd list failed; claims stay unverified").pipe(Effect.annotateLogs({ error: err }))
     )
   )
   const listed = new Map(listing.map((row) => [row.id, row.deadline] as const))

@@ -55,7 +55,7 @@ export const publishExpiredLeases = Effect.gen(function*() {
   const listing = yield* Effect.result(sandboxd.listSandboxes)
   if (listing._tag === "Failure") {
     yield* Effect.logWarning("sandboxd list failed; deferring lease-expiry publication").pipe(
-      Effect.annotateLogs({ err: listing.failure.message })
+      Effect.annotateLogs({ error: listing.failure })
     )
     return outcome([], [], true)
   }

@@ -244,7 +244,7 @@ export const acquire = (
       const now = new Date(yield* Clock.currentTimeMillis)
       yield* io("heartbeat", lockPath, () => NFS.utimes(lockPath, now, now))
     }).pipe(
-      Effect.catch((error) => Effect.logWarning("state lock heartbeat failed").pipe(Effect.annotateLogs({ error: error.message })))
+      Effect.catch((error) => Effect.logWarning("state lock heartbeat failed").pipe(Effect.annotateLogs({ error })))
     )
     yield* touch.pipe(Effect.repeat(Schedule.spaced(heartbeat)), Effect.delay(heartbeat), Effect.forkScoped)
   })

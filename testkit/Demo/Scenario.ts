@@ -100,22 +100,21 @@ const makeLogEcho = (logFile: string) => {
     const lines: Array<string> = []
     for (const raw of content.slice(0, end).split("\n")) {
       if (raw === "") continue
-      let entry: { message?: unknown; level?: unknown; annotations?: Record<string, unknown> }
+      let entry: Record<string, unknown>
       try {
-        entry = JSON.parse(raw) as typeof entry
+        entry = JSON.parse(raw) as Record<string, unknown>
       } catch {
         continue
       }
-      if (entry.level === "DEBUG" || entry.level === "TRACE" || typeof entry.message !== "string") continue
-      const annotations = entry.annotations ?? {}
-      const parts = shown.filter((key) => annotations[key] !== undefined).map((key) => `${key}=${String(annotations[key])}`)
-      const error = annotations["error"]
-      if (typeof error === "object" && error !== null) {
-        const cause = (error as { cause?: { _tag?: unknown } }).cause
-        parts.push(`error=${String((error as { _tag?: unknown })._tag)}${cause?._tag === undefined ? "" : `(${String(cause._tag)})`}`)
+      const msg = entry["msg"]
+      if (entry["level"] === "debug" || entry["level"] === "trace" || typeof msg !== "string") continue
+      const parts = shown.filter((key) => entry[key] !== undefined).map((key) => `${key}=${String(entry[key])}`)
+      if (entry["error.tag"] !== undefined) {
+        const cause = typeof entry["error.cause"] === "string" ? /^(\w+)/.exec(entry["error.cause"])?.[1] : undefined
+        parts.push(`error=${String(entry["error.tag"])}${cause === undefined ? "" : `(${cause})`}`)
       }
       // The failure message repeats what the error tag says; keep the line readable.
-      const message = entry.message.length > 100 ? `${entry.message.slice(0, 97)}...` : entry.message
+      const message = msg.length > 100 ? `${msg.slice(0, 97)}...` : msg
       lines.push(`    daemon: ${message}${parts.length === 0 ? "" : `  [${parts.join(" ")}]`}`)
     }
     return lines.length === 0 ? Effect.void : say(lines.join("\n"))

@@ -268,7 +268,7 @@ const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) 
     Effect.catch((e: KubeError) =>
       Ref.set(taintOnNode, Option.none()).pipe(
         Effect.andThen(Effect.logWarning("node taint update failed; retried after the next probe")),
-        Effect.annotateLogs({ error: e._tag, message: e.message })
+        Effect.annotateLogs({ error: e })
       )
     )
   )
@@ -306,7 +306,7 @@ const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) 
     })
 
   const logFailure = (what: string) => (e: KubeError) =>
-    Effect.logWarning(`node ${what} failed`).pipe(Effect.annotateLogs({ error: e._tag, message: e.message }))
+    Effect.logWarning(`node ${what} failed`).pipe(Effect.annotateLogs({ error: e }))
 
   // ---- startup: probe, then register, then the loops --------------------------------------------
 

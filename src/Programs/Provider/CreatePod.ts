@@ -51,7 +51,7 @@ export const saveState = Effect.gen(function*() {
   const store = yield* ClaimsStore
   yield* store.commit(Option.none()).pipe(
     Effect.catchTag("ClaimsWriteError", (err) =>
-      Effect.logError("persist claims state").pipe(Effect.annotateLogs({ err: err.message, path: err.path }))
+      Effect.logError("persist claims state").pipe(Effect.annotateLogs({ error: err, path: err.path }))
     )
   )
 })

@@ -52,6 +52,28 @@ describe("npm run demo", () => {
         assert.isAtLeast(tokens.length, 4)
         const log = fs.readFileSync(path.join(dir!, "daemon.log"), "utf8")
         assert.include(log, "claimed hot sandbox")
+        // Every daemon line has the one flat shape: time, level, msg first, no nested envelope,
+        // and every error as error.tag / error.message (error.cause optional).
+        const lines = log.split("\n").filter((line) => line.startsWith("{"))
+        assert.isAtLeast(lines.length, 20)
+        let errors = 0
+        for (const line of lines) {
+          const record = JSON.parse(line) as Record<string, unknown>
+          assert.deepStrictEqual(Object.keys(record).slice(0, 3), ["time", "level", "msg"], line)
+          assert.match(String(record["time"]), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, line)
+          assert.oneOf(record["level"], ["trace", "debug", "info", "warn", "error", "fatal"], line)
+          assert.isString(record["msg"], line)
+          for (const [key, value] of Object.entries(record)) {
+            assert.notInclude(["annotations", "spans", "fiberId", "message", "err", "error"], key, line)
+            assert.isFalse(typeof value === "object" && value !== null && !Array.isArray(value), `${key} is nested: ${line}`)
+          }
+          if (record["error.tag"] !== undefined || record["error.message"] !== undefined) {
+            errors++
+            assert.isString(record["error.tag"], line)
+            assert.isString(record["error.message"], line)
+          }
+        }
+        assert.isAtLeast(errors, 1, "the demo's failure steps log at least one error")
         for (const token of tokens) {
           assert.notInclude(stdout + stderr, token)
           assert.notInclude(log, token)
