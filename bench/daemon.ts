@@ -168,9 +168,9 @@ const metricSum = (text: string, family: string, match: Readonly<Record<string, 
 
 const scrape = async (child: Child): Promise<string> => (await fetchText(`${child.metricsUrl}/metrics`))?.body ?? ""
 
-const heapUsed = (metrics: string) => metricSum(metrics, "vk_sandbox_process_heap_used_bytes")
+const heapUsed = (metrics: string) => metricSum(metrics, "nodejs_heap_size_used_bytes")
 const apiserverRequests = (metrics: string) =>
-  metricSum(metrics, "vk_sandbox_apiserver_requests_total") - metricSum(metrics, "vk_sandbox_apiserver_requests_total", { verb: "watch_pods" })
+  metricSum(metrics, "vk_sandbox_apiserver_requests_total") - metricSum(metrics, "vk_sandbox_apiserver_requests_total", { verb: "WATCH" })
 
 // ---- the cluster's side --------------------------------------------------------------------
 
@@ -325,10 +325,10 @@ const run = async (): Promise<Figures> => {
       figures["after_burst_heap_used_mb"] = mb(heapUsed(await scrape(child)))
       figures["rss_per_pod_kb"] = round1(perPod / 1024)
 
-      const writesBefore = metricSum(await scrape(child), "vk_sandbox_apiserver_requests_total", { verb: "update_pod_status" })
+      const writesBefore = metricSum(await scrape(child), "vk_sandbox_apiserver_requests_total", { verb: "PUT", resource: "pods/status" })
       await sleep(steadyS * 1000)
       const steadyMetrics = await scrape(child)
-      const writes = metricSum(steadyMetrics, "vk_sandbox_apiserver_requests_total", { verb: "update_pod_status" }) - writesBefore
+      const writes = metricSum(steadyMetrics, "vk_sandbox_apiserver_requests_total", { verb: "PUT", resource: "pods/status" }) - writesBefore
       figures["steady_seconds"] = steadyS
       figures["steady_status_writes_per_min"] = round2(writes / (steadyS / 60))
       figures["steady_rss_mb"] = mb(procMemory(child.pid).rss)

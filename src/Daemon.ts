@@ -30,6 +30,7 @@ import * as SandboxdClientHttp from "./Layers/SandboxdClientHttp.ts"
 import { type AppConfigShape } from "./Schemas/Config.ts"
 import { AppConfig } from "./Services/Config.ts"
 import { ClaimsStore } from "./Services/ClaimsStore.ts"
+import { ClaimDoubts } from "./Services/ClaimDoubts.ts"
 import { ClaimTable } from "./Services/ClaimTable.ts"
 import { EventRecorder } from "./Services/EventRecorder.ts"
 import { Failpoints } from "./Services/Failpoints.ts"
@@ -43,9 +44,11 @@ import { NodeController, NodeHealth } from "./Programs/Node/NodeController.ts"
 import { LoopsLayer } from "./Programs/Loops.ts"
 import * as HealthServer from "./Programs/Observability/HealthServer.ts"
 import * as Logging from "./Programs/Observability/Logging.ts"
+import * as ProcessMetrics from "./Programs/Observability/ProcessMetrics.ts"
+import { BuildInfo } from "./Services/BuildInfo.ts"
 import { instrumentKube, instrumentSandboxd } from "./Programs/Observability/Instrument.ts"
 import * as Metrics from "./Services/Metrics.ts"
-import { claimsHeld, commitDuration, processHeapUsed, processResidentMemory, quarantinedClaims } from "./Services/Metrics.ts"
+import { claimsByState, claimsHeld, commitDuration, quarantinedClaims } from "./Services/Metrics.ts"
 import * as PodController from "./Programs/PodController/PodController.ts"
 import { startClaims } from "./Programs/Provider/Startup.ts"
 
@@ -127,7 +130,11 @@ const HealthLayer = Layer.unwrap(
     const pods = yield* RunningPodController
     const node = yield* NodeController
     const table = yield* ClaimTable
+    const build = yield* BuildInfo
+    const doubts = yield* ClaimDoubts
+    const sampleProcess = yield* ProcessMetrics.make
     return HealthServer.layer(config.metricsAddr, {
+      extraMetrics: Effect.map(sampleProcess, (sample) => ProcessMetrics.render(sample, build)),
       unhealthy: loops.stopped,
       notReady: Effect.gen(function*() {
         const missing: Array<string> = []
@@ -138,10 +145,15 @@ const HealthLayer = Layer.unwrap(
       beforeScrape: Effect.gen(function*() {
         const state = yield* table.state
         yield* Metric.update(claimsHeld, state.rows.size)
-        yield* Metric.update(quarantinedClaims, [...state.rows.values()].filter((r) => r.state._tag === "Quarantined").length)
-        const memory = process.memoryUsage()
-        yield* Metric.update(processResidentMemory, memory.rss)
-        yield* Metric.update(processHeapUsed, memory.heapUsed)
+        const byState = { durable: 0, tentative: 0, quarantined: 0 }
+        for (const row of state.rows.values()) {
+          byState[row.state._tag === "Durable" ? "durable" : row.state._tag === "Tentative" ? "tentative" : "quarantined"] += 1
+        }
+        yield* Metric.update(quarantinedClaims, byState.quarantined)
+        const inDoubt = (yield* doubts.all).size
+        for (const [state, value] of [...Object.entries(byState), ["in_doubt", inDoubt] as const]) {
+          yield* Metric.update(Metric.withAttributes(claimsByState, { state }), value)
+        }
       })
     })
   })
@@ -184,7 +196,7 @@ const shutdownWatchdog = (bound: Duration.Duration) =>
     })
   )
 
-export const run: Effect.Effect<void, StartupError, AppConfig> = Effect.gen(function*() {
+export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Effect.gen(function*() {
   const config = yield* AppConfig
   yield* Effect.scoped(
     Effect.gen(function*() {

@@ -11,6 +11,7 @@
  */
 import { fileURLToPath } from "node:url"
 import { Console, Effect, Result } from "effect"
+import { BuildInfo } from "../Services/BuildInfo.ts"
 import { AppConfig } from "../Services/Config.ts"
 import { Failpoints } from "../Services/Failpoints.ts"
 import { ProcessExit } from "./Errors.ts"
@@ -81,6 +82,7 @@ const runDaemon = Effect.fnUntraced(function*(argv: ReadonlyArray<string>, env: 
       const Daemon = yield* Effect.promise(() => import("../Daemon.ts"))
       return yield* Daemon.run.pipe(
         Effect.provide(AppConfig.layer(config)),
+        Effect.provideService(BuildInfo, yield* readBuildInfo(env)),
         Effect.provideService(Failpoints, failpoints.success)
       )
     }

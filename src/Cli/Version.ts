@@ -8,11 +8,9 @@ import { Effect, FileSystem, Option, Schema } from "effect"
 import { fileURLToPath } from "node:url"
 import type { Environment } from "./ParseConfig.ts"
 
-export interface BuildInfo {
-  readonly version: string
-  readonly revision: string
-  readonly builtAt: string
-}
+import type { BuildInfoShape } from "../Services/BuildInfo.ts"
+
+export type BuildInfo = BuildInfoShape
 
 export const formatVersion = (info: BuildInfo): string =>
   `vk-sandbox ${info.version} (rev=${info.revision} built=${info.builtAt})`

@@ -7,7 +7,8 @@
  * sleeps until that deficit would have refilled. Waiters are therefore served in arrival order
  * without a queue, and a burst of N callers gets N tokens immediately, then one per 1/qps.
  */
-import { Clock, Duration, Effect, Ref } from "effect"
+import { Clock, Duration, Effect, Metric, Ref } from "effect"
+import { rateLimiterWait } from "../Services/Metrics.ts"
 
 export interface TokenBucket {
   /** Waits (on the Clock) until one token is available and consumes it. */
@@ -54,6 +55,7 @@ export const make = (qps: number, burst: number): Effect.Effect<TokenBucket> =>
     const take = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const waitMillis = yield* reserve(now)
+      yield* Metric.update(rateLimiterWait, waitMillis / 1000)
       if (waitMillis > 0) {
         yield* Effect.sleep(Duration.millis(waitMillis)).pipe(Effect.onInterrupt(() => giveBack))
       }

@@ -19,8 +19,9 @@ export const releases = Metric.counter("vk_sandbox_releases_total", {
 export const deleteVerdicts = Metric.counter("vk_sandbox_delete_verdicts_total", {
   description: "delete-authorization verdicts by kind and reason"
 })
+/** Kept one more release for dashboards that read it; `vk_sandbox_claims_total{outcome="adopted"}` says the same. */
 export const adoptions = Metric.counter("vk_sandbox_adoptions_total", {
-  description: "claims adopted in place by a same-name replacement Pod"
+  description: "DEPRECATED, use vk_sandbox_claims_total{outcome=\"adopted\"}; claims adopted in place by a same-name replacement Pod"
 })
 export const leaseExpiries = Metric.counter("vk_sandbox_lease_expiries_total", {
   description: "Failed (SandboxLeaseExpired) statuses published"
@@ -40,13 +41,6 @@ export const quarantinedClaims = Metric.gauge("vk_sandbox_quarantined_claims", {
 export const claimsHeld = Metric.gauge("vk_sandbox_claims_held", {
   description: "rows in the claims table (any state)"
 })
-/** Sampled at each scrape: what the process holds (the figures the memory targets are about). */
-export const processResidentMemory = Metric.gauge("vk_sandbox_process_resident_memory_bytes", {
-  description: "resident set size of the daemon process, sampled at each scrape"
-})
-export const processHeapUsed = Metric.gauge("vk_sandbox_process_heap_used_bytes", {
-  description: "V8 heap in use, sampled at each scrape"
-})
 export const commitDuration = Metric.histogram("vk_sandbox_commit_duration_seconds", {
   description: "durable claims-file commit latency as seen by the caller",
   boundaries: latencyBoundaries
@@ -63,7 +57,18 @@ export const sandboxdErrors = Metric.counter("vk_sandbox_sandboxd_errors_total",
   description: "sandboxd request failures by operation and error tag"
 })
 export const apiserverRequests = Metric.counter("vk_sandbox_apiserver_requests_total", {
-  description: "apiserver requests by verb and status code"
+  description: "apiserver requests by HTTP verb, resource and status code (error = no HTTP answer)"
+})
+export const apiserverRequestDuration = Metric.histogram("vk_sandbox_apiserver_request_duration_seconds", {
+  description: "apiserver request latency by HTTP verb, resource and status code (error = no HTTP answer), rate-limiter wait included",
+  boundaries: latencyBoundaries
+})
+export const rateLimiterWait = Metric.histogram("vk_sandbox_apiserver_rate_limiter_wait_seconds", {
+  description: "time a request waited for the client-side rate limiter (--kube-api-qps, --kube-api-burst)",
+  boundaries: latencyBoundaries
+})
+export const claimsByState = Metric.gauge("vk_sandbox_claims", {
+  description: "claims by state: durable, tentative (commit in flight), quarantined (not yet confirmed), in_doubt (outcome unknown)"
 })
 export const watchRestarts = Metric.counter("vk_sandbox_watch_restarts_total", {
   description: "pod watch restarts by reason: closed, gone (relist), failed; backwards: a relist older than the cache"
@@ -106,6 +111,7 @@ export const initialize = Effect.all([
   count0(watchRestarts, { reason: "backwards" }),
   Metric.update(statusWriteConflicts, 0),
   Metric.update(sandboxdUp, 0),
+  ...["durable", "tentative", "quarantined", "in_doubt"].map((state) => Metric.update(Metric.withAttributes(claimsByState, { state }), 0)),
   Metric.update(nodeTainted, 0)
 ], { discard: true })
 

@@ -132,15 +132,31 @@ describe("daemon end to end", () => {
       ) {
         assert.match(body, new RegExp(`^# TYPE ${family} `, "m"), `family ${family} in /metrics`)
       }
+      // Every family served is documented in docs/operations.md with its type, and every
+      // documented family is served, except those the table says appear with their first event.
+      const served = new Map([...body.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]))
+      const rows = [...fs.readFileSync(new URL("../../docs/operations.md", import.meta.url), "utf8")
+        .matchAll(/^\| `([a-z0-9_]+)` \| (counter|gauge|histogram) \|(.*)$/gm)]
+      const documented = new Map(rows.map((m) => [m[1]!, m[2]!]))
+      const onFirstEvent = new Set(rows.filter((m) => m[3]!.includes("appears with the first")).map((m) => m[1]!))
+      for (const [family, type] of served) assert.strictEqual(documented.get(family), type, `${family} documented as a ${type}`)
+      for (const family of documented.keys()) {
+        if (!onFirstEvent.has(family)) assert.isTrue(served.has(family), `${family} served`)
+      }
+      assert.match(body, /^vk_sandbox_build_info\{version="[^"]+",revision="[^"]+"\} 1$/m)
+      assert.match(body, /^process_resident_memory_bytes [1-9]\d*$/m)
+      assert.match(body, /^vk_sandbox_claims\{state="durable"\} 2$/m)
+      assert.notMatch(body, /pod="/, "no per-Pod label")
       assert.match(body, /^vk_sandbox_claims_held(\{[^}]*\})? 2$/m, "two claims held")
       // the process's memory, sampled at the scrape: tens of megabytes, not zero
-      for (const gauge of ["vk_sandbox_process_resident_memory_bytes", "vk_sandbox_process_heap_used_bytes"]) {
+      for (const gauge of ["process_resident_memory_bytes", "nodejs_heap_size_used_bytes"]) {
         const sampled = Number(new RegExp(`^${gauge}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(body)?.[1] ?? "0")
         assert.isAbove(sampled, 10 * 1024 * 1024, gauge)
       }
       assert.match(body, /^vk_sandbox_releases_total\{[^}]*result="released"[^}]*\} 1$/m)
       // The failed lists are counted by verb and code.
-      assert.match(body, /^vk_sandbox_apiserver_requests_total\{[^}]*code="500"[^}]*\} [1-9]/m)
+      assert.match(body, /^vk_sandbox_apiserver_requests_total\{verb="GET",resource="pods",code="500"\} [1-9]/m)
+      assert.match(body, /^vk_sandbox_apiserver_request_duration_seconds_count\{verb="PUT",resource="pods\/status",code="200"\} [1-9]/m)
 
       // ---- SIGTERM in the middle of a burst of creates: each claim takes 400 ms in sandboxd, so
       // the signal lands while claims are in flight.

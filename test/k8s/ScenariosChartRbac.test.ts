@@ -16,6 +16,7 @@ import { writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import * as YAML from "yaml"
 import { daemonLayer } from "../../src/Daemon.ts"
+import { BuildInfo } from "../../src/Services/BuildInfo.ts"
 import type { AppConfigShape } from "../../src/Schemas/Config.ts"
 import { kube, uniqueName } from "./fixture/Kube.ts"
 import {
@@ -97,7 +98,10 @@ const httpStatus = (url: string) =>
 const startDaemon = (config: AppConfigShape) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    yield* Layer.buildWithScope(daemonLayer(config), scope)
+    yield* Layer.buildWithScope(
+      daemonLayer(config).pipe(Layer.provide(Layer.succeed(BuildInfo, { version: "test", revision: "test", builtAt: "test" }))),
+      scope
+    )
     return { stop: Scope.close(scope, Exit.void) }
   })
 

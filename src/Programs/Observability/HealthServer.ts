@@ -17,6 +17,8 @@ export interface HealthChecks {
   readonly notReady: Effect.Effect<ReadonlyArray<string>>
   /** Refreshes gauges that are sampled rather than updated (e.g. claims held), before a scrape. */
   readonly beforeScrape: Effect.Effect<void>
+  /** Prometheus text rendered outside the Effect registry (process and runtime families), appended. */
+  readonly extraMetrics?: Effect.Effect<string>
 }
 
 const verdict = (failing: ReadonlyArray<string>) =>
@@ -32,7 +34,8 @@ const routes = (checks: HealthChecks) =>
       Effect.gen(function*() {
         yield* checks.beforeScrape
         const body = yield* PrometheusMetrics.format()
-        return HttpServerResponse.text(body, { contentType: "text/plain; version=0.0.4; charset=utf-8" })
+        const extra = checks.extraMetrics === undefined ? "" : yield* checks.extraMetrics
+        return HttpServerResponse.text(extra === "" ? body : `${body.endsWith("\n") || body === "" ? body : `${body}\n`}${extra}`, { contentType: "text/plain; version=0.0.4; charset=utf-8" })
       })
     ),
     HttpRouter.add("GET", "/healthz", Effect.map(checks.unhealthy, verdict)),

@@ -3,10 +3,10 @@
  * timed and its failures counted by tag; every apiserver request is counted by verb and code.
  * The daemon wires the decorated services, so no caller has to remember to instrument.
  */
-import { Duration, Effect, Layer, Metric, Stream } from "effect"
+import { Clock, Duration, Effect, Exit, Layer, Metric, Option, Stream } from "effect"
 import { KubeApi, type KubeError } from "../../Services/KubeApi.ts"
 import { SandboxdClient } from "../../Services/SandboxdClient.ts"
-import { apiserverRequests, count, sandboxdErrors, sandboxdRequestDuration } from "../../Services/Metrics.ts"
+import { apiserverRequestDuration, apiserverRequests, count, sandboxdErrors, sandboxdRequestDuration } from "../../Services/Metrics.ts"
 
 const timed = <A, E extends { readonly _tag: string }, R>(operation: string, effect: Effect.Effect<A, E, R>) =>
   effect.pipe(
@@ -25,6 +25,7 @@ export const instrumentSandboxd = (client: SandboxdClient["Service"]): SandboxdC
   healthz: timed("healthz", client.healthz)
 })
 
+/** The status code of a failed request, or `error` when no HTTP answer came. */
 const codeOf = (error: KubeError): string => {
   switch (error._tag) {
     case "KubeNotFound":
@@ -38,34 +39,54 @@ const codeOf = (error: KubeError): string => {
     case "KubeInvalid":
       return "422"
     case "KubeUnavailable":
-      return error.status === 0 ? "transport" : String(error.status)
+      return error.status === 0 ? "error" : String(error.status)
   }
 }
 
-const counted = <A, R>(verb: string, effect: Effect.Effect<A, KubeError, R>) =>
-  effect.pipe(
-    Effect.tap(() => count(apiserverRequests, { verb, code: "2xx" })),
-    Effect.tapError((error) => count(apiserverRequests, { verb, code: codeOf(error) }))
-  )
+/** The HTTP verb and resource of each call, as the apiserver sees them. */
+interface Call {
+  readonly verb: "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
+  readonly resource: string
+  /** The code of a success (the calls' success codes; creates answer 201). */
+  readonly ok: "200" | "201"
+}
+
+const call = (verb: Call["verb"], resource: string, ok: Call["ok"] = "200"): Call => ({ verb, resource, ok })
+
+const counted = <A, R>(what: Call, effect: Effect.Effect<A, KubeError, R>) =>
+  Effect.gen(function*() {
+    const started = yield* Clock.currentTimeMillis
+    const exit = yield* Effect.exit(effect)
+    const finished = yield* Clock.currentTimeMillis
+    const labels = {
+      verb: what.verb,
+      resource: what.resource,
+      code: Exit.isSuccess(exit) ? what.ok : Option.match(Exit.findErrorOption(exit), { onNone: () => "error", onSome: codeOf })
+    }
+    yield* count(apiserverRequests, labels)
+    yield* Metric.update(Metric.withAttributes(apiserverRequestDuration, labels), (finished - started) / 1000)
+    return yield* exit
+  })
 
 export const instrumentKube = (kube: KubeApi["Service"]): KubeApi["Service"] => ({
-  listPods: (node) => counted("list_pods", kube.listPods(node)),
+  listPods: (node) => counted(call("GET", "pods"), kube.listPods(node)),
+  // A watch is counted when it starts: its duration is the stream's life, not a latency.
   watchPods: (node, rv) =>
-    Stream.unwrap(count(apiserverRequests, { verb: "watch_pods", code: "started" }).pipe(Effect.as(kube.watchPods(node, rv)))),
-  getPod: (ns, name) => counted("get_pod", kube.getPod(ns, name)),
-  replacePodStatus: (pod) => counted("update_pod_status", kube.replacePodStatus(pod)),
-  deletePod: (ns, name, uid) => counted("delete_pod", kube.deletePod(ns, name, uid)),
-  getNode: (name) => counted("get_node", kube.getNode(name)),
-  createNode: (node) => counted("create_node", kube.createNode(node)),
-  patchNodeStatus: (name, patch) => counted("patch_node_status", kube.patchNodeStatus(name, patch)),
-  patchNode: (name, patch) => counted("patch_node", kube.patchNode(name, patch)),
-  getLease: (name) => counted("get_lease", kube.getLease(name)),
-  createLease: (lease) => counted("create_lease", kube.createLease(lease)),
-  replaceLease: (lease) => counted("update_lease", kube.replaceLease(lease)),
-  createEvent: (event) => counted("create_event", kube.createEvent(event)),
-  patchEvent: (ns, name, patch) => counted("patch_event", kube.patchEvent(ns, name, patch)),
-  getOwner: (ref) => counted("get_owner", kube.getOwner(ref)),
-  applyNodeInventory: (inventory) => counted("apply_node_inventory", kube.applyNodeInventory(inventory))
+    Stream.unwrap(count(apiserverRequests, { verb: "WATCH", resource: "pods", code: "200" }).pipe(Effect.as(kube.watchPods(node, rv)))),
+  getPod: (ns, name) => counted(call("GET", "pods"), kube.getPod(ns, name)),
+  replacePodStatus: (pod) => counted(call("PUT", "pods/status"), kube.replacePodStatus(pod)),
+  deletePod: (ns, name, uid) => counted(call("DELETE", "pods"), kube.deletePod(ns, name, uid)),
+  getNode: (name) => counted(call("GET", "nodes"), kube.getNode(name)),
+  createNode: (node) => counted(call("POST", "nodes", "201"), kube.createNode(node)),
+  patchNodeStatus: (name, patch) => counted(call("PATCH", "nodes/status"), kube.patchNodeStatus(name, patch)),
+  patchNode: (name, patch) => counted(call("PATCH", "nodes"), kube.patchNode(name, patch)),
+  getLease: (name) => counted(call("GET", "leases"), kube.getLease(name)),
+  createLease: (lease) => counted(call("POST", "leases", "201"), kube.createLease(lease)),
+  replaceLease: (lease) => counted(call("PUT", "leases"), kube.replaceLease(lease)),
+  createEvent: (event) => counted(call("POST", "events", "201"), kube.createEvent(event)),
+  patchEvent: (ns, name, patch) => counted(call("PATCH", "events"), kube.patchEvent(ns, name, patch)),
+  getOwner: (ref) => counted(call("GET", "owners"), kube.getOwner(ref)),
+  applyNodeInventory: (inventory) => counted(call("PATCH", "nodeinventories"), kube.applyNodeInventory(inventory))
 })
 
 /** Replaces the services in context with their instrumented versions. */
