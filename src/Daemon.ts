@@ -220,6 +220,16 @@ export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Eff
     })
   ).pipe(
     Effect.onInterrupt(() => Effect.logInfo("vk-sandbox exiting")),
+    Effect.provide(yield* tracingLayer(config)),
     Effect.provide(loggingLayer(config))
   )
 })
+
+/** The OTLP trace exporter when `--otlp-endpoint` is set; otherwise nothing, and its modules are never loaded. */
+const tracingLayer = (config: AppConfigShape) =>
+  Effect.gen(function*() {
+    if (config.otlpEndpoint === "") return Layer.empty
+    const build = yield* BuildInfo
+    const Tracing = yield* Effect.promise(() => import("./Programs/Observability/Tracing.ts"))
+    return Tracing.layer(config.otlpEndpoint, build, config.nodeName)
+  })

@@ -91,6 +91,13 @@ export const daemonFlags: ReadonlyArray<FlagSpec> = [
   value("metrics-addr", "host:port", ":10261", "Prometheus metrics listen address (port 0 = any free port)"),
   value("log-level", "level", "info", "trace, debug, info, warn or error"),
   value("log-format", "format", "json", "json or text"),
+  value(
+    "otlp-endpoint",
+    "url",
+    "",
+    "OTLP/HTTP base URL; when set, traces are exported to <url>/v1/traces (off when empty)",
+    "OTEL_EXPORTER_OTLP_ENDPOINT"
+  ),
   bool("version", "print the version and exit")
 ]
 

@@ -113,6 +113,8 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
     const metricsAddr = yield* field("metrics-addr", (t) => parseListenAddr(t, { allowPortZero: true }))
     const logLevel = yield* field("log-level", oneOf(logLevels))
     const logFormat = yield* field("log-format", oneOf(logFormats))
+    // Off when empty; otherwise the same rules as a sandboxd base URL (http or https, a host, no query).
+    const otlpEndpoint = yield* field("otlp-endpoint", (t) => (t === "" ? Result.succeed("") : parseSandboxdUrl(t)))
     const config: AppConfigShape = {
       nodeName: text("node-name"),
       nodeIp: text("node-ip"),
@@ -145,7 +147,8 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
       shutdownTimeout,
       metricsAddr,
       logLevel,
-      logFormat
+      logFormat,
+      otlpEndpoint
     }
     return config
   })

@@ -58,6 +58,8 @@ export interface AppConfigShape {
   readonly metricsAddr: ListenAddr
   readonly logLevel: LogLevelName
   readonly logFormat: LogFormat
+  /** OTLP/HTTP base URL for traces; empty = no tracing (nothing loaded, nothing exported). */
+  readonly otlpEndpoint: string
 }
 
 /** The URL as safe to log: any user info (a password, say) replaced by `redacted`. */
@@ -108,6 +110,7 @@ export const testConfig = (overrides: Partial<AppConfigShape> = {}): AppConfigSh
   metricsAddr: { host: "", port: 10261 },
   logLevel: "info",
   logFormat: "json",
+  otlpEndpoint: "",
   ...overrides
 })
 

@@ -60,7 +60,12 @@ export const make = (
     const status = yield* StatusWriter.make(informer, retry, changed)
     const reconciler = yield* Reconciler.make(informer, status)
     const podQueue: KeyedQueue.KeyedQueue<PodKey> = yield* KeyedQueue.make<PodKey>(
-      (key) => reconciler.reconcile(key).pipe(Effect.annotateLogs({ node: nodeName })),
+      // One span per reconcile of a key: its create, claim, commit and release spans nest under it.
+      (key) =>
+        reconciler.reconcile(key).pipe(
+          Effect.withSpan("PodController.reconcile", { attributes: { pod: key, node: nodeName } }),
+          Effect.annotateLogs({ node: nodeName })
+        ),
       retry
     )
 
