@@ -57,7 +57,8 @@ const envBacked: ReadonlyArray<
   ["sandboxd-url", "SANDBOXD_URL", "http://10.0.0.9:7777/", "https://sb.example", (c) => c.sandboxdUrl, "http://10.0.0.9:7777", "https://sb.example"],
   ["sandboxd-advertise-addr", "SANDBOXD_ADVERTISE_ADDR", "10.1.1.1:7777", "10.2.2.2:7777", (c) => c.sandboxdAdvertiseAddr, "10.1.1.1:7777", "10.2.2.2:7777"],
   ["sandboxd-token-file", "SANDBOXD_TOKEN_FILE", "/env/token", "/flag/token", (c) => c.sandboxdTokenFile, "/env/token", "/flag/token"],
-  ["state-path", "VK_STATE_PATH", "/env/claims.json", "/flag/claims.json", (c) => c.statePath, "/env/claims.json", "/flag/claims.json"]
+  ["state-path", "VK_STATE_PATH", "/env/claims.json", "/flag/claims.json", (c) => c.statePath, "/env/claims.json", "/flag/claims.json"],
+  ["otlp-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", "http://otel:4318", "https://collector.example:4318/", (c) => c.otlpEndpoint, "http://otel:4318", "https://collector.example:4318"]
 ]
 
 describe("parseConfig: env-backed flags (CFG-1, CFG-3)", () => {
