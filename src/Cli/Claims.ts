@@ -7,14 +7,15 @@
  */
 import * as NFS from "node:fs/promises"
 import * as NPath from "node:path"
-import { Console, DateTime, Effect, Option } from "effect"
+import { Console, DateTime, Effect, Option, Result } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
 import { compareKeys, decodeClaimsFile, formatTimestamp } from "../Schemas/ClaimsFile.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
 import { nodeClaimsFileOps } from "../Store/FileOps.ts"
 import { resolveLink } from "../Store/StateDir.ts"
-import { ProcessExit } from "./Errors.ts"
-import { daemonFlags } from "./Flags.ts"
+import { exitWith } from "./Errors.ts"
+import { bool, daemonFlags, type FlagSpec, rawValue, tokenize, value } from "./Flags.ts"
+import { commandHelp } from "./Help.ts"
 import type { Environment } from "./ParseConfig.ts"
 
 export const REDACTED = "<redacted>"
@@ -93,66 +94,33 @@ export const formatClaimsTable = (views: ReadonlyArray<ClaimView>): string => {
   return [render(header), ...lines.map(render)].join("\n")
 }
 
-const usage = "usage: vk-sandbox claims [--state-path <path>] [--json]"
+/** `claims` takes the daemon's --state-path (same variable, same default) and --json. */
+export const claimsFlags: ReadonlyArray<FlagSpec> = [
+  value(
+    "state-path",
+    "path",
+    stateFlag?.defaultText ?? "/var/lib/vk-sandbox/claims.json",
+    "claims file (must not be empty)",
+    stateFlag?.env ?? "VK_STATE_PATH"
+  ),
+  bool("json", "one JSON document instead of the table")
+]
 
-interface ClaimsArgs {
-  readonly statePath: string
-  readonly json: boolean
-  readonly help: boolean
-}
-
-/** Go-style flags like the daemon's: -x or --x, --x=value or --x value. */
-const parseArgs = (args: ReadonlyArray<string>, env: Environment): { ok: ClaimsArgs } | { error: string } => {
-  let statePath = defaultStatePath(env)
-  let json = false
-  let help = false
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!
-    const match = /^--?([a-z-]+)(?:=(.*))?$/s.exec(arg)
-    if (match === null) return { error: `unexpected argument ${JSON.stringify(arg)}` }
-    const [, name, inline] = match
-    switch (name) {
-      case "state-path": {
-        const value = inline ?? args[++i]
-        if (value === undefined) return { error: "flag needs an argument: --state-path" }
-        if (value === "") return { error: "--state-path must not be empty" }
-        statePath = value
-        break
-      }
-      case "json":
-        if (inline !== undefined && inline !== "true" && inline !== "false") {
-          return { error: `invalid boolean value ${JSON.stringify(inline)} for --json` }
-        }
-        json = inline !== "false"
-        break
-      case "help":
-      case "h":
-        help = true
-        break
-      default:
-        return { error: `flag provided but not defined: ${arg}` }
-    }
-  }
-  return { ok: { statePath, json, help } }
-}
-
-const fail = (code: number, message: string) =>
-  Console.error(`vk-sandbox: ${message}`).pipe(Effect.andThen(Effect.fail(new ProcessExit({ code, message }))))
+export const claimsHelp = commandHelp({
+  summary: "vk-sandbox claims: list the claims file, tokens redacted (read-only, takes no lock; works while the daemon runs)",
+  usage: ["vk-sandbox claims [flags]"],
+  flags: claimsFlags
+})
 
 /** Runs `claims` with its arguments (after `claims`). */
 export const runClaims = (args: ReadonlyArray<string>, env: Environment) =>
   Effect.gen(function*() {
-    const parsed = parseArgs(args, env)
-    if ("error" in parsed) return yield* fail(2, `${parsed.error}\n${usage}`)
-    const { help, json, statePath } = parsed.ok
-    if (help) {
-      return yield* Console.log(
-        `${usage}\n\nLists the claims file (tokens redacted). Read-only, takes no lock.\n` +
-          `  --state-path <path>  claims file (env ${stateFlag?.env ?? "VK_STATE_PATH"}, default ${
-            JSON.stringify(stateFlag?.defaultText ?? "")
-          })\n  --json               one JSON document instead of the table`
-      )
-    }
+    const tokens = tokenize(args, claimsFlags)
+    if (Result.isFailure(tokens)) return yield* exitWith(2, tokens.failure.message)
+    if (tokens.success.help) return yield* Console.log(claimsHelp)
+    const statePath = rawValue(tokens.success, env, "state-path", claimsFlags).text
+    if (statePath === "") return yield* exitWith(2, "invalid value \"\" for flag --state-path: must not be empty")
+    const json = rawValue(tokens.success, env, "json", claimsFlags).text === "true"
     // The daemon's paths are absolute (ClaimsStoreFile resolves them); so are its messages.
     const path = NPath.resolve(statePath)
     const text = yield* Effect.promise(() =>
@@ -164,19 +132,19 @@ export const runClaims = (args: ReadonlyArray<string>, env: Environment) =>
             : { _tag: "Unreadable" as const, message: cause instanceof Error ? cause.message : String(cause) }
       )
     )
-    if (text._tag === "Unreadable") return yield* fail(1, `ClaimsLoadError: cannot read ${path}: ${text.message}`)
+    if (text._tag === "Unreadable") return yield* exitWith(1, `ClaimsLoadError: cannot read ${path}: ${text.message}`)
     // A link that leads nowhere (a volume not mounted) stops the daemon; it is not "no claims" here either.
     if (text._tag === "Missing") {
       yield* resolveLink(nodeClaimsFileOps, path).pipe(
         Effect.catchTags({
-          StateDirUnsafe: (e) => fail(1, `StateDirUnsafe: ${e.message}`),
-          FileStepError: (e) => fail(1, `ClaimsLoadError: cannot ${e.operation} ${e.path}: ${e.message}`)
+          StateDirUnsafe: (e) => exitWith(1, `StateDirUnsafe: ${e.message}`),
+          FileStepError: (e) => exitWith(1, `ClaimsLoadError: cannot ${e.operation} ${e.path}: ${e.message}`)
         })
       )
     }
     // A missing file is an empty table for the daemon too (PER-8).
     const rows = text._tag === "Missing" ? new Map<PodKey, ClaimRecord>() : yield* decodeClaimsFile(text.content).pipe(
-      Effect.catchTag("ClaimsFileDecodeError", (e) => fail(1, `ClaimsLoadError: cannot decode ${path}: ${e.message}`))
+      Effect.catchTag("ClaimsFileDecodeError", (e) => exitWith(1, `ClaimsLoadError: cannot decode ${path}: ${e.message}`))
     )
     const views = viewClaims(rows, yield* DateTime.now)
     if (json) return yield* Console.log(JSON.stringify({ path, claims: views }, null, 2))

@@ -3,7 +3,7 @@
  * exits 2; a startup error (the environment: an unreadable token file, …) exits 1. Both print one
  * line on stderr; neither prints a stack trace.
  */
-import { Runtime, Schema } from "effect"
+import { Console, Effect, Runtime, Schema } from "effect"
 
 /** A bad flag, flag value or argument. `flag` is the flag's name without dashes ("" when none). */
 export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
@@ -33,3 +33,7 @@ export class ProcessExit extends Schema.TaggedError<ProcessExit>()("ProcessExit"
   }
   override readonly [Runtime.errorReported] = false
 }
+
+/** Prints `vk-sandbox: <message>` on stderr and ends the process with `code` (2: usage, 1: startup). */
+export const exitWith = (code: number, message: string): Effect.Effect<never, ProcessExit> =>
+  Console.error(`vk-sandbox: ${message}`).pipe(Effect.andThen(Effect.fail(new ProcessExit({ code, message }))))

@@ -20,7 +20,7 @@ export interface FlagSpec {
   readonly description: string
 }
 
-const value = (
+export const value = (
   name: string,
   valueName: string,
   defaultText: string,
@@ -30,7 +30,7 @@ const value = (
   ? { name, kind: "value", valueName, defaultText, description }
   : { name, kind: "value", valueName, defaultText, description, env }
 
-const bool = (name: string, description: string): FlagSpec => ({
+export const bool = (name: string, description: string): FlagSpec => ({
   name,
   kind: "bool",
   valueName: "",
@@ -101,7 +101,17 @@ export const daemonFlags: ReadonlyArray<FlagSpec> = [
   bool("version", "print the version and exit")
 ]
 
-const specByName: ReadonlyMap<string, FlagSpec> = new Map(daemonFlags.map((spec) => [spec.name, spec]))
+const daemonSpecs: ReadonlyMap<string, FlagSpec> = new Map(daemonFlags.map((spec) => [spec.name, spec]))
+const tables = new WeakMap<ReadonlyArray<FlagSpec>, ReadonlyMap<string, FlagSpec>>([[daemonFlags, daemonSpecs]])
+
+/** A flag table by name (every command of the binary has one: the daemon, `claims`, each simulator). */
+const byName = (table: ReadonlyArray<FlagSpec>): ReadonlyMap<string, FlagSpec> => {
+  const known = tables.get(table)
+  if (known !== undefined) return known
+  const made = new Map(table.map((spec) => [spec.name, spec]))
+  tables.set(table, made)
+  return made
+}
 
 /** What the command line said, before any value is interpreted. */
 export interface Tokens {
@@ -120,7 +130,12 @@ const parseGoBool = (text: string): boolean | undefined => {
 /** User text inside a one-line message: quoted, control characters escaped. */
 export const quote = (text: string): string => JSON.stringify(text)
 
-export const tokenize = (argv: ReadonlyArray<string>): Result.Result<Tokens, UsageError> => {
+/** The command line against a flag table (the daemon's unless another is given). */
+export const tokenize = (
+  argv: ReadonlyArray<string>,
+  table: ReadonlyArray<FlagSpec> = daemonFlags
+): Result.Result<Tokens, UsageError> => {
+  const specByName = byName(table)
   const given = new Map<string, string>()
   let i = 0
   while (i < argv.length) {
@@ -179,9 +194,10 @@ export interface RawValue {
 export const rawValue = (
   tokens: Tokens,
   env: Readonly<Record<string, string | undefined>>,
-  name: string
+  name: string,
+  table: ReadonlyArray<FlagSpec> = daemonFlags
 ): RawValue => {
-  const spec = specByName.get(name)
+  const spec = byName(table).get(name)
   if (spec === undefined) return { text: "", source: "default" }
   const explicit = tokens.given.get(name)
   if (explicit !== undefined) return { text: explicit, source: "flag" }
@@ -190,4 +206,29 @@ export const rawValue = (
   return { text: spec.defaultText, source: "default" }
 }
 
-export const flagSpec = (name: string): FlagSpec | undefined => specByName.get(name)
+export const flagSpec = (name: string, table: ReadonlyArray<FlagSpec> = daemonFlags): FlagSpec | undefined =>
+  byName(table).get(name)
+
+/** `--node-cpu`, or `--node-cpu (from $VK_NODE_CPU)` when the env var supplied the value. */
+const describeSource = (spec: FlagSpec | undefined, name: string, source: RawValue["source"]): string =>
+  source === "env" && spec?.env !== undefined ? `--${name} (from $${spec.env})` : `--${name}`
+
+/**
+ * Reads flags of one command: each value's effective text (flag, env var, default), and a value
+ * parsed with the one usage-error wording every command shares.
+ */
+export const flagReader = (
+  tokens: Tokens,
+  env: Readonly<Record<string, string | undefined>>,
+  table: ReadonlyArray<FlagSpec> = daemonFlags
+) => ({
+  text: (name: string): string => rawValue(tokens, env, name, table).text,
+  field: <A>(name: string, parse: (text: string) => Result.Result<A, string>): Result.Result<A, UsageError> => {
+    const raw = rawValue(tokens, env, name, table)
+    return Result.mapError(parse(raw.text), (problem) =>
+      new UsageError({
+        flag: name,
+        message: `invalid value ${quote(raw.text)} for flag ${describeSource(byName(table).get(name), name, raw.source)}: ${problem}`
+      }))
+  }
+})

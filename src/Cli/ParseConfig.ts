@@ -7,7 +7,7 @@ import { Duration, Redacted, Result } from "effect"
 import type { AppConfigShape, LogFormat, LogLevelName } from "../Schemas/Config.ts"
 import { deriveAdvertiseAddr, parseListenAddr, parseSandboxdUrl } from "./Addresses.ts"
 import { UsageError } from "./Errors.ts"
-import { flagSpec, quote, rawValue, tokenize } from "./Flags.ts"
+import { flagReader, tokenize } from "./Flags.ts"
 import type { Tokens } from "./Flags.ts"
 import { parseGoDuration } from "./GoDuration.ts"
 import { parseNodeLabels } from "./NodeLabels.ts"
@@ -45,23 +45,9 @@ const oneOf = <A extends string>(allowed: ReadonlyArray<A>) => (text: string): R
   return found === undefined ? Result.fail(`must be one of ${allowed.join(", ")}`) : Result.succeed(found)
 }
 
-/** `--node-cpu`, or `--node-cpu (from $VK_NODE_CPU)` when the env var supplied the value. */
-const describeSource = (name: string, source: "flag" | "env" | "default"): string => {
-  const env = flagSpec(name)?.env
-  return source === "env" && env !== undefined ? `--${name} (from $${env})` : `--${name}`
-}
-
 /** Validate everything on the command line and in the environment into a configuration. */
 export const configFromTokens = (tokens: Tokens, env: Environment): Result.Result<AppConfigShape, UsageError> => {
-  const text = (name: string): string => rawValue(tokens, env, name).text
-  const field = <A>(name: string, parse: (text: string) => Result.Result<A, string>): Result.Result<A, UsageError> => {
-    const raw = rawValue(tokens, env, name)
-    return Result.mapError(parse(raw.text), (problem) =>
-      new UsageError({
-        flag: name,
-        message: `invalid value ${quote(raw.text)} for flag ${describeSource(name, raw.source)}: ${problem}`
-      }))
-  }
+  const { field, text } = flagReader(tokens, env)
   return Result.gen(function*() {
     const listenAddr = yield* field("listen-addr", (t) => parseListenAddr(t, { allowPortZero: false }))
     const nodeCpu = yield* field("node-cpu", parseCapacityQuantity)

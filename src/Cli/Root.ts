@@ -1,6 +1,6 @@
 /**
  * The command tree. No subcommand: the daemon, with Go-style flags (`Flags.ts`, `ParseConfig.ts`).
- * `sim <simulator>`: the simulators, effect/cli Commands listed in `testkit/Sim.ts`. A further
+ * `sim <simulator>`: the simulators listed in `testkit/Sim.ts`, parsed with the same flag tables. A further
  * subcommand (e.g. `claims`) is one more entry in `subcommands`.
  *
  * The daemon and the simulators are imported on demand, so `--version`, `--help` and usage errors
@@ -14,7 +14,7 @@ import { Console, Effect, Result } from "effect"
 import { BuildInfo } from "../Services/BuildInfo.ts"
 import { AppConfig } from "../Services/Config.ts"
 import { Failpoints } from "../Services/Failpoints.ts"
-import { ProcessExit } from "./Errors.ts"
+import { exitWith } from "./Errors.ts"
 import { FAILPOINTS_ENV, failpointsFromEnvironment } from "./Failpoints.ts"
 import { helpText } from "./Help.ts"
 import { parseInvocation } from "./ParseConfig.ts"
@@ -23,9 +23,6 @@ import { isSimModule } from "./SimModule.ts"
 import { readSandboxdToken } from "./TokenFile.ts"
 import { formatVersion, readBuildInfo } from "./Version.ts"
 
-/** Print one line on stderr and end the process with `code`. */
-const exitWith = (code: number, message: string) =>
-  Console.error(`vk-sandbox: ${message}`).pipe(Effect.andThen(Effect.fail(new ProcessExit({ code, message }))))
 
 /**
  * `testkit/Sim.ts` beside `src/` (from `src/Cli/Root.ts` in a checkout, `dist/Cli/Root.js` when

@@ -3,8 +3,11 @@
  * the simulator standalone. Its first stdout line is `listening on http://<host>:<port>`, so
  * `--listen 127.0.0.1:0` is usable from scripts; it then serves until interrupted (SIGTERM).
  */
-import { Console, Duration, Effect, Option, Result } from "effect"
-import { CliError, Command, Flag } from "effect/cli"
+import { Console, Duration, Effect, Result } from "effect"
+import { exitWith } from "../../../src/Cli/Errors.ts"
+import { bool, type FlagSpec, flagReader, tokenize, value } from "../../../src/Cli/Flags.ts"
+import { commandHelp } from "../../../src/Cli/Help.ts"
+import type { Environment } from "../../../src/Cli/ParseConfig.ts"
 import * as Model from "./Model.ts"
 import { isLoopbackHost, serve } from "./Server.ts"
 
@@ -58,85 +61,69 @@ export const parseZone = (text: string): Result.Result<number, string> => {
   return Result.succeed((m[1] === "-" ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3])))
 }
 
-const validated = <A>(option: string, parse: (text: string) => Result.Result<A, string>) => (text: string) => {
-  const result = parse(text)
-  return Result.isSuccess(result)
-    ? Effect.succeed(result.success)
-    : Effect.fail(new CliError.InvalidValue({ option, value: text, expected: result.failure, kind: "flag" }))
+const nonNegativeMillis = (text: string): Result.Result<number, string> => {
+  const n = Number(text)
+  return /^\d+$/.test(text) && Number.isSafeInteger(n) ? Result.succeed(n) : Result.fail("milliseconds ≥ 0")
 }
 
-const nonNegativeMillis = (option: string) =>
-  validated(option, (text) => {
-    const n = Number(text)
-    return /^\d+$/.test(text) && Number.isSafeInteger(n) ? Result.succeed(n) : Result.fail("milliseconds ≥ 0")
-  })
-
-const flags = {
-  listen: Flag.String("listen").pipe(
-    Flag.withDescription("Loopback host:port to listen on (port 0 picks a free one)"),
-    Flag.withDefault("127.0.0.1:7777"),
-    Flag.mapEffect(validated("listen", parseListen))
-  ),
-  token: Flag.String("token").pipe(
-    Flag.withDescription("The node root api_token; empty makes an open node"),
-    Flag.withDefault("")
-  ),
-  tenantToken: Flag.String("tenant-token").pipe(
-    Flag.withDescription("A tenant token (may claim; 403 on list and info)"),
-    Flag.optional
-  ),
-  pools: Flag.String("pools").pipe(
-    Flag.withDescription("Warm pools: template/net/size=count,… e.g. base:24.04/none/small=4"),
-    Flag.withDefault(""),
-    Flag.mapEffect(validated("pools", parsePools))
-  ),
-  maxClaims: Flag.Int("max-claims").pipe(
-    Flag.withDescription("Node claim quota (429 beyond it); 0 = none"),
-    Flag.withDefault(0)
-  ),
-  mesh: Flag.Boolean("mesh").pipe(
-    Flag.withDescription("Answer warm misses with a 200 redirect to --peers instead of provisioning"),
-    Flag.withDefault(false)
-  ),
-  peers: Flag.String("peers").pipe(
-    Flag.withDescription("Redirect targets in mesh mode (comma-separated host:port)"),
-    Flag.withDefault("127.0.0.1:7778,127.0.0.1:7779")
-  ),
-  zone: Flag.String("zone").pipe(
-    Flag.withDescription("UTC offset deadlines are written in: Z or ±hh:mm"),
-    Flag.withDefault("Z"),
-    Flag.mapEffect(validated("zone", parseZone))
-  ),
-  coldProvisionMillis: Flag.String("cold-provision-ms").pipe(
-    Flag.withDescription("Delay of a cold provision on a warm miss, in milliseconds"),
-    Flag.withDefault("500"),
-    Flag.mapEffect(nonNegativeMillis("cold-provision-ms"))
-  ),
-  refillMillis: Flag.String("refill-ms").pipe(
-    Flag.withDescription("Delay before a claimed warm VM is replaced, in milliseconds"),
-    Flag.withDefault("1000"),
-    Flag.mapEffect(nonNegativeMillis("refill-ms"))
-  )
+const nonNegativeInt = (text: string): Result.Result<number, string> => {
+  const n = Number(text)
+  return /^\d+$/.test(text) && Number.isSafeInteger(n) ? Result.succeed(n) : Result.fail("an integer ≥ 0")
 }
 
-export const sandboxdSimCommand = Command.make(
-  "sandboxd",
-  flags,
-  Effect.fn("sim.sandboxd")(function*(options) {
-    const sim = yield* Model.make({
-      rootToken: options.token,
-      tenantTokens: Option.toArray(options.tenantToken),
-      pools: options.pools,
-      maxClaims: options.maxClaims,
-      mesh: options.mesh
-        ? { peers: options.peers.split(",").map((s) => s.trim()).filter((s) => s !== "") }
-        : undefined,
-      zoneOffsetMinutes: options.zone,
-      coldProvisionDelay: Duration.millis(options.coldProvisionMillis),
-      refillDelay: Duration.millis(options.refillMillis)
+/** The flags, in the daemon's table form: one parser and one help style for every command. */
+export const sandboxdSimFlags: ReadonlyArray<FlagSpec> = [
+  value("listen", "host:port", "127.0.0.1:7777", "loopback host:port to listen on (port 0 picks a free one)"),
+  value("token", "string", "", "the node root api_token; empty makes an open node"),
+  value("tenant-token", "string", "", "a tenant token (may claim; 403 on list and info); none when empty"),
+  value("pools", "template/net/size=count,...", "", "warm pools, e.g. base:24.04/none/small=4"),
+  value("max-claims", "int", "0", "node claim quota (429 beyond it); 0 = none"),
+  bool("mesh", "answer warm misses with a 200 redirect to --peers instead of provisioning"),
+  value("peers", "host:port,...", "127.0.0.1:7778,127.0.0.1:7779", "redirect targets in mesh mode"),
+  value("zone", "offset", "Z", "UTC offset deadlines are written in: Z or ±hh:mm"),
+  value("cold-provision-ms", "int", "500", "delay of a cold provision on a warm miss, in milliseconds"),
+  value("refill-ms", "int", "1000", "delay before a claimed warm VM is replaced, in milliseconds")
+]
+
+export const sandboxdSimHelp = commandHelp({
+  summary: "vk-sandbox sim sandboxd: run the sandboxd simulator on a loopback address until SIGTERM",
+  usage: ["vk-sandbox sim sandboxd [flags]"],
+  flags: sandboxdSimFlags
+})
+
+/** `sim sandboxd` with its arguments: help, a one-line usage error (exit 2), or the running simulator. */
+export const runSandboxdSim = (args: ReadonlyArray<string>, env: Environment) =>
+  Effect.gen(function*() {
+    const tokens = tokenize(args, sandboxdSimFlags)
+    if (Result.isFailure(tokens)) return yield* exitWith(2, tokens.failure.message)
+    if (tokens.success.help) return yield* Console.log(sandboxdSimHelp)
+    const { field, text } = flagReader(tokens.success, env, sandboxdSimFlags)
+    const parsed = Result.all({
+      listen: field("listen", parseListen),
+      pools: field("pools", parsePools),
+      maxClaims: field("max-claims", nonNegativeInt),
+      zone: field("zone", parseZone),
+      coldProvisionMillis: field("cold-provision-ms", nonNegativeMillis),
+      refillMillis: field("refill-ms", nonNegativeMillis)
     })
-    const address = yield* serve(sim, { host: options.listen.host, port: options.listen.port })
-    yield* Console.log(`listening on ${address.url}`)
-    return yield* Effect.never
-  }, Effect.scoped)
-).pipe(Command.withDescription("Run the sandboxd simulator on a loopback address until SIGTERM"))
+    if (Result.isFailure(parsed)) return yield* exitWith(2, parsed.failure.message)
+    const options = parsed.success
+    const tenantToken = text("tenant-token")
+    yield* Effect.scoped(Effect.gen(function*() {
+      const sim = yield* Model.make({
+        rootToken: text("token"),
+        tenantTokens: tenantToken === "" ? [] : [tenantToken],
+        pools: options.pools,
+        maxClaims: options.maxClaims,
+        mesh: text("mesh") === "true"
+          ? { peers: text("peers").split(",").map((s) => s.trim()).filter((s) => s !== "") }
+          : undefined,
+        zoneOffsetMinutes: options.zone,
+        coldProvisionDelay: Duration.millis(options.coldProvisionMillis),
+        refillDelay: Duration.millis(options.refillMillis)
+      })
+      const address = yield* serve(sim, { host: options.listen.host, port: options.listen.port })
+      yield* Console.log(`listening on ${address.url}`)
+      return yield* Effect.never
+    }))
+  })

@@ -4,9 +4,8 @@ import * as path from "node:path"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
-import { Command } from "effect/cli"
 import { TestConsole } from "effect/testing"
-import { apiserverSimCommand, parseListen } from "../../../../testkit/Simulators/Apiserver/Command.ts"
+import { parseListen, runApiserverSim } from "../../../../testkit/Simulators/Apiserver/Command.ts"
 import { request } from "./http.ts"
 
 // real I/O (listen, file write) happens outside Effect time: give the event loop a real turn
@@ -30,7 +29,7 @@ describe("sim apiserver command", () => {
         (d) => Effect.promise(() => fs.rm(d, { recursive: true, force: true }))
       )
       const kubeconfig = path.join(dir, "kubeconfig")
-      const run = Command.runWith(apiserverSimCommand, { version: "0.0.0" })
+      const run = (args: ReadonlyArray<string>) => runApiserverSim(args, {})
       const fiber = yield* run(["--listen", "127.0.0.1:0", "--kubeconfig-out", kubeconfig, "--token", "tok"]).pipe(
         Effect.provide(NodeServices.layer),
         Effect.forkChild({ startImmediately: true })
