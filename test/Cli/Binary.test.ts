@@ -11,30 +11,10 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { daemonFlags } from "../../src/Cli/Flags.ts"
 import packageJson from "../../package.json" with { type: "json" }
-
-const binary = fileURLToPath(new URL("../../node_modules/.bin/vk-sandbox", import.meta.url))
-
-interface Finished {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
+import { binary, type Finished, runBinary } from "../support/Process.ts"
 
 /** Runs the binary with only PATH from our environment (plus `env`) and waits for it to exit. */
-const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-  Effect.callback<Finished>((resume) => {
-    const child = spawn(binary, args, {
-      env: { PATH: process.env["PATH"] ?? "", ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-    child.on("error", (error) => resume(Effect.die(error)))
-    child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
-    return Effect.sync(() => child.kill("SIGKILL"))
-  })
+const run = runBinary
 
 const lines = (text: string): ReadonlyArray<string> => text.split("\n").filter((line) => line !== "")
 

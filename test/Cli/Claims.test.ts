@@ -5,33 +5,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { formatTimeLeft } from "../../src/Cli/Claims.ts"
 import { decodeClaimsFile, encodeClaimsFile } from "../../src/Schemas/ClaimsFile.ts"
+import { runBinary } from "../support/Process.ts"
 
-const binary = fileURLToPath(new URL("../../node_modules/.bin/vk-sandbox", import.meta.url))
-
-interface Finished {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-  Effect.callback<Finished>((resume) => {
-    const child = spawn(binary, args, { env: { PATH: process.env["PATH"] ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-    child.on("error", (error) => resume(Effect.die(error)))
-    child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
-    return Effect.sync(() => child.kill("SIGKILL"))
-  })
+const run = runBinary
 
 const tokens = ["tok-AAAA-first-secret", "tok-BBBB-<second>&", "tok-CCCC-third"]
 

@@ -3,7 +3,6 @@
  * KubeApi layer, on TestClock: the flush interval is TestClock time, the writes are real I/O,
  * so after moving time the tests wait in real turns for the apiserver to show the write.
  */
-import { KubeConfig } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Result, Scope } from "effect"
 import { TestClock } from "effect/testing"
@@ -11,7 +10,6 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as EventRecorderKube from "../../src/Layers/EventRecorderKube.ts"
-import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import { testConfig } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import type { InvolvedObject } from "../../src/Services/EventRecorder.ts"
@@ -20,6 +18,7 @@ import { ClusterModel, type FailureRule } from "../../testkit/Simulators/Apiserv
 import { CoreEvents } from "../../testkit/Simulators/Apiserver/Resources.ts"
 import { serve as serveApiserver } from "../../testkit/Simulators/Apiserver/Server.ts"
 import { eventually, realTurn, settle } from "../support/Wait.ts"
+import { kubeApiFromFile } from "../support/Kube.ts"
 
 const NODE = "vk-sandboxd"
 const START = Date.parse("2026-11-29T10:00:00.000Z")
@@ -52,14 +51,7 @@ const setup = Effect.gen(function*() {
   const model = new ClusterModel({ namespaces: ["default", "team-a", "kube-node-lease"] })
   const kubeconfigPath = path.join(dir, "kubeconfig")
   yield* serveApiserver(model, { kubeconfigPath, bookmarkIntervalMs: 0 })
-  const kubeConfig = new KubeConfig()
-  kubeConfig.loadFromFile(kubeconfigPath)
-  const kube = yield* KubeApiClientNode.make(kubeConfig, {
-    ...KubeApiClientNode.defaultOptions,
-    callTimeout: "1 hour",
-    qps: 1000,
-    burst: 1000
-  })
+  const kube = yield* kubeApiFromFile(kubeconfigPath)
   const config = testConfig({ nodeName: NODE })
   // The recorder in its own scope, so a test can close it (shutdown) before the test ends.
   const scope = yield* Scope.make()

@@ -15,19 +15,10 @@ import { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { straySandboxes } from "../../src/Services/Metrics.ts"
 import { deleteWorld, RecordedEvents, Template } from "./Authorization/world.ts"
+import { makeLogCapture } from "../support/Logs.ts"
 import * as Wait from "../support/Wait.ts"
 
-interface Line {
-  readonly message: string
-  readonly annotations: Readonly<Record<string, unknown>>
-}
-const lines: Array<Line> = []
-const capture = Logger.make((options) => {
-  lines.push({
-    message: Array.isArray(options.message) ? options.message.map(String).join(" ") : String(options.message),
-    annotations: options.fiber.getRef(References.CurrentLogAnnotations)
-  })
-})
+const { lines, logger: capture } = makeLogCapture()
 
 /** Lets real sockets make progress until `check` holds. */
 const eventually = <E, R>(check: Effect.Effect<boolean, E, R>) => Wait.eventually("the scan's outcome", check)

@@ -3,14 +3,12 @@
  * and the sandboxd simulator over HTTP (through the live client), on TestClock. Real I/O does not
  * follow TestClock, so after moving time the tests wait for the simulator to show the write.
  */
-import { KubeConfig } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Duration, Effect, Exit, Layer, Metric, Option, Redacted, Ref, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as KubeApiClientNode from "../../../src/Layers/KubeApiClientNode.ts"
 import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
 import { NodeController, NodeHealth, type NodeControllerOptions } from "../../../src/Programs/Node/NodeController.ts"
 import { nodeTainted, sandboxdUp } from "../../../src/Services/Metrics.ts"
@@ -26,6 +24,7 @@ import type { JsonObject } from "../../../testkit/Simulators/Apiserver/Status.ts
 import { make as makeSandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve as serveSandboxd } from "../../../testkit/Simulators/Sandboxd/Server.ts"
 import { eventually, realTurn, settle } from "../../support/Wait.ts"
+import { kubeApiFromFile } from "../../support/Kube.ts"
 
 const NODE = "vk-sandboxd"
 const START = Date.parse("2026-11-29T10:00:00.250Z")
@@ -99,14 +98,7 @@ const setupWith = (options: SetupOptions) => Effect.gen(function*() {
     sandboxdTimeout: Duration.hours(1),
     sandboxdToken: Redacted.make(options.token ?? "")
   })
-  const kubeConfig = new KubeConfig()
-  kubeConfig.loadFromFile(kubeconfigPath)
-  const kube = yield* KubeApiClientNode.make(kubeConfig, {
-    ...KubeApiClientNode.defaultOptions,
-    callTimeout: "1 hour",
-    qps: 1000,
-    burst: 1000
-  })
+  const kube = yield* kubeApiFromFile(kubeconfigPath)
   const sandboxd = yield* SandboxdClientHttp.make.pipe(Effect.provideService(AppConfig, config))
 
   const events = yield* Ref.make<ReadonlyArray<Recorded>>([])

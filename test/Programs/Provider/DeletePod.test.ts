@@ -17,6 +17,7 @@ import { Sandboxes } from "../../../testkit/Simulators/Apiserver/Resources.ts"
 import { ApiserverSim } from "../../../testkit/Simulators/Apiserver/Server.ts"
 import { SandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { deleteWorld, RecordedEvents, Template } from "../Authorization/world.ts"
+import { type Line, makeLogCapture } from "../../support/Logs.ts"
 
 const SandboxApiVersion = "agents.x-k8s.io/v1beta1"
 const key = podKeyOf("default", "web") as PodKey
@@ -311,17 +312,7 @@ describe("DeletePod: the stale-UID guard and held claims", () => {
 })
 
 describe("DeletePod logs: pod key and claim id, never the token", () => {
-  interface Line {
-    readonly message: string
-    readonly annotations: Readonly<Record<string, unknown>>
-  }
-  const lines: Array<Line> = []
-  const capture = Logger.make((options) => {
-    lines.push({
-      message: Array.isArray(options.message) ? options.message.map(String).join(" ") : String(options.message),
-      annotations: options.fiber.getRef(References.CurrentLogAnnotations)
-    })
-  })
+  const { lines, logger: capture } = makeLogCapture()
   /** Everything a log sink could print for a line. */
   const rendered = (line: Line) => {
     const parts = [line.message]

@@ -5,25 +5,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { runProcess } from "../../support/Process.ts"
 
 const demo = fileURLToPath(new URL("../../../testkit/Demo/main.ts", import.meta.url))
 
-const runDemo = Effect.callback<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>(
-  (resume) => {
-    const child = spawn(process.execPath, [demo], { env: { PATH: process.env["PATH"] ?? "" }, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-    child.on("error", (error) => resume(Effect.die(error)))
-    child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
-    return Effect.sync(() => child.kill("SIGTERM"))
-  }
-)
+const runDemo = runProcess(process.execPath, [demo], {}, "SIGTERM")
 
 describe("npm run demo", () => {
   it.live("walks the pod contract, exits 0, prints no token", () =>
