@@ -28,9 +28,7 @@ export type Action =
   | { readonly _tag: "Forget" }
   /** Gone from the apiserver: the provider lets go of the Pod it tracks. */
   | { readonly _tag: "Release"; readonly held: V1Pod }
-  /** Being deleted with nothing running: remove the object now. */
-  | { readonly _tag: "RemoveObject"; readonly uid: string }
-  /** Being deleted while running: the provider decides, then the object is removed. */
+  /** Being deleted: the provider decides (and settles anything in doubt), then the object is removed. */
   | { readonly _tag: "DeleteThenRemove"; readonly pod: Pod }
   | { readonly _tag: "LeaveAlone" }
   | { readonly _tag: "Update"; readonly pod: Pod }
@@ -39,7 +37,10 @@ export type Action =
 export const decide = (cached: Option.Option<Pod>, held: Option.Option<V1Pod>, lastCreateFailed: boolean): Action => {
   if (Option.isNone(cached)) return Option.isNone(held) ? { _tag: "Forget" } : { _tag: "Release", held: held.value }
   const pod = cached.value
-  if (isDeleting(pod)) return isRunning(pod) ? { _tag: "DeleteThenRemove", pod } : { _tag: "RemoveObject", uid: uidOf(pod) }
+  // Even a Pod that never ran goes through the provider: its key may hold a claim whose outcome
+  // is unknown (a crash or a lost reply before Running), which must be settled and released
+  // before the object goes. The provider's delete is idempotent and cheap when it holds nothing.
+  if (isDeleting(pod)) return { _tag: "DeleteThenRemove", pod }
   if (isTerminal(pod)) return { _tag: "LeaveAlone" }
   if (Option.isSome(held) && uidOf(held.value) === uidOf(pod) && !lastCreateFailed) {
     return podsEqual(held.value, pod) ? { _tag: "LeaveAlone" } : { _tag: "Update", pod }
@@ -171,8 +172,6 @@ export const make = (
             Effect.as<RunOutcome>("Done"),
             Effect.catch(releaseFailed("delete in provider failed; retrying"))
           )
-        case "RemoveObject":
-          return finalDelete(key, action.uid)
         case "DeleteThenRemove":
           return provider.deletePod(action.pod).pipe(
             Effect.matchEffect({

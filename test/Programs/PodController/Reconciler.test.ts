@@ -30,7 +30,7 @@ describe("Reconciler.decide", () => {
     const cases: ReadonlyArray<readonly [string, Option.Option<Pod>, Option.Option<V1Pod>, boolean, string]> = [
       ["gone, not tracked", Option.none(), Option.none(), false, "Forget"],
       ["gone, tracked", Option.none(), held(pod()), false, "Release"],
-      ["deleting, nothing runs", Option.some(pod({ deleting: true })), held(pod()), false, "RemoveObject"],
+      ["deleting, nothing runs (a claim in doubt may still need settling)", Option.some(pod({ deleting: true })), held(pod()), false, "DeleteThenRemove"],
       ["deleting, running", Option.some(pod({ deleting: true, running: true })), held(pod()), false, "DeleteThenRemove"],
       ["terminal", Option.some(pod({ phase: "Failed" })), Option.none(), false, "LeaveAlone"],
       ["tracked as is", Option.some(pod()), held(pod()), false, "LeaveAlone"],

@@ -1,0 +1,191 @@
+/**
+ * The crash suite's tools: both simulators in this process (their state is read directly), the
+ * real daemon binary as a child process that a test kills with SIGKILL or arms with failpoints,
+ * and the three invariants, judged from the apiserver's objects, the claims file and the sandboxd
+ * simulator's claims (never from log text).
+ */
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import { Deferred, Duration, Effect, Exit, Option, type Scope } from "effect"
+import {
+  binary,
+  type Cluster,
+  createPod,
+  deletePod,
+  freePort,
+  getPod,
+  type JsonObject,
+  readClaimsFile,
+  StepFailed
+} from "../../testkit/Demo/Harness.ts"
+
+export interface CrashDaemon {
+  readonly pid: number
+  readonly exited: Deferred.Deferred<number | string>
+  readonly output: () => string
+  /** SIGKILL, then wait for the process to be gone. */
+  readonly kill: Effect.Effect<void>
+}
+
+/** A daemon against `cluster`; `failpoints` is VK_SANDBOX_FAILPOINTS ("" = none). SIGKILLed with the scope. */
+export const startDaemon = (
+  cluster: Cluster,
+  options: { readonly failpoints?: string; readonly logFile: string }
+): Effect.Effect<CrashDaemon, StepFailed, Scope.Scope> =>
+  Effect.gen(function*() {
+    const kubeletPort = yield* freePort
+    const metricsPort = yield* freePort
+    const args = [
+      "--kubeconfig", cluster.kubeconfigPath,
+      "--sandboxd-url", cluster.sandboxdUrl,
+      "--sandboxd-token-file", cluster.tokenFile,
+      "--state-path", cluster.statePath,
+      "--node-name", cluster.nodeName,
+      "--node-ip", "127.0.0.1",
+      "--listen-addr", `127.0.0.1:${kubeletPort}`,
+      "--metrics-addr", `127.0.0.1:${metricsPort}`,
+      "--lease-watch-interval", "1s",
+      "--claim-verify-interval", "1s",
+      "--orphan-scan-interval", "1s",
+      "--shutdown-timeout", "2s",
+      "--sandboxd-timeout", "3s",
+      "--claim-settle-time", "1s",
+      "--kube-api-qps", "2000",
+      "--kube-api-burst", "4000",
+      "--log-format", "json"
+    ]
+    const exited = yield* Deferred.make<number | string>()
+    let output = ""
+    const log = fs.openSync(options.logFile, "a")
+    const failpoints = options.failpoints ?? ""
+    fs.writeSync(log, `---- start${failpoints === "" ? "" : ` VK_SANDBOX_FAILPOINTS=${failpoints}`}\n`)
+    const child = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        spawn(binary, args, {
+          env: { PATH: process.env["PATH"] ?? "", ...(failpoints === "" ? {} : { VK_SANDBOX_FAILPOINTS: failpoints }) },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+      ),
+      (child) =>
+        Effect.gen(function*() {
+          if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+          yield* Deferred.await(exited).pipe(Effect.timeout("5 seconds"), Effect.ignore)
+          fs.closeSync(log)
+        })
+    )
+    const collect = (chunk: Buffer) => {
+      output += chunk.toString("utf8")
+      fs.writeSync(log, chunk)
+    }
+    child.stdout.on("data", collect)
+    child.stderr.on("data", collect)
+    child.on("error", (e) => Deferred.doneUnsafe(exited, Exit.succeed(`spawn error: ${e.message}`)))
+    child.on("close", (code, signal) => Deferred.doneUnsafe(exited, Exit.succeed(code ?? signal ?? "unknown")))
+    return {
+      pid: child.pid ?? 0,
+      exited,
+      output: () => output,
+      kill: Effect.gen(function*() {
+        if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+        yield* Deferred.await(exited)
+      })
+    }
+  })
+
+// ---- the invariants ------------------------------------------------------------------------
+
+export interface Violations {
+  /** A Pod (not being deleted) whose status is Running while the claims file has no row with its claim id. */
+  readonly runningWithoutRow: ReadonlyArray<string>
+  /** A live sandbox whose id and token are in no row of the claims file. */
+  readonly vmsWithoutHolder: ReadonlyArray<string>
+  /** A claim_ref that more than one live sandbox carries. */
+  readonly keysWithTwoVms: ReadonlyArray<string>
+}
+
+export const violationCount = (v: Violations): number =>
+  v.runningWithoutRow.length + v.vmsWithoutHolder.length + v.keysWithTwoVms.length
+
+export const describeViolations = (v: Violations): string =>
+  [
+    v.runningWithoutRow.length > 0 ? `Running without a row: ${v.runningWithoutRow.slice(0, 5).join(", ")}` : "",
+    v.vmsWithoutHolder.length > 0 ? `live sandboxes without a token holder: ${v.vmsWithoutHolder.slice(0, 5).join(", ")}` : "",
+    v.keysWithTwoVms.length > 0 ? `keys with two sandboxes: ${v.keysWithTwoVms.slice(0, 5).join(", ")}` : ""
+  ].filter((s) => s !== "").join("; ")
+
+const text = (u: unknown): string => (typeof u === "string" ? u : "")
+
+/** "No Running Pod without a durable row": holds at every moment, so also right after a kill. */
+export const runningWithoutRow = (cluster: Cluster, names: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const rows = readClaimsFile(cluster)
+  return names.filter((name) => {
+    const pod = getPod(cluster, name)
+    if (Option.isNone(pod) || pod.value.deleting || pod.value.phase !== "Running") return false
+    const row: JsonObject | undefined = rows[`${cluster.namespace}/${name}`]
+    return row === undefined || text(row["id"]) !== pod.value.claimId
+  })
+}
+
+/** All three invariants on the state as it is now. */
+export const judge = (cluster: Cluster, names: ReadonlyArray<string>): Effect.Effect<Violations> =>
+  Effect.gen(function*() {
+    const live = yield* cluster.sandboxd.claims
+    const rows = Object.values(readClaimsFile(cluster))
+    const held = new Set(rows.map((row) => `${text(row["id"])}\u0000${text(row["token"])}`))
+    const byKey = new Map<string, number>()
+    for (const claim of live) byKey.set(claim.claimRef, (byKey.get(claim.claimRef) ?? 0) + 1)
+    return {
+      runningWithoutRow: runningWithoutRow(cluster, names),
+      vmsWithoutHolder: live.filter((claim) => !held.has(`${claim.id}\u0000${claim.token}`)).map((c) => `${c.id} (${c.claimRef})`),
+      keysWithTwoVms: [...byKey].filter(([, n]) => n > 1).map(([key, n]) => `${key} (${n})`)
+    }
+  })
+
+/**
+ * Waits until the cluster settled: every Pod of `running` is Running, every Pod of `gone` has
+ * left the apiserver, and the invariants hold; returns the violations of the last look (empty
+ * when it settled) and whether it settled before `timeout`.
+ */
+export const settle = (
+  cluster: Cluster,
+  running: ReadonlyArray<string>,
+  gone: ReadonlyArray<string>,
+  timeout: Duration.Input
+): Effect.Effect<{ readonly settled: boolean; readonly violations: Violations; readonly pending: ReadonlyArray<string> }> =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + Duration.toMillis(Duration.fromInputUnsafe(timeout))
+    const names = [...running, ...gone]
+    while (true) {
+      const pending = [
+        ...running.filter((name) => Option.getOrUndefined(getPod(cluster, name))?.phase !== "Running"),
+        ...gone.filter((name) => Option.isSome(getPod(cluster, name)))
+      ]
+      const violations = yield* judge(cluster, names)
+      if (pending.length === 0 && violationCount(violations) === 0) return { settled: true, violations, pending }
+      if (Date.now() > deadline) return { settled: false, violations, pending }
+      yield* Effect.sleep("200 millis")
+    }
+  })
+
+export const createPods = (cluster: Cluster, names: ReadonlyArray<string>): Effect.Effect<void, StepFailed> =>
+  Effect.forEach(names, (name) => createPod(cluster, "create", name), { discard: true })
+
+export const deletePods = (cluster: Cluster, names: ReadonlyArray<string>): Effect.Effect<void, StepFailed> =>
+  Effect.forEach(names, (name) => deletePod(cluster, "delete", name), { discard: true })
+
+/** A small seeded generator (mulberry32), so a failing run can be repeated with its seed. */
+export const seededRandom = (seed: number): (() => number) => {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+export const envNumber = (name: string, fallback: number): number => {
+  const value = Number(process.env[name])
+  return Number.isFinite(value) && value > 0 ? value : fallback
+}
