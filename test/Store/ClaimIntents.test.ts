@@ -7,23 +7,14 @@ import { assert, describe, it } from "@effect/vitest"
 import * as NFS from "node:fs"
 import * as NOS from "node:os"
 import * as NPath from "node:path"
-import { DateTime, Effect, Fiber, Layer, Option, Redacted, Result } from "effect"
+import { DateTime, Effect, Fiber, Layer, Option, Result } from "effect"
 import * as ClaimsStoreFile from "../../src/Layers/ClaimsStoreFile.ts"
-import type { ClaimIntent, ClaimRecord } from "../../src/Schemas/Claims.ts"
+import type { ClaimIntent } from "../../src/Schemas/Claims.ts"
 import { decodeClaimsDocument, decodeClaimsFile, encodeClaimsFile, membersAfterClaims } from "../../src/Schemas/ClaimsFile.ts"
-import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
 import { ClaimsStore } from "../../src/Services/ClaimsStore.ts"
 import * as ClaimsStoreMemory from "../../testkit/Layers/ClaimsStoreMemory.ts"
+import { key, record } from "../support/Claims.ts"
 
-const record = (n: number): ClaimRecord => ({
-  id: `sb_${n.toString(16).padStart(16, "0")}` as ClaimId,
-  token: Redacted.make(`tok-${n}`),
-  address: "10.0.0.1:7777",
-  podUID: `uid-${n}`,
-  claimedAt: Option.some(DateTime.makeUnsafe(1_780_000_000_000 + n * 1000)),
-  deadline: Option.none()
-})
-const key = (n: number): PodKey => podKeyOf("ns", `pod-${n}`)
 const intent = (n: number): ClaimIntent => ({
   key: key(n),
   podUID: `uid-${n}`,

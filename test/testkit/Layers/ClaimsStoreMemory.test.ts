@@ -1,19 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, Effect, Exit, Fiber, Layer, Option, Redacted } from "effect"
+import { Effect, Exit, Fiber, Layer, Option } from "effect"
 import * as ClaimsStoreMemory from "../../../testkit/Layers/ClaimsStoreMemory.ts"
-import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
-import { type ClaimId, type PodKey, podKeyOf } from "../../../src/Schemas/Ids.ts"
 import { ClaimsSnapshot, ClaimsStore } from "../../../src/Services/ClaimsStore.ts"
+import { key, record } from "../../support/Claims.ts"
 
-const record = (n: number): ClaimRecord => ({
-  id: `sb_${n.toString(16).padStart(16, "0")}` as ClaimId,
-  token: Redacted.make(`tok-${n}`),
-  address: "10.0.0.1:7777",
-  podUID: `uid-${n}`,
-  claimedAt: Option.some(DateTime.makeUnsafe(1_780_000_000_000 + n * 1000)),
-  deadline: Option.none()
-})
-const key = (n: number): PodKey => podKeyOf("ns", `pod-${n}`)
 
 const TestLayer = (options?: ClaimsStoreMemory.ClaimsStoreMemoryOptions) =>
   ClaimsStoreMemory.layer(options).pipe(Layer.provideMerge(ClaimsStoreMemory.testSnapshotLayer))
