@@ -6,7 +6,7 @@
  */
 import { describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { apiserverCases } from "./apiserverCases.ts"
+import { apiserverCases, restoreCases } from "./apiserverCases.ts"
 import { sandboxdCases } from "./sandboxdCases.ts"
 import { invariants, runCase, startWorld, type World } from "./world.ts"
 
@@ -22,4 +22,10 @@ layer(Layer.effect(FaultWorld, startWorld), { timeout: "60 seconds", excludeTest
       }
     })
   }
+  // last: they replace the apiserver's whole store
+  describe("apiserver restores: the invariants hold while the daemon cannot see the new state", () => {
+    for (const [name, flow] of restoreCases) {
+      it.effect(name, () => Effect.flatMap(FaultWorld, flow), 60_000)
+    }
+  })
 })
