@@ -4,10 +4,11 @@
  * assert. A section is a `BenchSection` in `sections` below; add new ones there.
  */
 import { daemonSection } from "./daemon.ts"
+import { soakSection } from "./soak.ts"
 import { storeSection } from "./store.ts"
 import type { BenchSection, Figures } from "./types.ts"
 
-const sections: ReadonlyArray<BenchSection> = [storeSection, daemonSection]
+const sections: ReadonlyArray<BenchSection> = [storeSection, daemonSection, soakSection]
 
 const args = process.argv.slice(2)
 const json = args.includes("--json")
