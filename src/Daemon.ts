@@ -29,6 +29,7 @@ import { ProviderLiveLayer } from "./Programs/Provider/ProviderLive.ts"
 import * as SandboxdClientHttp from "./Layers/SandboxdClientHttp.ts"
 import { type AppConfigShape } from "./Schemas/Config.ts"
 import { AppConfig } from "./Services/Config.ts"
+import { redactUrlUserinfo } from "./Schemas/UrlRedaction.ts"
 import { ClaimsStore } from "./Services/ClaimsStore.ts"
 import { ClaimDoubts } from "./Services/ClaimDoubts.ts"
 import { ClaimTable } from "./Services/ClaimTable.ts"
@@ -214,7 +215,7 @@ export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Eff
       // Registered last, so it runs first on shutdown and covers every finalizer after it.
       yield* shutdownWatchdog(Duration.sum(config.shutdownTimeout, Duration.seconds(5)))
       yield* Effect.logInfo("starting virtual node").pipe(
-        Effect.annotateLogs({ node: config.nodeName, sandboxd: config.sandboxdUrl })
+        Effect.annotateLogs({ node: config.nodeName, sandboxd: redactUrlUserinfo(config.sandboxdUrl) })
       )
       return yield* Effect.never
     })

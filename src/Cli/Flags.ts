@@ -6,6 +6,7 @@
  * with subcommands, a misspelt one must not start the daemon.
  */
 import { Result } from "effect"
+import { redactUrlUserinfo } from "../Schemas/UrlRedaction.ts"
 import { UsageError } from "./Errors.ts"
 
 export interface FlagSpec {
@@ -228,7 +229,8 @@ export const flagReader = (
     return Result.mapError(parse(raw.text), (problem) =>
       new UsageError({
         flag: name,
-        message: `invalid value ${quote(raw.text)} for flag ${describeSource(byName(table).get(name), name, raw.source)}: ${problem}`
+        // A URL's password must not reach the terminal or a log collector through the echo.
+        message: `invalid value ${quote(redactUrlUserinfo(raw.text))} for flag ${describeSource(byName(table).get(name), name, raw.source)}: ${problem}`
       }))
   }
 })

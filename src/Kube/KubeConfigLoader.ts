@@ -29,21 +29,56 @@ export interface LoadedKubeConfig {
   readonly source: KubeConfigSource
 }
 
-const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+/**
+ * Why a kubeconfig file could not be loaded, without its content. The YAML parser's message
+ * carries a code frame of the lines around the fault (a token line among them) and can quote a
+ * tag or alias name from the file; only its leading plain words and the position are kept. A
+ * read error keeps its code (ENOENT, EACCES, …). client-node's own checks name a missing field
+ * (`users[0].name is missing`) or a duplicate entry of merged files; any other message is not
+ * repeated.
+ */
+export const describeLoadFailure = (cause: unknown): string => {
+  if (cause instanceof Error && cause.name === "YAMLException") {
+    const reason = "reason" in cause && typeof cause.reason === "string" ? cause.reason : ""
+    const words = /^[A-Za-z][A-Za-z ,-]*/.exec(reason)?.[0].replace(/[ ,-]+$/, "") ?? ""
+    const mark = "mark" in cause && typeof cause.mark === "object" && cause.mark !== null ? cause.mark : {}
+    const line = "line" in mark && typeof mark.line === "number" ? mark.line + 1 : undefined
+    const column = "column" in mark && typeof mark.column === "number" ? mark.column + 1 : undefined
+    const where = line === undefined ? "" : ` at line ${line}${column === undefined ? "" : `, column ${column}`}`
+    return `not valid YAML${where}${words === "" ? "" : ` (${words})`}`
+  }
+  if (cause instanceof Error && "code" in cause && typeof cause.code === "string" && /^E[A-Z]+$/.test(cause.code)) {
+    return `cannot read it (${cause.code})`
+  }
+  const message = cause instanceof Error ? cause.message : ""
+  const known = /^(clusters|users|contexts)\[\d+\](\.[A-Za-z-]+)+ is missing$/.test(message) ||
+    /^Duplicate (cluster|user|context): [\w.:@-]{1,253}$/.test(message)
+  return known
+    ? `not a valid kubeconfig: ${message}`
+    : "not a valid kubeconfig"
+}
 
+/** Each file is named on its own in a failure, so a merged $KUBECONFIG points at the broken one. */
 const fromFiles = (paths: ReadonlyArray<string>, what: string) =>
-  Effect.try({
-    try: () => {
-      const kubeConfig = new KubeConfig()
-      kubeConfig.loadFromFile(paths[0]!)
-      for (const extra of paths.slice(1)) {
-        const next = new KubeConfig()
-        next.loadFromFile(extra)
-        kubeConfig.mergeConfig(next, true)
-      }
-      return kubeConfig
-    },
-    catch: (cause) => new KubeConfigMissing({ message: `${what}: ${describe(cause)}` })
+  Effect.gen(function*() {
+    const load = (path: string) =>
+      Effect.try({
+        try: () => {
+          const next = new KubeConfig()
+          next.loadFromFile(path)
+          return next
+        },
+        catch: (cause) => new KubeConfigMissing({ message: `${what}: ${path}: ${describeLoadFailure(cause)}` })
+      })
+    const kubeConfig = yield* load(paths[0]!)
+    for (const extra of paths.slice(1)) {
+      const next = yield* load(extra)
+      yield* Effect.try({
+        try: () => kubeConfig.mergeConfig(next, true),
+        catch: (cause) => new KubeConfigMissing({ message: `${what}: ${extra}: ${describeLoadFailure(cause)}` })
+      })
+    }
+    return kubeConfig
   })
 
 /**
@@ -72,8 +107,8 @@ const requireCluster = (loaded: LoadedKubeConfig, what: string) =>
 export const resolve = (sources: KubeConfigSources): Effect.Effect<LoadedKubeConfig, KubeConfigMissing> =>
   Effect.gen(function*() {
     if (sources.explicitPath !== "") {
+      const kubeConfig = yield* fromFiles([sources.explicitPath], "kubeconfig")
       const what = `kubeconfig ${sources.explicitPath}`
-      const kubeConfig = yield* fromFiles([sources.explicitPath], what)
       return yield* requireCluster({ kubeConfig, source: "explicit" }, what)
     }
     const host = sources.env["KUBERNETES_SERVICE_HOST"] ?? ""
@@ -83,8 +118,8 @@ export const resolve = (sources: KubeConfigSources): Effect.Effect<LoadedKubeCon
     }
     const fromEnv = (sources.env["KUBECONFIG"] ?? "").split(NodePath.delimiter).filter((path) => path !== "")
     if (fromEnv.length > 0) {
+      const kubeConfig = yield* fromFiles(fromEnv, "$KUBECONFIG")
       const what = `$KUBECONFIG ${fromEnv.join(NodePath.delimiter)}`
-      const kubeConfig = yield* fromFiles(fromEnv, what)
       return yield* requireCluster({ kubeConfig, source: "KUBECONFIG" }, what)
     }
     return yield* new KubeConfigMissing({

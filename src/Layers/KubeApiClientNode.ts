@@ -29,6 +29,7 @@ import {
 import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import { AppConfig } from "../Services/Config.ts"
 import { decodePod, encodePod, nullDroppingReviver, type Pod } from "../Schemas/Pod.ts"
+import { redactUrlUserinfo } from "../Schemas/UrlRedaction.ts"
 import {
   KubeApi,
   KubeConfigMissing,
@@ -128,7 +129,8 @@ export const errorFromResponse = (operation: string, code: number, body: unknown
   }
 }
 
-const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+/** A transport error can quote the request URL, and a kubeconfig `server` may carry a password. */
+const describe = (cause: unknown): string => redactUrlUserinfo(cause instanceof Error ? cause.message : String(cause))
 
 /** A rejected client-node promise: an HTTP status (`ApiException`) or a transport failure. */
 export const errorFromCause = (operation: string) => (cause: unknown): KubeError =>

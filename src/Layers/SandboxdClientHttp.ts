@@ -28,6 +28,7 @@ import {
   ZERO_TIME
 } from "../Schemas/Sandboxd.ts"
 import { safeExcerpt, scrubText } from "../Schemas/Scrub.ts"
+import { redactUrlUserinfo } from "../Schemas/UrlRedaction.ts"
 import {
   type ClaimResult,
   type ClaimSpec,
@@ -406,7 +407,7 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
       try {
         url = new URL(baseUrl + exchange.path)
       } catch {
-        resume(Effect.fail(new SandboxdUnreachable({ operation, message: `invalid sandboxd URL ${baseUrl}` })))
+        resume(Effect.fail(new SandboxdUnreachable({ operation, message: `invalid sandboxd URL ${redactUrlUserinfo(baseUrl)}` })))
         return
       }
       const headers: Record<string, string> = {}

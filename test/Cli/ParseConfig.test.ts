@@ -254,6 +254,13 @@ describe("parseConfig: rejections (exit 2 in the binary)", () => {
   it("reports the offending value", () => {
     assert.include(usageError(["--node-cpu", "abc"]).message, `"abc"`)
   })
+
+  it("reports a rejected URL without its user info", () => {
+    const error = usageError(["--sandboxd-url", "http://admin:hunter2@10.0.0.9:7777/?x=1"])
+    assert.include(error.message, `"http://redacted@10.0.0.9:7777/?x=1"`)
+    assert.notInclude(error.message, "hunter2")
+    assert.notInclude(usageError([], { SANDBOXD_URL: "ftp://tok3n@x" }).message, "tok3n")
+  })
 })
 
 describe("parseInvocation", () => {

@@ -121,4 +121,61 @@ describe("KubeConfigLoader", () => {
       const error = yield* Effect.flip(built)
       assert.strictEqual(error._tag, "KubeConfigMissing")
     }))
+  it.effect("a malformed kubeconfig names the file and the position, never its content", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const secret = "s3cr3t-kube-token-value"
+      const valid = writeKubeconfig(dir, "valid", "http://127.0.0.1:1001")
+      const cases: ReadonlyArray<readonly [string, string, string]> = [
+        // a tab in the indentation under the token line: the parser's code frame shows that line
+        ["tab", `users:\n- name: u\n  user:\n    token: ${secret}\n\t bad: x\n`, "at line 5, column 1 (tab characters must not be used in indentation)"],
+        ["unterminated quote", `users:\n- name: u\n  user:\n    token: "${secret}\n`, "at line 5, column 1 (deficient indentation)"],
+        ["bad indentation", `users:\n- name: u\n  user:\n    token: ${secret}\n   x: y\n`, "at line 5, column 4 (bad indentation of a mapping entry)"],
+        ["duplicate key", `users: 1\nusers: ${secret}\n`, "at line 2, column 1 (duplicated mapping key)"],
+        // the parser quotes a tag or alias name from the file in its reason
+        ["unknown tag", `users: !${secret} x\n`, "at line 1, column 8 (unknown scalar tag)"],
+        ["unknown alias", `users: *${secret}\n`, "at line 1, column "],
+        ["truncated JSON", `{"users": [{"name": "u", "user": {"token": "${secret}"}}`, "(unexpected end of the stream within a flow collection)"],
+        ["a field missing", `users:\n- user:\n    token: ${secret}\n`, "not a valid kubeconfig: users[0].name is missing"]
+      ]
+      for (const [what, content, expected] of cases) {
+        const path = NodePath.join(dir, what.replace(/ /g, "-"))
+        NodeFs.writeFileSync(path, content)
+        for (const sources of [
+          { explicitPath: path, env: {} },
+          { explicitPath: "", env: { KUBECONFIG: [valid, path].join(NodePath.delimiter) } }
+        ]) {
+          const error = yield* Effect.flip(KubeConfigLoader.resolve({ ...sources, rootPrefix: dir }))
+          assert.strictEqual(error._tag, "KubeConfigMissing")
+          assert.notInclude(error.message, secret, what)
+          assert.include(error.message, `${path}: `, `${what}: names the broken file`)
+          assert.include(error.message, expected, what)
+          assert.notInclude(error.message, "\n", `${what}: one line`)
+        }
+      }
+    }))
+
+  it.effect("an unreadable kubeconfig keeps only the read error's code", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const error = yield* Effect.flip(KubeConfigLoader.resolve({ explicitPath: dir, env: {}, rootPrefix: dir }))
+      assert.strictEqual(error.message, `kubeconfig: ${dir}: cannot read it (EISDIR)`)
+    }))
+
+  it.effect("a password in the server URL does not reach a connection error", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = writeKubeconfig(dir, "with-password", "http://admin:pa55word@127.0.0.1:1")
+      const error = yield* Effect.flip(
+        Effect.gen(function*() {
+          const api = yield* KubeApi
+          return yield* api.getNode("n")
+        }).pipe(
+          Effect.provide(KubeApiClientNode.layer.pipe(Layer.provide(AppConfig.layer(testConfig({ kubeconfig: path })))))
+        )
+      )
+      // The fetch layer quotes the whole request URL in its refusal; the host stays, the password goes.
+      assert.include(error.message, "http://redacted@127.0.0.1:1/")
+      assert.notInclude(error.message, "pa55word")
+    }))
 })
