@@ -1,0 +1,86 @@
+/**
+ * packaging/vk-sandbox.service: an unprivileged, sandboxed service. The directives that matter are
+ * read from the file; `systemd-analyze security --offline=true` rates the unit where that tool
+ * exists (it needs no running systemd), and the test says SKIPPED where it does not.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { join, resolve } from "node:path"
+import { daemonFlags } from "../../src/Cli/Flags.ts"
+
+const packaging = resolve(import.meta.dirname, "..", "..", "packaging")
+const unitFile = join(packaging, "vk-sandbox.service")
+const unit = readFileSync(unitFile, "utf8")
+
+/** Every value of `key` in the unit, in order (systemd reads repeated keys as a list). */
+const values = (key: string): ReadonlyArray<string> =>
+  unit.split("\n").flatMap((line) => {
+    const match = /^([A-Za-z]+)=(.*)$/.exec(line.trim())
+    return match !== null && match[1] === key ? [match[2]!] : []
+  })
+const value = (key: string): string | undefined => values(key).at(-1)
+
+/** The tool and whether it knows --offline (systemd 252 and later). */
+const analyzer = (() => {
+  const probe = spawnSync("systemd-analyze", ["security", "--help"], { encoding: "utf8" })
+  if (probe.error !== undefined) return { available: false, why: "systemd-analyze is not installed" } as const
+  if (!`${probe.stdout}${probe.stderr}`.includes("--offline")) {
+    return { available: false, why: "this systemd-analyze has no --offline" } as const
+  }
+  return { available: true, why: "" } as const
+})()
+if (!analyzer.available) console.log(`systemd-analyze security: SKIPPED (${analyzer.why})`)
+
+describe("the systemd unit", () => {
+  it("runs as a dynamic unprivileged user with its state directory and no capabilities", () => {
+    assert.strictEqual(value("DynamicUser"), "yes")
+    assert.isUndefined(value("User"), "no fixed (root) user")
+    assert.strictEqual(value("StateDirectory"), "vk-sandbox")
+    assert.strictEqual(value("StateDirectoryMode"), "0700")
+    assert.strictEqual(value("CapabilityBoundingSet"), "")
+    assert.strictEqual(value("NoNewPrivileges"), "yes")
+    assert.strictEqual(value("ProtectSystem"), "strict")
+    assert.strictEqual(value("UMask"), "0077")
+  })
+
+  it("does not restart on a usage error (exit 2)", () => {
+    assert.strictEqual(value("RestartPreventExitStatus"), "2")
+    assert.strictEqual(value("Restart"), "always")
+  })
+
+  it("hands the kubeconfig and token over as credentials the daemon reads through flags", () => {
+    assert.deepStrictEqual(values("LoadCredential"), [
+      "kubeconfig:/etc/vk-sandbox/kubeconfig",
+      "sandboxd-token:/etc/vk-sandbox/sandboxd-token"
+    ])
+    const exec = value("ExecStart") ?? ""
+    assert.include(exec, "--kubeconfig=%d/kubeconfig")
+    assert.include(exec, "--sandboxd-token-file=%d/sandboxd-token")
+  })
+
+  it("the environment file sets only variables the daemon reads, and keeps state in the StateDirectory", () => {
+    const known = new Set(daemonFlags.flatMap((flag) => flag.env === undefined ? [] : [flag.env]))
+    const env = readFileSync(join(packaging, "env.example"), "utf8")
+    const set = env.split("\n").flatMap((line) => {
+      const match = /^#?([A-Z][A-Z0-9_]*)=(.*)$/.exec(line)
+      return match === null ? [] : [[match[1]!, match[2]!, line.startsWith("#")] as const]
+    })
+    assert.isAbove(set.length, 5)
+    for (const [name] of set) assert.isTrue(known.has(name), `${name} is a daemon variable`)
+    // The unit passes the token file as a flag; the same variable here would only mislead.
+    assert.isFalse(set.some(([name, , commented]) => name === "SANDBOXD_TOKEN_FILE" && !commented))
+    const statePath = set.find(([name]) => name === "VK_STATE_PATH")?.[1] ?? ""
+    assert.match(statePath, /^\/var\/lib\/vk-sandbox\/[^/]+$/)
+  })
+
+  it.skipIf(!analyzer.available)("systemd-analyze security rates its exposure at 2.0 or less", () => {
+    const run = spawnSync("systemd-analyze", ["security", "--offline=true", "--no-pager", unitFile], { encoding: "utf8" })
+    const output = `${run.stdout}${run.stderr}`
+    const level = /Overall exposure level for [^:]+: ([0-9.]+)/.exec(output)
+    assert.isNotNull(level, output)
+    const exposure = Number(level?.[1])
+    console.log(`systemd-analyze security: exposure ${exposure}`)
+    assert.isAtMost(exposure, 2.0, output)
+  })
+})
