@@ -29,7 +29,7 @@ import {
 import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import { AppConfig } from "../Services/Config.ts"
 import { decodePod, encodePod, nullDroppingReviver, type Pod } from "../Schemas/Pod.ts"
-import { redactUrlUserinfo } from "../Schemas/UrlRedaction.ts"
+import { redactCause, redactUrlUserinfo } from "../Schemas/UrlRedaction.ts"
 import {
   KubeApi,
   KubeConfigMissing,
@@ -136,7 +136,7 @@ const describe = (cause: unknown): string => redactUrlUserinfo(cause instanceof 
 export const errorFromCause = (operation: string) => (cause: unknown): KubeError =>
   cause instanceof ApiException
     ? errorFromResponse(operation, cause.code, cause.body)
-    : new KubeUnavailable({ operation, status: 0, message: describe(cause), cause })
+    : new KubeUnavailable({ operation, status: 0, message: describe(cause), cause: redactCause(cause) })
 
 // ---------------------------------------------------------------------------------------------
 // MicroTime: exactly six fractional digits on the wire
@@ -264,7 +264,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
         coordination: kubeConfig.makeApiClient(CoordinationV1Api),
         server: (kubeConfig.getCurrentCluster()?.server ?? "").replace(/\/+$/, "")
       }),
-      catch: (cause) => new KubeUnavailable({ operation: "connect", status: 0, message: describe(cause), cause })
+      catch: (cause) => new KubeUnavailable({ operation: "connect", status: 0, message: describe(cause), cause: redactCause(cause) })
     })
     const { core, coordination, server } = clients
     const limiter = yield* TokenBucket.make(options.qps, options.burst)
@@ -337,7 +337,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
     }
 
     const transport = (operation: string) => (cause: unknown) =>
-      new KubeUnavailable({ operation, status: 0, message: describe(cause), cause })
+      new KubeUnavailable({ operation, status: 0, message: describe(cause), cause: redactCause(cause) })
 
     /** A request built here: the parsed JSON body on 2xx, the typed error from the raw body otherwise. */
     const raw = (operation: string, spec: RawRequest): Effect.Effect<unknown, KubeError> =>

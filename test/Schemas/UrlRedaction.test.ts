@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { redactUrlUserinfo } from "../../src/Schemas/UrlRedaction.ts"
+import { redactCause, redactUrlUserinfo } from "../../src/Schemas/UrlRedaction.ts"
 
 describe("redactUrlUserinfo", () => {
   it("replaces the user info of every URL in a text, keeping scheme, host, port and path", () => {
@@ -16,5 +16,25 @@ describe("redactUrlUserinfo", () => {
       ["", ""]
     ]
     for (const [input, expected] of cases) assert.strictEqual(redactUrlUserinfo(input), expected, input)
+  })
+})
+
+describe("redactCause", () => {
+  it("copies an error (and its causes) with URL user info redacted, keeping name and code", () => {
+    const inner = Object.assign(new Error("connect ECONNREFUSED for http://u:inner-pw@h:1/x"), { code: "ECONNREFUSED" })
+    const outer = new TypeError("Request cannot be constructed from a URL that includes credentials: http://u:outer-pw@h:1/api", {
+      cause: inner
+    })
+    const copy = redactCause(outer)
+    assert.instanceOf(copy, Error)
+    const error = copy as Error & { readonly code?: string }
+    assert.strictEqual(error.name, "TypeError")
+    assert.strictEqual(error.message, "Request cannot be constructed from a URL that includes credentials: http://redacted@h:1/api")
+    const text = JSON.stringify({ message: error.message, stack: error.stack, cause: String((error.cause as Error).message) })
+    assert.notInclude(text, "outer-pw")
+    assert.notInclude(text, "inner-pw")
+    assert.strictEqual((error.cause as Error & { code?: string }).code, "ECONNREFUSED")
+    assert.strictEqual(redactCause("see http://a:b@h"), "see http://redacted@h")
+    assert.strictEqual(redactCause(42), 42)
   })
 })
