@@ -4,13 +4,18 @@
  * chart can produce must be accepted.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { readdirSync, readFileSync } from "node:fs"
+import { spawnSync } from "node:child_process"
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Result } from "effect"
 import { parseAllDocuments } from "yaml"
+import { parseGoDurationNanos } from "../../src/Cli/GoDuration.ts"
 import { parseConfig } from "../../src/Cli/ParseConfig.ts"
 
 const renderDir = process.env["VK_HELM_RENDER_DIR"] ?? ""
+/** The helm binary test/helm/run.sh built, for renders with values of a test's own. */
+const helmBin = process.env["VK_HELM_BIN"] ?? ""
 
 /** Rendered YAML is untyped: read it through `at`, which returns undefined on any miss. */
 const at = (value: unknown, ...path: ReadonlyArray<string | number>): unknown => {
@@ -35,6 +40,12 @@ const renders: ReadonlyArray<readonly [string, ReadonlyArray<unknown>]> = render
     ] as const)
 
 const find = (docs: ReadonlyArray<unknown>, kind: string) => docs.filter((doc) => at(doc, "kind") === kind)
+
+const repoRoot = join(import.meta.dirname, "..", "..")
+const plainPolicy = find(
+  parseAllDocuments(readFileSync(join(repoRoot, "deploy", "admission", "node-restriction.yaml"), "utf8")).map((doc) => doc.toJS() as unknown),
+  "ValidatingAdmissionPolicy"
+)[0]
 
 /** What the kubelet does with `$(VAR)` in env values, for a fake node. */
 const expandEnv = (env: ReadonlyArray<unknown>) => {
@@ -94,13 +105,50 @@ describe.skipIf(renderDir === "")("rendered chart", () => {
         assert.strictEqual(at(container, "livenessProbe", "httpGet", "port"), "metrics")
       })
 
-      it("has a tight security context and a grace period above the shutdown bound", () => {
+      it("runs the daemon unprivileged: uid 65532, non-root, read-only root, no capabilities, RuntimeDefault seccomp", () => {
+        assert.strictEqual(at(pod, "spec", "securityContext", "runAsUser"), 65532)
+        assert.strictEqual(at(pod, "spec", "securityContext", "runAsGroup"), 65532)
+        assert.strictEqual(at(pod, "spec", "securityContext", "fsGroup"), 65532, "the 0400 token Secret readable by the group")
+        assert.strictEqual(at(pod, "spec", "securityContext", "seccompProfile", "type"), "RuntimeDefault")
+        assert.strictEqual(at(container, "securityContext", "runAsNonRoot"), true)
+        assert.isUndefined(at(container, "securityContext", "runAsUser"))
         assert.strictEqual(at(container, "securityContext", "allowPrivilegeEscalation"), false)
         assert.strictEqual(at(container, "securityContext", "readOnlyRootFilesystem"), true)
         assert.deepStrictEqual(strings(at(container, "securityContext", "capabilities", "drop")), ["ALL"])
-        assert.strictEqual(at(pod, "spec", "securityContext", "seccompProfile", "type"), "RuntimeDefault")
-        assert.isAbove(Number(at(pod, "spec", "terminationGracePeriodSeconds")), 10)
+        assert.isUndefined(at(container, "securityContext", "capabilities", "add"))
         assert.strictEqual(at(daemonSet, "spec", "updateStrategy", "rollingUpdate", "maxUnavailable"), 1)
+        // 10s shutdown bound, rounded up, plus the 10 s margin
+        assert.strictEqual(at(pod, "spec", "terminationGracePeriodSeconds"), 20)
+      })
+
+      it("prepares the state directory in an init container that has CAP_CHOWN and nothing else", () => {
+        const inits = list(at(pod, "spec", "initContainers"))
+        assert.strictEqual(inits.length, 1)
+        const init = inits[0]
+        assert.strictEqual(at(init, "name"), "prepare-state")
+        assert.strictEqual(at(init, "image"), at(container, "image"))
+        assert.strictEqual(at(init, "securityContext", "runAsUser"), 0)
+        assert.strictEqual(at(init, "securityContext", "allowPrivilegeEscalation"), false)
+        assert.strictEqual(at(init, "securityContext", "readOnlyRootFilesystem"), true)
+        assert.deepStrictEqual(strings(at(init, "securityContext", "capabilities", "drop")), ["ALL"])
+        assert.deepStrictEqual(strings(at(init, "securityContext", "capabilities", "add")), ["CHOWN"])
+        const command = strings(at(init, "command"))
+        assert.deepStrictEqual([command[0], command[1]], ["node", "-e"])
+        assert.deepStrictEqual(command.slice(3), ["/var/lib/vk-sandbox", "65532", "65532"])
+        assert.deepStrictEqual(list(at(init, "volumeMounts")), [{ name: "state", mountPath: "/var/lib/vk-sandbox" }])
+      })
+
+      it("runs only on nodes that opted in, with narrow tolerations", () => {
+        assert.strictEqual(at(pod, "spec", "nodeSelector", "sandbox.cocoonstack.io/sandboxd"), "true")
+        const tolerations = list(at(pod, "spec", "tolerations"))
+        for (const toleration of tolerations) assert.notStrictEqual(text(at(toleration, "key")), "", "no toleration of every taint")
+        assert.deepStrictEqual(tolerations, [{ key: "sandbox.cocoonstack.io/sandboxd", operator: "Exists" }])
+      })
+
+      it("a startup probe on /healthz gives the first start time before liveness applies", () => {
+        assert.strictEqual(at(container, "startupProbe", "httpGet", "path"), "/healthz")
+        assert.strictEqual(at(container, "startupProbe", "httpGet", "port"), "metrics")
+        assert.isAtLeast(Number(at(container, "startupProbe", "failureThreshold")) * Number(at(container, "startupProbe", "periodSeconds")), 60)
       })
 
       it("the container's args and env are accepted by the daemon's own parser", () => {
@@ -120,20 +168,188 @@ describe.skipIf(renderDir === "")("rendered chart", () => {
         if (name === "tls-hostpath-client-ca") assert.strictEqual(config.clientCaFile, "/etc/vk-sandbox/client-ca/ca.crt")
       })
 
-      it("RBAC: exactly the daemon's verbs; nodeinventories only when publishing", () => {
+      it("RBAC: exactly the daemon's verbs; nodeinventories only when publishing; leases only in kube-node-lease", () => {
         const rules = list(at(find(docs, "ClusterRole")[0], "rules"))
         const resources = rules.flatMap((r) => strings(at(r, "resources")))
         assert.strictEqual(resources.includes("nodeinventories"), name === "publishing")
+        assert.notInclude(resources, "leases", "no cluster-wide lease access")
         const pods = rules.find((r) => strings(at(r, "resources")).includes("pods"))
         assert.deepStrictEqual(strings(at(pods, "verbs")), ["get", "list", "watch", "delete"])
+        const serviceAccount = at(find(docs, "ServiceAccount")[0], "metadata", "name")
         const binding = find(docs, "ClusterRoleBinding")[0]
-        assert.strictEqual(at(binding, "subjects", 0, "name"), at(find(docs, "ServiceAccount")[0], "metadata", "name"))
+        assert.strictEqual(at(binding, "subjects", 0, "name"), serviceAccount)
+        const role = find(docs, "Role")[0]
+        assert.strictEqual(at(role, "metadata", "namespace"), "kube-node-lease")
+        assert.deepStrictEqual(list(at(role, "rules")), [{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] }])
+        const roleBinding = find(docs, "RoleBinding")[0]
+        assert.strictEqual(at(roleBinding, "metadata", "namespace"), "kube-node-lease")
+        assert.strictEqual(at(roleBinding, "roleRef", "name"), at(role, "metadata", "name"))
+        assert.deepStrictEqual(at(roleBinding, "subjects"), [{ kind: "ServiceAccount", name: serviceAccount, namespace: "vk-sandbox" }])
       })
 
-      it("the token Secret rolls the Pods through a checksum annotation", () => {
+      it("the node-restriction policy is on, is deploy/admission's policy, and is bound to this daemon's identity and suffix", () => {
+        const policy = find(docs, "ValidatingAdmissionPolicy")[0]
+        assert.deepStrictEqual(at(policy, "spec"), at(plainPolicy, "spec"))
+        const binding = find(docs, "ValidatingAdmissionPolicyBinding")[0]
+        assert.strictEqual(at(binding, "spec", "policyName"), at(policy, "metadata", "name"))
+        assert.deepStrictEqual(strings(at(binding, "spec", "validationActions")), ["Deny"])
+        assert.strictEqual(at(binding, "spec", "paramRef", "parameterNotFoundAction"), "Allow")
+        const params = find(docs, "ConfigMap").find((cm) => at(cm, "metadata", "name") === at(binding, "spec", "paramRef", "name"))
+        assert.strictEqual(at(params, "metadata", "namespace"), at(binding, "spec", "paramRef", "namespace"))
+        const serviceAccount = text(at(find(docs, "ServiceAccount")[0], "metadata", "name"))
+        assert.deepStrictEqual(at(params, "data"), {
+          serviceAccount: `system:serviceaccount:vk-sandbox:${serviceAccount}`,
+          nodeNameSuffix: env["VK_NODE_NAME"]?.replace(/^worker-7/, ""),
+          allowUnboundTokens: "false"
+        })
+      })
+
+      it("the token: a Secret only when the chart makes it; none at all for an explicitly open sandboxd", () => {
         assert.match(text(at(pod, "metadata", "annotations", "checksum/sandboxd-token")), /^[0-9a-f]{64}$/)
-        assert.strictEqual(find(docs, "Secret").length > 0, name !== "existing-secret")
+        // existing-secret and tls-secret name a Secret of the operator's; open has no token at all
+        assert.strictEqual(find(docs, "Secret").length > 0, !["existing-secret", "tls-secret", "open"].includes(name))
+        const tokenVolume = list(at(pod, "spec", "volumes")).find((v) => at(v, "name") === "sandboxd-token")
+        assert.strictEqual(tokenVolume !== undefined, name !== "open")
+        assert.strictEqual(env["SANDBOXD_TOKEN_FILE"] !== undefined, name !== "open")
       })
     })
   }
+})
+
+/** `helm template` of the chart with `--set` values (a token unless the case says otherwise). */
+const render = (sets: ReadonlyArray<string>) => {
+  const run = spawnSync(
+    helmBin,
+    ["template", "vk-sandbox", join(repoRoot, "deploy", "helm", "vk-sandbox"), "--namespace", "vk-sandbox", ...sets.flatMap((v) => ["--set", v])],
+    { encoding: "utf8" }
+  )
+  const docs = run.status === 0
+    ? parseAllDocuments(run.stdout).map((doc) => doc.toJS() as unknown).filter((doc) => doc !== null)
+    : []
+  return { ok: run.status === 0, stderr: run.stderr, docs }
+}
+const podOf = (docs: ReadonlyArray<unknown>) => at(find(docs, "DaemonSet")[0], "spec", "template", "spec")
+const withToken = "sandboxd.token.value=t0ken"
+
+describe.skipIf(helmBin === "")("chart values", () => {
+  it("refuses to render without a token, an existing Secret or an explicit open sandboxd", () => {
+    const bare = render([])
+    assert.isFalse(bare.ok)
+    assert.include(bare.stderr, "sandboxd.token: set existingSecret")
+    assert.include(bare.stderr, "sandboxd.token.allowOpen=true")
+    assert.isTrue(render(["sandboxd.token.allowOpen=true"]).ok)
+    assert.isTrue(render(["sandboxd.token.existingSecret=mine"]).ok)
+    assert.isTrue(render([withToken]).ok)
+  })
+
+  it("terminationGracePeriodSeconds: the shutdown bound in the daemon's duration grammar, rounded up, plus the margin", () => {
+    const forms = ["10s", "500ms", "1.5s", "1m30s", "250us", "250µs", "250μs", "1500000ns", "0.5h", ".5s", "1.s", "2h45m0.5s", "+3s", "10.000000001s"]
+    for (const form of forms) {
+      const out = render([withToken, `shutdownTimeout=${form}`])
+      assert.isTrue(out.ok, `${form}: ${out.stderr}`)
+      const nanos = parseGoDurationNanos(form)
+      if (Result.isFailure(nanos)) return assert.fail(`${form}: the daemon rejects it`)
+      const expected = Math.ceil(Number(nanos.success) / 1e9) + 10
+      assert.strictEqual(at(podOf(out.docs), "terminationGracePeriodSeconds"), expected, form)
+      assert.include(strings(at(podOf(out.docs), "containers", 0, "args")), `--shutdown-timeout=${form}`)
+    }
+    assert.strictEqual(at(podOf(render([withToken, "shutdownTimeout=500ms"]).docs), "terminationGracePeriodSeconds"), 11)
+    assert.strictEqual(at(podOf(render([withToken, "shutdownTimeout=1m30s"]).docs), "terminationGracePeriodSeconds"), 100)
+    for (const bad of ["0", "0s", "-1s", "5", "1d", "s"]) {
+      assert.isFalse(render([withToken, `shutdownTimeout=${bad}`]).ok, bad)
+    }
+  })
+
+  it("works as a subchart: global and enabled are allowed", () => {
+    const out = render([withToken, "global.imageRegistry=example.com", "enabled=true"])
+    assert.isTrue(out.ok, out.stderr)
+    assert.isFalse(render([withToken, "bogus=1"]).ok, "other unknown keys are still refused")
+  })
+
+  it("the admission policy can be turned off, and unbound tokens allowed only explicitly", () => {
+    assert.strictEqual(find(render([withToken, "admissionPolicy.enabled=false"]).docs, "ValidatingAdmissionPolicy").length, 0)
+    const open = render([withToken, "admissionPolicy.allowUnboundTokens=true"])
+    assert.strictEqual(at(find(open.docs, "ConfigMap")[0], "data", "allowUnboundTokens"), "true")
+    assert.isFalse(render([withToken, "node.nameSuffix="]).ok, "an empty suffix would name the host node itself")
+  })
+
+  it("the init container follows podSecurityContext's user and can be turned off", () => {
+    const out = render([withToken, "podSecurityContext.runAsUser=4242", "podSecurityContext.runAsGroup=4343"])
+    assert.deepStrictEqual(strings(at(podOf(out.docs), "initContainers", 0, "command")).slice(3), ["/var/lib/vk-sandbox", "4242", "4343"])
+    assert.isUndefined(at(podOf(render([withToken, "prepareState.enabled=false"]).docs), "initContainers"))
+    assert.isFalse(render([withToken, "podSecurityContext.runAsUser=0"]).ok, "the daemon never runs as root")
+  })
+})
+
+/**
+ * The upgrade from a root-run release: the rendered init container's command, run as uid 0 with
+ * CAP_CHOWN as its only capability (as the chart grants it), on a root-owned state directory; then
+ * the daemon's uid reads and rewrites the claims file. Needs root and setpriv.
+ */
+const isRoot = process.getuid?.() === 0
+const hasSetpriv = spawnSync("setpriv", ["--version"]).error === undefined
+const upgradeSkip = helmBin === "" ? "no helm" : !isRoot ? "not root" : !hasSetpriv ? "no setpriv" : ""
+if (upgradeSkip !== "" && helmBin !== "") console.log(`state directory upgrade: SKIPPED (${upgradeSkip})`)
+
+describe.skipIf(upgradeSkip !== "")("state directory upgrade", () => {
+  const command = strings(at(podOf(render([withToken]).docs), "initContainers", 0, "command"))
+  const onlyChown = ["--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all,+chown"]
+  const prepare = (dir: string) =>
+    spawnSync("setpriv", [...onlyChown, "--", process.execPath, ...command.slice(1, 3), dir, ...command.slice(4)], { encoding: "utf8" })
+  const asDaemon = (script: string, dir: string) =>
+    spawnSync("setpriv", ["--reuid=65532", "--regid=65532", "--clear-groups", "--", process.execPath, "-e", script, dir], { encoding: "utf8" })
+
+  it("a root-owned 0700 directory with a 0600 claims file becomes the daemon's, modes kept, content intact", () => {
+    const root = mkdtempSync(join(tmpdir(), "vk-upgrade-"))
+    chmodSync(root, 0o711) // as /var/lib: others may pass through to the state directory
+    try {
+      const dir = join(root, "vk-sandbox")
+      mkdirSync(dir, { mode: 0o700 })
+      writeFileSync(join(dir, "claims.json"), "{\"version\":1}\n", { mode: 0o600 })
+      assert.notStrictEqual(asDaemon("require('fs').readFileSync(process.argv[1] + '/claims.json')", dir).status, 0, "unreadable before")
+      // Without CAP_CHOWN the command fails: the capability is what it needs.
+      const denied = spawnSync("setpriv", ["--inh-caps=-all", "--bounding-set=-all", "--", process.execPath, ...command.slice(1, 3), dir, ...command.slice(4)], {
+        encoding: "utf8"
+      })
+      assert.strictEqual(denied.status, 1)
+      assert.match(denied.stderr, /^prepare-state: .*EPERM/)
+
+      const first = prepare(dir)
+      assert.strictEqual(first.status, 0, first.stderr)
+      for (const [path, mode] of [[dir, 0o700], [join(dir, "claims.json"), 0o600]] as const) {
+        const stat = statSync(path)
+        assert.deepStrictEqual([stat.uid, stat.gid, stat.mode & 0o777], [65532, 65532, mode], path)
+      }
+      const rewrite = asDaemon(
+        "const fs = require('fs'); const f = process.argv[1] + '/claims.json'; const t = fs.readFileSync(f, 'utf8'); " +
+          "fs.writeFileSync(f + '.tmp', t, { mode: 0o600 }); fs.renameSync(f + '.tmp', f); process.stdout.write(t)",
+        dir
+      )
+      assert.strictEqual(rewrite.status, 0, rewrite.stderr)
+      assert.strictEqual(rewrite.stdout, "{\"version\":1}\n")
+      // Idempotent: a restart of the Pod changes nothing.
+      const again = prepare(dir)
+      assert.strictEqual(again.status, 0, again.stderr)
+      assert.include(again.stdout, "(0 entries changed)")
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it("a fresh directory as the kubelet creates it (root, 0755) becomes the daemon's, 0700", () => {
+    const root = mkdtempSync(join(tmpdir(), "vk-upgrade-"))
+    chmodSync(root, 0o711) // as /var/lib: others may pass through to the state directory
+    try {
+      const dir = join(root, "vk-sandbox")
+      mkdirSync(dir)
+      chmodSync(dir, 0o755)
+      const run = prepare(dir)
+      assert.strictEqual(run.status, 0, run.stderr)
+      const stat = statSync(dir)
+      assert.deepStrictEqual([stat.uid, stat.gid, stat.mode & 0o777], [65532, 65532, 0o700])
+      assert.strictEqual(asDaemon("require('fs').writeFileSync(process.argv[1] + '/claims.json', '{}', { mode: 0o600 })", dir).status, 0)
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
 })

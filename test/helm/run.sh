@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Chart checks: helm lint --strict and helm template for the default values and every
-# ci/*-values.yaml, then tests over the rendered manifests (which feed the container's args and
-# env to the daemon's own CLI parser). helm is built from Go modules by test/k8s/build.sh.
+# Chart checks: the bare defaults must refuse to render (no sandboxd token); helm lint --strict
+# and helm template for every ci/*-values.yaml (ci/default-values.yaml is the defaults plus a
+# token); then tests over the rendered manifests (which feed the container's args and env to the
+# daemon's own CLI parser) and over renders of their own (VK_HELM_BIN). helm is built from Go
+# modules by test/k8s/build.sh.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 chart=deploy/helm/vk-sandbox
@@ -16,13 +18,17 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 status=0
-for values in "" $chart/ci/*-values.yaml; do
-  name=default
-  args=()
-  if [ -n "$values" ]; then
-    name=$(basename "$values" -values.yaml)
-    args=(-f "$values")
-  fi
+# The defaults alone must not render: the sandboxd token (or an explicit open sandboxd) is required.
+if "$helm" template vk-sandbox "$chart" --namespace vk-sandbox >"$out/bare.out" 2>&1; then
+  echo "helm template with the bare defaults rendered; it must ask for the sandboxd token"; status=1
+elif ! grep -q "sandboxd.token" "$out/bare.out"; then
+  echo "helm template with the bare defaults failed without naming sandboxd.token:"; cat "$out/bare.out"; status=1
+else
+  echo "helm template: bare defaults refused (no sandboxd token) ok"
+fi
+for values in $chart/ci/*-values.yaml; do
+  name=$(basename "$values" -values.yaml)
+  args=(-f "$values")
   if ! "$helm" lint --strict "$chart" "${args[@]}" >"$out/$name.lint" 2>&1; then
     echo "helm lint --strict failed for $name:"; cat "$out/$name.lint"; status=1
   else
@@ -37,4 +43,5 @@ done
 [ "$status" -eq 0 ] || exit "$status"
 
 export VK_HELM_RENDER_DIR="$out"
+export VK_HELM_BIN="$helm"
 PATH="$PWD/node_modules/.bin:$PATH" vitest run --config vitest.helm.config.ts "$@"

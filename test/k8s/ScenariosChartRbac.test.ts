@@ -52,7 +52,17 @@ const renderChart = (release: string, namespace: string) =>
     const stdout = yield* Effect.callback<string, ScenarioFailed>((resume) => {
       const child = execFile(
         join(binDir, "helm"),
-        ["template", release, join(repoRoot, "deploy", "helm", "vk-sandbox"), "--namespace", namespace, "--set", "inventory.publish=true"],
+        [
+          "template",
+          release,
+          join(repoRoot, "deploy", "helm", "vk-sandbox"),
+          "--namespace",
+          namespace,
+          "--set",
+          "inventory.publish=true",
+          "--set",
+          "sandboxd.token.value=chart-test-token"
+        ],
         { maxBuffer: 16 * 1024 * 1024 },
         (error, out, err) =>
           resume(error === null ? Effect.succeed(out) : Effect.fail(new ScenarioFailed({ message: `helm template: ${String(error)}\n${err}` })))
@@ -69,6 +79,7 @@ const daemonVerbs: ReadonlyArray<readonly [string, string, ReadonlyArray<string>
   ["", "pods", ["get", "list", "watch", "delete"]],
   ["", "pods/status", ["update"]],
   ["", "events", ["create", "patch"]],
+  // kube-node-lease only (a Role there); see leaseNamespaces below
   ["coordination.k8s.io", "leases", ["get", "create", "update"]],
   ["agents.x-k8s.io", "sandboxes", ["get"]],
   ["extensions.agents.x-k8s.io", "nodeinventories", ["get", "create", "patch"]]
@@ -115,7 +126,7 @@ describe("the Helm chart's RBAC on the real kube-apiserver", () => {
       const installNamespace = yield* createNamespace("chart")
       const release = uniqueName("chart")
       const docs = yield* renderChart(release, installNamespace)
-      const wanted = ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"]
+      const wanted = ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]
       const rbac = docs.filter((doc) => wanted.includes(doc.kind ?? ""))
       assert.deepStrictEqual(rbac.map((doc) => doc.kind), wanted, "one of each, in this order")
       for (const doc of rbac) yield* kube(`apply ${doc.kind}`, () => objects.create(doc))
@@ -123,7 +134,7 @@ describe("the Helm chart's RBAC on the real kube-apiserver", () => {
       const user = `system:serviceaccount:${installNamespace}:${serviceAccount}`
 
       // ---- the access review: exactly the daemon's verbs, nothing missing, nothing extra
-      const review = (verb: string, group: string, resourcePath: string) =>
+      const review = (verb: string, group: string, resourcePath: string, leaseNamespace = "kube-node-lease") =>
         Effect.gen(function*() {
           const [resource, subresource] = resourcePath.split("/")
           const answer = yield* kube(`access review ${verb} ${resourcePath}`, () =>
@@ -137,7 +148,11 @@ describe("the Helm chart's RBAC on the real kube-apiserver", () => {
                     resource: resource ?? "",
                     ...(subresource !== undefined ? { subresource } : {}),
                     verb,
-                    namespace: resource === "nodes" || resource === "nodeinventories" ? "" : "team-a"
+                    namespace: resource === "nodes" || resource === "nodeinventories"
+                      ? ""
+                      : resource === "leases"
+                      ? leaseNamespace
+                      : "team-a"
                   }
                 }
               }
@@ -151,6 +166,12 @@ describe("the Helm chart's RBAC on the real kube-apiserver", () => {
         for (const verb of allVerbs) {
           const allowed = yield* review(verb, group, resourcePath)
           if (allowed !== verbs.includes(verb)) mismatches.push(`${verb} ${group}/${resourcePath}: allowed=${allowed}`)
+        }
+      }
+      // Leases nowhere but kube-node-lease: not the leader-election Leases in kube-system.
+      for (const namespace of ["kube-system", "team-a", "default"]) {
+        for (const verb of allVerbs) {
+          if (yield* review(verb, "coordination.k8s.io", "leases", namespace)) mismatches.push(`${verb} leases in ${namespace}`)
         }
       }
       assert.deepStrictEqual(mismatches, [])

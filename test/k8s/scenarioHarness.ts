@@ -243,11 +243,12 @@ export const rawRequest = (
   config: k8s.KubeConfig,
   method: string,
   path: string,
-  body?: object
+  body?: object,
+  contentType = "application/json"
 ): Effect.Effect<RawReply, ScenarioFailed> =>
   Effect.gen(function*() {
     const url = new URL(path, config.getCurrentCluster()?.server ?? "")
-    const options: RequestOptions = { method, headers: { "content-type": "application/json", accept: "application/json" } }
+    const options: RequestOptions = { method, headers: { "content-type": contentType, accept: "application/json" } }
     yield* Effect.tryPromise({
       try: () => config.applyToHTTPSOptions(options),
       catch: (cause) => new ScenarioFailed({ message: `credentials: ${String(cause)}` })

@@ -69,14 +69,43 @@ app.kubernetes.io/part-of: vk-sandbox
 {{- join "," $pairs -}}
 {{- end -}}
 
-{{/* Whole seconds of a Go duration made of s/m/h parts (e.g. 10s, 1m30s); used for grace periods. */}}
-{{- define "vk-sandbox.durationSeconds" -}}
-{{- $total := 0 -}}
-{{- range $part := regexFindAll "[0-9]+[hms]" (toString .) -1 -}}
-{{- $n := atoi (trimSuffix "h" (trimSuffix "m" (trimSuffix "s" $part))) -}}
-{{- if hasSuffix "h" $part -}}{{- $total = add $total (mul $n 3600) -}}
-{{- else if hasSuffix "m" $part -}}{{- $total = add $total (mul $n 60) -}}
-{{- else -}}{{- $total = add $total $n -}}{{- end -}}
+{{/*
+"true" when the daemon runs without a sandboxd token: only when asked for explicitly
+(sandboxd.token.allowOpen). No token value and no existing Secret otherwise fails the render, so
+an empty token never happens by accident.
+*/}}
+{{- define "vk-sandbox.openSandboxd" -}}
+{{- $token := .Values.sandboxd.token -}}
+{{- if or $token.existingSecret $token.value -}}
+false
+{{- else if $token.allowOpen -}}
+true
+{{- else -}}
+{{- fail "sandboxd.token: set existingSecret (a Secret holding the sandboxd root token) or value; for a sandboxd without a token set sandboxd.token.allowOpen=true" -}}
 {{- end -}}
-{{- $total -}}
+{{- end -}}
+
+{{/*
+Whole seconds, rounded up, of a duration in the daemon's own grammar (Go's time.ParseDuration):
+an optional sign, then "0" or terms of a decimal number (1, 1.5, .5, 1.) and a unit (ns, us, µs,
+μs, ms, s, m, h), e.g. 500ms, 1.5s, 1m30s, 2h45m0.5s. Used for terminationGracePeriodSeconds,
+which must cover the daemon's shutdown bound; anything else, or a length of 0 or less, fails.
+Sums in nanoseconds, where every term of a sane duration is an exact float64.
+*/}}
+{{- define "vk-sandbox.durationCeilSeconds" -}}
+{{- $text := toString . -}}
+{{- if not (regexMatch "^[+-]?(0|(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$" $text) -}}
+{{- fail (printf "shutdownTimeout %q is not a duration (want e.g. 10s, 1m30s, 500ms, 1.5s)" $text) -}}
+{{- end -}}
+{{- $nanosPerUnit := dict "ns" 1.0 "us" 1000.0 "µs" 1000.0 "μs" 1000.0 "ms" 1000000.0 "s" 1000000000.0 "m" 60000000000.0 "h" 3600000000000.0 -}}
+{{- $total := 0.0 -}}
+{{- range $term := regexFindAll "([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)" $text -1 -}}
+{{- $number := regexFind "^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)" $term -}}
+{{- $unit := trimPrefix $number $term -}}
+{{- $total = addf $total (mulf (float64 $number) (get $nanosPerUnit $unit)) -}}
+{{- end -}}
+{{- if or (hasPrefix "-" $text) (le $total 0.0) -}}
+{{- fail (printf "shutdownTimeout %q must be greater than 0" $text) -}}
+{{- end -}}
+{{- ceil (divf $total 1000000000.0) | int -}}
 {{- end -}}
