@@ -136,6 +136,10 @@ export interface VirtualNode {
 
 export interface VirtualNodeOptions {
   readonly pool?: string
+  /** The Node's name (default: a unique one). */
+  readonly nodeName?: string
+  /** The daemon's kubeconfig (default: the control plane's daemon identity). */
+  readonly kubeconfig?: string
   readonly sandboxd?: Partial<SandboxdSimOptions>
   readonly extraArgs?: ReadonlyArray<string>
 }
@@ -154,9 +158,9 @@ export const startVirtualNode = (options: VirtualNodeOptions = {}) =>
     const tokenFile = NodePath.join(dir, "sandboxd-token")
     NodeFs.writeFileSync(tokenFile, `${rootToken}\n`, { mode: 0o600 })
     const pool = options.pool ?? uniqueName("pool")
-    const nodeName = uniqueName("vk-cluster")
+    const nodeName = options.nodeName ?? uniqueName("vk-cluster")
     const statePath = NodePath.join(dir, "state", "claims.json")
-    const target = { kubeconfigPath: plane.daemonKubeconfig, sandboxdUrl: sandboxd.url, tokenFile, statePath, nodeName }
+    const target = { kubeconfigPath: options.kubeconfig ?? plane.daemonKubeconfig, sandboxdUrl: sandboxd.url, tokenFile, statePath, nodeName }
     const args = [
       "--node-labels",
       `${RuntimeLabel}=sandboxd,${PoolLabel}=${pool}`,
