@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { type Duration, Effect, Exit, Fiber, Option, Scope } from "effect"
+import { Clock, type Duration, Effect, Exit, Fiber, Option, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { spawn } from "node:child_process"
 import * as NFS from "node:fs/promises"
@@ -33,15 +33,40 @@ const acquireIn = (statePath: string, options?: StateLock.StateLockOptions) =>
     return { exit, scope }
   })
 
-// Lets the lock's real file I/O (threadpool, fsync) complete between TestClock steps; time itself
-// is driven only by TestClock.
+// Lets the lock's real file I/O (threadpool, fsync) run; time itself is driven only by TestClock.
 const flushIO = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
 
 /**
- * Moves the TestClock in steps, letting real file I/O complete between them, until the fiber ends.
+ * The TestClock, counting the sleeps now pending on it. The lock mixes real file I/O with clock
+ * sleeps, so a test moves the clock only once the lock is parked in a sleep: a step taken while
+ * the lock is still busy with I/O would pass unseen, however slow the machine.
+ */
+const parkingClock = Effect.gen(function*() {
+  const clock = yield* Clock.Clock
+  const state = { parked: 0 }
+  const counting: Clock.Clock = {
+    ...clock,
+    sleep: (duration) =>
+      Effect.suspend(() => {
+        state.parked++
+        return clock.sleep(duration)
+      }).pipe(Effect.ensuring(Effect.sync(() => state.parked--)))
+  }
+  /** Waits (real time) until the fiber, if given, has ended or a sleep is pending on the clock. */
+  const untilParked = <A, E>(fiber?: Fiber.Fiber<A, E>) =>
+    Effect.gen(function*() {
+      while ((fiber === undefined || fiber.pollUnsafe() === undefined) && state.parked === 0) yield* flushIO
+    })
+  const use = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Clock.Clock, counting)
+  return { state, untilParked, use }
+})
+
+/**
+ * Moves the TestClock in steps, each once the fiber is parked on the clock, until the fiber ends.
  * `eachStep` runs before every step (the other holder's heartbeat, say).
  */
 const driveUntilDone = <A, E>(
+  clock: Effect.Success<typeof parkingClock>,
   fiber: Fiber.Fiber<A, E>,
   step: Duration.Input,
   maxSteps: number,
@@ -50,9 +75,11 @@ const driveUntilDone = <A, E>(
   Effect.gen(function*() {
     for (let i = 0; i < maxSteps && fiber.pollUnsafe() === undefined; i++) {
       yield* eachStep(i)
-      for (let j = 0; j < 5; j++) yield* flushIO
+      yield* clock.untilParked(fiber)
       yield* TestClock.adjust(step)
     }
+    yield* clock.untilParked(fiber)
+    // The lock's own heartbeat parks right after it is taken: give the fiber a moment to return.
     for (let j = 0; j < 5 && fiber.pollUnsafe() === undefined; j++) yield* flushIO
     if (fiber.pollUnsafe() === undefined) {
       yield* Fiber.interrupt(fiber)
@@ -170,12 +197,13 @@ describe("StateLock", () => {
       const path = NPath.join(dir, "claims.json")
       const self = yield* identity
       yield* writeRecord(path, { ...self, pidNamespace: "pid:[1]", pid: 1, nonce: "other-container" })
-      const fiber = yield* Effect.forkChild(acquireIn(path, { heartbeat: "2 seconds", staleAfter: "10 seconds" }))
-      for (let j = 0; j < 10; j++) yield* flushIO
+      const clock = yield* parkingClock
+      const fiber = yield* Effect.forkChild(clock.use(acquireIn(path, { heartbeat: "2 seconds", staleAfter: "10 seconds" })))
+      yield* clock.untilParked(fiber)
       yield* TestClock.adjust("8 seconds")
-      for (let j = 0; j < 10; j++) yield* flushIO
+      yield* clock.untilParked(fiber)
       assert.isUndefined(fiber.pollUnsafe(), "still waiting before staleAfter")
-      const exit = yield* driveUntilDone(fiber, "1 second", 10)
+      const exit = yield* driveUntilDone(clock, fiber, "1 second", 2)
       assert.isTrue(Exit.isSuccess(exit))
       if (Exit.isSuccess(exit)) {
         assert.isTrue(Exit.isSuccess(exit.value.exit))
@@ -189,10 +217,11 @@ describe("StateLock", () => {
       const path = NPath.join(dir, "claims.json")
       const self = yield* identity
       yield* writeRecord(path, { ...self, pidNamespace: "pid:[1]", pid: 1, nonce: "other-container" })
-      const fiber = yield* Effect.forkChild(acquireIn(path, { heartbeat: "2 seconds", staleAfter: "10 seconds" }))
-      // The other daemon's heartbeat touches the file at every step, however late the starter
-      // takes its first look (a loaded machine may delay that by many steps).
-      const exit = yield* driveUntilDone(fiber, "1 second", 20, (i) =>
+      const clock = yield* parkingClock
+      const fiber = yield* Effect.forkChild(clock.use(acquireIn(path, { heartbeat: "2 seconds", staleAfter: "10 seconds" })))
+      // The other daemon's heartbeat touches the file at every step; the starter must see it
+      // before staleAfter (10 steps of 1 s).
+      const exit = yield* driveUntilDone(clock, fiber, "1 second", 10, (i) =>
         Effect.promise(() => {
           const at = new Date(Date.now() + (i + 1) * 1_000)
           return NFS.utimes(StateLock.lockPathFor(path), at, at)
@@ -208,12 +237,14 @@ describe("StateLock", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir
       const path = NPath.join(dir, "claims.json")
-      const held = yield* acquireIn(path, { heartbeat: "2 seconds" })
+      const clock = yield* parkingClock
+      const held = yield* clock.use(acquireIn(path, { heartbeat: "2 seconds" }))
       assert.isTrue(Exit.isSuccess(held.exit))
+      yield* clock.untilParked()
       yield* TestClock.setTime(Date.UTC(2030, 0, 1))
-      for (let j = 0; j < 5; j++) yield* flushIO
+      yield* clock.untilParked() // the touch is written and the heartbeat sleeps again
       yield* TestClock.adjust("2 seconds")
-      for (let j = 0; j < 10; j++) yield* flushIO
+      yield* clock.untilParked()
       const stat = yield* Effect.promise(() => NFS.stat(StateLock.lockPathFor(path)))
       assert.isAtLeast(stat.mtimeMs, Date.UTC(2030, 0, 1))
       yield* Scope.close(held.scope, Exit.void)
