@@ -3,9 +3,10 @@
  * Every status and body mapping of the client is exercised here.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, Duration, Effect, Fiber, Option, Redacted } from "effect"
+import { Clock, DateTime, Duration, Effect, Fiber, Option, Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import type { ClaimId } from "../../src/Schemas/Ids.ts"
-import { claimFailureKind } from "../../src/Services/SandboxdClient.ts"
+import { claimFailureKind, type SandboxdListError } from "../../src/Services/SandboxdClient.ts"
 import { SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { claimSpec, clientFor, ROOT_TOKEN, startSim, TEMPLATE } from "../support/Sandboxd.ts"
 
@@ -494,28 +495,41 @@ describe("transport", () => {
   it.live("timeouts and interruptions return their permits: max-concurrency 2 still serves afterwards", () =>
     Effect.gen(function*() {
       const { sim, url } = yield* startSim()
-      yield* sim.injectFault("list", SimFault.hang, { times: 12 })
-      yield* sim.injectFault("info", SimFault.stall(200, `{"pools":[`), { times: 12 })
+      yield* sim.injectFault("list", SimFault.hang)
+      yield* sim.injectFault("info", SimFault.stall(200, `{"pools":[`))
       const client = yield* clientFor(url, { sandboxdTimeout: Duration.millis(40), sandboxdMaxConcurrency: 2 })
-      const failures = yield* Effect.all(
-        [
-          ...Array.from({ length: 6 }, () => Effect.flip(client.listSandboxes)),
-          ...Array.from({ length: 6 }, () => Effect.flip(client.info))
-        ],
-        { concurrency: "unbounded" }
-      )
+      // The client's deadlines run on a TestClock: they fire when the test moves it, never because
+      // a loaded machine was slow to send a request or read a reply.
+      const clock = yield* TestClock.make()
+      const onTestClock = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Clock.Clock, clock)
+      const pause = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
+      const hanging: ReadonlyArray<Effect.Effect<unknown, SandboxdListError>> = [
+        ...Array.from({ length: 6 }, () => client.listSandboxes),
+        ...Array.from({ length: 6 }, () => client.info)
+      ]
+      const calls = yield* Effect.forEach(hanging, (call) => Effect.forkChild(onTestClock(Effect.flip(call))))
+      // Each step times out the (at most two) requests holding a permit; the others wait for one.
+      while (calls.some((call) => call.pollUnsafe() === undefined)) {
+        yield* clock.adjust(Duration.millis(40))
+        yield* pause
+      }
+      const failures = yield* Effect.forEach(calls, Fiber.join)
       assert.deepStrictEqual(new Set(failures.map((e) => e.reason._tag)), new Set(["SandboxdTimeout"]))
-      // Callers that give up on their own (an outer deadline) must not keep a permit either.
-      for (let i = 0; i < 6; i++) yield* Effect.ignore(Effect.timeout(client.listSandboxes, "10 millis"))
-      for (let i = 0; i < 6; i++) yield* Effect.ignore(Effect.timeout(client.info, "10 millis"))
-      const claim = yield* client.claim(claimSpec()).pipe(Effect.timeout("2 seconds"))
+      // Callers that give up on their own (an outer deadline, shorter than the client's) while
+      // sandboxd holds their request must not keep a permit either.
+      for (const call of hanging) {
+        const seen = (yield* sim.audit).length
+        const caller = yield* Effect.forkChild(onTestClock(Effect.flip(Effect.timeout(call, "10 millis"))))
+        while ((yield* sim.audit).length === seen) yield* pause
+        yield* clock.adjust(Duration.millis(10))
+        const error = yield* Fiber.join(caller)
+        assert.strictEqual(error._tag, "TimeoutError")
+      }
+      // A leaked permit would leave these waiting for one (the test then times out).
+      yield* sim.clearFaults
+      const claim = yield* onTestClock(client.claim(claimSpec()))
       assert.match(claim.id, /^sb_/)
-      // 40 ms per request is tight on a loaded machine: a slow reply may time out and is tried
-      // again. A leaked permit would make every try wait for it and time out, and fail the test.
-      const listed = yield* client.listSandboxes.pipe(
-        Effect.retry({ times: 5, while: (error) => error.reason._tag === "SandboxdTimeout" })
-      )
-      assert.strictEqual(listed.length, 1)
+      assert.strictEqual((yield* onTestClock(client.listSandboxes)).length, 1)
     }))
 
   it.live("a base URL with a path prefix keeps the prefix", () =>
