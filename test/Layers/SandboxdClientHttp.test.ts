@@ -13,6 +13,34 @@ import { claimSpec, clientFor, ROOT_TOKEN, startSim, TEMPLATE } from "../support
 const epochMillis = (deadline: Option.Option<DateTime.Utc>): number =>
   Option.match(deadline, { onNone: () => -1, onSome: DateTime.toEpochMillis })
 
+const pause = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
+
+/**
+ * The client's deadlines on a TestClock of their own (the simulator keeps real time): a request
+ * times out when the test moves the clock, never because a loaded machine was slow to answer.
+ */
+const clientClock = (sim: { readonly audit: Effect.Effect<ReadonlyArray<unknown>> }) =>
+  Effect.gen(function*() {
+    const clock = yield* TestClock.make()
+    const run = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Clock.Clock, clock)
+    /** Forks `call` on the TestClock and returns once the simulator has received its request. */
+    const sent = <A, E, R>(call: Effect.Effect<A, E, R>) =>
+      Effect.gen(function*() {
+        const seen = (yield* sim.audit).length
+        const fiber = yield* Effect.forkChild(run(call))
+        while ((yield* sim.audit).length === seen) yield* pause
+        return fiber
+      })
+    /** `call`'s failure once the clock has moved `after` past the simulator receiving it. */
+    const failsAfter = <A, E, R>(call: Effect.Effect<A, E, R>, after: Duration.Input) =>
+      Effect.gen(function*() {
+        const fiber = yield* sent(Effect.flip(call))
+        yield* clock.adjust(after)
+        return yield* Fiber.join(fiber)
+      })
+    return { clock, run, sent, failsAfter }
+  })
+
 describe("claim", () => {
   it.live("a warm hit returns id, token, owner_addr and the granted deadline", () =>
     Effect.gen(function*() {
@@ -467,17 +495,19 @@ describe("transport", () => {
       yield* sim.injectFault("claim", SimFault.hang, { times: 1 })
       yield* sim.injectFault("list", SimFault.hang, { times: 1 })
       const client = yield* clientFor(url, { sandboxdTimeout: Duration.millis(150) })
-      const started = Date.now()
-      const error = yield* Effect.flip(client.claim(claimSpec()))
+      const clock = yield* clientClock(sim)
+      const claiming = yield* clock.sent(Effect.flip(client.claim(claimSpec())))
+      yield* clock.clock.adjust("149 millis")
+      assert.isUndefined(claiming.pollUnsafe(), "still waiting before --sandboxd-timeout")
+      yield* clock.clock.adjust("1 millis")
+      const error = yield* Fiber.join(claiming)
       assert.deepInclude(error, { _tag: "SandboxdTimeout", operation: "claim", timeoutMillis: 150 })
-      assert.isAtLeast(Date.now() - started, 140)
-      const listError = yield* Effect.flip(client.listSandboxes)
+      const listError = yield* clock.failsAfter(client.listSandboxes, "150 millis")
       assert.strictEqual(listError.reason._tag, "SandboxdTimeout")
-      // The hung exchange was abandoned: the simulator saw the client go away.
-      yield* Effect.sleep("50 millis")
-      assert.strictEqual((yield* sim.stats).inFlight, 0)
+      // The hung exchange was abandoned: the simulator sees the client go away.
+      while ((yield* sim.stats).inFlight > 0) yield* pause
       // And the client still works afterwards.
-      yield* client.claim(claimSpec())
+      yield* clock.run(client.claim(claimSpec()))
     }))
 
   it.live("a reply hung mid-body (headers sent, body never finished) is SandboxdTimeout too", () =>
@@ -486,10 +516,14 @@ describe("transport", () => {
       yield* sim.injectFault("list", SimFault.stall(200, `{"sandboxes":[`), { times: 1 })
       yield* sim.injectFault("claim", SimFault.stall(500, `{"error":"provi`), { times: 1 })
       const client = yield* clientFor(url, { sandboxdTimeout: Duration.millis(150) })
-      const listError = yield* Effect.flip(client.listSandboxes)
+      const clock = yield* clientClock(sim)
+      const listError = yield* clock.failsAfter(client.listSandboxes, "150 millis")
       assert.deepInclude(listError.reason, { _tag: "SandboxdTimeout", operation: "list" })
-      assert.deepInclude(yield* Effect.flip(client.claim(claimSpec())), { _tag: "SandboxdTimeout", operation: "claim" })
-      assert.strictEqual((yield* client.listSandboxes).length, 0)
+      assert.deepInclude(yield* clock.failsAfter(client.claim(claimSpec()), "150 millis"), {
+        _tag: "SandboxdTimeout",
+        operation: "claim"
+      })
+      assert.strictEqual((yield* clock.run(client.listSandboxes)).length, 0)
     }))
 
   it.live("timeouts and interruptions return their permits: max-concurrency 2 still serves afterwards", () =>
@@ -502,7 +536,6 @@ describe("transport", () => {
       // a loaded machine was slow to send a request or read a reply.
       const clock = yield* TestClock.make()
       const onTestClock = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Clock.Clock, clock)
-      const pause = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
       const hanging: ReadonlyArray<Effect.Effect<unknown, SandboxdListError>> = [
         ...Array.from({ length: 6 }, () => client.listSandboxes),
         ...Array.from({ length: 6 }, () => client.info)
@@ -546,10 +579,11 @@ describe("transport", () => {
     Effect.gen(function*() {
       const { sim, url } = yield* startSim({ coldProvisionDelay: "400 millis" })
       const client = yield* clientFor(url, { sandboxdTimeout: Duration.millis(100) })
-      const error = yield* Effect.flip(client.claim(claimSpec({ template: "cold:1" })))
+      const clock = yield* clientClock(sim)
+      const error = yield* clock.failsAfter(client.claim(claimSpec({ template: "cold:1" })), "100 millis")
       assert.strictEqual(error._tag, "SandboxdTimeout")
       yield* sim.setColdProvisionDelay(0)
-      const ok = yield* client.claim(claimSpec({ template: "cold:1" }))
+      const ok = yield* clock.run(client.claim(claimSpec({ template: "cold:1" })))
       assert.match(ok.id, /^sb_/)
     }))
 
@@ -582,9 +616,11 @@ describe("transport", () => {
       yield* sim.injectFault("claim", SimFault.loseReply("drop"), { times: 1 })
       yield* sim.injectFault("claim", SimFault.loseReply("hang"), { times: 1 })
       const client = yield* clientFor(url, { sandboxdTimeout: Duration.millis(150) })
-      assert.strictEqual((yield* Effect.flip(client.claim(claimSpec({ claimRef: "ns/dropped" }))))._tag, "SandboxdUnreachable")
-      assert.strictEqual((yield* Effect.flip(client.claim(claimSpec({ claimRef: "ns/hung" }))))._tag, "SandboxdTimeout")
-      const refs = (yield* client.listSandboxes).map((row) => row.claimRef).sort()
+      const clock = yield* clientClock(sim)
+      const dropped = yield* clock.run(Effect.flip(client.claim(claimSpec({ claimRef: "ns/dropped" }))))
+      assert.strictEqual(dropped._tag, "SandboxdUnreachable")
+      assert.strictEqual((yield* clock.failsAfter(client.claim(claimSpec({ claimRef: "ns/hung" })), "150 millis"))._tag, "SandboxdTimeout")
+      const refs = (yield* clock.run(client.listSandboxes)).map((row) => row.claimRef).sort()
       assert.deepStrictEqual(refs, ["ns/dropped", "ns/hung"])
     }))
 
@@ -609,10 +645,19 @@ describe("transport", () => {
       const { sim, url } = yield* startSim({ pools: [] })
       yield* sim.injectFault("*", SimFault.latency("80 millis"))
       const client = yield* clientFor(url, { sandboxdMaxConcurrency: 1, sandboxdTimeout: Duration.millis(400) })
-      // Serialised, the four calls take ~320 ms in all; each one alone is well inside 400 ms.
-      const results = yield* Effect.all(Array.from({ length: 4 }, () => client.claim(claimSpec())), {
-        concurrency: "unbounded"
-      })
+      const clock = yield* clientClock(sim)
+      const calls = yield* Effect.forkChild(
+        clock.run(Effect.all(Array.from({ length: 4 }, () => client.claim(claimSpec())), { concurrency: "unbounded" }))
+      )
+      // Serialised: a request reaches sandboxd only after the one before it returned. The clock
+      // moves 150 ms as each arrives: by the last, the callers have waited 600 ms in all, yet a
+      // request's own time (at most two such moves, if the one before it returned first) stays
+      // inside 400 ms.
+      for (let received = 1; received <= 4; received++) {
+        while ((yield* sim.audit).length < received) yield* pause
+        yield* clock.clock.adjust("150 millis")
+      }
+      const results = yield* Fiber.join(calls)
       assert.strictEqual(results.length, 4)
       assert.strictEqual((yield* sim.stats).maxInFlight, 1)
     }))
