@@ -44,6 +44,7 @@ import {
   SandboxdListError,
   type SandboxdTransportError,
   SandboxdTimeout,
+  SandboxdUnauthorized,
   SandboxdUnreachable
 } from "../Services/SandboxdClient.ts"
 
@@ -157,16 +158,26 @@ export const idProblem = (id: string): Option.Option<string> =>
 const invalidClaimReply = (what: string) =>
   new SandboxdDecodeError({ operation: "claim", message: `the claim reply carries ${what}: its outcome is unknown` })
 
+/** 401/403 to a call made with the node token. sandboxd's body is not quoted: it may repeat the token. */
+const isRefusal = (reply: RawReply) => reply.status === 401 || reply.status === 403
+const unauthorized = (operation: string, reply: RawReply) =>
+  new SandboxdUnauthorized({
+    operation,
+    status: reply.status,
+    message: `sandboxd refused the node token (HTTP ${reply.status}); check --sandboxd-token-file`
+  })
+
 export const interpretClaim = (
   reply: RawReply,
   secrets: ReadonlyArray<string> = []
-): Result.Result<ClaimResult, NoWarmCapacity | SandboxdHttpError | SandboxdDecodeError> => {
+): Result.Result<ClaimResult, NoWarmCapacity | SandboxdUnauthorized | SandboxdHttpError | SandboxdDecodeError> => {
   if (reply.status === 429) {
     const detail = errorMessageOf(reply.body, secrets)
     return Result.fail(
       new NoWarmCapacity({ message: `node at capacity or draining${detail === "" ? "" : `: ${detail}`}` })
     )
   }
+  if (isRefusal(reply)) return Result.fail(unauthorized("claim", reply))
   if (reply.status !== 200) return Result.fail(httpError("claim", reply, secrets))
   const decoded = decodeJson(Schema.NullOr(ClaimResponseWire), "claim", reply.body)
   if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
@@ -255,7 +266,8 @@ const listedOf = (row: ListedSandboxWire): ListedSandbox => {
 export const interpretList = (
   reply: RawReply,
   secrets: ReadonlyArray<string> = []
-): Result.Result<ReadonlyArray<ListedSandbox>, SandboxdHttpError | SandboxdDecodeError> => {
+): Result.Result<ReadonlyArray<ListedSandbox>, SandboxdUnauthorized | SandboxdHttpError | SandboxdDecodeError> => {
+  if (isRefusal(reply)) return Result.fail(unauthorized("list", reply))
   if (reply.status !== 200) return Result.fail(httpError("list", reply, secrets))
   const decoded = decodeJson(ListResponseWire, "list", reply.body)
   if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
@@ -297,7 +309,8 @@ export const interpretGet = (
 export const interpretInfo = (
   reply: RawReply,
   secrets: ReadonlyArray<string> = []
-): Result.Result<NodeInfo, SandboxdHttpError | SandboxdDecodeError> => {
+): Result.Result<NodeInfo, SandboxdUnauthorized | SandboxdHttpError | SandboxdDecodeError> => {
+  if (isRefusal(reply)) return Result.fail(unauthorized("info", reply))
   if (reply.status !== 200) return Result.fail(httpError("info", reply, secrets))
   const decoded = decodeJson(InfoResponseWire, "info", reply.body)
   if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
@@ -317,7 +330,7 @@ export const interpretHealthz = (reply: RawReply): Result.Result<void, SandboxdH
   reply.status >= 200 && reply.status < 300 ? Result.succeed(undefined) : Result.fail(httpError("healthz", reply, []))
 
 /** Wraps a list/info/get failure so it can never be mistaken for an empty answer. */
-export const asListError = (operation: "list" | "info" | "get") => (reason: SandboxdTransportError) =>
+export const asListError = (operation: "list" | "info" | "get") => (reason: SandboxdTransportError | SandboxdUnauthorized) =>
   new SandboxdListError({ operation, reason, message: `sandboxd ${operation}: ${reason.message}` })
 
 /** The listing path, asking newer servers to filter by `claim_ref` (older ones ignore it). */

@@ -16,12 +16,14 @@ import {
   SandboxdHttpError,
   SandboxdListError,
   SandboxdTimeout,
+  SandboxdUnauthorized,
   SandboxdUnreachable
 } from "./SandboxdClient.ts"
 
 const ClaimErrorSchema = Schema.Union([
   NoWarmCapacity,
   SandboxdHttpError,
+  SandboxdUnauthorized,
   SandboxdUnreachable,
   SandboxdTimeout,
   SandboxdDecodeError

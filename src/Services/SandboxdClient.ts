@@ -84,6 +84,17 @@ export class SandboxdHttpError extends Schema.TaggedError<SandboxdHttpError>()("
   message: Schema.String
 }) {}
 
+/**
+ * 401 or 403 to a call made with the node token: sandboxd refused the token (wrong, rotated, or
+ * not the root token). Its own type so callers can tell it from a failing sandboxd. The message
+ * is ours; sandboxd's reply body is left out, as it may quote the token.
+ */
+export class SandboxdUnauthorized extends Schema.TaggedError<SandboxdUnauthorized>()("SandboxdUnauthorized", {
+  operation: Schema.String,
+  status: Schema.Number,
+  message: Schema.String
+}) {}
+
 export class SandboxdUnreachable extends Schema.TaggedError<SandboxdUnreachable>()("SandboxdUnreachable", {
   operation: Schema.String,
   message: Schema.String,
@@ -107,7 +118,8 @@ export class SandboxdDecodeError extends Schema.TaggedError<SandboxdDecodeError>
 
 export type SandboxdTransportError = SandboxdHttpError | SandboxdUnreachable | SandboxdTimeout | SandboxdDecodeError
 
-export type SandboxdClaimError = NoWarmCapacity | SandboxdTransportError
+export type SandboxdClaimError = NoWarmCapacity | SandboxdUnauthorized | SandboxdTransportError
+/** Release uses the claim's own token, so a 401 there is a plain SandboxdHttpError. */
 export type SandboxdReleaseError = SandboxdTransportError
 
 /**
@@ -116,7 +128,7 @@ export type SandboxdReleaseError = SandboxdTransportError
  */
 export class SandboxdListError extends Schema.TaggedError<SandboxdListError>()("SandboxdListError", {
   operation: Schema.Literals(["list", "info", "get"]),
-  reason: Schema.Union([SandboxdHttpError, SandboxdUnreachable, SandboxdTimeout, SandboxdDecodeError]),
+  reason: Schema.Union([SandboxdHttpError, SandboxdUnauthorized, SandboxdUnreachable, SandboxdTimeout, SandboxdDecodeError]),
   message: Schema.String
 }) {}
 
@@ -137,6 +149,7 @@ export type ClaimOutcome =
 export const claimFailureKind = (error: SandboxdClaimError): "Failed" | "Unknown" => {
   switch (error._tag) {
     case "NoWarmCapacity":
+    case "SandboxdUnauthorized": // refused before anything was made
       return "Failed"
     case "SandboxdHttpError":
       // Status 0 is a request refused locally (never sent). A gateway's 502/504 may have

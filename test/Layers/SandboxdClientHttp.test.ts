@@ -198,7 +198,23 @@ describe("claim", () => {
       assert.strictEqual((yield* sim.claims).length, 3)
     }))
 
-  for (const status of [400, 401, 403, 409, 500]) {
+  for (const status of [401, 403]) {
+    it.live(`${status} to a claim is SandboxdUnauthorized, whose message never quotes sandboxd's body`, () =>
+      Effect.gen(function*() {
+        const { sim, url } = yield* startSim()
+        yield* sim.injectFault("claim", SimFault.status(status, "Bearer s3cret was refused"), { times: 1 })
+        const client = yield* clientFor(url)
+        const refused = yield* Effect.flip(client.claim(claimSpec()))
+        assert.deepInclude(refused, {
+          _tag: "SandboxdUnauthorized",
+          operation: "claim",
+          status,
+          message: `sandboxd refused the node token (HTTP ${status}); check --sandboxd-token-file`
+        })
+      }))
+  }
+
+  for (const status of [400, 409, 500]) {
     it.live(`${status} with and without an error body is SandboxdHttpError`, () =>
       Effect.gen(function*() {
         const { sim, url } = yield* startSim()
@@ -212,7 +228,7 @@ describe("claim", () => {
       }))
   }
 
-  it.live("the simulator's own 400/401/409 replies carry their messages", () =>
+  it.live("the simulator's own 400/409 replies carry their messages; its 401 is SandboxdUnauthorized", () =>
     Effect.gen(function*() {
       const { url } = yield* startSim()
       const client = yield* clientFor(url)
@@ -222,7 +238,7 @@ describe("claim", () => {
       assert.deepInclude(egress, { status: 409, message: "node has no egress attachment (bridge or network)" })
       const wrongToken = yield* clientFor(url, { sandboxdToken: Redacted.make("nope") })
       const unauthorized = yield* Effect.flip(wrongToken.claim(claimSpec()))
-      assert.deepInclude(unauthorized, { status: 401, message: "invalid api token" })
+      assert.deepInclude(unauthorized, { _tag: "SandboxdUnauthorized", status: 401 })
     }))
 
   it.live("a non-JSON error body is quoted by a short safe excerpt; a 200 with malformed JSON is a decode error", () =>
@@ -423,17 +439,17 @@ describe("list and info", () => {
       assert.include(error.reason.message, "16 MiB")
     }))
 
-  it.live("list and info are root-only: a tenant gets 403, a wrong token 401, as SandboxdListError", () =>
+  it.live("list and info are root-only: a tenant gets 403, a wrong token 401, as SandboxdListError(SandboxdUnauthorized)", () =>
     Effect.gen(function*() {
       const { url } = yield* startSim()
       const tenant = yield* clientFor(url, { sandboxdToken: Redacted.make("tenant-token") })
       const forbidden = yield* Effect.flip(tenant.listSandboxes)
-      assert.deepInclude(forbidden.reason, { _tag: "SandboxdHttpError", status: 403, message: "operator token required" })
+      assert.deepInclude(forbidden.reason, { _tag: "SandboxdUnauthorized", status: 403 })
       const infoForbidden = yield* Effect.flip(tenant.info)
       assert.strictEqual(infoForbidden.operation, "info")
-      assert.deepInclude(infoForbidden.reason, { status: 403 })
+      assert.deepInclude(infoForbidden.reason, { _tag: "SandboxdUnauthorized", status: 403 })
       const wrong = yield* clientFor(url, { sandboxdToken: Redacted.make("wrong") })
-      assert.deepInclude((yield* Effect.flip(wrong.listSandboxes)).reason, { status: 401, message: "invalid api token" })
+      assert.deepInclude((yield* Effect.flip(wrong.listSandboxes)).reason, { _tag: "SandboxdUnauthorized", status: 401 })
     }))
 
   it.live("info flattens pools (warm, target) and reflects warm consumption", () =>

@@ -22,10 +22,10 @@ export const classifyProbeFailure = (failure: SandboxdListError["reason"]): Sand
       return unavailable("Unreachable", failure.message)
     case "SandboxdTimeout":
       return unavailable("Unreachable", `no answer within ${failure.timeoutMillis} ms`)
+    case "SandboxdUnauthorized":
+      return unavailable("Unauthorized", `the node token was refused (HTTP ${failure.status})`)
     case "SandboxdHttpError":
-      return failure.status === 401 || failure.status === 403
-        ? unavailable("Unauthorized", `the node token was refused (HTTP ${failure.status})`)
-        : unavailable("Failing", failure.status === 0 ? failure.message : `GET /v1/info answered HTTP ${failure.status}`)
+      return unavailable("Failing", failure.status === 0 ? failure.message : `GET /v1/info answered HTTP ${failure.status}`)
     case "SandboxdDecodeError":
       return unavailable("Failing", "GET /v1/info answered with a body that is not sandboxd's info")
   }

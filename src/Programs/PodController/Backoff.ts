@@ -29,3 +29,9 @@ export const schedule = (policy: BackoffPolicy): RetrySchedule =>
  */
 export const stepper = (retry: RetrySchedule): Effect.Effect<Effect.Effect<void>> =>
   Effect.map(Schedule.toStepWithSleep(retry), (step) => step(undefined).pipe(Effect.asVoid, Effect.ignore))
+
+/**
+ * The retry policy for a failure only a new node token can fix (sandboxd refused it): the
+ * longest delay every time, from the first retry on, instead of hammering from 1 s up.
+ */
+export const slowSchedule = (policy: BackoffPolicy): RetrySchedule => Schedule.spaced(policy.max)

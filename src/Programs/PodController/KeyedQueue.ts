@@ -5,14 +5,16 @@
  *   runs again right after, reading the newest state. A run is never interrupted by an enqueue.
  * - Different keys run concurrently; there is no global rate limit.
  * - A run that asks for a retry waits out a jittered exponential backoff (1 s doubling to 30 s,
- *   forever); one that can only be fixed by a change parks until the next change or resync.
+ *   forever); one that asks for a slow retry (a refused node token: hammering cannot help) waits
+ *   a step of the slow schedule (the longest delay) instead; one that can only be fixed by a
+ *   change parks until the next change or resync.
  *   A change (or an explicit "now") resets the backoff and wakes a waiting key at once.
  * - `drain` stops admitting work and waits, within a bound, for the runs in flight.
  */
 import { Cause, Deferred, Duration, Effect, FiberSet, Schedule, type Scope } from "effect"
 import * as Backoff from "./Backoff.ts"
 
-export type RunOutcome = "Done" | "Retry" | "Park"
+export type RunOutcome = "Done" | "Retry" | "RetrySlow" | "Park"
 
 /** Why a key is enqueued. */
 export type Trigger = "change" | "resync" | "now"
@@ -46,7 +48,8 @@ export interface KeyedQueue<K> {
  */
 export const make = <K extends string>(
   run: (key: K) => Effect.Effect<RunOutcome>,
-  retry: Backoff.RetrySchedule = Backoff.schedule(Backoff.defaultBackoff)
+  retry: Backoff.RetrySchedule = Backoff.schedule(Backoff.defaultBackoff),
+  slowRetry: Backoff.RetrySchedule = Backoff.slowSchedule(Backoff.defaultBackoff)
 ): Effect.Effect<KeyedQueue<K>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const states = new Map<K, KeyState>()
@@ -89,7 +92,10 @@ export const make = <K extends string>(
           const waiting: KeyState = { _tag: "Waiting", parked, wake, step }
           states.set(key, waiting)
           let woken: Effect.Effect<boolean> = Deferred.await(wake)
-          if (!parked) {
+          if (outcome === "RetrySlow") {
+            const slowStep = yield* Backoff.stepper(slowRetry)
+            woken = Effect.race(Deferred.await(wake), slowStep.pipe(Effect.as(false)))
+          } else if (!parked) {
             if (waiting.step === undefined) waiting.step = yield* Backoff.stepper(retry)
             woken = Effect.race(Deferred.await(wake), waiting.step.pipe(Effect.as(false)))
           }

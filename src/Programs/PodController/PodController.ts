@@ -66,7 +66,8 @@ export const make = (
           Effect.withSpan("PodController.reconcile", { attributes: { pod: key, node: nodeName } }),
           Effect.annotateLogs({ node: nodeName })
         ),
-      retry
+      retry,
+      Backoff.slowSchedule(options.backoff)
     )
 
     /** Provider Pods absent from the first complete list are deleted (by namespace/name). */

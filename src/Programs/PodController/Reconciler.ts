@@ -52,6 +52,14 @@ export const decide = (cached: Option.Option<Pod>, held: Option.Option<V1Pod>, l
 export const isNoWarmCapacity = (failure: CreatePodError): boolean =>
   failure._tag === "ClaimFailed" && failure.cause._tag === "NoWarmCapacity"
 
+/**
+ * sandboxd refused the node token, on the claim itself or on the listing a check needed: only a
+ * new token helps, so the key is retried on the slow schedule.
+ */
+export const isRefusedToken = (failure: CreatePodError): boolean =>
+  (failure._tag === "ClaimFailed" && failure.cause._tag === "SandboxdUnauthorized") ||
+  (failure._tag === "ClaimUnverifiable" && failure.cause.reason._tag === "SandboxdUnauthorized")
+
 /** The Pod status reason of a create failure: the doubt and the loss have their own. */
 export const failureReason = (failure: CreatePodError): string =>
   failure._tag === "ClaimInDoubt" || failure._tag === "SandboxLost" ? failure._tag : "ProviderFailed"
@@ -135,7 +143,8 @@ export const make = (
         // cannot confirm its claim) keeps its status: Pending would be a phase going backwards,
         // and with restartPolicy Never a transient failure would end it for good.
         if (!isRunning(pod)) yield* writeProviderFailed(key, uidOf(pod), failure)
-        return failure.retryable ? "Retry" as const : "Park" as const
+        if (!failure.retryable) return "Park" as const
+        return isRefusedToken(failure) ? "RetrySlow" as const : "Retry" as const
       })
 
     const create = (key: PodKey, pod: Pod) =>

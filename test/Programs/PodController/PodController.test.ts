@@ -6,7 +6,7 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Option, Result, Schema } from "effect"
+import { Duration, Effect, Fiber, Option, Redacted, Result, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
 import { Pod as SlimPod } from "../../../src/Schemas/Pod.ts"
@@ -227,6 +227,32 @@ describe("PodController", () => {
       // one claim request per attempt: first's, each refused retry, and the one that succeeded
       assert.strictEqual(yield* claimRequests(world.sim), 1 + attempts + 1)
     }).pipe(quiet), { timeout: 30_000 })
+
+  it.effect("a refused node token (401): SandboxdUnauthorized, the Pod says the token was refused, retried only every 30 s", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld({ sim: { rootToken: "the-right-token" }, config: { sandboxdToken: Redacted.make("a-stale-token") } })
+      const daemon = yield* world.start(PodController.defaultOptions)
+      const ioTurns = Effect.gen(function*() {
+        for (let i = 0; i < 15; i++) yield* sleepReal(1)
+      })
+      createPod(world.model, podBody("refused"))
+      const failed = yield* eventually("ProviderFailed", () => {
+        const pod = peekPod(world.model, "refused")
+        return pod?.status?.reason === "ProviderFailed" ? pod : undefined
+      })
+      assert.include(failed.status?.message ?? "", "SandboxdUnauthorized")
+      assert.include(failed.status?.message ?? "", "sandboxd refused the node token (HTTP 401)")
+      assert.notInclude(failed.status?.message ?? "", "a-stale-token")
+      // 90 s: the capacity backoff would try 1, 2, 4, 8, 16, 30 … (7 or more); this waits 30 s each time.
+      for (let second = 0; second < 90; second++) {
+        yield* ioTurns
+        yield* TestClock.adjust("1 second")
+      }
+      yield* ioTurns
+      const attempts = daemon.calls.create.get(keyOf("refused")) ?? 0
+      assert.isAtLeast(attempts, 3)
+      assert.isAtMost(attempts, 4, "the slow end of the backoff, not 1 s → 30 s")
+    }).pipe(quiet), { timeout: 60_000 })
 
   it.live("a wrong runtime: ProviderFailed, no claim, no hot retry loop", () =>
     Effect.gen(function*() {
