@@ -27,9 +27,9 @@ import { PodLifecycleProviderLayer } from "./Layers/PodLifecycleProvider.ts"
 import { ProviderEventsPubSubLayer } from "./Layers/ProviderEventsPubSub.ts"
 import { ProviderLiveLayer } from "./Programs/Provider/ProviderLive.ts"
 import * as SandboxdClientHttp from "./Layers/SandboxdClientHttp.ts"
-import { type AppConfigShape } from "./Schemas/Config.ts"
+import * as SandboxdTokenFile from "./Layers/SandboxdTokenFile.ts"
+import { type AppConfigShape, type ListenAddr, redactUrl } from "./Schemas/Config.ts"
 import { AppConfig } from "./Services/Config.ts"
-import { redactUrlUserinfo } from "./Schemas/UrlRedaction.ts"
 import { ClaimsStore } from "./Services/ClaimsStore.ts"
 import { ClaimDoubts } from "./Services/ClaimDoubts.ts"
 import { ClaimTable } from "./Services/ClaimTable.ts"
@@ -43,6 +43,7 @@ import { SandboxdClient } from "./Services/SandboxdClient.ts"
 import { KubeletPods, KubeletServer } from "./Programs/Kubelet/KubeletServer.ts"
 import { NodeController, NodeHealth } from "./Programs/Node/NodeController.ts"
 import { LoopsLayer } from "./Programs/Loops.ts"
+import { daemonVersion } from "./Programs/Node/NodeObject.ts"
 import * as HealthServer from "./Programs/Observability/HealthServer.ts"
 import * as Logging from "./Programs/Observability/Logging.ts"
 import * as ProcessMetrics from "./Programs/Observability/ProcessMetrics.ts"
@@ -62,7 +63,8 @@ export const loggingLayer = Logging.layer
 
 const WireLayer = Layer.mergeAll(
   Layer.effect(SandboxdClient, Effect.map(SandboxdClient.use(Effect.succeed), instrumentSandboxd)).pipe(
-    Layer.provide(SandboxdClientHttp.layer)
+    // The token file is followed while the daemon runs (rotation without a restart).
+    Layer.provide(SandboxdClientHttp.layer.pipe(Layer.provide(SandboxdTokenFile.layer)))
   ),
   Layer.effect(KubeApi, Effect.map(KubeApi.use(Effect.succeed), instrumentKube)).pipe(Layer.provide(KubeApiClientNode.layer))
 )
@@ -141,6 +143,9 @@ const HealthLayer = Layer.unwrap(
         const missing: Array<string> = []
         if (Option.isNone(yield* node.node)) missing.push("node not registered")
         if (!(yield* pods.synced)) missing.push("pod watch not synced")
+        // Since this process started, not "now": a later sandboxd outage shows as the Node's taint
+        // and condition; failing readiness for it would stall a rollout on every node.
+        if (!(yield* node.sandboxdAnswered)) missing.push("sandboxd has not answered yet")
         return missing
       }),
       beforeScrape: Effect.gen(function*() {
@@ -182,6 +187,9 @@ export const daemonLayer = (config: AppConfigShape) =>
     Layer.provideMerge(AppConfig.layer(config))
   )
 
+const formatListenAddr = (address: ListenAddr) =>
+  `${address.host.includes(":") ? `[${address.host}]` : address.host}:${address.port}`
+
 const describe = (error: { readonly _tag: string; readonly message: string }) => `${error._tag}: ${error.message}`
 
 /** Ends the process if shutdown overruns its bound (a hung finalizer must not keep the node's Pod). */
@@ -214,8 +222,16 @@ export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Eff
       )
       // Registered last, so it runs first on shutdown and covers every finalizer after it.
       yield* shutdownWatchdog(Duration.sum(config.shutdownTimeout, Duration.seconds(5)))
+      // The one startup line: what this process is and where it talks (no secret in the URL).
       yield* Effect.logInfo("starting virtual node").pipe(
-        Effect.annotateLogs({ node: config.nodeName, sandboxd: redactUrlUserinfo(config.sandboxdUrl) })
+        Effect.annotateLogs({
+          version: daemonVersion,
+          node: config.nodeName,
+          sandboxd: redactUrl(config.sandboxdUrl),
+          state: config.statePath,
+          kubelet: formatListenAddr(config.listenAddr),
+          metrics: formatListenAddr(config.metricsAddr)
+        })
       )
       return yield* Effect.never
     })

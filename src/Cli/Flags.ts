@@ -43,8 +43,8 @@ export const daemonFlags: ReadonlyArray<FlagSpec> = [
   value("node-name", "string", "vk-sandboxd", "name of the virtual Node", "VK_NODE_NAME"),
   value("node-ip", "string", "", "the Node's InternalIP (also the Pod IP fallback)", "VK_NODE_IP"),
   value("listen-addr", "host:port", ":10260", "kubelet API listen address (port 1..65535)", "VK_LISTEN_ADDR"),
-  value("tls-cert", "path", "", "kubelet API serving certificate (self-signed when unset)", "VK_TLS_CERT"),
-  value("tls-key", "path", "", "kubelet API serving key", "VK_TLS_KEY"),
+  value("tls-cert", "path", "", "kubelet API serving certificate (with --tls-key; self-signed when both are unset)", "VK_TLS_CERT"),
+  value("tls-key", "path", "", "kubelet API serving key (with --tls-cert)", "VK_TLS_KEY"),
   value("client-ca-file", "path", "", "CA bundle; when set, kubelet API clients must present a certificate it signed"),
   value("node-cpu", "quantity", "4000", "Node cpu capacity (Kubernetes quantity)", "VK_NODE_CPU"),
   value("node-memory", "quantity", "8Ti", "Node memory capacity (Kubernetes quantity)", "VK_NODE_MEMORY"),
@@ -66,7 +66,7 @@ export const daemonFlags: ReadonlyArray<FlagSpec> = [
     "sandboxd address published in the NodeInventory (derived from --sandboxd-url when unset)",
     "SANDBOXD_ADVERTISE_ADDR"
   ),
-  value("sandboxd-token-file", "path", "", "file holding the sandboxd root token (read once at startup)", "SANDBOXD_TOKEN_FILE"),
+  value("sandboxd-token-file", "path", "", "file holding the sandboxd root token (followed for rotations; must not be empty)", "SANDBOXD_TOKEN_FILE"),
   value("sandboxd-timeout", "duration", "10s", "timeout of one sandboxd request"),
   value(
     "claim-settle-time",

@@ -101,12 +101,24 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
     const logFormat = yield* field("log-format", oneOf(logFormats))
     // Off when empty; otherwise the same rules as a sandboxd base URL (http or https, a host, no query).
     const otlpEndpoint = yield* field("otlp-endpoint", (t) => (t === "" ? Result.succeed("") : parseSandboxdUrl(t)))
+    // A certificate without its key (or the reverse) is a mistake, not a wish for self-signing.
+    const tlsCert = text("tls-cert")
+    const tlsKey = text("tls-key")
+    if ((tlsCert === "") !== (tlsKey === "")) {
+      const [given, missing] = tlsCert === "" ? ["tls-key", "tls-cert"] : ["tls-cert", "tls-key"]
+      return yield* Result.fail(
+        new UsageError({
+          flag: missing,
+          message: `--${given} needs --${missing}: give both (a serving certificate and its key) or neither (self-signed)`
+        })
+      )
+    }
     const config: AppConfigShape = {
       nodeName: text("node-name"),
       nodeIp: text("node-ip"),
       listenAddr,
-      tlsCert: text("tls-cert"),
-      tlsKey: text("tls-key"),
+      tlsCert,
+      tlsKey,
       clientCaFile: text("client-ca-file"),
       nodeCpu: nodeCpu.text,
       nodeMemory: nodeMemory.text,

@@ -14,7 +14,7 @@ import { Console, Effect, Result } from "effect"
 import { BuildInfo } from "../Services/BuildInfo.ts"
 import { AppConfig } from "../Services/Config.ts"
 import { Failpoints } from "../Services/Failpoints.ts"
-import { exitWith } from "./Errors.ts"
+import { exitWith, StartupError } from "./Errors.ts"
 import { FAILPOINTS_ENV, failpointsFromEnvironment } from "./Failpoints.ts"
 import { helpText } from "./Help.ts"
 import { parseInvocation } from "./ParseConfig.ts"
@@ -76,6 +76,14 @@ const runDaemon = Effect.fnUntraced(function*(argv: ReadonlyArray<string>, env: 
       const failpoints = failpointsFromEnvironment(env)
       if (Result.isFailure(failpoints)) return yield* exitWith(1, `${FAILPOINTS_ENV}: ${failpoints.failure}`)
       const config = yield* readSandboxdToken(invocation.success.config)
+      // A given kubelet key pair is checked now, before the daemon touches the state file or the
+      // apiserver: one that cannot be read or does not match ends startup here (exit 1).
+      if (config.tlsCert !== "") {
+        const Tls = yield* Effect.promise(() => import("../Programs/Kubelet/Tls.ts"))
+        yield* Tls.loadKeyPair(config.tlsCert, config.tlsKey).pipe(
+          Effect.mapError((error) => new StartupError({ message: `${error._tag}: ${error.message}` }))
+        )
+      }
       const Daemon = yield* Effect.promise(() => import("../Daemon.ts"))
       return yield* Daemon.run.pipe(
         Effect.provide(AppConfig.layer(config)),

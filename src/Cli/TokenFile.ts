@@ -1,7 +1,8 @@
 /**
- * The one piece of startup I/O the CLI owns: reading the sandboxd token file (CFG-10). Read once,
- * trimmed at both ends, held as `Redacted` from here on. An empty path means no token (no
- * Authorization header); a set but unreadable file is an environment failure (exit 1).
+ * The one piece of startup I/O the CLI owns: reading the sandboxd token file (CFG-10). Trimmed at
+ * both ends, held as `Redacted` from here on (the daemon then follows the file for rotations, see
+ * `Layers/SandboxdTokenFile.ts`). An empty path means no token (no Authorization header); a set
+ * but unreadable or empty file is an environment failure (exit 1).
  */
 import { Effect, FileSystem, Redacted } from "effect"
 import type { AppConfigShape } from "../Schemas/Config.ts"
@@ -17,5 +18,13 @@ export const readSandboxdToken = Effect.fnUntraced(function*(config: AppConfigSh
       })
     )
   )
-  return { ...config, sandboxdToken: Redacted.make(contents.trim()) }
+  const token = contents.trim()
+  // An open sandboxd is configured by leaving the flag unset; an empty file is a mistake (a
+  // Secret mounted before it was filled, say), and sending no token would hide it.
+  if (token === "") {
+    return yield* new StartupError({
+      message: `--sandboxd-token-file "${config.sandboxdTokenFile}" is empty; leave the flag unset for a sandboxd without a token`
+    })
+  }
+  return { ...config, sandboxdToken: Redacted.make(token) }
 })

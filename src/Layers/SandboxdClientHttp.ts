@@ -47,6 +47,7 @@ import {
   SandboxdUnauthorized,
   SandboxdUnreachable
 } from "../Services/SandboxdClient.ts"
+import { SandboxdToken } from "../Services/SandboxdToken.ts"
 
 /** Error replies are read up to this many bytes; the rest is discarded. */
 export const ERROR_BODY_LIMIT = 64 * 1024
@@ -524,19 +525,36 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
       permits.withPermits(1)
     )
 
-  const nodeToken = config.sandboxdToken
-  const nodeSecrets = secretsOf(nodeToken)
+  // The node token as of each request: re-read from its file when that changed (see
+  // SandboxdToken); without that service, the token read at startup.
+  const tokens = Option.getOrElse(
+    yield* Effect.serviceOption(SandboxdToken),
+    () => SandboxdToken.of({ current: Effect.succeed(config.sandboxdToken), reload: Effect.succeed(false) })
+  )
+
+  /**
+   * An exchange carrying the node token. A refusal (401/403) re-reads the token file at once and,
+   * when the token changed, sends the request once more with the new one: a refused request made
+   * nothing, so sending it again is safe. The reply comes with the secrets it must not repeat.
+   */
+  const withNodeToken = (request: Omit<Exchange, "token">) =>
+    Effect.gen(function*() {
+      const token = yield* tokens.current
+      const reply = yield* exchange({ ...request, token })
+      if (!isRefusal(reply) || !(yield* tokens.reload)) return { reply, secrets: secretsOf(token) }
+      const fresh = yield* tokens.current
+      return { reply: yield* exchange({ ...request, token: fresh }), secrets: secretsOf(token, fresh) }
+    })
 
   const claim = Effect.fn("SandboxdClient.claim")(function*(spec: ClaimSpec) {
-    const reply = yield* exchange({
+    const { reply, secrets } = yield* withNodeToken({
       operation: "claim",
       method: "POST",
       path: "/v1/claim",
-      token: nodeToken,
       body: JSON.stringify(claimRequestBody(spec)),
       successStatus: 200
     })
-    return yield* Effect.fromResult(interpretClaim(reply, nodeSecrets))
+    return yield* Effect.fromResult(interpretClaim(reply, secrets))
   })
 
   const release = Effect.fn("SandboxdClient.release")(
@@ -549,25 +567,24 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
         token: claimToken,
         successStatus: 204
       })
-      return yield* Effect.fromResult(interpretRelease(reply, secretsOf(nodeToken, claimToken)))
+      return yield* Effect.fromResult(interpretRelease(reply, secretsOf(yield* tokens.current, claimToken)))
     }
   )
 
   const releaseAsRoot = Effect.fn("SandboxdClient.releaseAsRoot")(function*(id: ClaimId) {
     const path = yield* Effect.fromResult(releasePath(id))
-    const reply = yield* exchange({ operation: "release", method: "POST", path, token: nodeToken, successStatus: 204 })
-    return yield* Effect.fromResult(interpretRootRelease(reply, nodeSecrets))
+    const { reply, secrets } = yield* withNodeToken({ operation: "release", method: "POST", path, successStatus: 204 })
+    return yield* Effect.fromResult(interpretRootRelease(reply, secrets))
   })
 
   const list = (claimRef: string) =>
-    exchange({
+    withNodeToken({
       operation: "list",
       method: "GET",
       path: listPath(claimRef),
-      token: nodeToken,
       successStatus: 200
     }).pipe(
-      Effect.flatMap((reply) => Effect.fromResult(interpretList(reply, nodeSecrets))),
+      Effect.flatMap(({ reply, secrets }) => Effect.fromResult(interpretList(reply, secrets))),
       Effect.mapError(asListError("list"))
     )
 
@@ -578,15 +595,15 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
 
   const getSandbox = (id: ClaimId) =>
     Effect.fromResult(sandboxPath("get", id)).pipe(
-      Effect.flatMap((path) => exchange({ operation: "get", method: "GET", path, token: nodeToken, successStatus: 200 })),
-      Effect.flatMap((reply) => Effect.fromResult(interpretGet(id, reply, nodeSecrets))),
+      Effect.flatMap((path) => withNodeToken({ operation: "get", method: "GET", path, successStatus: 200 })),
+      Effect.flatMap(({ reply, secrets }) => Effect.fromResult(interpretGet(id, reply, secrets))),
       Effect.mapError(asListError("get")),
       Effect.withSpan("SandboxdClient.getSandbox")
     )
 
-  const info = exchange({ operation: "info", method: "GET", path: "/v1/info", token: nodeToken, successStatus: 200 })
+  const info = withNodeToken({ operation: "info", method: "GET", path: "/v1/info", successStatus: 200 })
     .pipe(
-      Effect.flatMap((reply) => Effect.fromResult(interpretInfo(reply, nodeSecrets))),
+      Effect.flatMap(({ reply, secrets }) => Effect.fromResult(interpretInfo(reply, secrets))),
       Effect.mapError(asListError("info")),
       Effect.withSpan("SandboxdClient.info")
     )
@@ -605,5 +622,5 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
   return SandboxdClient.of({ claim, release, releaseAsRoot, listSandboxes, listByClaimRef, getSandbox, info, healthz })
 })
 
-/** Requires only `AppConfig`. */
+/** Requires only `AppConfig`; the daemon also provides `SandboxdToken` (token-file rotation). */
 export const layer: Layer.Layer<SandboxdClient, never, AppConfig> = Layer.effect(SandboxdClient, make)

@@ -5,11 +5,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { daemonFlags } from "../../src/Cli/Flags.ts"
+import { generateSelfSigned } from "../../src/Programs/Kubelet/SelfSigned.ts"
 import packageJson from "../../package.json" with { type: "json" }
 import { binary, type Finished, runBinary } from "../support/Process.ts"
 
@@ -108,6 +109,31 @@ describe("vk-sandbox binary", () => {
       assert.strictEqual(readFileSync(join(own, "claims.json"), "utf8"), invalid, "the file is left as it is")
       rmSync(dir, { recursive: true, force: true })
     }))
+
+  it.effect("bad configuration: each case one stderr line and its exit status, before any other work", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "vk-sandbox-badconf-"))
+      const statePath = join(dir, "state", "claims.json")
+      const one = yield* generateSelfSigned("one", "")
+      const other = yield* generateSelfSigned("other", "")
+      writeFileSync(join(dir, "tls.crt"), one.certPem)
+      writeFileSync(join(dir, "tls.key"), one.keyPem)
+      writeFileSync(join(dir, "other.key"), other.keyPem)
+      writeFileSync(join(dir, "empty-token"), "")
+      writeFileSync(join(dir, "blank-token"), "  \n\t\n")
+      const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, number, string]> = [
+        ["empty token file", ["--sandboxd-token-file", join(dir, "empty-token")], 1, `--sandboxd-token-file "${join(dir, "empty-token")}" is empty`],
+        ["blank token file", ["--sandboxd-token-file", join(dir, "blank-token")], 1, `--sandboxd-token-file "${join(dir, "blank-token")}" is empty`],
+        ["cert without key", ["--tls-cert", join(dir, "tls.crt")], 2, "--tls-cert needs --tls-key"],
+        ["key without cert", ["--tls-key", join(dir, "tls.key")], 2, "--tls-key needs --tls-cert"],
+        ["unreadable pair", ["--tls-cert", join(dir, "absent.crt"), "--tls-key", join(dir, "tls.key")], 1, `KubeletTlsError: cannot read the kubelet certificate ${join(dir, "absent.crt")}`],
+        ["mismatched pair", ["--tls-cert", join(dir, "tls.crt"), "--tls-key", join(dir, "other.key")], 1, "KubeletTlsError: cannot use the key pair"]
+      ]
+      const finished = yield* Effect.all(cases.map(([, args]) => run(["--state-path", statePath, ...args])), { concurrency: "unbounded" })
+      cases.forEach(([label, , code, text], i) => assertOneLineFailure(label, finished[i]!, code, text))
+      // Nothing was started: not even the state directory was made.
+      assert.isFalse(existsSync(join(dir, "state")))
+    }), { timeout: 60_000 })
 
   it.effect("a subcommand ended by SIGTERM exits 0 (CFG-18)", () =>
     Effect.callback<{ readonly firstLine: string; readonly code: number | null }>((resume) => {

@@ -69,13 +69,19 @@ describe("parseConfig: env-backed flags (CFG-1, CFG-3)", () => {
     )
   })
 
+  // The TLS pair goes together: each is tried with the other given through its env var.
+  const partner: Record<string, Record<string, string>> = {
+    "tls-cert": { VK_TLS_KEY: "/partner.key" },
+    "tls-key": { VK_TLS_CERT: "/partner.crt" }
+  }
   for (const [flag, envVar, envValue, flagValue, read, fromEnv, fromFlag] of envBacked) {
     it(`--${flag} / $${envVar}: default, env fallback, flag wins, empty env = unset`, () => {
+      const base = partner[flag] ?? {}
       const defaultValue = read(testConfig())
       assert.deepStrictEqual(read(ok([])), defaultValue, "default")
-      assert.deepStrictEqual(read(ok([], { [envVar]: envValue })), fromEnv, "env fallback")
-      assert.deepStrictEqual(read(ok([`--${flag}`, flagValue], { [envVar]: envValue })), fromFlag, "flag beats env")
-      assert.deepStrictEqual(read(ok([`--${flag}=${flagValue}`])), fromFlag, "--flag=value")
+      assert.deepStrictEqual(read(ok([], { ...base, [envVar]: envValue })), fromEnv, "env fallback")
+      assert.deepStrictEqual(read(ok([`--${flag}`, flagValue], { ...base, [envVar]: envValue })), fromFlag, "flag beats env")
+      assert.deepStrictEqual(read(ok([`--${flag}=${flagValue}`], base)), fromFlag, "--flag=value")
       assert.deepStrictEqual(read(ok([], { [envVar]: "" })), defaultValue, "empty env counts as unset")
     })
   }
@@ -222,6 +228,9 @@ const rejections: ReadonlyArray<readonly [ReadonlyArray<string>, Record<string, 
   [["--sandboxd-probe-interval", "0s"], {}, "sandboxd-probe-interval", "greater than 0"],
   [["--sandboxd-probe-interval", "10"], {}, "sandboxd-probe-interval", ""],
   [["--sandboxd-probe-grace", "0"], {}, "sandboxd-probe-grace", "greater than 0"],
+  [["--tls-cert", "/tls.crt"], {}, "tls-key", "--tls-cert needs --tls-key"],
+  [["--tls-key", "/tls.key"], {}, "tls-cert", "--tls-key needs --tls-cert"],
+  [[], { VK_TLS_CERT: "/tls.crt" }, "tls-key", "--tls-cert needs --tls-key"],
   [["--sandboxd-probe-grace", "2.5"], {}, "sandboxd-probe-grace", "not an integer"],
   [["--listen-addr", ":0"], {}, "listen-addr", "out of range"],
   [["--listen-addr", ":http"], {}, "listen-addr", "not a number"],

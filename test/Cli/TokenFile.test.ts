@@ -52,4 +52,19 @@ describe("readSandboxdToken (CFG-10)", () => {
         assert.strictEqual(error._tag, "StartupError")
       })
     ))
+
+  it.effect("an empty or whitespace-only file is a StartupError naming the file (an open node leaves the flag unset)", () =>
+    withTempDir((dir) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        for (const [name, contents] of [["empty", ""], ["blank", " \n\t \n"]] as const) {
+          const path = `${dir}/${name}`
+          yield* fs.writeFileString(path, contents)
+          const error = yield* Effect.flip(readSandboxdToken(testConfig({ sandboxdTokenFile: path })))
+          assert.strictEqual(error._tag, "StartupError")
+          assert.include(error.message, `--sandboxd-token-file "${path}" is empty`)
+          assert.notInclude(error.message, "\n")
+        }
+      })
+    ))
 })

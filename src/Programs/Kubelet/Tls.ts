@@ -1,12 +1,13 @@
 /**
- * The kubelet port's TLS material (TLS-2, TLS-3): the
- * operator's `--tls-cert`/`--tls-key` when both are regular files, else a self-signed certificate
- * made in memory; plus the optional `--client-ca-file`. A pair or CA file that is present but
- * cannot be used is a startup error, never a silent fallback.
+ * The kubelet port's TLS material: the operator's `--tls-cert`/`--tls-key` when they are given,
+ * a self-signed certificate made in memory only when neither is; plus the optional
+ * `--client-ca-file`. A pair that cannot be read or does not match, or a CA file that cannot be
+ * used, is a startup error, never a silent fallback to self-signing. (One of the two flags
+ * without the other is refused earlier, as a usage error.)
  */
 import { Effect, Option, Schema } from "effect"
 import { X509Certificate } from "node:crypto"
-import { readFile, stat } from "node:fs/promises"
+import { readFile } from "node:fs/promises"
 import { createSecureContext } from "node:tls"
 import type { AppConfigShape } from "../../Schemas/Config.ts"
 import { generateSelfSigned } from "./SelfSigned.ts"
@@ -27,10 +28,6 @@ export interface KubeletTlsMaterial {
 
 export type KubeletTlsConfig = Pick<AppConfigShape, "nodeName" | "nodeIp" | "tlsCert" | "tlsKey" | "clientCaFile">
 
-/** A stat, not a read test (TLS-2): a missing path or a directory means "not configured". */
-const isRegularFile = (path: string): Effect.Effect<boolean> =>
-  path === "" ? Effect.succeed(false) : Effect.promise(() => stat(path).then((s) => s.isFile(), () => false))
-
 const readText = (path: string, what: string): Effect.Effect<string, KubeletTlsError> =>
   Effect.tryPromise({
     try: () => readFile(path, "utf8"),
@@ -39,7 +36,8 @@ const readText = (path: string, what: string): Effect.Effect<string, KubeletTlsE
 
 const errorText = (cause: unknown): string => cause instanceof Error ? cause.message : String(cause)
 
-const loadKeyPair = Effect.fnUntraced(function*(certPath: string, keyPath: string) {
+/** Both files read, parsed, and the key checked against the certificate. */
+export const loadKeyPair = Effect.fnUntraced(function*(certPath: string, keyPath: string) {
   const certPem = yield* readText(certPath, "the kubelet certificate")
   const keyPem = yield* readText(keyPath, "the kubelet key")
   // createSecureContext parses both and checks that the key belongs to the certificate.
@@ -71,9 +69,7 @@ export const loadKubeletTls = Effect.fn("Kubelet.loadTls")(function*(config: Kub
   const clientCaPem = config.clientCaFile === ""
     ? Option.none<string>()
     : Option.some(yield* loadClientCa(config.clientCaFile))
-  const haveFiles = config.tlsCert !== "" && config.tlsKey !== "" &&
-    (yield* isRegularFile(config.tlsCert)) && (yield* isRegularFile(config.tlsKey))
-  if (haveFiles) {
+  if (config.tlsCert !== "" || config.tlsKey !== "") {
     const pair = yield* loadKeyPair(config.tlsCert, config.tlsKey)
     return { ...pair, source: "files", clientCaPem } satisfies KubeletTlsMaterial
   }

@@ -58,7 +58,7 @@ export const isNoWarmCapacity = (failure: CreatePodError): boolean =>
  */
 export const isRefusedToken = (failure: CreatePodError): boolean =>
   (failure._tag === "ClaimFailed" && failure.cause._tag === "SandboxdUnauthorized") ||
-  (failure._tag === "ClaimUnverifiable" && failure.cause.reason._tag === "SandboxdUnauthorized")
+  (failure._tag === "ClaimUnverifiable" && failure.cause?.reason._tag === "SandboxdUnauthorized")
 
 /** The Pod status reason of a create failure: the doubt and the loss have their own. */
 export const failureReason = (failure: CreatePodError): string =>

@@ -238,7 +238,7 @@ describe("KubeletServer TLS", () => {
         assert.strictEqual(cert.subjectAltName, "IP Address:192.168.7.7, IP Address:127.0.0.1")
       })))
 
-  it.live("serves the --tls-cert/--tls-key pair when both are regular files", () =>
+  it.live("serves the --tls-cert/--tls-key pair when both are given", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const pair = yield* generateSelfSigned("from-files", "")
@@ -256,11 +256,16 @@ describe("KubeletServer TLS", () => {
             )
           })
       )
-      // Only one of the two set, or a directory: self-signed, as the reference does.
-      yield* withServer(serverConfig({ tlsCert: join(dir, "tls.crt"), tlsKey: "" }), (server) =>
-        Effect.sync(() => assert.strictEqual(server.tls.source, "self-signed")))
-      yield* withServer(serverConfig({ tlsCert: join(dir, "tls.crt"), tlsKey: dir }), (server) =>
-        Effect.sync(() => assert.strictEqual(server.tls.source, "self-signed")))
+      // A given pair that is not two readable files is an error, never a fallback to self-signing.
+      const oneMissing = yield* Effect.flip(withServer(serverConfig({ tlsCert: join(dir, "tls.crt"), tlsKey: "" }), () => Effect.void))
+      assert.strictEqual(oneMissing._tag, "KubeletTlsError")
+      const directory = yield* Effect.flip(withServer(serverConfig({ tlsCert: join(dir, "tls.crt"), tlsKey: dir }), () => Effect.void))
+      assert.strictEqual(directory._tag, "KubeletTlsError")
+      const absent = yield* Effect.flip(
+        withServer(serverConfig({ tlsCert: join(dir, "absent.crt"), tlsKey: join(dir, "tls.key") }), () => Effect.void)
+      )
+      assert.strictEqual(absent._tag, "KubeletTlsError")
+      assert.include(absent.message, join(dir, "absent.crt"))
     }))
 
   it.live("refuses to start with a present but unloadable key pair", () =>

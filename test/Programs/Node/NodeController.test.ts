@@ -10,6 +10,8 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
+import * as SandboxdTokenFile from "../../../src/Layers/SandboxdTokenFile.ts"
+import { SandboxdToken } from "../../../src/Services/SandboxdToken.ts"
 import { NodeController, NodeHealth, type NodeControllerOptions } from "../../../src/Programs/Node/NodeController.ts"
 import { nodeTainted, sandboxdUp } from "../../../src/Services/Metrics.ts"
 import { testConfig } from "../../../src/Schemas/Config.ts"
@@ -74,6 +76,8 @@ interface SetupOptions {
   readonly rootToken?: string
   /** The token the daemon sends. */
   readonly token?: string
+  /** The token file the daemon follows (the token is then read from it). */
+  readonly tokenFile?: string
   /** Wraps the KubeApi the controller uses (to add a concurrent writer, say). */
   readonly wrapKube?: (kube: KubeApi["Service"], model: ClusterModel) => KubeApi["Service"]
 }
@@ -96,10 +100,15 @@ const setupWith = (options: SetupOptions) => Effect.gen(function*() {
     listenAddr: { host: "", port: 10260 },
     sandboxdUrl: sandboxdAddress.url,
     sandboxdTimeout: Duration.hours(1),
-    sandboxdToken: Redacted.make(options.token ?? "")
+    sandboxdToken: Redacted.make(options.token ?? ""),
+    sandboxdTokenFile: options.tokenFile ?? ""
   })
   const kube = yield* kubeApiFromFile(kubeconfigPath)
-  const sandboxd = yield* SandboxdClientHttp.make.pipe(Effect.provideService(AppConfig, config))
+  const tokens = yield* SandboxdTokenFile.make.pipe(Effect.provideService(AppConfig, config))
+  const sandboxd = yield* SandboxdClientHttp.make.pipe(
+    Effect.provideService(AppConfig, config),
+    Effect.provideService(SandboxdToken, tokens)
+  )
 
   const events = yield* Ref.make<ReadonlyArray<Recorded>>([])
   const recorder = EventRecorder.of({
@@ -470,6 +479,50 @@ describe("NodeController: the sandboxd-unavailable taint", () => {
       yield* probe(sim)
       const tainted = yield* eventually("the taint", () => ourTaint(model))
       assert.strictEqual(tainted["value"], "Unauthorized")
+    }))
+
+  it.effect("token swap: a refused token taints the node Unauthorized; replacing the token file lifts it at the next probe", () =>
+    Effect.gen(function*() {
+      const dir = yield* Effect.acquireRelease(
+        Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "node-token-"))),
+        (d) => Effect.promise(() => fs.rm(d, { recursive: true, force: true }))
+      )
+      // A Secret volume: token → ..data/token, ..data → the current version.
+      yield* Effect.promise(async () => {
+        await fs.mkdir(path.join(dir, "..v1"))
+        await fs.writeFile(path.join(dir, "..v1", "token"), "old-token\n")
+        await fs.symlink("..v1", path.join(dir, "..data"))
+        await fs.symlink(path.join("..data", "token"), path.join(dir, "token"))
+      })
+      const { model, sim, events, start } = yield* setupWith({
+        rootToken: "new-token",
+        token: "old-token",
+        tokenFile: path.join(dir, "token")
+      })
+      const { controller } = yield* start
+      assert.strictEqual(condition(nodeOf(model), "SandboxdReachable")?.reason, "Unauthorized")
+      yield* probe(sim)
+      yield* probe(sim)
+      assert.strictEqual((yield* eventually("the taint", () => ourTaint(model)))["value"], "Unauthorized")
+
+      yield* Effect.promise(async () => {
+        await fs.mkdir(path.join(dir, "..v2"))
+        await fs.writeFile(path.join(dir, "..v2", "token"), "new-token\n")
+        await fs.symlink("..v2", path.join(dir, "..data_tmp"))
+        await fs.rename(path.join(dir, "..data_tmp"), path.join(dir, "..data"))
+      })
+      yield* probe(sim)
+      yield* eventually("the taint removed", () => (ourTaint(model) === undefined ? true : undefined))
+      yield* eventually("SandboxdReachable=True", () =>
+        condition(nodeOf(model), "SandboxdReachable")?.status === "True" ? true : undefined)
+      assert.isTrue(yield* controller.sandboxdAnswered)
+      assert.deepStrictEqual((yield* Ref.get(events)).map((e) => e.reason), [
+        "Registered",
+        "SandboxdUnauthorized",
+        "SandboxdTainted",
+        "SandboxdReachable",
+        "SandboxdTaintRemoved"
+      ])
     }))
 
   it.effect("draining: /v1/info's drain flag taints the node with Draining; a drain still counts as an answer", () =>
