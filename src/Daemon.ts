@@ -63,10 +63,13 @@ export const loggingLayer = Logging.layer
 
 const WireLayer = Layer.mergeAll(
   Layer.effect(SandboxdClient, Effect.map(SandboxdClient.use(Effect.succeed), instrumentSandboxd)).pipe(
-    // The token file is followed while the daemon runs (rotation without a restart).
-    Layer.provide(SandboxdClientHttp.layer.pipe(Layer.provide(SandboxdTokenFile.layer)))
+    Layer.provide(SandboxdClientHttp.layer)
   ),
   Layer.effect(KubeApi, Effect.map(KubeApi.use(Effect.succeed), instrumentKube)).pipe(Layer.provide(KubeApiClientNode.layer))
+).pipe(
+  // The token file is followed while the daemon runs (rotation without a restart); the pod
+  // controller hears from it when sandboxd accepts the token again.
+  Layer.provideMerge(SandboxdTokenFile.layer)
 )
 
 /** The durable store, its commits timed as the caller sees them (queueing in the group commit included). */

@@ -12,7 +12,7 @@
 import { parseJsonQuietly } from "../Schemas/Json.ts"
 import * as Http from "node:http"
 import * as Https from "node:https"
-import { Duration, Effect, Layer, Option, Redacted, Result, Schema, Semaphore } from "effect"
+import { Duration, Effect, Layer, Option, Redacted, Result, Schema, Semaphore, Stream } from "effect"
 import type { Scope } from "effect"
 import { AppConfig } from "../Services/Config.ts"
 import type { ClaimId } from "../Schemas/Ids.ts"
@@ -529,7 +529,13 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
   // SandboxdToken); without that service, the token read at startup.
   const tokens = Option.getOrElse(
     yield* Effect.serviceOption(SandboxdToken),
-    () => SandboxdToken.of({ current: Effect.succeed(config.sandboxdToken), reload: Effect.succeed(false) })
+    () =>
+      SandboxdToken.of({
+        current: Effect.succeed(config.sandboxdToken),
+        reload: Effect.succeed(false),
+        noteReply: () => Effect.void,
+        acceptedAgain: Stream.empty
+      })
   )
 
   /**
@@ -541,9 +547,14 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
     Effect.gen(function*() {
       const token = yield* tokens.current
       const reply = yield* exchange({ ...request, token })
-      if (!isRefusal(reply) || !(yield* tokens.reload)) return { reply, secrets: secretsOf(token) }
+      if (!isRefusal(reply) || !(yield* tokens.reload)) {
+        yield* tokens.noteReply(isRefusal(reply))
+        return { reply, secrets: secretsOf(token) }
+      }
       const fresh = yield* tokens.current
-      return { reply: yield* exchange({ ...request, token: fresh }), secrets: secretsOf(token, fresh) }
+      const again = yield* exchange({ ...request, token: fresh })
+      yield* tokens.noteReply(isRefusal(again))
+      return { reply: again, secrets: secretsOf(token, fresh) }
     })
 
   const claim = Effect.fn("SandboxdClient.claim")(function*(spec: ClaimSpec) {

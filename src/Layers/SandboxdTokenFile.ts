@@ -6,7 +6,7 @@
  * empty token would mean "no Authorization header", which is never what a rotation asks for).
  * With no token file the token is the (empty) one from the configuration.
  */
-import { Clock, Effect, Layer, Redacted, Ref, Semaphore } from "effect"
+import { Clock, Effect, Layer, PubSub, Redacted, Ref, Semaphore, Stream } from "effect"
 import { readFile } from "node:fs/promises"
 import { AppConfig } from "../Services/Config.ts"
 import { SandboxdToken } from "../Services/SandboxdToken.ts"
@@ -17,8 +17,24 @@ export const RECHECK_MILLIS = 1000
 export const make = Effect.gen(function*() {
   const config = yield* AppConfig
   const path = config.sandboxdTokenFile
+
+  // Refused → accepted transitions, whatever the token's source.
+  const refused = yield* Ref.make(false)
+  const accepted = yield* PubSub.sliding<void>(1)
+  const noteReply = (isRefusal: boolean) =>
+    Effect.gen(function*() {
+      const wasRefused = yield* Ref.getAndSet(refused, isRefusal)
+      if (wasRefused && !isRefusal) yield* PubSub.publish(accepted, undefined)
+    })
+  const acceptedAgain = Stream.fromPubSub(accepted)
+
   if (path === "") {
-    return SandboxdToken.of({ current: Effect.succeed(config.sandboxdToken), reload: Effect.succeed(false) })
+    return SandboxdToken.of({
+      current: Effect.succeed(config.sandboxdToken),
+      reload: Effect.succeed(false),
+      noteReply,
+      acceptedAgain
+    })
   }
   const state = yield* Ref.make({ token: config.sandboxdToken, readAt: yield* Clock.currentTimeMillis })
   const oneReader = yield* Semaphore.make(1)
@@ -52,7 +68,7 @@ export const make = Effect.gen(function*() {
     return (yield* Ref.get(state)).token
   })
 
-  return SandboxdToken.of({ current, reload: refresh(true) })
+  return SandboxdToken.of({ current, reload: refresh(true), noteReply, acceptedAgain })
 })
 
 export const layer: Layer.Layer<SandboxdToken, never, AppConfig> = Layer.effect(SandboxdToken, make)

@@ -233,12 +233,15 @@ describe("the daemon's identity", () => {
         })))
       const deleteNode = yield* statusOf(kube("delete node", () => core.deleteNode({ name: node })))
       const listNodes = yield* statusOf(kube("list nodes", () => core.listNode()))
+      // patch on nodes is granted (the sandboxd taint); a whole-object update is not.
+      const updateNode = yield* statusOf(kube("update node", () =>
+        core.replaceNode({ name: node, body: { metadata: { name: node, labels: { extra: "x" } } } })))
       const listSandboxes = yield* statusOf(kube("list sandboxes", () =>
         custom.listNamespacedCustomObject({ ...sandboxGroup, namespace: "default" })))
       const readSecret = yield* statusOf(kube("list secrets", () => core.listNamespacedSecret({ namespace: "vk-sandbox" })))
       assert.deepStrictEqual(
-        { createPod, deleteNode, listNodes, listSandboxes, readSecret },
-        { createPod: 403, deleteNode: 403, listNodes: 403, listSandboxes: 403, readSecret: 403 }
+        { createPod, deleteNode, listNodes, updateNode, listSandboxes, readSecret },
+        { createPod: 403, deleteNode: 403, listNodes: 403, updateNode: 403, listSandboxes: 403, readSecret: 403 }
       )
     }))
 })

@@ -20,6 +20,7 @@ import { type DeletePodError, PodLifecycle } from "../../Services/PodLifecycle.t
 import type { PodControllerHandle } from "../../Services/Daemon.ts"
 import * as Backoff from "./Backoff.ts"
 import * as Informer from "./Informer.ts"
+import { SandboxdToken } from "../../Services/SandboxdToken.ts"
 import * as KeyedQueue from "./KeyedQueue.ts"
 import * as Reconciler from "./Reconciler.ts"
 import * as StatusWriter from "./StatusWriter.ts"
@@ -86,6 +87,20 @@ export const make = (
 
     yield* provider.statusPushes.pipe(Stream.runForEach(status.push), Effect.forkScoped)
     yield* provider.retryNow.pipe(Stream.runForEach((key) => podQueue.enqueue(key, "now")), Effect.forkScoped)
+
+    // sandboxd accepts the node token again (a rotation, or a refusing proxy gone): the creates
+    // that failed meanwhile wait on the slow schedule, so they go now instead.
+    const token = yield* Effect.serviceOption(SandboxdToken)
+    if (Option.isSome(token)) {
+      yield* token.value.acceptedAgain.pipe(
+        Stream.runForEach(() =>
+          Effect.gen(function*() {
+            for (const key of yield* reconciler.retainedKeys) yield* podQueue.enqueue(key, "now")
+          })
+        ),
+        Effect.forkScoped
+      )
+    }
 
     yield* informer.run({
       changed,
