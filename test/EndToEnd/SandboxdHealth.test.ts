@@ -20,7 +20,7 @@ const taintOf = (cluster: Cluster) => {
 const logLines = (output: string) =>
   output.split("\n").flatMap((line) => {
     try {
-      return [JSON.parse(line) as { message?: string; level?: string; annotations?: Record<string, unknown> }]
+      return [JSON.parse(line) as Record<string, unknown>]
     } catch {
       return []
     }
@@ -47,12 +47,12 @@ describe("daemon end to end: sandboxd health", () => {
       assert.strictEqual(tainted["value"], "Unreachable")
 
       const lines = logLines(daemon.output())
-      const warn = lines.find((l) => l.message === "sandboxd cannot serve at startup")
-      assert.strictEqual(warn?.level, "WARN")
-      assert.strictEqual(warn?.annotations?.["reason"], "Unreachable")
-      const started = lines.filter((l) => l.message === "starting virtual node")
+      const warn = lines.find((l) => l["msg"] === "sandboxd cannot serve at startup")
+      assert.strictEqual(warn?.["level"], "warn")
+      assert.strictEqual(warn?.["reason"], "Unreachable")
+      const started = lines.filter((l) => l["msg"] === "starting virtual node")
       assert.strictEqual(started.length, 1)
-      const fields = started[0]!.annotations ?? {}
+      const fields = started[0]!
       assert.strictEqual(fields["node"], cluster.nodeName)
       assert.strictEqual(fields["sandboxd"], cluster.sandboxdUrl.replace("http://", "http://redacted@"))
       assert.strictEqual(fields["state"], cluster.statePath)
