@@ -230,7 +230,11 @@ describe("PodController", () => {
 
   it.effect("a refused node token (401): SandboxdUnauthorized, the Pod says the token was refused, retried only every 30 s", () =>
     Effect.gen(function*() {
-      const world = yield* makeWorld({ sim: { rootToken: "the-right-token" }, config: { sandboxdToken: Redacted.make("a-stale-token") } })
+      // A long request timeout: TestClock jumps while a request is on the wire must not time it out.
+      const world = yield* makeWorld({
+        sim: { rootToken: "the-right-token" },
+        config: { sandboxdToken: Redacted.make("a-stale-token"), sandboxdTimeout: Duration.hours(1) }
+      })
       const daemon = yield* world.start(PodController.defaultOptions)
       const ioTurns = Effect.gen(function*() {
         for (let i = 0; i < 15; i++) yield* sleepReal(1)
