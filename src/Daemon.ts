@@ -80,7 +80,7 @@ const ClaimsLayer = Layer.effect(
       ...store,
       commit: (key) => store.commit(key).pipe(Effect.trackDuration(commitDuration, (d) => Duration.toMillis(d) / 1000))
     }))
-).pipe(Layer.provide(ClaimsStoreFile.layer), Layer.provideMerge(ClaimTableRefLayer))
+).pipe(Layer.provide(ClaimsStoreFile.layer))
 
 const ProviderLayer = PodLifecycleProviderLayer.pipe(
   Layer.provideMerge(ProviderLiveLayer),
@@ -187,6 +187,8 @@ export const daemonLayer = (config: AppConfigShape) =>
     Layer.provideMerge(ProviderLayer),
     Layer.provideMerge(ClaimsLayer),
     Layer.provideMerge(WireLayer),
+    // Below the wire: the sandboxd client scrubs its error text of the claim tokens the table holds.
+    Layer.provideMerge(ClaimTableRefLayer),
     Layer.provideMerge(AppConfig.layer(config))
   )
 

@@ -16,6 +16,7 @@ import {
   type StorePodOutcome
 } from "../Services/ClaimTable.ts"
 import { ClaimDoubts } from "../Services/ClaimDoubts.ts"
+import { KnownSecrets } from "../Services/KnownSecrets.ts"
 import { RowsView } from "../Store/RowsView.ts"
 import { ClaimDoubtsRefLayer } from "./ClaimTableRef/ClaimDoubtsRef.ts"
 
@@ -161,17 +162,23 @@ export const makeClaimTable = Effect.gen(function*() {
       })
   })
 
-  return { table, snapshot }
+  const secrets = KnownSecrets.of({
+    // Read only when a sandboxd reply is an error: one pass over the rows, whatever their state.
+    current: read((s) => Array.from(s.rows.values(), (row) => row.record.token))
+  })
+
+  return { table, snapshot, secrets }
 })
 
 /**
- * ClaimTable and the ClaimsSnapshot view of the same state, with the claims in doubt beside
- * them (every user of the table needs to know which keys must not be claimed for).
+ * ClaimTable, the ClaimsSnapshot view of the same state and the claim tokens it holds (for the
+ * sandboxd client's scrubbing), with the claims in doubt beside them (every user of the table
+ * needs to know which keys must not be claimed for).
  */
-export const ClaimTableRefLayer: Layer.Layer<ClaimTable | ClaimsSnapshot | ClaimDoubts> = Layer.merge(
+export const ClaimTableRefLayer: Layer.Layer<ClaimTable | ClaimsSnapshot | ClaimDoubts | KnownSecrets> = Layer.merge(
   Layer.effectContext(
-    Effect.map(makeClaimTable, ({ snapshot, table }) =>
-      Context.make(ClaimTable, table).pipe(Context.add(ClaimsSnapshot, snapshot))
+    Effect.map(makeClaimTable, ({ secrets, snapshot, table }) =>
+      Context.make(ClaimTable, table).pipe(Context.add(ClaimsSnapshot, snapshot), Context.add(KnownSecrets, secrets))
     )
   ),
   ClaimDoubtsRefLayer

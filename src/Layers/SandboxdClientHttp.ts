@@ -15,6 +15,7 @@ import * as Https from "node:https"
 import { Duration, Effect, Layer, Option, Redacted, Result, Schema, Semaphore, Stream } from "effect"
 import type { Scope } from "effect"
 import { AppConfig } from "../Services/Config.ts"
+import { KnownSecrets } from "../Services/KnownSecrets.ts"
 import type { ClaimId } from "../Schemas/Ids.ts"
 import {
   claimRequestBody,
@@ -327,8 +328,11 @@ export const interpretInfo = (
   })
 }
 
-export const interpretHealthz = (reply: RawReply): Result.Result<void, SandboxdHttpError> =>
-  reply.status >= 200 && reply.status < 300 ? Result.succeed(undefined) : Result.fail(httpError("healthz", reply, []))
+export const interpretHealthz = (
+  reply: RawReply,
+  secrets: ReadonlyArray<string> = []
+): Result.Result<void, SandboxdHttpError> =>
+  reply.status >= 200 && reply.status < 300 ? Result.succeed(undefined) : Result.fail(httpError("healthz", reply, secrets))
 
 /** Wraps a list/info/get failure so it can never be mistaken for an empty answer. */
 export const asListError = (operation: "list" | "info" | "get") => (reason: SandboxdTransportError | SandboxdUnauthorized) =>
@@ -398,9 +402,14 @@ const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
   "EADDRNOTAVAIL"
 ])
 
-/** The sandboxd client over HTTP, scoped: its keep-alive agent is destroyed with the scope. */
-export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.Scope> = Effect.gen(function*() {
+/**
+ * The sandboxd client over HTTP, scoped: its keep-alive agent is destroyed with the scope. Error
+ * text is scrubbed of the node token, the request's token and every claim token `KnownSecrets`
+ * holds when the reply arrives.
+ */
+export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | KnownSecrets | Scope.Scope> = Effect.gen(function*() {
   const config = yield* AppConfig
+  const knownSecrets = yield* KnownSecrets
   const baseUrl = normalizeBaseUrl(config.sandboxdUrl)
   const maxInFlight = Math.max(1, config.sandboxdMaxConcurrency)
   const timeoutMillis = Duration.toMillis(config.sandboxdTimeout)
@@ -557,6 +566,21 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
       return { reply: again, secrets: secretsOf(token, fresh) }
     })
 
+  /**
+   * `interpret(reply)` scrubbed of the request's own secrets; when that fails (its message may
+   * quote sandboxd), interpreted again scrubbed of every claim token held now as well. Only the
+   * error path reads the claim table, and the whole text is scrubbed before any excerpt is cut.
+   */
+  const interpretScrubbed = <A, E>(
+    own: ReadonlyArray<string>,
+    interpret: (secrets: ReadonlyArray<string>) => Result.Result<A, E>
+  ): Effect.Effect<A, E> => {
+    const first = interpret(own)
+    return Result.isSuccess(first)
+      ? Effect.succeed(first.success)
+      : Effect.flatMap(knownSecrets.current, (tokens) => Effect.fromResult(interpret([...own, ...secretsOf(...tokens)])))
+  }
+
   const claim = Effect.fn("SandboxdClient.claim")(function*(spec: ClaimSpec) {
     const { reply, secrets } = yield* withNodeToken({
       operation: "claim",
@@ -565,7 +589,7 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
       body: JSON.stringify(claimRequestBody(spec)),
       successStatus: 200
     })
-    return yield* Effect.fromResult(interpretClaim(reply, secrets))
+    return yield* interpretScrubbed(secrets, (all) => interpretClaim(reply, all))
   })
 
   const release = Effect.fn("SandboxdClient.release")(
@@ -578,14 +602,17 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
         token: claimToken,
         successStatus: 204
       })
-      return yield* Effect.fromResult(interpretRelease(reply, secretsOf(yield* tokens.current, claimToken)))
+      return yield* interpretScrubbed(
+        secretsOf(yield* tokens.current, claimToken),
+        (secrets) => interpretRelease(reply, secrets)
+      )
     }
   )
 
   const releaseAsRoot = Effect.fn("SandboxdClient.releaseAsRoot")(function*(id: ClaimId) {
     const path = yield* Effect.fromResult(releasePath(id))
     const { reply, secrets } = yield* withNodeToken({ operation: "release", method: "POST", path, successStatus: 204 })
-    return yield* Effect.fromResult(interpretRootRelease(reply, secrets))
+    return yield* interpretScrubbed(secrets, (all) => interpretRootRelease(reply, all))
   })
 
   const list = (claimRef: string) =>
@@ -595,7 +622,7 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
       path: listPath(claimRef),
       successStatus: 200
     }).pipe(
-      Effect.flatMap(({ reply, secrets }) => Effect.fromResult(interpretList(reply, secrets))),
+      Effect.flatMap(({ reply, secrets }) => interpretScrubbed(secrets, (all) => interpretList(reply, all))),
       Effect.mapError(asListError("list"))
     )
 
@@ -607,14 +634,14 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
   const getSandbox = (id: ClaimId) =>
     Effect.fromResult(sandboxPath("get", id)).pipe(
       Effect.flatMap((path) => withNodeToken({ operation: "get", method: "GET", path, successStatus: 200 })),
-      Effect.flatMap(({ reply, secrets }) => Effect.fromResult(interpretGet(id, reply, secrets))),
+      Effect.flatMap(({ reply, secrets }) => interpretScrubbed(secrets, (all) => interpretGet(id, reply, all))),
       Effect.mapError(asListError("get")),
       Effect.withSpan("SandboxdClient.getSandbox")
     )
 
   const info = withNodeToken({ operation: "info", method: "GET", path: "/v1/info", successStatus: 200 })
     .pipe(
-      Effect.flatMap(({ reply, secrets }) => Effect.fromResult(interpretInfo(reply, secrets))),
+      Effect.flatMap(({ reply, secrets }) => interpretScrubbed(secrets, (all) => interpretInfo(reply, all))),
       Effect.mapError(asListError("info")),
       Effect.withSpan("SandboxdClient.info")
     )
@@ -626,12 +653,19 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | Scope.S
     token: undefined,
     successStatus: 200
   }).pipe(
-    Effect.flatMap((reply) => Effect.fromResult(interpretHealthz(reply))),
+    // The probe carries no token, but a proxy in front of sandboxd may still quote the node's.
+    Effect.flatMap((reply) =>
+      Effect.flatMap(tokens.current, (token) =>
+        interpretScrubbed(secretsOf(token), (secrets) => interpretHealthz(reply, secrets)))
+    ),
     Effect.withSpan("SandboxdClient.healthz")
   )
 
   return SandboxdClient.of({ claim, release, releaseAsRoot, listSandboxes, listByClaimRef, getSandbox, info, healthz })
 })
 
-/** Requires only `AppConfig`; the daemon also provides `SandboxdToken` (token-file rotation). */
-export const layer: Layer.Layer<SandboxdClient, never, AppConfig> = Layer.effect(SandboxdClient, make)
+/**
+ * Requires `AppConfig` and the `KnownSecrets` its error text is scrubbed of; the daemon also
+ * provides `SandboxdToken` (token-file rotation).
+ */
+export const layer: Layer.Layer<SandboxdClient, never, AppConfig | KnownSecrets> = Layer.effect(SandboxdClient, make)

@@ -6,6 +6,7 @@ import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../../src/Schemas/Ids.ts"
 import { ClaimsSnapshot } from "../../src/Services/ClaimsStore.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
+import { KnownSecrets } from "../../src/Services/KnownSecrets.ts"
 
 const key = (name: string) => `ns/${name}` as PodKey
 const rec = (id: string, deadline?: number): ClaimRecord => ({
@@ -18,10 +19,28 @@ const rec = (id: string, deadline?: number): ClaimRecord => ({
 })
 const pod = (name: string, uid: string): V1Pod => ({ metadata: { namespace: "ns", name, uid }, spec: { containers: [] } })
 
-const run = <A, E>(effect: Effect.Effect<A, E, ClaimTable | ClaimsSnapshot>) =>
+const run = <A, E>(effect: Effect.Effect<A, E, ClaimTable | ClaimsSnapshot | KnownSecrets>) =>
   effect.pipe(Effect.provide(ClaimTableRefLayer, { local: true }))
 
 describe("ClaimTable (Ref layer)", () => {
+  it.effect("KnownSecrets: the token of every row, quarantined, tentative and durable, as the table holds them now", () =>
+    run(Effect.gen(function*() {
+      const table = yield* ClaimTable
+      const snapshot = yield* ClaimsSnapshot
+      const secrets = yield* KnownSecrets
+      const known = Effect.map(secrets.current, (tokens) => tokens.map((t) => Redacted.value(t)).sort())
+      assert.deepStrictEqual(yield* known, [])
+      yield* table.loadQuarantined(new Map([[key("q"), rec("sb_q")]]))
+      yield* table.recordTentative(key("a"), rec("sb_a"), pod("a", "ua"))
+      yield* table.recordTentative(key("d"), rec("sb_d"), pod("d", "ud"))
+      yield* snapshot.landed(new Map([[key("d"), "sb_d" as ClaimId]]))
+      assert.deepStrictEqual(yield* known, ["t-sb_a", "t-sb_d", "t-sb_q"])
+      // Handed out still Redacted: nothing logs them in plain text by accident.
+      assert.isTrue((yield* secrets.current).every((t) => Redacted.isRedacted(t)))
+      yield* table.dropClaim(key("q"), "sb_q" as ClaimId)
+      assert.deepStrictEqual(yield* known, ["t-sb_a", "t-sb_d"])
+    })))
+
   it.effect("rowsForWrite: durable and quarantined rows always, tentative rows only in their own commit (PER-6)", () =>
     run(Effect.gen(function*() {
       const table = yield* ClaimTable

@@ -5,7 +5,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, DateTime, Duration, Effect, Fiber, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
+import * as SandboxdClientHttp from "../../src/Layers/SandboxdClientHttp.ts"
+import { testConfig } from "../../src/Schemas/Config.ts"
 import type { ClaimId } from "../../src/Schemas/Ids.ts"
+import { AppConfig } from "../../src/Services/Config.ts"
+import { KnownSecrets } from "../../src/Services/KnownSecrets.ts"
 import { claimFailureKind, type SandboxdListError } from "../../src/Services/SandboxdClient.ts"
 import { SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { claimSpec, clientFor, ROOT_TOKEN, startSim, TEMPLATE } from "../support/Sandboxd.ts"
@@ -685,5 +689,70 @@ describe("transport", () => {
       const client = yield* clientFor(url, { sandboxdMaxConcurrency: 64 })
       yield* Effect.all(Array.from({ length: 6 }, () => client.claim(claimSpec())), { concurrency: "unbounded" })
       assert.strictEqual((yield* sim.stats).maxInFlight, 6)
+    }))
+})
+
+describe("error text is scrubbed of every claim token the daemon holds", () => {
+  // Another Pod's claim token that looks like neither hex nor a long base64 run, so only its
+  // name can catch it.
+  const OTHER = "zq-other-pods-claim-wvx"
+  const SECOND = "ghost.quarantined.key.y"
+
+  it.live("JSON, HTML and plain-text error bodies on every route never carry a known token", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      const client = yield* clientFor(url, {}, [OTHER, SECOND])
+      const quoted = `held by ${OTHER} and ${SECOND}`
+      yield* sim.injectFault("claim", SimFault.status(409, quoted), { times: 1 })
+      yield* sim.injectFault("claim", SimFault.status(429, quoted), { times: 1 })
+      yield* sim.injectFault("claim", SimFault.body(502, `<html>${"x ".repeat(48)}${quoted}</html>`, "text/html"), {
+        times: 1
+      })
+      yield* sim.injectFault("release", SimFault.status(403, quoted), { times: 2 })
+      yield* sim.injectFault("list", SimFault.status(500, quoted), { times: 1 })
+      yield* sim.injectFault("info", SimFault.status(500, quoted), { times: 1 })
+      yield* sim.injectFault("get", SimFault.status(500, quoted), { times: 1 })
+      yield* sim.injectFault("healthz", SimFault.body(503, quoted, "text/plain"), { times: 1 })
+      const id = "sb_0000000000000001" as ClaimId
+      // The HTML body is cut (120 characters) inside the first token: no prefix of it may survive.
+      const failures = [
+        yield* Effect.flip(client.claim(claimSpec())),
+        yield* Effect.flip(client.claim(claimSpec())),
+        yield* Effect.flip(client.claim(claimSpec())),
+        yield* Effect.flip(client.release(id, Redacted.make("some-claim-token"))),
+        yield* Effect.flip(client.releaseAsRoot(id)),
+        yield* Effect.flip(client.listSandboxes),
+        yield* Effect.flip(client.info),
+        yield* Effect.flip(client.getSandbox(id)),
+        yield* Effect.flip(client.healthz)
+      ]
+      for (const failure of failures) {
+        const text = `${failure.message} ${JSON.stringify(failure)}`
+        assert.include(text, "held by", `the failure stays visible: ${failure._tag}`)
+        assert.include(text, "[redacted]")
+        assert.notInclude(text, OTHER, failure._tag)
+        assert.notInclude(text, SECOND, failure._tag)
+        assert.notInclude(text, OTHER.slice(0, 8), failure._tag)
+      }
+    }))
+
+  it.live("a successful reply never reads the known tokens", () =>
+    Effect.gen(function*() {
+      const { sim, url } = yield* startSim()
+      let reads = 0
+      const client = yield* SandboxdClientHttp.make.pipe(
+        Effect.provideService(AppConfig, testConfig({ sandboxdUrl: url, sandboxdToken: Redacted.make(ROOT_TOKEN) })),
+        Effect.provideService(
+          KnownSecrets,
+          KnownSecrets.of({ current: Effect.sync(() => (reads++, [Redacted.make(OTHER)])) })
+        )
+      )
+      const claimed = yield* client.claim(claimSpec())
+      yield* client.listSandboxes
+      yield* client.release(claimed.id, claimed.token)
+      assert.strictEqual(reads, 0)
+      yield* sim.injectFault("release", SimFault.status(500, "busy"), { times: 1 })
+      yield* Effect.flip(client.release(claimed.id, claimed.token))
+      assert.strictEqual(reads, 1, "an error reply reads them once")
     }))
 })

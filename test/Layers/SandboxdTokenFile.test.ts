@@ -13,6 +13,7 @@ import * as SandboxdClientHttp from "../../src/Layers/SandboxdClientHttp.ts"
 import * as SandboxdTokenFile from "../../src/Layers/SandboxdTokenFile.ts"
 import { testConfig } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
+import { KnownSecrets } from "../../src/Services/KnownSecrets.ts"
 import { SandboxdToken } from "../../src/Services/SandboxdToken.ts"
 import { startSim } from "../support/Sandboxd.ts"
 
@@ -75,7 +76,8 @@ describe("SandboxdTokenFile", () => {
       const tokens = yield* SandboxdTokenFile.make.pipe(Effect.provideService(AppConfig, config))
       const client = yield* SandboxdClientHttp.make.pipe(
         Effect.provideService(AppConfig, config),
-        Effect.provideService(SandboxdToken, tokens)
+        Effect.provideService(SandboxdToken, tokens),
+        Effect.provide(KnownSecrets.none)
       )
       // The file still holds the refused token: one request, then the typed refusal.
       const before = (yield* sim.stats).requests

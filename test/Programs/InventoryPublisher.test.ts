@@ -17,6 +17,7 @@ import * as path from "node:path"
 import { makeClaimTable } from "../../src/Layers/ClaimTableRef.ts"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import * as SandboxdClientHttp from "../../src/Layers/SandboxdClientHttp.ts"
+import { KnownSecrets } from "../../src/Services/KnownSecrets.ts"
 import {
   entriesOf,
   inventoryBody,
@@ -167,7 +168,7 @@ const setup = Effect.gen(function*() {
     publishInventory: true,
     publishInterval: INTERVAL
   })
-  const sandboxd = yield* SandboxdClientHttp.make.pipe(Effect.provideService(AppConfig, config))
+  const sandboxd = yield* SandboxdClientHttp.make.pipe(Effect.provideService(AppConfig, config), Effect.provide(KnownSecrets.none))
 
   // This node's claims, as the daemon keeps them; addressById is built from it as the daemon does.
   const { table } = yield* makeClaimTable

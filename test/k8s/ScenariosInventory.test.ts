@@ -8,6 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Fiber } from "effect"
 import * as SandboxdClientHttp from "../../src/Layers/SandboxdClientHttp.ts"
+import { KnownSecrets } from "../../src/Services/KnownSecrets.ts"
 import { type InventorySources, publishOnce, runPublisher } from "../../src/Programs/InventoryPublisher.ts"
 import { type AppConfigShape } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
@@ -72,7 +73,7 @@ describe("the NodeInventory publisher on the real kube-apiserver, as the daemon"
       })
       const node = config.nodeName
       const kube = yield* kubeApiOf(config)
-      const client = yield* SandboxdClientHttp.make.pipe(Effect.provideService(AppConfig, config))
+      const client = yield* SandboxdClientHttp.make.pipe(Effect.provideService(AppConfig, config), Effect.provide(KnownSecrets.none))
       const provide = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         effect.pipe(
           Effect.provideService(AppConfig, config),

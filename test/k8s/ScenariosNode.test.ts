@@ -8,6 +8,7 @@ import * as k8s from "@kubernetes/client-node"
 import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import * as EventRecorderKube from "../../src/Layers/EventRecorderKube.ts"
 import * as SandboxdClientHttp from "../../src/Layers/SandboxdClientHttp.ts"
+import { KnownSecrets } from "../../src/Services/KnownSecrets.ts"
 import { NodeController, type NodeControllerOptions } from "../../src/Programs/Node/NodeController.ts"
 import { type AppConfigShape } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
@@ -80,7 +81,7 @@ const startNode = (config: AppConfigShape) =>
     const context = yield* Layer.buildWithScope(
       NodeController.layer(fastNode).pipe(
         Layer.provideMerge(EventRecorderKube.layer()),
-        Layer.provide(SandboxdClientHttp.layer),
+        Layer.provide(SandboxdClientHttp.layer.pipe(Layer.provide(KnownSecrets.none))),
         Layer.provide(Layer.mergeAll(AppConfig.layer(config), Layer.succeed(KubeApi, api)))
       ),
       scope

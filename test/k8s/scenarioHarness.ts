@@ -129,7 +129,7 @@ export const fastPodOptions: PodController.PodControllerOptions = {
 export const startPodHalf = (config: AppConfigShape, options: PodController.PodControllerOptions = fastPodOptions) =>
   Effect.gen(function*() {
     const wire = Layer.mergeAll(SandboxdClientHttp.layer, KubeApiClientNode.layer)
-    const claims = ClaimsStoreFile.layer.pipe(Layer.provideMerge(ClaimTableRefLayer))
+    const claims = ClaimsStoreFile.layer
     const provider = PodLifecycleProviderLayer.pipe(
       Layer.provideMerge(ProviderLiveLayer),
       Layer.provideMerge(Layer.mergeAll(ProviderEventsPubSubLayer, OwnerResolverKube.layer, EventRecorderKube.layer()))
@@ -138,6 +138,8 @@ export const startPodHalf = (config: AppConfigShape, options: PodController.PodC
       Layer.provideMerge(provider),
       Layer.provideMerge(claims),
       Layer.provideMerge(wire),
+        // Below the wire, as in the daemon: the sandboxd client scrubs the table's claim tokens.
+        Layer.provideMerge(ClaimTableRefLayer),
       Layer.provideMerge(AppConfig.layer(config))
     )
     const context = yield* Layer.build(graph)

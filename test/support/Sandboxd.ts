@@ -4,6 +4,7 @@ import type { Scope } from "effect"
 import * as SandboxdClientHttp from "../../src/Layers/SandboxdClientHttp.ts"
 import { type AppConfigShape, testConfig } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
+import { KnownSecrets } from "../../src/Services/KnownSecrets.ts"
 import * as Model from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve } from "../../testkit/Simulators/Sandboxd/Server.ts"
 
@@ -29,16 +30,21 @@ export const startSim = (options: Partial<Model.SandboxdSimOptions> = {}) =>
     return { sim, url: address.url, address }
   })
 
-/** A live HTTP client against `url` with the root token unless overridden. */
+/**
+ * A live HTTP client against `url` with the root token unless overridden, knowing the claim
+ * tokens in `known` (none unless given) as the daemon's claim table would.
+ */
 export const clientFor = (
   url: string,
-  overrides: Partial<AppConfigShape> = {}
+  overrides: Partial<AppConfigShape> = {},
+  known: ReadonlyArray<string> = []
 ): Effect.Effect<SandboxdClientHttp.SandboxdClientShape, never, Scope.Scope> =>
   SandboxdClientHttp.make.pipe(
     Effect.provideService(
       AppConfig,
       testConfig({ sandboxdUrl: url, sandboxdToken: Redacted.make(ROOT_TOKEN), ...overrides })
-    )
+    ),
+    Effect.provideService(KnownSecrets, KnownSecrets.of({ current: Effect.succeed(known.map((token) => Redacted.make(token))) }))
   )
 
 export const claimSpec = (overrides: Partial<{

@@ -119,7 +119,8 @@ export const deleteWorld = (options: DeleteWorldOptions = {}) => {
       return Layer.mergeAll(OwnerResolverKube.layer, SandboxdClientHttp.layer).pipe(Layer.provideMerge(kube))
     })
   ).pipe(Layer.provideMerge(Layer.merge(apiserver, sandboxd)))
-  const store = ClaimsStoreMemory.layer().pipe(Layer.provideMerge(ClaimTableRefLayer))
-  const deps = Layer.mergeAll(store, ProviderEventsPubSubLayer, clients, capturingRecorder)
+  const deps = Layer.mergeAll(ClaimsStoreMemory.layer(), ProviderEventsPubSubLayer, clients, capturingRecorder).pipe(
+    Layer.provideMerge(ClaimTableRefLayer)
+  )
   return ProviderLiveLayer.pipe(Layer.provideMerge(deps))
 }

@@ -11,6 +11,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
 import * as SandboxdTokenFile from "../../../src/Layers/SandboxdTokenFile.ts"
+import { KnownSecrets } from "../../../src/Services/KnownSecrets.ts"
 import { SandboxdToken } from "../../../src/Services/SandboxdToken.ts"
 import { NodeController, NodeHealth, type NodeControllerOptions } from "../../../src/Programs/Node/NodeController.ts"
 import { nodeTainted, sandboxdUp } from "../../../src/Services/Metrics.ts"
@@ -107,7 +108,8 @@ const setupWith = (options: SetupOptions) => Effect.gen(function*() {
   const tokens = yield* SandboxdTokenFile.make.pipe(Effect.provideService(AppConfig, config))
   const sandboxd = yield* SandboxdClientHttp.make.pipe(
     Effect.provideService(AppConfig, config),
-    Effect.provideService(SandboxdToken, tokens)
+    Effect.provideService(SandboxdToken, tokens),
+    Effect.provide(KnownSecrets.none)
   )
 
   const events = yield* Ref.make<ReadonlyArray<Recorded>>([])

@@ -72,4 +72,48 @@ describe("no secret from upstream text", () => {
         assert.notInclude(text, claimToken, `no claim token in ${where}`)
       }
     }).pipe(Effect.provide(Logger.layer([capture]))), { timeout: 30_000 })
+
+  it.live("an error body that quotes another Pod's claim token (not hex-shaped): the token is removed by name", () =>
+    Effect.gen(function*() {
+      lines.length = 0
+      // Letters beyond f and short of 40 characters: no credential pattern matches it, only its name.
+      const OTHER = "quorum-vortex-glyph-zwy"
+      const world = yield* makeWorld({ sim: { rootToken: ROOT }, config: { sandboxdToken: Redacted.make(ROOT) } })
+      yield* world.start()
+      // Another Pod's claim, answered (by a proxy that rewrites replies, say) with such a token.
+      yield* world.sim.injectFault(
+        "claim",
+        SimFault.body(200, JSON.stringify({ id: "sb_00000000000000aa", token: OTHER, deadline: "0001-01-01T00:00:00Z" })),
+        { times: 1 }
+      )
+      world.model.create(Pods, NS, podBody("other"))
+      yield* eventually("other Running", () => running(world.model, "other"))
+      // A JSON 409 and a proxy's HTML 502 that both quote it.
+      yield* world.sim.injectFault("claim", SimFault.status(409, `sandbox held by ${OTHER}`), { times: 1 })
+      yield* world.sim.injectFault(
+        "claim",
+        SimFault.body(502, `<html><body>upstream ${OTHER} refused</body></html>`, "text/html"),
+        { times: 1 }
+      )
+      world.model.create(Pods, NS, podBody("web"))
+      const failed = yield* eventually("web ProviderFailed", () => {
+        const pod = peekPod(world.model, "web")
+        return pod?.status?.reason === "ProviderFailed" ? pod : undefined
+      })
+      assert.include(failed.status?.message ?? "", "409", "the failure stays visible")
+      assert.include(failed.status?.message ?? "", "[redacted]")
+      const eventText = yield* eventually("the CreateFailed event", () => {
+        const text = JSON.stringify(world.model.list(CoreEvents, NS))
+        return text.includes("CreateFailed") ? text : undefined
+      })
+      const metrics = yield* PrometheusMetrics.format()
+      const everything: ReadonlyArray<[string, string]> = [
+        ["pod status", JSON.stringify(failed)],
+        ["events", eventText],
+        ["logs", lines.join("\n")],
+        ["metrics", metrics]
+      ]
+      assert.isTrue(lines.some((l) => l.includes("create failed")), "the create failure is logged")
+      for (const [where, text] of everything) assert.notInclude(text, OTHER, `no other Pod's claim token in ${where}`)
+    }).pipe(Effect.provide(Logger.layer([capture]))), { timeout: 30_000 })
 })

@@ -139,7 +139,7 @@ export const makeWorld = (worldOptions: WorldOptions = {}) =>
         const scope = yield* Scope.make()
         const calls: Calls = { create: new Map(), update: new Map(), delete: new Map() }
         const wire = Layer.mergeAll(SandboxdClientHttp.layer, KubeApiClientNode.layer)
-        const claims = ClaimsStoreFile.layer.pipe(Layer.provideMerge(ClaimTableRefLayer))
+        const claims = ClaimsStoreFile.layer
         const provider = countingLifecycle(calls).pipe(
           Layer.provide(PodLifecycleProviderLayer),
           Layer.provideMerge(ProviderLiveLayer),
@@ -149,6 +149,8 @@ export const makeWorld = (worldOptions: WorldOptions = {}) =>
           Layer.provideMerge(provider),
           Layer.provideMerge(claims),
           Layer.provideMerge(wire),
+          // Below the wire, as in the daemon: the sandboxd client scrubs the table's claim tokens.
+          Layer.provideMerge(ClaimTableRefLayer),
           Layer.provideMerge(AppConfig.layer(config))
         )
         const context = yield* Layer.buildWithScope(graph, scope).pipe(Effect.orDie)

@@ -92,15 +92,14 @@ const assemble = <S, E, R>(
   clientAndConfig: ReturnType<typeof simAndClient>,
   storeLayer: Layer.Layer<S, E, R>
 ) => {
-  const store = storeLayer.pipe(Layer.provideMerge(ClaimTableRefLayer))
   const deps = Layer.mergeAll(
-    store,
+    storeLayer,
     ProviderEventsPubSubLayer,
     clientAndConfig,
     // delete authorization needs an owner client; without one every owned Pod is preserved
     OwnerResolverKube.layerNoClient,
     EventRecorderKube.layerDiscard
-  )
+  ).pipe(Layer.provideMerge(ClaimTableRefLayer))
   return ProviderLiveLayer.pipe(Layer.provideMerge(deps))
 }
 
