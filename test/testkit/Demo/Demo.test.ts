@@ -29,6 +29,10 @@ describe("npm run demo", () => {
         assert.include(stdout, "Failed (SandboxLeaseExpired)")
         assert.include(stdout, "kind: NodeInventory")
         assert.include(stdout, "<redacted>")
+        // Where the metrics, the logs and (when enabled) the traces are.
+        assert.match(stdout, /served \/metrics .* on http:\/\/127\.0\.0\.1:\d+/)
+        assert.match(stdout, /JSON logs .* are in \S+daemon\.log/)
+        assert.include(stdout, "--otlp-endpoint")
 
         assert.isDefined(dir, stdout)
         const claims = JSON.parse(fs.readFileSync(path.join(dir!, "state", "claims.json"), "utf8")) as {
