@@ -28,7 +28,8 @@ import { ProviderEventsPubSubLayer } from "./Layers/ProviderEventsPubSub.ts"
 import { ProviderLiveLayer } from "./Programs/Provider/ProviderLive.ts"
 import * as SandboxdClientHttp from "./Layers/SandboxdClientHttp.ts"
 import * as SandboxdTokenFile from "./Layers/SandboxdTokenFile.ts"
-import { type AppConfigShape, type ListenAddr, redactUrl } from "./Schemas/Config.ts"
+import { type AppConfigShape, type ListenAddr } from "./Schemas/Config.ts"
+import { redactUrlUserinfo } from "./Schemas/UrlRedaction.ts"
 import { AppConfig } from "./Services/Config.ts"
 import { ClaimsStore } from "./Services/ClaimsStore.ts"
 import { ClaimDoubts } from "./Services/ClaimDoubts.ts"
@@ -232,7 +233,7 @@ export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Eff
         Effect.annotateLogs({
           version: daemonVersion,
           node: config.nodeName,
-          sandboxd: redactUrl(config.sandboxdUrl),
+          sandboxd: redactUrlUserinfo(config.sandboxdUrl),
           state: config.statePath,
           kubelet: formatListenAddr(config.listenAddr),
           metrics: formatListenAddr(config.metricsAddr)

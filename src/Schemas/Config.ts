@@ -62,20 +62,6 @@ export interface AppConfigShape {
   readonly otlpEndpoint: string
 }
 
-/** The URL as safe to log: any user info (a password, say) replaced by `redacted`. */
-export const redactUrl = (url: string): string => {
-  try {
-    const parsed = new URL(url)
-    if (parsed.username === "" && parsed.password === "") return url
-    parsed.username = "redacted"
-    parsed.password = ""
-    return parsed.toString().replace(/\/+$/, "")
-  } catch {
-    return url
-  }
-}
-
-
 /** Defaults of every flag (CFG-2), with a node name and paths suitable for tests. */
 export const testConfig = (overrides: Partial<AppConfigShape> = {}): AppConfigShape => ({
   nodeName: "vk-sandboxd",

@@ -14,7 +14,7 @@
  */
 import type { V1Lease, V1Node } from "@kubernetes/client-node"
 import { Clock, Context, Duration, Effect, Layer, Metric, Option, Queue, Ref, Schedule, Semaphore } from "effect"
-import { redactUrl } from "../../Schemas/Config.ts"
+import { redactUrlUserinfo } from "../../Schemas/UrlRedaction.ts"
 import { AppConfig } from "../../Services/Config.ts"
 import { EventRecorder, type EventType } from "../../Services/EventRecorder.ts"
 import { type KubeError, KubeApi } from "../../Services/KubeApi.ts"
@@ -320,7 +320,7 @@ const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) 
   const initial = yield* Ref.get(reachability)
   if (initial._tag === "Unavailable") {
     yield* Effect.logWarning("sandboxd cannot serve at startup").pipe(
-      Effect.annotateLogs({ reason: initial.reason, detail: initial.message, sandboxd: redactUrl(config.sandboxdUrl) })
+      Effect.annotateLogs({ reason: initial.reason, detail: initial.message, sandboxd: redactUrlUserinfo(config.sandboxdUrl) })
     )
     yield* nodeEvent("Warning", `Sandboxd${initial.reason}`, `sandboxd cannot serve (${initial.reason}): ${initial.message}`)
   }
