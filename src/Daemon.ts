@@ -41,8 +41,10 @@ import { KubeApi } from "./Services/KubeApi.ts"
 import { DaemonLoops } from "./Services/Loops.ts"
 import { Provider } from "./Services/Provider.ts"
 import { SandboxdClient } from "./Services/SandboxdClient.ts"
-import { KubeletPods, KubeletServer } from "./Programs/Kubelet/KubeletServer.ts"
-import { NodeController, NodeHealth } from "./Programs/Node/NodeController.ts"
+import { KubeletPods } from "./Services/KubeletServer.ts"
+import { NodeController, NodeHealth } from "./Services/NodeController.ts"
+import * as KubeletServerLive from "./Programs/Kubelet/KubeletServer.ts"
+import * as NodeControllerLive from "./Programs/Node/NodeController.ts"
 import { LoopsLayer } from "./Programs/Loops.ts"
 import { daemonVersion } from "./Programs/Node/NodeObject.ts"
 import * as HealthServer from "./Programs/Observability/HealthServer.ts"
@@ -109,7 +111,7 @@ const QuarantineEventLayer = Layer.effectDiscard(
   })
 )
 
-const KubeletLayer = KubeletServer.layer().pipe(
+const KubeletLayer = KubeletServerLive.layer().pipe(
   Layer.provide(Layer.effect(KubeletPods, Effect.map(Provider.use(Effect.succeed), (p) => KubeletPods.of({ getPods: p.getPods }))))
 )
 
@@ -181,7 +183,7 @@ export const daemonLayer = (config: AppConfigShape) =>
   HealthLayer.pipe(
     Layer.provideMerge(PodControllerLayer),
     Layer.provideMerge(QuarantineEventLayer),
-    Layer.provideMerge(NodeController.layer().pipe(Layer.provide(NodeHealthLayer))),
+    Layer.provideMerge(NodeControllerLive.layer().pipe(Layer.provide(NodeHealthLayer))),
     Layer.provideMerge(LoopsLayer),
     Layer.provideMerge(KubeletLayer),
     Layer.provideMerge(ClaimsStartupLayer),

@@ -9,7 +9,8 @@ import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import * as EventRecorderKube from "../../src/Layers/EventRecorderKube.ts"
 import * as SandboxdClientHttp from "../../src/Layers/SandboxdClientHttp.ts"
 import { KnownSecrets } from "../../src/Services/KnownSecrets.ts"
-import { NodeController, type NodeControllerOptions } from "../../src/Programs/Node/NodeController.ts"
+import * as NodeControllerLive from "../../src/Programs/Node/NodeController.ts"
+import { NodeController } from "../../src/Services/NodeController.ts"
 import { type AppConfigShape } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
@@ -61,7 +62,7 @@ interface LeaseView {
   readonly spec: { readonly holderIdentity?: string; readonly leaseDurationSeconds?: number; readonly renewTime?: string }
 }
 
-const fastNode: Partial<NodeControllerOptions> = {
+const fastNode: Partial<NodeControllerLive.NodeControllerOptions> = {
   statusInterval: Duration.seconds(1),
   leaseRenewInterval: Duration.millis(500),
   probeInterval: Duration.millis(200),
@@ -79,7 +80,7 @@ const startNode = (config: AppConfigShape) =>
     const api = yield* kubeApiOf(config)
     const scope = yield* Scope.make()
     const context = yield* Layer.buildWithScope(
-      NodeController.layer(fastNode).pipe(
+      NodeControllerLive.layer(fastNode).pipe(
         Layer.provideMerge(EventRecorderKube.layer()),
         Layer.provide(SandboxdClientHttp.layer.pipe(Layer.provide(KnownSecrets.none))),
         Layer.provide(Layer.mergeAll(AppConfig.layer(config), Layer.succeed(KubeApi, api)))

@@ -4,16 +4,16 @@
  * requests (exec, attach, port-forward) reach Node's `upgrade` event; effect's Node server hands
  * them to the same app, and since the app never asks to upgrade they get a plain HTTP answer.
  */
-import type { V1Pod } from "@kubernetes/client-node"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import { Duration, Effect, Layer, Option } from "effect"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import type { Duplex } from "node:stream"
 import { AppConfig } from "../../Services/Config.ts"
-import { type KubeletTlsError, type KubeletTlsMaterial, loadKubeletTls } from "./Tls.ts"
+import { KubeletListenError, KubeletPods, KubeletServer, type KubeletTlsError } from "../../Services/KubeletServer.ts"
+import { loadKubeletTls } from "./Tls.ts"
 import {
   matchRoute,
   notFoundBody,
@@ -21,17 +21,6 @@ import {
   podsForbiddenBody,
   prometheusContentType
 } from "./Routes.ts"
-
-/** The provider's pods, for `/pods` and `/runningpods/`. */
-export class KubeletPods extends Context.Service<KubeletPods, {
-  readonly getPods: Effect.Effect<ReadonlyArray<V1Pod>>
-}>()("vk-sandbox/KubeletPods") {}
-
-/** The listen address cannot be bound (in use, not local, or port 0 outside tests). */
-export class KubeletListenError extends Schema.TaggedError<KubeletListenError>()("KubeletListenError", {
-  address: Schema.String,
-  message: Schema.String
-}) {}
 
 export interface KubeletServerOptions {
   /** Port 0 (an ephemeral port) is for tests only. */
@@ -46,18 +35,11 @@ export interface KubeletServerOptions {
   readonly maxConnections?: number
 }
 
-export class KubeletServer extends Context.Service<KubeletServer, {
-  /** The address actually bound (the port matters when the configured one is 0). */
-  readonly host: string
-  readonly port: number
-  readonly tls: Pick<KubeletTlsMaterial, "source" | "certPem">
-  readonly clientCertificatesRequired: boolean
-}>()("vk-sandbox/KubeletServer") {
-  static readonly layer = (
-    options: KubeletServerOptions = {}
-  ): Layer.Layer<KubeletServer, KubeletTlsError | KubeletListenError, AppConfig | KubeletPods> =>
-    Layer.effect(KubeletServer, make(options))
-}
+/** The server is bound while the layer is built and closed with its scope. */
+export const layer = (
+  options: KubeletServerOptions = {}
+): Layer.Layer<KubeletServer, KubeletTlsError | KubeletListenError, AppConfig | KubeletPods> =>
+  Layer.effect(KubeletServer, make(options))
 
 /**
  * The eight TLS 1.2 suites of the Go library's defaults (TLS-01), then OpenSSL's TLS 1.3 suites,

@@ -5,23 +5,18 @@
  * used, is a startup error, never a silent fallback to self-signing. (One of the two flags
  * without the other is refused earlier, as a usage error.)
  */
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option } from "effect"
 import { X509Certificate } from "node:crypto"
 import { readFile } from "node:fs/promises"
 import { createSecureContext } from "node:tls"
 import type { AppConfigShape } from "../../Schemas/Config.ts"
+import { KubeletTlsError, type KubeletTlsSource } from "../../Services/KubeletServer.ts"
 import { generateSelfSigned } from "./SelfSigned.ts"
-
-/** The certificate, key or client CA cannot be loaded; the daemon must not start. */
-export class KubeletTlsError extends Schema.TaggedError<KubeletTlsError>()("KubeletTlsError", {
-  path: Schema.String, // "" for the self-signed certificate
-  message: Schema.String
-}) {}
 
 export interface KubeletTlsMaterial {
   readonly certPem: string
   readonly keyPem: string
-  readonly source: "files" | "self-signed"
+  readonly source: KubeletTlsSource
   /** PEM bundle of the CAs client certificates must chain to; None = no client certificates asked for. */
   readonly clientCaPem: Option.Option<string>
 }

@@ -13,38 +13,34 @@
  * and never deletes a Pod: new Pods go elsewhere, running ones stay.
  */
 import type { V1Lease, V1Node } from "@kubernetes/client-node"
-import { Clock, Context, Duration, Effect, Layer, Metric, Option, Queue, Ref, Schedule, Semaphore } from "effect"
+import { Clock, Duration, Effect, Layer, Metric, Option, Queue, Ref, Schedule, Semaphore } from "effect"
 import { redactUrlUserinfo } from "../../Schemas/UrlRedaction.ts"
 import { AppConfig } from "../../Services/Config.ts"
 import { EventRecorder, type EventType } from "../../Services/EventRecorder.ts"
 import { type KubeError, KubeApi } from "../../Services/KubeApi.ts"
 import { SandboxdClient } from "../../Services/SandboxdClient.ts"
 import { nodeTainted, sandboxdUp } from "../../Services/Metrics.ts"
+import {
+  NodeController,
+  NodeHealth,
+  type NodeIdentity,
+  type SandboxdReachability,
+  type UnavailableReason
+} from "../../Services/NodeController.ts"
 import { makeLeaseRenewer } from "./NodeLease.ts"
 import {
   advanceConditions,
   buildNode,
   daemonVersion,
   desiredConditions,
-  type NodeIdentity,
   type NodeSnapshot,
   retaint,
-  type SandboxdReachability,
   sandboxdTaintOn,
   statusPatch,
   type TrackedConditions,
-  trackedFromServer,
-  type UnavailableReason
+  trackedFromServer
 } from "./NodeObject.ts"
 import { probeSandboxd } from "./SandboxdProbe.ts"
-
-/**
- * The daemon's own health (its loops are running). The daemon wiring provides the real check;
- * by default the node counts as healthy.
- */
-export const NodeHealth = Context.Reference<{ readonly healthy: Effect.Effect<boolean> }>("vk-sandbox/NodeHealth", {
-  defaultValue: () => ({ healthy: Effect.succeed(true) })
-})
 
 export interface NodeControllerOptions {
   readonly statusInterval: Duration.Duration
@@ -68,22 +64,11 @@ export const defaultNodeControllerOptions: Omit<NodeControllerOptions, "probeInt
   arch: process.arch
 }
 
-export class NodeController extends Context.Service<NodeController, {
-  /** The server's name and UID for the node, once registered. */
-  readonly node: Effect.Effect<Option.Option<NodeIdentity>>
-  readonly sandboxd: Effect.Effect<SandboxdReachability>
-  /** Has sandboxd answered a probe (reachable or draining) since this process started? */
-  readonly sandboxdAnswered: Effect.Effect<boolean>
-  /** The reason on the Node's sandboxd taint as last read or written; undefined = not tainted. */
-  readonly tainted: Effect.Effect<string | undefined>
-  readonly lease: Effect.Effect<Option.Option<V1Lease>>
-}>()("vk-sandbox/NodeController") {
-  /** Registration happens while the layer is built; a non-404 apiserver error fails it. */
-  static readonly layer = (
-    options: Partial<NodeControllerOptions> = {}
-  ): Layer.Layer<NodeController, KubeError, AppConfig | KubeApi | SandboxdClient> =>
-    Layer.effect(NodeController, make(options))
-}
+/** Registration happens while the layer is built; a non-404 apiserver error fails it. */
+export const layer = (
+  options: Partial<NodeControllerOptions> = {}
+): Layer.Layer<NodeController, KubeError, AppConfig | KubeApi | SandboxdClient> =>
+  Layer.effect(NodeController, make(options))
 
 /** Our condition types, for reading transition times back from an existing Node. */
 const ownConditionTypes = desiredConditions({ _tag: "NotProbed" }).map((c) => c.type)

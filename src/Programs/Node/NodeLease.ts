@@ -7,7 +7,7 @@
 import { type V1Lease, V1MicroTime, type V1OwnerReference } from "@kubernetes/client-node"
 import { Clock, Effect, Option, Ref } from "effect"
 import { type KubeError, KubeApi } from "../../Services/KubeApi.ts"
-import type { NodeIdentity } from "./NodeObject.ts"
+import type { NodeIdentity } from "../../Services/NodeController.ts"
 
 export const LEASE_DURATION_SECONDS = 40
 const MAX_ATTEMPTS = 5

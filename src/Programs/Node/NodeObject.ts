@@ -7,17 +7,12 @@
 import type { V1Node, V1NodeAddress, V1NodeCondition, V1NodeSystemInfo, V1Taint } from "@kubernetes/client-node"
 import packageJson from "../../../package.json" with { type: "json" }
 import type { AppConfigShape } from "../../Schemas/Config.ts"
+import type { SandboxdReachability, UnavailableReason } from "../../Services/NodeController.ts"
 
 export type NodeConfig = Pick<
   AppConfigShape,
   "nodeName" | "nodeIp" | "listenAddr" | "nodeCpu" | "nodeMemory" | "nodePods" | "nodeLabels"
 >
-
-/** The server's name and UID for the node: the lease's owner reference points at them. */
-export interface NodeIdentity {
-  readonly name: string
-  readonly uid: string
-}
 
 export const daemonVersion: string = packageJson.version
 
@@ -119,19 +114,6 @@ export interface ConditionSpec {
   readonly reason: string
   readonly message: string
 }
-
-/**
- * Why sandboxd cannot serve: no answer (`Unreachable`), the node token refused with 401/403
- * (`Unauthorized`), any other failed answer (`Failing`), or `/v1/info` reporting a drain
- * (`Draining`). It is the condition's reason and the taint's value.
- */
-export type UnavailableReason = "Unreachable" | "Unauthorized" | "Failing" | "Draining"
-
-/** What the last sandboxd probe said; NotProbed is reported as Unknown. */
-export type SandboxdReachability =
-  | { readonly _tag: "Reachable" }
-  | { readonly _tag: "Unavailable"; readonly reason: UnavailableReason; readonly message: string }
-  | { readonly _tag: "NotProbed" }
 
 /**
  * Ready is True whenever the daemon writes at all (it never writes Ready=False); the

@@ -7,7 +7,7 @@
  */
 import { type Duration, Effect } from "effect"
 import { SandboxdClient, type SandboxdListError } from "../../Services/SandboxdClient.ts"
-import type { SandboxdReachability, UnavailableReason } from "./NodeObject.ts"
+import type { SandboxdReachability, UnavailableReason } from "../../Services/NodeController.ts"
 
 const unavailable = (reason: UnavailableReason, message: string): SandboxdReachability => ({
   _tag: "Unavailable",

@@ -9,7 +9,8 @@ import * as https from "node:https"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as tls from "node:tls"
-import { KubeletPods, KubeletServer } from "../../../src/Programs/Kubelet/KubeletServer.ts"
+import * as KubeletServerLive from "../../../src/Programs/Kubelet/KubeletServer.ts"
+import { KubeletPods, KubeletServer } from "../../../src/Services/KubeletServer.ts"
 import { generateSelfSigned } from "../../../src/Programs/Kubelet/SelfSigned.ts"
 import { type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
@@ -35,7 +36,7 @@ const withServer = <A, E>(
     return yield* use(server)
   }).pipe(
     Effect.provide(
-      KubeletServer.layer({ allowEphemeralPort: true }).pipe(
+      KubeletServerLive.layer({ allowEphemeralPort: true }).pipe(
         Layer.provide(AppConfig.layer(config)),
         Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([pod]) }))
       ),
@@ -294,7 +295,7 @@ describe("KubeletServer TLS", () => {
           Effect.gen(function*() {
             return yield* KubeletServer
           }),
-          KubeletServer.layer().pipe(
+          KubeletServerLive.layer().pipe(
             Layer.provide(AppConfig.layer(serverConfig())),
             Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([]) }))
           ),
@@ -430,7 +431,7 @@ describe("KubeletServer shutdown", () => {
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const server = yield* Layer.buildWithScope(
-        KubeletServer.layer({ allowEphemeralPort: true, headersTimeoutMillis: 120_000, closeGraceMillis: 200 }).pipe(
+        KubeletServerLive.layer({ allowEphemeralPort: true, headersTimeoutMillis: 120_000, closeGraceMillis: 200 }).pipe(
           Layer.provide(AppConfig.layer(serverConfig())),
           Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([pod]) }))
         ),

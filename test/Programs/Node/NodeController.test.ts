@@ -13,7 +13,8 @@ import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
 import * as SandboxdTokenFile from "../../../src/Layers/SandboxdTokenFile.ts"
 import { KnownSecrets } from "../../../src/Services/KnownSecrets.ts"
 import { SandboxdToken } from "../../../src/Services/SandboxdToken.ts"
-import { NodeController, NodeHealth, type NodeControllerOptions } from "../../../src/Programs/Node/NodeController.ts"
+import * as NodeControllerLive from "../../../src/Programs/Node/NodeController.ts"
+import { NodeController, NodeHealth } from "../../../src/Services/NodeController.ts"
 import { nodeTainted, sandboxdUp } from "../../../src/Services/Metrics.ts"
 import { testConfig } from "../../../src/Schemas/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
@@ -65,7 +66,7 @@ interface Recorded {
   readonly uid: string
 }
 
-const testOptions: Partial<NodeControllerOptions> = {
+const testOptions: Partial<NodeControllerLive.NodeControllerOptions> = {
   // Long timeouts: a request in flight while TestClock jumps must not time out.
   probeTimeout: Duration.hours(1),
   version: "0.1.0",
@@ -121,7 +122,7 @@ const setupWith = (options: SetupOptions) => Effect.gen(function*() {
   const start = Effect.gen(function*() {
     const scope = yield* Scope.make()
     const context = yield* Layer.buildWithScope(
-      NodeController.layer(testOptions).pipe(
+      NodeControllerLive.layer(testOptions).pipe(
         Layer.provide(Layer.mergeAll(
           AppConfig.layer(config),
           Layer.succeed(KubeApi, options.wrapKube === undefined ? kube : options.wrapKube(kube, model)),
