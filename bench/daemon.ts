@@ -15,12 +15,12 @@
  * The bench reports; it does not assert. Everything here is one run per size on whatever
  * machine runs it: say which machine (and what else ran on it) next to the figures.
  */
-import { spawn, spawnSync } from "node:child_process"
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { Effect, Exit, Scope } from "effect"
-import { type Cluster, freePort, startCluster } from "../testkit/Demo/Harness.ts"
+import { Deferred, Effect, Exit, Scope } from "effect"
+import { type Cluster, spawnDaemon, startCluster } from "../testkit/Demo/Harness.ts"
 import { Pods } from "../testkit/Simulators/Apiserver/Resources.ts"
 import type { BenchSection, Figures } from "./types.ts"
 
@@ -94,41 +94,35 @@ const moduleLoad = (): Figures => {
 interface Child {
   readonly pid: number
   readonly metricsUrl: string
-  readonly exited: Promise<void>
   readonly stop: () => Promise<void>
 }
 
 const startDaemon = async (cluster: Cluster, nodePods: number): Promise<Child> => {
-  const kubeletPort = await Effect.runPromise(freePort)
-  const metricsPort = await Effect.runPromise(freePort)
   const nodeFlags = (process.env["VK_BENCH_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== "")
   const entry = fs.existsSync(bundle) ? [...nodeFlags, bundle] : [...nodeFlags, path.join(root, "src/main.ts")]
-  const child = spawn(nodeBin, [
-    ...entry,
-    "--kubeconfig", cluster.kubeconfigPath,
-    "--sandboxd-url", cluster.sandboxdUrl,
-    "--sandboxd-token-file", cluster.tokenFile,
-    "--state-path", cluster.statePath,
-    "--node-name", cluster.nodeName,
-    "--node-ip", "127.0.0.1",
-    "--node-pods", String(nodePods),
-    "--listen-addr", `127.0.0.1:${kubeletPort}`,
-    "--metrics-addr", `127.0.0.1:${metricsPort}`,
-    "--kube-api-qps", String(QPS),
-    "--kube-api-burst", String(BURST),
-    "--log-level", "warn",
-    "--log-format", "json"
-  ], { env: { PATH: process.env["PATH"] ?? "" }, stdio: ["ignore", "ignore", "ignore"] })
-  const exited = new Promise<void>((resolve) => child.on("close", () => resolve()))
+  const scope = await Effect.runPromise(Scope.make())
+  const daemon = await Effect.runPromise(Scope.provide(
+    spawnDaemon(cluster, {
+      command: [nodeBin, ...entry],
+      flags: [
+        "--node-pods", String(nodePods),
+        "--kube-api-qps", String(QPS),
+        "--kube-api-burst", String(BURST),
+        "--log-level", "warn",
+        "--log-format", "json"
+      ]
+    }),
+    scope
+  ))
   return {
-    pid: child.pid ?? 0,
-    metricsUrl: `http://127.0.0.1:${metricsPort}`,
-    exited,
+    pid: daemon.pid,
+    metricsUrl: daemon.metricsUrl,
     stop: async () => {
-      child.kill("SIGTERM")
-      await Promise.race([exited, sleep(30_000)])
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-      await exited
+      // SIGTERM and up to 30 s to drain; then SIGKILL whatever is left
+      await Effect.runPromise(
+        daemon.signal("SIGTERM").pipe(Effect.andThen(Deferred.await(daemon.exited)), Effect.timeout("30 seconds"), Effect.ignore)
+      )
+      await Effect.runPromise(Effect.andThen(daemon.kill, Scope.close(scope, Exit.void)))
     }
   }
 }

@@ -4,93 +4,45 @@
  * and the three invariants, judged from the apiserver's objects, the claims file and the sandboxd
  * simulator's claims (never from log text).
  */
-import { spawn } from "node:child_process"
-import * as fs from "node:fs"
-import { Deferred, Duration, Effect, Exit, Option, type Scope } from "effect"
+import { Duration, Effect, Option, type Scope } from "effect"
 import {
-  binary,
   type Cluster,
   createPod,
+  type Daemon,
   deletePod,
-  freePort,
   getPod,
   type JsonObject,
   readClaimsFile,
-  StepFailed
+  spawnDaemon,
+  type StepFailed
 } from "../../testkit/Demo/Harness.ts"
 
-export interface CrashDaemon {
-  readonly pid: number
-  readonly exited: Deferred.Deferred<number | string>
-  readonly output: () => string
-  /** SIGKILL, then wait for the process to be gone. */
-  readonly kill: Effect.Effect<void>
-}
+/** The crash suite's timing: every loop at 1 s, short timeouts, an apiserver budget no test waits on. */
+const crashFlags = [
+  "--lease-watch-interval", "1s",
+  "--claim-verify-interval", "1s",
+  "--orphan-scan-interval", "1s",
+  "--shutdown-timeout", "2s",
+  "--sandboxd-timeout", "3s",
+  "--claim-settle-time", "1s",
+  "--kube-api-qps", "2000",
+  "--kube-api-burst", "4000",
+  "--log-format", "json"
+]
 
 /** A daemon against `cluster`; `failpoints` is VK_SANDBOX_FAILPOINTS ("" = none). SIGKILLed with the scope. */
 export const startDaemon = (
   cluster: Cluster,
   options: { readonly failpoints?: string; readonly logFile: string }
-): Effect.Effect<CrashDaemon, StepFailed, Scope.Scope> =>
-  Effect.gen(function*() {
-    const kubeletPort = yield* freePort
-    const metricsPort = yield* freePort
-    const args = [
-      "--kubeconfig", cluster.kubeconfigPath,
-      "--sandboxd-url", cluster.sandboxdUrl,
-      "--sandboxd-token-file", cluster.tokenFile,
-      "--state-path", cluster.statePath,
-      "--node-name", cluster.nodeName,
-      "--node-ip", "127.0.0.1",
-      "--listen-addr", `127.0.0.1:${kubeletPort}`,
-      "--metrics-addr", `127.0.0.1:${metricsPort}`,
-      "--lease-watch-interval", "1s",
-      "--claim-verify-interval", "1s",
-      "--orphan-scan-interval", "1s",
-      "--shutdown-timeout", "2s",
-      "--sandboxd-timeout", "3s",
-      "--claim-settle-time", "1s",
-      "--kube-api-qps", "2000",
-      "--kube-api-burst", "4000",
-      "--log-format", "json"
-    ]
-    const exited = yield* Deferred.make<number | string>()
-    let output = ""
-    const log = fs.openSync(options.logFile, "a")
-    const failpoints = options.failpoints ?? ""
-    fs.writeSync(log, `---- start${failpoints === "" ? "" : ` VK_SANDBOX_FAILPOINTS=${failpoints}`}\n`)
-    const child = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        spawn(binary, args, {
-          env: { PATH: process.env["PATH"] ?? "", ...(failpoints === "" ? {} : { VK_SANDBOX_FAILPOINTS: failpoints }) },
-          stdio: ["ignore", "pipe", "pipe"]
-        })
-      ),
-      (child) =>
-        Effect.gen(function*() {
-          if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-          yield* Deferred.await(exited).pipe(Effect.timeout("5 seconds"), Effect.ignore)
-          fs.closeSync(log)
-        })
-    )
-    const collect = (chunk: Buffer) => {
-      output += chunk.toString("utf8")
-      fs.writeSync(log, chunk)
-    }
-    child.stdout.on("data", collect)
-    child.stderr.on("data", collect)
-    child.on("error", (e) => Deferred.doneUnsafe(exited, Exit.succeed(`spawn error: ${e.message}`)))
-    child.on("close", (code, signal) => Deferred.doneUnsafe(exited, Exit.succeed(code ?? signal ?? "unknown")))
-    return {
-      pid: child.pid ?? 0,
-      exited,
-      output: () => output,
-      kill: Effect.gen(function*() {
-        if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-        yield* Deferred.await(exited)
-      })
-    }
+): Effect.Effect<Daemon, StepFailed, Scope.Scope> => {
+  const failpoints = options.failpoints ?? ""
+  return spawnDaemon(cluster, {
+    flags: crashFlags,
+    logFile: options.logFile,
+    logHeader: `---- start${failpoints === "" ? "" : ` VK_SANDBOX_FAILPOINTS=${failpoints}`}`,
+    env: failpoints === "" ? {} : { VK_SANDBOX_FAILPOINTS: failpoints }
   })
+}
 
 // ---- the invariants ------------------------------------------------------------------------
 

@@ -120,24 +120,51 @@ export interface Daemon {
   /** Resolves with the exit code (or the signal name) once the process has ended. */
   readonly exited: Deferred.Deferred<number | string>
   readonly signal: (signal: NodeJS.Signals) => Effect.Effect<void>
+  /** SIGKILL, then wait for the process to be gone. */
+  readonly kill: Effect.Effect<void>
 }
 
 export interface DaemonOptions {
   /** Where the child's stdout and stderr go (appended), besides memory. */
   readonly logFile?: string
+  /** A line written to `logFile` before the child's first byte (which start of several this is). */
+  readonly logHeader?: string
+  /** With the demo's flags: how long a SIGTERM may take (5s). */
   readonly shutdownTimeout?: string
+  /** The timing and tuning flags after the cluster's addresses: the demo's (`demoFlags`) unless given. */
+  readonly flags?: ReadonlyArray<string>
   readonly extraArgs?: ReadonlyArray<string>
+  /** Variables for the child besides PATH: nothing else of our environment (no VK_* of the caller) leaks in. */
+  readonly env?: Readonly<Record<string, string>>
+  /** The program and the arguments before the flags: the development install's `vk-sandbox` unless given. */
+  readonly command?: readonly [string, ...Array<string>]
 }
 
-/** Runs `vk-sandbox` against the cluster; SIGKILLed when the scope closes if it is still running. */
+/** The demo's timing: short intervals, so a step sees the daemon react within seconds. */
+export const demoFlags = (shutdownTimeout = "5s"): ReadonlyArray<string> => [
+  "--lease-watch-interval", "1s",
+  "--claim-verify-interval", "1s",
+  "--orphan-scan-interval", "2s",
+  "--publish-inventory",
+  "--publish-interval", "1s",
+  "--shutdown-timeout", shutdownTimeout,
+  "--log-format", "json"
+]
+
 /** What `spawnDaemon` needs of its surroundings: the simulators here, a real control plane in test/k8s/cluster. */
 export type DaemonTarget = Pick<Cluster, "kubeconfigPath" | "sandboxdUrl" | "tokenFile" | "statePath" | "nodeName">
 
+/**
+ * Runs the daemon against the cluster on two free loopback ports; SIGKILLed when the scope closes
+ * if it is still running. The one way the demo, the tests, the crash suite and the bench start it.
+ */
 export const spawnDaemon = (cluster: DaemonTarget, options: DaemonOptions = {}): Effect.Effect<Daemon, StepFailed, Scope.Scope> =>
   Effect.gen(function*() {
     const kubeletPort = yield* freePort
     const metricsPort = yield* freePort
+    const [program, ...leading] = options.command ?? [binary]
     const args = [
+      ...leading,
       "--kubeconfig", cluster.kubeconfigPath,
       "--sandboxd-url", cluster.sandboxdUrl,
       "--sandboxd-token-file", cluster.tokenFile,
@@ -146,23 +173,17 @@ export const spawnDaemon = (cluster: DaemonTarget, options: DaemonOptions = {}):
       "--node-ip", "127.0.0.1",
       "--listen-addr", `127.0.0.1:${kubeletPort}`,
       "--metrics-addr", `127.0.0.1:${metricsPort}`,
-      "--lease-watch-interval", "1s",
-      "--claim-verify-interval", "1s",
-      "--orphan-scan-interval", "2s",
-      "--publish-inventory",
-      "--publish-interval", "1s",
-      "--shutdown-timeout", options.shutdownTimeout ?? "5s",
-      "--log-format", "json",
+      ...(options.flags ?? demoFlags(options.shutdownTimeout)),
       ...(options.extraArgs ?? [])
     ]
     const exited = yield* Deferred.make<number | string>()
     let output = ""
     const log = options.logFile === undefined ? undefined : fs.openSync(options.logFile, "a")
+    if (log !== undefined && options.logHeader !== undefined) fs.writeSync(log, `${options.logHeader}\n`)
     const child = yield* Effect.acquireRelease(
       Effect.sync(() =>
-        spawn(binary, args, {
-          // Only PATH from our environment: no VK_* variable of the caller leaks into the demo.
-          env: { PATH: process.env["PATH"] ?? "" },
+        spawn(program, args, {
+          env: { PATH: process.env["PATH"] ?? "", ...options.env },
           stdio: ["ignore", "pipe", "pipe"]
         })
       ),
@@ -186,7 +207,13 @@ export const spawnDaemon = (cluster: DaemonTarget, options: DaemonOptions = {}):
       metricsUrl: `http://127.0.0.1:${metricsPort}`,
       output: () => output,
       exited,
-      signal: (signal) => Effect.sync(() => void child.kill(signal))
+      signal: (signal) => Effect.sync(() => void child.kill(signal)),
+      kill: Effect.andThen(
+        Effect.sync(() => {
+          if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+        }),
+        Deferred.await(exited)
+      )
     }
   })
 
