@@ -10,7 +10,7 @@ import type { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { runClaimVerification, verifyQuarantinedClaims } from "../../src/Programs/ClaimVerifier.ts"
 import { startClaims } from "../../src/Programs/Provider/Startup.ts"
-import { advanceUntil, drain, eventually, flushIO, keyOf, ListGate, pod, record, subscribePushes, Template, world } from "./Provider/harness.ts"
+import { advanceUntil, claimCount, drain, eventually, flushIO, keyOf, ListGate, pod, record, subscribePushes, Template, world } from "./Provider/harness.ts"
 
 /** A "previous run" left two claims on disk: one sandboxd still holds, one it does not. */
 const seed = (client: SandboxdClient["Service"]) =>
@@ -28,6 +28,21 @@ const states = ClaimTable.use((table) =>
 )
 
 const subscribeLifted = Provider.use((provider) => provider.unquarantined)
+
+/** Startup's listing fails once, so both loaded rows stay quarantined. */
+const startQuarantined = Effect.andThen(
+  SandboxdSim.use((sim) => sim.injectFault("list", SimFault.status(503), { times: 1 })),
+  startClaims
+)
+
+/** After `startQuarantined`: a verification pass that has taken its listing, held there until `open`. */
+const passHeldAtListing = Effect.gen(function*() {
+  yield* startQuarantined
+  const gate = yield* (yield* ListGate).arm
+  const pass = yield* Effect.forkChild(verifyQuarantinedClaims)
+  yield* Deferred.await(gate.reached)
+  return { pass, open: Deferred.succeed(gate.open, undefined) }
+})
 
 describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
   it.effect("loaded rows start quarantined; the startup pass lifts the listed one, drops the other; then the mandatory write", () =>
@@ -63,8 +78,7 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
       const error = yield* Effect.flip(provider.createPod(pod("alive")))
       assert.strictEqual(error._tag, "ClaimUnverifiable")
       assert.isTrue(error.retryable)
-      const claims = (yield* (yield* SandboxdSim).audit).filter((entry) => entry.route === "claim")
-      assert.strictEqual(claims.length, 1, "only the seed's claim: nothing claimed over the held credential")
+      assert.strictEqual(yield* claimCount, 1, "only the seed's claim: nothing claimed over the held credential")
       // Even with a tracked Pod, a quarantined row reports Pending.
       yield* provider.updatePod(pod("alive"))
       assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "alive")).phase, "Pending")
@@ -93,8 +107,7 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
 
   it.effect("CreatePod for a quarantined, listed key verifies then adopts it: same claim, no new one", () =>
     Effect.gen(function*() {
-      yield* (yield* SandboxdSim).injectFault("list", SimFault.status(503), { times: 1 })
-      yield* startClaims
+      yield* startQuarantined
       const provider = yield* Provider
       const pushes = yield* subscribePushes
       yield* provider.createPod(pod("alive", { uid: "new-uid" }))
@@ -108,14 +121,10 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
 
   it.effect("a claim made while a listing is in flight is never judged by it (VER-3)", () =>
     Effect.gen(function*() {
-      yield* (yield* SandboxdSim).injectFault("list", SimFault.status(503), { times: 1 })
-      yield* startClaims
-      const gate = yield* (yield* ListGate).arm
-      const pass = yield* Effect.forkChild(verifyQuarantinedClaims)
-      yield* Deferred.await(gate.reached)
+      const { open, pass } = yield* passHeldAtListing
       // The listing is taken; a new Pod is claimed before the pass applies it.
       yield* (yield* Provider).createPod(pod("fresh"))
-      yield* Deferred.succeed(gate.open, undefined)
+      yield* open
       const judgement = yield* Fiber.join(pass)
       assert.deepStrictEqual(judgement.dropped.map((d) => d.key), [keyOf("gone")])
       assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable", [keyOf("fresh")]: "Durable" })
@@ -123,18 +132,14 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
 
   it.effect("adoption racing verification: a row replaced during the listing survives the pass (CC-2 d, CRT-4)", () =>
     Effect.gen(function*() {
-      yield* (yield* SandboxdSim).injectFault("list", SimFault.status(503), { times: 1 })
-      yield* startClaims
-      const gate = yield* (yield* ListGate).arm
       // The loop's pass holds a listing in which "gone" is absent...
-      const pass = yield* Effect.forkChild(verifyQuarantinedClaims)
-      yield* Deferred.await(gate.reached)
+      const { open, pass } = yield* passHeldAtListing
       // ...while CreatePod for "gone" runs its own pass (dropping the row) and claims afresh.
       yield* (yield* Provider).createPod(pod("gone"))
       const table = yield* ClaimTable
       const fresh = Option.getOrThrow(yield* table.durable(keyOf("gone")))
       assert.notStrictEqual(fresh.id, "sb_00000000000dead0")
-      yield* Deferred.succeed(gate.open, undefined)
+      yield* open
       const judgement = yield* Fiber.join(pass)
       assert.deepStrictEqual(judgement.dropped, [], "the stale pass skips the replaced row")
       assert.deepStrictEqual(Option.getOrThrow(yield* table.durable(keyOf("gone"))).id, fresh.id)

@@ -12,15 +12,11 @@ import { publishExpiredLeases } from "../../src/Programs/LeaseWatcher.ts"
 import { startClaims } from "../../src/Programs/Provider/Startup.ts"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import type { PodKey } from "../../src/Schemas/Ids.ts"
-import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { Provider } from "../../src/Services/Provider.ts"
 import type { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim } from "../../testkit/Simulators/Sandboxd/Model.ts"
-import { drain, keyOf, pod, record, subscribePushes, Template, world } from "./Provider/harness.ts"
+import { claimCount, drain, keyOf, pod, record, rowState, subscribePushes, Template, world } from "./Provider/harness.ts"
 
-const claimRequests = Effect.map(SandboxdSim.use((sim) => sim.audit), (audit) => audit.filter((e) => e.route === "claim").length)
-const rowState = (name: string) =>
-  ClaimTable.use((table) => Effect.map(table.held(keyOf(name)), Option.map((row) => row.state._tag)))
 
 /** A previous run left the live claim of default/web on disk, held by Pod generation "old-uid". */
 const seedLive = (client: SandboxdClient["Service"]) =>
@@ -30,6 +26,15 @@ const seedLive = (client: SandboxdClient["Service"]) =>
   })
 const seedDead = () =>
   Effect.succeed(new Map<PodKey, ClaimRecord>([[keyOf("web"), record("sb_00000000000dead0")]]))
+
+/** "web" claimed from a sandboxd without a by-id read (absence is judged from listings alone); its sandbox. */
+const claimedWithoutByIdRead = Effect.gen(function*() {
+  const sim = yield* SandboxdSim
+  yield* sim.setRevision({ byIdRead: false })
+  yield* (yield* Provider).createPod(pod("web"))
+  const [vm] = yield* sim.claims
+  return vm
+})
 
 /** The Pod as the previous run left it: Running on claim `id`, generation "old-uid". */
 const runningPod = (id: string): V1Pod => {
@@ -52,7 +57,7 @@ describe("a listing that omits a live claim", () => {
       assert.strictEqual(refused._tag, "ClaimUnverifiable")
       const adopted = yield* provider.createPod(runningPod(live.id))
       assert.deepStrictEqual(adopted, { _tag: "Adopted", claimId: live.id })
-      assert.strictEqual(yield* claimRequests, 1, "only the seed's claim")
+      assert.strictEqual(yield* claimCount, 1, "only the seed's claim")
       assert.deepStrictEqual((yield* sim.claims).map((c) => c.id), [live.id])
     }).pipe(Effect.provide(world({ seed: seedLive, sim: { revision: { byIdRead: false } } }), { local: true })))
 
@@ -92,7 +97,7 @@ describe("a sandbox confirmed gone", () => {
       const again = yield* Effect.flip(provider.createPod(pod("web")))
       assert.strictEqual(again._tag, "SandboxLost")
       assert.isFalse(again.retryable)
-      assert.strictEqual(yield* claimRequests, 1, "not silently re-claimed")
+      assert.strictEqual(yield* claimCount, 1, "not silently re-claimed")
       // A new generation of the same name is a new Pod: it gets a fresh sandbox.
       const fresh = yield* provider.createPod(pod("web", { uid: "uid-web-2" }))
       assert.strictEqual(fresh._tag, "Claimed")
@@ -101,10 +106,7 @@ describe("a sandbox confirmed gone", () => {
   it.effect("without a by-id read: absence needs two listings at least one verify interval apart", () =>
     Effect.gen(function*() {
       const sim = yield* SandboxdSim
-      const provider = yield* Provider
-      yield* sim.setRevision({ byIdRead: false })
-      yield* provider.createPod(pod("web"))
-      const [vm] = yield* sim.claims
+      const vm = yield* claimedWithoutByIdRead
       yield* sim.forget(vm.id)
       assert.deepStrictEqual((yield* publishExpiredLeases).lost, [])
       yield* TestClock.adjust("14 seconds")
@@ -117,10 +119,7 @@ describe("a sandbox confirmed gone", () => {
   it.effect("a listing that misses a live claim for a while is not a loss when it shows it again", () =>
     Effect.gen(function*() {
       const sim = yield* SandboxdSim
-      const provider = yield* Provider
-      yield* sim.setRevision({ byIdRead: false })
-      yield* provider.createPod(pod("web"))
-      const [vm] = yield* sim.claims
+      const vm = yield* claimedWithoutByIdRead
       yield* sim.omitFromListings(vm.id, 1)
       assert.deepStrictEqual((yield* publishExpiredLeases).lost, [])
       yield* TestClock.adjust("10 seconds")
@@ -141,7 +140,7 @@ describe("a sandbox confirmed gone", () => {
       const provider = yield* Provider
       const error = yield* Effect.flip(provider.createPod(runningPod("sb_00000000000dead0")))
       assert.strictEqual(error._tag, "SandboxLost")
-      assert.strictEqual(yield* claimRequests, 0)
+      assert.strictEqual(yield* claimCount, 0)
       const [failed] = yield* drain(pushes)
       assert.strictEqual(failed?.status?.reason, "SandboxLost")
       assert.include(failed?.status?.message ?? "", "sb_00000000000dead0")

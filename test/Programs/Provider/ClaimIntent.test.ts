@@ -17,9 +17,8 @@ import { Provider } from "../../../src/Services/Provider.ts"
 import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
 import { ClaimsStoreMemoryControl } from "../../../testkit/Layers/ClaimsStoreMemory.ts"
 import { SandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
-import { eventually, flushIO, keyOf, pod, Template, world } from "./harness.ts"
+import { claimCount, eventually, flushIO, keyOf, pod, Template, world } from "./harness.ts"
 
-const claimRequests = Effect.map(SandboxdSim.use((sim) => sim.audit), (audit) => audit.filter((e) => e.route === "claim").length)
 const heldIntents = ClaimsStore.use((store) => Effect.map(store.intents, (intents) => [...intents.keys()]))
 
 const armed = (text: string) => {
@@ -36,12 +35,12 @@ describe("CreatePod: the claim intent", () => {
       const create = yield* Effect.forkChild(provider.createPod(pod("web")))
       // Held just before the send: the intent has landed, nothing has been asked of sandboxd.
       yield* eventually(Effect.map(control.diskIntents, (intents) => intents.has(keyOf("web"))))
-      assert.strictEqual(yield* claimRequests, 0)
+      assert.strictEqual(yield* claimCount, 0)
       const intent = (yield* control.diskIntents).get(keyOf("web"))!
       assert.strictEqual(intent.podUID, "uid-web")
       yield* TestClock.adjust("1 second")
       yield* Fiber.join(create)
-      assert.strictEqual(yield* claimRequests, 1)
+      assert.strictEqual(yield* claimCount, 1)
       const writes = yield* control.writes
       assert.strictEqual(writes.length, 2, "one write for the intent, one for the row")
       assert.deepStrictEqual([...writes[0]!.intending], [keyOf("web")])
@@ -62,7 +61,7 @@ describe("CreatePod: the claim intent", () => {
       const error = yield* Effect.flip(provider.createPod(pod("web")))
       assert.strictEqual(error._tag, "IntentNotPersisted")
       assert.isTrue(error.retryable)
-      assert.strictEqual(yield* claimRequests, 0)
+      assert.strictEqual(yield* claimCount, 0)
       assert.deepStrictEqual(yield* heldIntents, [])
       yield* provider.createPod(pod("web"))
       assert.isTrue((yield* control.disk).has(keyOf("web")), "the retry claims")
@@ -127,7 +126,7 @@ describe("crash recovery: intents found at startup", () => {
       assert.deepStrictEqual(Option.map(yield* ClaimDoubts.use((d) => d.get(keyOf("web"))), (d) => d.podUid), Option.some("uid-web"))
       const created = yield* toEnd(Provider.use((p) => p.createPod(pod("web"))))
       assert.isTrue(Result.isSuccess(created) && created.success._tag === "Adopted" && created.success.claimId === id)
-      assert.strictEqual(yield* claimRequests, 1, "only the crashed claim")
+      assert.strictEqual(yield* claimCount, 1, "only the crashed claim")
       const control = yield* ClaimsStoreMemoryControl
       assert.strictEqual((yield* control.disk).get(keyOf("web"))?.id, id)
       assert.strictEqual((yield* control.diskIntents).size, 0, "the adoption's write dropped the intent")
@@ -161,7 +160,7 @@ describe("crash recovery: intents found at startup", () => {
         const again = yield* toEnd(Provider.use((p) => p.createPod(pod("web"))))
         assert.isTrue(Result.isSuccess(again) && again.success._tag === "Claimed")
       }
-      assert.strictEqual(yield* claimRequests, 1)
+      assert.strictEqual(yield* claimCount, 1)
       const control = yield* ClaimsStoreMemoryControl
       assert.isTrue((yield* control.disk).has(keyOf("web")))
       assert.strictEqual((yield* control.diskIntents).size, 0)

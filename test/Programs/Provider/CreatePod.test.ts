@@ -1,37 +1,35 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Fiber, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
-import { ClaimsStoreMemoryControl } from "../../../testkit/Layers/ClaimsStoreMemory.ts"
 import { createPod } from "../../../src/Programs/Provider/CreatePod.ts"
 import { ClaimsStore } from "../../../src/Services/ClaimsStore.ts"
-import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
-import { Provider } from "../../../src/Services/Provider.ts"
-import { SandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
-import { drain, eventually, flushIO, keyOf, pod, subscribePushes, Template, world } from "./harness.ts"
+import { SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
+import {
+  claimBodies,
+  drain,
+  eventually,
+  failsWith,
+  flushIO,
+  forgetPod,
+  inWorld,
+  keyOf,
+  pod,
+  releasePaths,
+  rowState,
+  simClaimIds,
+  subscribePushes,
+  Template
+} from "./harness.ts"
 
-const claimBodies = Effect.map(
-  SandboxdSim.use((sim) => sim.audit),
-  (audit) => audit.filter((entry) => entry.route === "claim").map((entry) => JSON.parse(entry.body) as Record<string, unknown>)
-)
-const releasePaths = Effect.map(
-  SandboxdSim.use((sim) => sim.audit),
-  (audit) => audit.filter((entry) => entry.route === "release").map((entry) => entry.path)
-)
-const simClaimIds = Effect.map(SandboxdSim.use((sim) => sim.claims), (claims) => claims.map((claim) => claim.id))
-
-
-const rowState = (name: string) =>
-  ClaimTable.use((table) => Effect.map(table.held(keyOf(name)), Option.map((row) => row.state._tag)))
+const notPersisted = failsWith("ClaimNotPersisted")
 
 describe("CreatePod", () => {
   it.effect("fresh claim: claim_ref = pod key, TTL 86400 by default, row durable on disk, Running pushed with the claim-id", () =>
-    Effect.gen(function*() {
-      const provider = yield* Provider
+    inWorld(({ control, provider }) => Effect.gen(function*() {
       const pushes = yield* subscribePushes
       const outcome = yield* provider.createPod(pod("web"))
       const [body] = yield* claimBodies
       assert.deepStrictEqual(body, { template: Template, ttl_seconds: 86400, claim_ref: "default/web" })
-      const control = yield* ClaimsStoreMemoryControl
       const disk = yield* control.disk
       const onDisk = disk.get(keyOf("web"))
       assert.isDefined(onDisk)
@@ -60,12 +58,10 @@ describe("CreatePod", () => {
       assert.deepStrictEqual(pushed.status?.startTime, DateTime.toDateUtc(Option.getOrThrow(onDisk!.claimedAt)))
       // The token never leaves through the pushed Pod.
       assert.notInclude(JSON.stringify(pushed), Redacted.value(onDisk!.token))
-    }).pipe(Effect.provide(world(), { local: true })))
+    })))
 
   it.effect("durability ordering: nothing is pushed and status stays Pending until the commit lands (CRT-14)", () =>
-    Effect.gen(function*() {
-      const provider = yield* Provider
-      const control = yield* ClaimsStoreMemoryControl
+    inWorld(({ control, provider }) => Effect.gen(function*() {
       const pushes = yield* subscribePushes
       yield* control.pause
       const create = yield* Effect.forkChild(provider.createPod(pod("web")))
@@ -81,17 +77,13 @@ describe("CreatePod", () => {
       const pushed = yield* drain(pushes)
       assert.strictEqual(pushed.length, 1)
       assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "web")).phase, "Running")
-    }).pipe(Effect.provide(world(), { local: true })))
+    })))
 
   it.effect("a failed commit returns the sandbox, withdraws the row and the Pod, pushes nothing (CRT-15)", () =>
-    Effect.gen(function*() {
-      const provider = yield* Provider
-      const control = yield* ClaimsStoreMemoryControl
+    inWorld(({ control, provider }) => Effect.gen(function*() {
       const pushes = yield* subscribePushes
       yield* control.failNext(1, "rename")
-      const error = yield* Effect.flip(provider.createPod(pod("web")))
-      assert.strictEqual(error._tag, "ClaimNotPersisted")
-      if (error._tag !== "ClaimNotPersisted") return
+      const error = yield* notPersisted(provider.createPod(pod("web")))
       assert.isTrue(error.retryable)
       assert.strictEqual(error.cause.operation, "rename")
       assert.isUndefined(error.releaseError)
@@ -103,36 +95,29 @@ describe("CreatePod", () => {
       // A retry claims afresh.
       yield* provider.createPod(pod("web"))
       assert.strictEqual((yield* drain(pushes)).length, 1)
-    }).pipe(Effect.provide(world(), { local: true })))
+    })))
 
   it.effect("a commit cut short (the store closing at shutdown) is undone like a failed write: VM returned, nothing kept or pushed", () =>
-    Effect.gen(function*() {
+    inWorld(() => Effect.gen(function*() {
       const store = yield* ClaimsStore
       const pushes = yield* subscribePushes
       // What a closing store does to a commit still queued: it interrupts it (no write carries it).
       const closing = ClaimsStore.of({ ...store, commit: (key) => Option.isSome(key) ? Effect.interrupt : store.commit(key) })
-      const error = yield* Effect.flip(createPod(pod("web")).pipe(Effect.provideService(ClaimsStore, closing)))
-      assert.strictEqual(error._tag, "ClaimNotPersisted")
-      if (error._tag !== "ClaimNotPersisted") return
+      const error = yield* notPersisted(createPod(pod("web")).pipe(Effect.provideService(ClaimsStore, closing)))
       assert.strictEqual(error.cause.operation, "commit")
       assert.isUndefined(error.releaseError)
       assert.deepStrictEqual(yield* simClaimIds, [], "sandboxd got the VM back")
       assert.deepStrictEqual(yield* releasePaths, [`/v1/sandboxes/${error.claimId}/release`])
       assert.deepStrictEqual(yield* rowState("web"), Option.none())
       assert.deepStrictEqual(yield* drain(pushes), [])
-    }).pipe(Effect.provide(world(), { local: true })))
+    })))
 
   it.effect("commit and release both fail: both errors, the credential kept tentative; the next create returns it first (CRT-15, CRT-9)", () =>
-    Effect.gen(function*() {
-      const provider = yield* Provider
-      const control = yield* ClaimsStoreMemoryControl
-      const sim = yield* SandboxdSim
+    inWorld(({ control, provider, sim, table }) => Effect.gen(function*() {
       const pushes = yield* subscribePushes
       yield* control.failNext(1)
       yield* sim.injectFault("release", SimFault.status(500, "boom"))
-      const error = yield* Effect.flip(provider.createPod(pod("web")))
-      assert.strictEqual(error._tag, "ClaimNotPersisted")
-      if (error._tag !== "ClaimNotPersisted") return
+      const error = yield* notPersisted(provider.createPod(pod("web")))
       assert.strictEqual(error.releaseError?._tag, "SandboxdHttpError")
       const stranded = error.claimId
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Tentative"))
@@ -140,7 +125,6 @@ describe("CreatePod", () => {
       assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "web")).phase, "Pending")
       // The stranded row is in no write but its own commit.
       yield* control.failNext(0)
-      const table = yield* ClaimTable
       // Still unreturnable: nothing new is claimed and the row is kept.
       const blocked = yield* Effect.flip(provider.createPod(pod("web")))
       assert.strictEqual(blocked._tag, "StrandedClaimNotReturned")
@@ -162,28 +146,21 @@ describe("CreatePod", () => {
         const written = write.rows.get(keyOf("web"))
         if (written?.id === stranded) assert.isTrue(write.committing.has(keyOf("web")))
       }
-    }).pipe(Effect.provide(world(), { local: true })))
+    })))
 
   it.effect("a sandboxd that 404s the stranded release counts as returned (CRT-9)", () =>
-    Effect.gen(function*() {
-      const provider = yield* Provider
-      const control = yield* ClaimsStoreMemoryControl
-      const sim = yield* SandboxdSim
+    inWorld(({ control, provider, sim }) => Effect.gen(function*() {
       yield* control.failNext(1)
       yield* sim.injectFault("release", SimFault.status(500, "boom"), { times: 1 })
-      const error = yield* Effect.flip(provider.createPod(pod("web")))
-      assert.strictEqual(error._tag, "ClaimNotPersisted")
-      if (error._tag !== "ClaimNotPersisted") return
+      const error = yield* notPersisted(provider.createPod(pod("web")))
       yield* sim.forget(error.claimId) // the VM vanished: its release now answers 404
       yield* provider.createPod(pod("web"))
       assert.strictEqual((yield* claimBodies).length, 2)
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Durable"))
-    }).pipe(Effect.provide(world(), { local: true })))
+    })))
 
   it.effect("group commit: N concurrent creates share writes; every caller resumes after its own row landed", () =>
-    Effect.gen(function*() {
-      const provider = yield* Provider
-      const control = yield* ClaimsStoreMemoryControl
+    inWorld(({ control, provider }) => Effect.gen(function*() {
       const pushes = yield* subscribePushes
       const names = Array.from({ length: 8 }, (_, i) => `pod-${i}`)
       yield* control.pause
@@ -205,24 +182,21 @@ describe("CreatePod", () => {
         for (const key of write.committing) carried.add(key)
         for (const key of write.rows.keys()) assert.isTrue(carried.has(key), `${key} written before its commit`)
       }
-    }).pipe(Effect.provide(world(), { local: true })))
+    })))
 
   it.effect("a tentative row stays out of another key's commit while its own write is pending", () =>
-    Effect.gen(function*() {
-      const provider = yield* Provider
-      const control = yield* ClaimsStoreMemoryControl
+    inWorld(({ control, provider, sim }) => Effect.gen(function*() {
       yield* control.failNext(1)
-      yield* (yield* SandboxdSim).injectFault("release", SimFault.status(500, "boom"))
+      yield* sim.injectFault("release", SimFault.status(500, "boom"))
       yield* Effect.flip(provider.createPod(pod("stranded")))
       yield* provider.createPod(pod("other"))
       const last = (yield* control.writes).at(-1)!
       assert.isFalse(last.rows.has(keyOf("stranded")))
       assert.isTrue(last.rows.has(keyOf("other")))
-    }).pipe(Effect.provide(world(), { local: true })))
+    })))
 
   it.effect("pod-change errors: wrong runtime, bad TTL (checked before template), missing template; no claim made", () =>
-    Effect.gen(function*() {
-      const provider = yield* Provider
+    inWorld(({ provider }) => Effect.gen(function*() {
       const runtime = yield* Effect.flip(
         provider.createPod(pod("a", { annotations: { "sandbox.cocoonstack.io/runtime": "Sandboxd" } }))
       )
@@ -242,7 +216,7 @@ describe("CreatePod", () => {
       assert.deepStrictEqual(yield* claimBodies, [])
       // An empty runtime annotation counts as absent (CRT-2).
       yield* provider.createPod(pod("d", { annotations: { "sandbox.cocoonstack.io/runtime": "" } }))
-    }).pipe(Effect.provide(world(), { local: true })))
+    })))
 
   const ttlVectors: ReadonlyArray<readonly [string, number | undefined | "invalid"]> = [
     ["0", undefined],
@@ -263,8 +237,7 @@ describe("CreatePod", () => {
   ]
   // The largest int64 is valid; it is sent as the largest exact JSON integer (sandboxd clamps to 24 h).
   it.effect("TTL vectors (CRT-6): what reaches sandboxd's ttl_seconds", () =>
-    Effect.gen(function*() {
-      const provider = yield* Provider
+    inWorld(({ provider }) => Effect.gen(function*() {
       let index = 0
       for (const [value, expected] of ttlVectors) {
         index++
@@ -281,35 +254,25 @@ describe("CreatePod", () => {
           assert.strictEqual(bodies.at(-1)?.ttl_seconds, expected, value)
         }
       }
-    }).pipe(Effect.provide(world({ sim: { pools: [{ template: Template, net: "none", size: "small", target: 32 }] } }), { local: true })))
+    }), { sim: { pools: [{ template: Template, net: "none", size: "small", target: 32 }] } }))
 
   it.effect("sandboxd without capacity: ClaimFailed keeps NoWarmCapacity reachable, retryable, no state change", () =>
-    Effect.gen(function*() {
-      const provider = yield* Provider
-      yield* (yield* SandboxdSim).setDraining(true)
-      const error = yield* Effect.flip(provider.createPod(pod("web")))
-      assert.strictEqual(error._tag, "ClaimFailed")
-      if (error._tag !== "ClaimFailed") return
+    inWorld(({ provider, sim }) => Effect.gen(function*() {
+      yield* sim.setDraining(true)
+      const error = yield* failsWith("ClaimFailed")(provider.createPod(pod("web")))
       assert.strictEqual(error.cause._tag, "NoWarmCapacity")
       assert.isTrue(error.retryable)
       assert.isTrue(Option.isNone(yield* provider.getPod("default", "web")))
       assert.deepStrictEqual(yield* rowState("web"), Option.none())
-    }).pipe(Effect.provide(world(), { local: true })))
+    })))
 
   it.effect("adoption in place: same claim id and start time, new pod UID, no new claim (CRT-4, CRT-5)", () =>
-    Effect.gen(function*() {
-      const provider = yield* Provider
-      const table = yield* ClaimTable
-      const control = yield* ClaimsStoreMemoryControl
+    inWorld(({ control, provider }) => Effect.gen(function*() {
       const pushes = yield* subscribePushes
       yield* provider.createPod(pod("web", { uid: "uid-1" }))
       const [first] = yield* drain(pushes)
       // The old Pod is gone (a preserved delete), the claim stays.
-      yield* table.modify((state) => {
-        const pods = new Map(state.pods)
-        pods.delete(keyOf("web"))
-        return [undefined, { ...state, pods }] as const
-      })
+      yield* forgetPod("web")
       // Template and TTL are not validated on this path.
       const outcome = yield* provider.createPod(
         pod("web", { uid: "uid-2", annotations: { "sandbox.cocoonstack.io/ttl-seconds": "bad" } })
@@ -322,11 +285,10 @@ describe("CreatePod", () => {
       assert.strictEqual(second.metadata?.uid, "uid-2")
       assert.deepStrictEqual(second.status?.startTime, first.status?.startTime)
       assert.strictEqual((yield* control.disk).get(keyOf("web"))?.podUID, "uid-2", "the rebind was saved")
-    }).pipe(Effect.provide(world(), { local: true })))
+    })))
 
   it.effect("CreatePod applies no stale-UID guard: with the old generation still tracked, the new Pod adopts (ST-4)", () =>
-    Effect.gen(function*() {
-      const provider = yield* Provider
+    inWorld(({ provider }) => Effect.gen(function*() {
       const pushes = yield* subscribePushes
       const first = yield* provider.createPod(pod("web", { uid: "uid-1" }))
       yield* drain(pushes)
@@ -338,12 +300,10 @@ describe("CreatePod", () => {
       const [pushed] = yield* drain(pushes)
       assert.strictEqual(pushed?.metadata?.uid, "uid-2")
       assert.strictEqual(pushed?.status?.phase, "Running")
-    }).pipe(Effect.provide(world(), { local: true })))
+    })))
 
   it.effect("the claim-to-push segment is not cut by interruption", () =>
-    Effect.gen(function*() {
-      const provider = yield* Provider
-      const control = yield* ClaimsStoreMemoryControl
+    inWorld(({ control, provider }) => Effect.gen(function*() {
       const pushes = yield* subscribePushes
       yield* control.pause
       const create = yield* Effect.forkChild(provider.createPod(pod("web")))
@@ -354,24 +314,20 @@ describe("CreatePod", () => {
       assert.strictEqual((yield* control.disk).size, 1)
       assert.strictEqual((yield* drain(pushes)).length, 1)
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Durable"))
-    }).pipe(Effect.provide(world(), { local: true })))
+    })))
 
   it.effect("the undo release is bounded by its own 10 s even when the client would wait longer (CRT-12)", () =>
-    Effect.gen(function*() {
-      const provider = yield* Provider
-      const control = yield* ClaimsStoreMemoryControl
+    inWorld(({ control, provider, sim }) => Effect.gen(function*() {
       yield* control.failNext(1)
-      yield* (yield* SandboxdSim).injectFault("release", SimFault.hang)
+      yield* sim.injectFault("release", SimFault.hang)
       const create = yield* Effect.forkChild(provider.createPod(pod("web")))
       yield* eventually(Effect.map(releasePaths, (paths) => paths.length === 1))
       yield* TestClock.adjust("9 seconds")
       for (let i = 0; i < 10; i++) yield* flushIO
       assert.isUndefined(create.pollUnsafe(), "still waiting on the release before 10 s")
       yield* TestClock.adjust("1 second")
-      const error = yield* Effect.flip(Fiber.join(create))
-      assert.strictEqual(error._tag, "ClaimNotPersisted")
-      if (error._tag !== "ClaimNotPersisted") return
+      const error = yield* notPersisted(Fiber.join(create))
       assert.strictEqual(error.releaseError?._tag, "SandboxdTimeout")
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Tentative"), "credential kept in memory")
-    }).pipe(Effect.provide(world({ config: { sandboxdTimeout: Duration.seconds(60) } }), { local: true })))
+    }), { config: { sandboxdTimeout: Duration.seconds(60) } }))
 })

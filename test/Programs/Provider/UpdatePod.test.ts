@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Logger, Option } from "effect"
 import { Provider } from "../../../src/Services/Provider.ts"
 import { SandboxdSim } from "../../../testkit/Simulators/Sandboxd/Model.ts"
-import { drain, forgetPod, pod, subscribePushes, world } from "./harness.ts"
+import { claimCount, drain, forgetPod, pod, subscribePushes, world } from "./harness.ts"
 
 describe("UpdatePod, GetPod, GetPods, GetPodStatus (UPD-1…UPD-4)", () => {
   it.effect("UpdatePod stores the newer Pod, ignores an older generation, never pushes or claims", () =>
@@ -20,8 +20,7 @@ describe("UpdatePod, GetPod, GetPods, GetPodStatus (UPD-1…UPD-4)", () => {
       yield* provider.updatePod(pod("web", { uid: "u0", annotations: { note: "stale" } }))
       assert.strictEqual(Option.getOrThrow(yield* provider.getPod("default", "web")).metadata?.annotations?.note, "v2")
       assert.deepStrictEqual(yield* drain(pushes), [])
-      const claims = (yield* (yield* SandboxdSim).audit).filter((entry) => entry.route === "claim")
-      assert.strictEqual(claims.length, 1)
+      assert.strictEqual(yield* claimCount, 1)
     }).pipe(Effect.provide(world(), { local: true })))
 
   it.effect("GetPod/GetPods hand out copies; absent is None, not an error", () =>

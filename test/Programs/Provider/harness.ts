@@ -3,6 +3,7 @@
  * through the real HTTP client, the real ClaimTable, the in-memory ClaimsStore (with its
  * injectable failures), the event PubSubs, and the Provider itself.
  */
+import { assert } from "@effect/vitest"
 import type { V1Pod } from "@kubernetes/client-node"
 import { Context, type DateTime, Duration, Deferred, Effect, Layer, Option, PubSub, Redacted, Ref, type Scope } from "effect"
 import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
@@ -12,6 +13,7 @@ import type { ClaimId, PodKey } from "../../../src/Schemas/Ids.ts"
 import { ClaimTableRefLayer } from "../../../src/Layers/ClaimTableRef.ts"
 import * as ClaimsStoreFile from "../../../src/Layers/ClaimsStoreFile.ts"
 import * as ClaimsStoreMemory from "../../../testkit/Layers/ClaimsStoreMemory.ts"
+import { ClaimsStoreMemoryControl } from "../../../testkit/Layers/ClaimsStoreMemory.ts"
 import { ProviderEventsPubSubLayer } from "../../../src/Layers/ProviderEventsPubSub.ts"
 import { ProviderLiveLayer } from "../../../src/Programs/Provider/ProviderLive.ts"
 import * as EventRecorderKube from "../../../src/Layers/EventRecorderKube.ts"
@@ -119,6 +121,32 @@ export const world = (options: WorldOptions = {}) => {
   return assemble(clientAndConfig, storeLayer)
 }
 
+/** Everything `world` provides. */
+export type WorldServices = Layer.Success<ReturnType<typeof world>>
+
+/** The services most tests reach for first, taken from the world before the test's own steps. */
+export interface Parts {
+  readonly provider: Provider["Service"]
+  readonly control: ClaimsStoreMemoryControl["Service"]
+  readonly sim: SandboxdSim["Service"]
+  readonly table: ClaimTable["Service"]
+}
+
+const parts: Effect.Effect<Parts, never, WorldServices> = Effect.gen(function*() {
+  return {
+    provider: yield* Provider,
+    control: yield* ClaimsStoreMemoryControl,
+    sim: yield* SandboxdSim,
+    table: yield* ClaimTable
+  }
+})
+
+/** Runs `body` in a fresh `world(options)`, handing it the `Parts`. */
+export const inWorld = <A, E>(
+  body: (parts: Parts) => Effect.Effect<A, E, WorldServices | Scope.Scope>,
+  options: WorldOptions = {}
+) => Effect.flatMap(parts, body).pipe(Effect.provide(world(options), { local: true }))
+
 /** The same world over the real file store at `options.config.statePath`. */
 export const fileWorld = (options: WorldOptions & { readonly fileStore: ClaimsStoreFile.ClaimsStoreFileOptions }) => {
   const clientAndConfig = simAndClient(options)
@@ -148,6 +176,32 @@ export const pod = (
 })
 
 export const keyOf = (name: string, namespace = "default") => `${namespace}/${name}` as PodKey
+
+/** The state of the row held for `name` (None without one). */
+export const rowState = (name: string) =>
+  ClaimTable.use((table) => Effect.map(table.held(keyOf(name)), Option.map((row) => row.state._tag)))
+
+/** What the simulator was asked, from its audit log. */
+export const claimBodies = Effect.map(
+  SandboxdSim.use((sim) => sim.audit),
+  (audit) => audit.filter((entry) => entry.route === "claim").map((entry) => JSON.parse(entry.body) as Record<string, unknown>)
+)
+export const releasePaths = Effect.map(
+  SandboxdSim.use((sim) => sim.audit),
+  (audit) => audit.filter((entry) => entry.route === "release").map((entry) => entry.path)
+)
+/** How many claims sandboxd was asked for. */
+export const claimCount = Effect.map(claimBodies, (bodies) => bodies.length)
+/** The ids of the sandboxes the simulator holds claimed. */
+export const simClaimIds = Effect.map(SandboxdSim.use((sim) => sim.claims), (claims) => claims.map((claim) => claim.id))
+
+/** The error `effect` fails with, asserted to carry `tag` and narrowed to it. */
+export const failsWith = <T extends string>(tag: T) =>
+<A, E extends { readonly _tag: string }, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.map(Effect.flip(effect), (error) => {
+    assert.strictEqual(error._tag, tag)
+    return error as Extract<E, { readonly _tag: T }>
+  })
 
 /** Subscribes to the status pushes (before the work that pushes, so nothing is dropped). */
 export const subscribePushes: Effect.Effect<PubSub.Subscription<V1Pod>, never, Provider | Scope.Scope> = Provider.use(
