@@ -1,9 +1,13 @@
 /**
- * Label and field selectors as the apiserver parses them. Parsing never throws: a bad selector comes
- * back as an `ApiStatusError` (400 BadRequest), like the real server.
+ * Label and field selectors as the apiserver parses them, and which stored objects a list, a watch
+ * or a collection delete selects with them. Parsing never throws: a bad selector comes back as an
+ * `ApiStatusError` (400 BadRequest), like the real server.
  */
 import { Result } from "effect"
-import { type ApiStatusError, badRequest } from "./Status.ts"
+import { getPath } from "./Fields.ts"
+import { labelsOf, metaOf } from "./Objects.ts"
+import type { ResourceInfo } from "./Resources.ts"
+import { type ApiStatusError, badRequest, type JsonObject } from "./Status.ts"
 
 export type LabelRequirement =
   | { readonly op: "=" | "!="; readonly key: string; readonly value: string }
@@ -108,3 +112,42 @@ export const parseFieldSelector = (
 
 export const matchFields = (selector: FieldSelector, fields: (field: string) => string): boolean =>
   selector.every((r) => (r.op === "=" ? fields(r.field) === r.value : fields(r.field) !== r.value))
+
+export interface ListOptions {
+  readonly labelSelector?: string | undefined
+  readonly fieldSelector?: string | undefined
+}
+
+/** Both selectors of a request, parsed. */
+export interface Selection {
+  readonly labels: LabelSelector
+  readonly fields: FieldSelector
+}
+
+/** The label selector first, then the field selector against the resource's field labels. */
+export const parseSelection = (r: ResourceInfo, options: ListOptions): Result.Result<Selection, ApiStatusError> => {
+  const labels = parseLabelSelector(options.labelSelector)
+  if (Result.isFailure(labels)) return Result.fail(labels.failure)
+  const fields = parseFieldSelector(options.fieldSelector, r.fieldLabels)
+  if (Result.isFailure(fields)) return Result.fail(fields.failure)
+  return Result.succeed({ labels: labels.success, fields: fields.success })
+}
+
+/** A field label's value as a selector compares it: `source` is the event's `source.component`; non-strings as text. */
+export const fieldValue = (o: JsonObject, field: string): string => {
+  const path = field === "source" ? ["source", "component"] : field.split(".")
+  const v = getPath(o, path)
+  if (typeof v === "boolean") return v ? "true" : "false"
+  if (typeof v === "number") return String(v)
+  return typeof v === "string" ? v : ""
+}
+
+/** Is `o` in namespace `ns` (undefined or "": any) and selected by both selectors? */
+export const selects = (r: ResourceInfo, o: JsonObject, ns: string | undefined, selection: Selection): boolean => {
+  const m = metaOf(o)
+  if (r.namespaced && ns !== undefined && ns !== "" && m["namespace"] !== ns) return false
+  return matchLabels(selection.labels, labelsOf(o)) && matchFields(selection.fields, (f) => fieldValue(o, f))
+}
+
+/** True when neither selector filters anything (the server then counts what a page leaves out). */
+export const selectsAll = (selection: Selection): boolean => selection.labels.length === 0 && selection.fields.length === 0
