@@ -54,14 +54,16 @@
  * `Validation.ts` (decoding checks, NamespaceLifecycle admission, validation), `Update.ts` (update
  * preconditions and strategy), `Deletion.ts` (preconditions, graceful deletion), `Pods.ts` and
  * `Kinds.ts` (per-kind rules), `ManagedFields.ts` and `Apply.ts` (field ownership, server-side
- * apply), `Faults.ts` (fault hooks and the RBAC deny list), `Objects.ts` (shared object helpers).
+ * apply), `Controllers.ts` (the garbage collector, namespace and node lifecycle controllers the model
+ * plays), `Faults.ts` (fault hooks and the RBAC deny list), `Objects.ts` (shared object helpers).
  */
 import { Result } from "effect"
 import { appliedFields, applyRequest, firstApplied, mergeApply } from "./Apply.ts"
+import { collectGarbage, finalizeNamespace, nodeLifecycle } from "./Controllers.ts"
 import { goesNow, markForDeletion, preconditionConflict, type DeleteOptions, type DeleteResult } from "./Deletion.ts"
 import { type DenyRule, DenyList, type FailureRule, type Faults, noFaults } from "./Faults.ts"
 import { leafPaths, pathKey, sameValue } from "./Fields.ts"
-import { prepareForCreate, terminatingNamespace, withoutNotReadyTaint } from "./Kinds.ts"
+import { prepareForCreate, terminatingNamespace } from "./Kinds.ts"
 import { type ManagedEntry, managedEntry, recordManager, setManagedFields } from "./ManagedFields.ts"
 import { finalizersOf, listItem, listKind, metaOf, objectKey, randomSuffix, rfc3339, str, withoutResourceVersion } from "./Objects.ts"
 import { listPage, type PageOptions } from "./Paging.ts"
@@ -249,25 +251,7 @@ export class ClusterModel {
    * Returns the keys (`resource/namespace/name`) it deleted.
    */
   collectGarbage(): Array<string> {
-    const deleted: Array<string> = []
-    for (const r of this.resources) {
-      for (const o of [...this.store.bucket(r).values()]) {
-        const m = metaOf(o)
-        const refs = Array.isArray(m["ownerReferences"]) ? m["ownerReferences"].filter(isRecord) : []
-        if (refs.length === 0 || m["deletionTimestamp"] !== undefined) continue
-        const ns = str(m["namespace"]) ?? ""
-        const ownerGone = (ref: Record<string, unknown>) => {
-          const owner = this.resources.find((x) => apiVersionOf(x) === ref["apiVersion"] && x.kind === ref["kind"])
-          if (owner === undefined) return false // an owner kind the server does not know is left alone
-          const scope = owner.namespaced ? ns : ""
-          return ![...this.store.bucket(owner).values()].some((x) => metaOf(x)["uid"] === ref["uid"] && (metaOf(x)["namespace"] ?? "") === scope)
-        }
-        if (!refs.every(ownerGone)) continue
-        const name = str(m["name"]) ?? ""
-        if (Result.isSuccess(this.deleteOne(r, ns, name, {}))) deleted.push(`${r.plural}/${ns}/${name}`)
-      }
-    }
-    return deleted
+    return collectGarbage(this.resources, this.store, (r, ns, name) => this.deleteOne(r, ns, name, {}))
   }
 
   /** Send a BOOKMARK to every open watch that asked for bookmarks. */
@@ -395,7 +379,7 @@ export class ClusterModel {
     if (this.store.lookup(r, namespace, name) !== undefined) return Result.fail(alreadyExists(r, name))
     recordManager(obj, undefined, options.fieldManager, "Update", undefined, this.now)
     const created = this.store.commit(r, namespace, name, "ADDED", obj, undefined)
-    if (r === Nodes && this.nodeNotReadyTaint) this.nodeLifecycle(name)
+    if (r === Nodes && this.nodeNotReadyTaint) nodeLifecycle(this.store, name, this.now)
     return Result.succeed(created)
   }
 
@@ -492,14 +476,7 @@ export class ClusterModel {
 
   /** The namespace controller's job: remove everything in the namespace, then the namespace. */
   finalizeNamespace(name: string): void {
-    for (const r of this.resources) {
-      if (!r.namespaced) continue
-      for (const [k, o] of [...this.store.bucket(r).entries()]) {
-        if (k.startsWith(`${name}/`)) this.store.commit(r, name, str(metaOf(o)["name"]) ?? "", "DELETED", clone(o), o)
-      }
-    }
-    const ns = this.store.lookup(Namespaces, "", name)
-    if (ns !== undefined) this.store.commit(Namespaces, "", name, "DELETED", clone(ns), ns)
+    finalizeNamespace(this.resources, this.store, name)
   }
 
   // ---------------------------------------------------------------- internals
@@ -658,18 +635,8 @@ export class ClusterModel {
       return Result.succeed(this.store.commit(r, namespace, name, "DELETED", next, stored))
     }
     const written = this.store.commit(r, namespace, name, "MODIFIED", next, stored)
-    if (r === Nodes && this.nodeNotReadyTaint) this.nodeLifecycle(name)
+    if (r === Nodes && this.nodeNotReadyTaint) nodeLifecycle(this.store, name, this.now)
     return Result.succeed(written)
-  }
-
-  /** The node lifecycle controller's part: drop the not-ready taint once Ready=True (its own write). */
-  private nodeLifecycle(name: string): void {
-    const stored = this.store.lookup(Nodes, "", name)
-    if (stored === undefined) return
-    const next = withoutNotReadyTaint(stored)
-    if (next === undefined) return
-    recordManager(next, stored, "kube-controller-manager", "Update", undefined, this.now)
-    this.store.commit(Nodes, "", name, "MODIFIED", next, stored)
   }
 }
 
