@@ -4,12 +4,21 @@
  * same Event. Writes happen on a background fiber every flush interval, so a retrying create
  * makes one Event with a growing count rather than one per retry, and the claim path never
  * waits on the events endpoint.
+ *
+ * EV-06: new Normal Pod events have a budget (a token bucket, `normalPodEvents`). Beyond it, as
+ * in a burst of Pods bound at once, such an event is counted on one summary Event of the Node per
+ * reason (its count is the number of Pods, its message names the latest) instead of one Event
+ * per Pod: every Event write takes a token of the same apiserver rate limit as the Pods' status
+ * writes, and what a Normal Pod event says (claimed, adopted, released) the Pod itself shows in
+ * its status and claim annotation. Warnings, Node events and repeats of a Pod's own Event are
+ * never folded.
  */
 import type { CoreV1Event } from "@kubernetes/client-node"
 import { DateTime, Duration, Effect, Layer, Option, Ref, Schedule, Semaphore } from "effect"
 import { AppConfig } from "../Services/Config.ts"
 import { EventRecorder, type EventType, type InvolvedObject } from "../Services/EventRecorder.ts"
 import { KubeApi } from "../Services/KubeApi.ts"
+import { count, eventsFolded } from "../Services/Metrics.ts"
 
 interface Aggregate {
   readonly involved: InvolvedObject
@@ -33,8 +42,18 @@ const eventNamespace = (involved: InvolvedObject) => (involved.kind === "Node" ?
 /** At most this many aggregates are kept; the oldest written ones are forgotten first. */
 const MAX_AGGREGATES = 4096
 
+/** New Normal Pod events written per Pod: `burst` at once, then `perSecond`. */
+export interface EventBudget {
+  readonly burst: number
+  readonly perSecond: number
+}
+
+export const defaultNormalPodEvents: EventBudget = { burst: 25, perSecond: 5 }
+
 export interface EventRecorderOptions {
   readonly flushInterval: Duration.Duration
+  /** EV-06; `defaultNormalPodEvents` when absent. */
+  readonly normalPodEvents?: EventBudget
 }
 
 export const make = (options: EventRecorderOptions = { flushInterval: Duration.seconds(1) }) =>
@@ -45,17 +64,49 @@ export const make = (options: EventRecorderOptions = { flushInterval: Duration.s
     // works on an array it copies out first): an event costs the same with 4,000 aggregates as with 4.
     const state = yield* Ref.make(new Map<string, Aggregate>())
     const component = "vk-sandbox"
+    const budget = options.normalPodEvents ?? defaultNormalPodEvents
+    // the budget's token bucket, refilled on each record from the time since the last one
+    let tokens = budget.burst
+    let refilledAt: number | undefined
+    const nodeSummary: InvolvedObject = { kind: "Node", namespace: "", name: config.nodeName, uid: "" }
+
+    /** EV-06: the event as written (the Pod's own, or the Node's summary when over the budget). */
+    const budgeted = (
+      current: ReadonlyMap<string, Aggregate>,
+      involved: InvolvedObject,
+      type: EventType,
+      reason: string,
+      message: string,
+      nowMillis: number
+    ): { readonly involved: InvolvedObject; readonly message: string; readonly folded: boolean } => {
+      if (involved.kind !== "Pod" || type !== "Normal" || current.has(keyOf(involved, type, reason))) {
+        return { involved, message, folded: false }
+      }
+      tokens = Math.min(budget.burst, tokens + (Math.max(0, nowMillis - (refilledAt ?? nowMillis)) * budget.perSecond) / 1000)
+      refilledAt = nowMillis
+      if (tokens >= 1) {
+        tokens -= 1
+        return { involved, message, folded: false }
+      }
+      return {
+        involved: nodeSummary,
+        message: `Pod ${involved.namespace}/${involved.name}: ${message} (Normal Pod events beyond ${budget.burst} at once, ` +
+          `then ${budget.perSecond} per second, are counted here instead of on each Pod)`,
+        folded: true
+      }
+    }
 
     const record = (involved: InvolvedObject, type: EventType, reason: string, message: string) =>
       Effect.gen(function*() {
         const now = yield* DateTime.now
-        yield* Ref.update(state, (current) => {
+        const folded = yield* Ref.modify(state, (current): [boolean, Map<string, Aggregate>] => {
           const next = current
-          const key = keyOf(involved, type, reason)
+          const written = budgeted(current, involved, type, reason, message, DateTime.toEpochMillis(now))
+          const key = keyOf(written.involved, type, reason)
           const previous = next.get(key)
           next.set(key, previous === undefined
-            ? { involved, type, reason, message, count: 1, first: now, last: now, written: Option.none(), dirty: true }
-            : { ...previous, message, count: previous.count + 1, last: now, dirty: true })
+            ? { involved: written.involved, type, reason, message: written.message, count: 1, first: now, last: now, written: Option.none(), dirty: true }
+            : { ...previous, message: written.message, count: previous.count + 1, last: now, dirty: true })
           if (next.size > MAX_AGGREGATES) {
             for (const [k, agg] of next) {
               if (!agg.dirty) {
@@ -64,8 +115,9 @@ export const make = (options: EventRecorderOptions = { flushInterval: Duration.s
               }
             }
           }
-          return next
+          return [written.folded, next]
         })
+        if (folded) yield* count(eventsFolded, { reason })
       })
 
     const eventBody = (agg: Aggregate, name: string): CoreV1Event => ({

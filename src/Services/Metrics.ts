@@ -2,7 +2,7 @@
  * The daemon's Prometheus metrics, defined once here and updated where the thing
  * happens. Exposed as Prometheus text by `HealthServer.ts` (`/metrics` on `--metrics-addr`).
  */
-import { Effect, Metric } from "effect"
+import { Duration, Effect, Metric } from "effect"
 
 const latencyBoundaries = Metric.exponentialBoundaries({ start: 0.0005, factor: 2, count: 16 }) // 0.5 ms … ~16 s
 
@@ -45,6 +45,20 @@ export const commitDuration = Metric.histogram("vk_sandbox_commit_duration_secon
   description: "durable claims-file commit latency as seen by the caller",
   boundaries: latencyBoundaries
 })
+/** The stages of a Pod's start inside the daemon; their sum is the daemon's share of create → Running. */
+export type PodStartStage = "queue" | "intent" | "claim" | "commit" | "status_write"
+export const podStartStage = Metric.histogram("vk_sandbox_pod_start_stage_seconds", {
+  description:
+    "the daemon's share of a Pod's start, by stage: queue (watch delivery to reconcile start), intent (the claim intent's durable write), claim (the sandboxd claim), commit (the claim's durable write), status_write (status push to status written, rate-limiter wait included)",
+  boundaries: latencyBoundaries
+})
+/** Observes `seconds` for one stage of a Pod's start. */
+export const observeStage = (stage: PodStartStage, seconds: number) =>
+  Metric.update(Metric.withAttributes(podStartStage, { stage }), seconds)
+/** Times `effect` as one stage of a Pod's start (success or failure alike). */
+export const timeStage = (stage: PodStartStage) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.trackDuration(effect, Metric.withAttributes(podStartStage, { stage }), (d) => Duration.toMillis(d) / 1000)
+
 export const commitBatchSize = Metric.histogram("vk_sandbox_commit_batch_size", {
   description: "commits carried by one durable write (group commit)",
   boundaries: Metric.exponentialBoundaries({ start: 1, factor: 2, count: 10 })
@@ -66,6 +80,9 @@ export const apiserverRequestDuration = Metric.histogram("vk_sandbox_apiserver_r
 export const rateLimiterWait = Metric.histogram("vk_sandbox_apiserver_rate_limiter_wait_seconds", {
   description: "time a request waited for the client-side rate limiter (--kube-api-qps, --kube-api-burst)",
   boundaries: latencyBoundaries
+})
+export const eventsFolded = Metric.counter("vk_sandbox_events_folded_total", {
+  description: "Normal Pod events over the event budget, counted on the Node's summary Event by reason instead of written per Pod"
 })
 export const claimsByState = Metric.gauge("vk_sandbox_claims", {
   description: "claims by state: durable, tentative (commit in flight), quarantined (not yet confirmed), in_doubt (outcome unknown)"

@@ -42,7 +42,7 @@ interface StoredEvent {
 }
 
 
-const setup = Effect.gen(function*() {
+const setupWith = (normalPodEvents?: EventRecorderKube.EventBudget) => Effect.gen(function*() {
   yield* TestClock.setTime(START)
   const dir = yield* Effect.acquireRelease(
     Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "events-"))),
@@ -56,7 +56,7 @@ const setup = Effect.gen(function*() {
   // The recorder in its own scope, so a test can close it (shutdown) before the test ends.
   const scope = yield* Scope.make()
   yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
-  const recorder = yield* EventRecorderKube.make({ flushInterval: FLUSH }).pipe(
+  const recorder = yield* EventRecorderKube.make({ flushInterval: FLUSH, ...(normalPodEvents === undefined ? {} : { normalPodEvents }) }).pipe(
     Effect.provideService(KubeApi, kube),
     Effect.provideService(AppConfig, config),
     Scope.provide(scope)
@@ -73,6 +73,7 @@ const setup = Effect.gen(function*() {
   const flush = TestClock.adjust(FLUSH)
   return { model, recorder, events, allEvents, flush, close: Scope.close(scope, Exit.void) }
 })
+const setup = setupWith()
 
 const iso = (millis: number) => new Date(millis).toISOString()
 const seconds = (text: string) => Date.parse(text)
@@ -157,6 +158,42 @@ describe("EventRecorderKube", () => {
       assert.strictEqual(second.message, "no warm capacity (attempt 7)")
       assert.strictEqual(seconds(second.firstTimestamp), START, "firstTimestamp stays")
       assert.strictEqual(second.lastTimestamp, iso(Math.floor(later / 1000) * 1000).replace(".000Z", "Z"))
+    }))
+
+  it.effect("EV-06: Normal Pod events over the budget are counted on one Node Event per reason; Warnings never", () =>
+    Effect.gen(function*() {
+      const { recorder, events, flush } = yield* setupWith({ burst: 3, perSecond: 1 })
+      const podN = (i: number): InvolvedObject => ({ kind: "Pod", namespace: "team-a", name: `bot-${i}`, uid: `uid-${i}` })
+      for (let i = 1; i <= 10; i++) yield* recorder.record(podN(i), "Normal", "Claimed", `claimed sb_${i}`)
+      yield* recorder.record(podN(11), "Warning", "CreateFailed", "no warm capacity")
+      // a repeat of a Pod's own Event is not a new one: it takes no token
+      yield* recorder.record(podN(1), "Normal", "Claimed", "claimed sb_1 again")
+      yield* flush
+      yield* eventually("the events", () => events("team-a").length === 4 && events("default").length === 1)
+      yield* settle
+      const perPod = events("team-a")
+      assert.deepStrictEqual(
+        perPod.map((e) => `${e.involvedObject["name"]} ${e.reason} ${e.count}`).sort(),
+        ["bot-1 Claimed 2", "bot-11 CreateFailed 1", "bot-2 Claimed 1", "bot-3 Claimed 1"]
+      )
+      const [summary] = events("default")
+      assert.strictEqual(summary.involvedObject["kind"], "Node")
+      assert.strictEqual(summary.involvedObject["name"], NODE)
+      assert.strictEqual(summary.reason, "Claimed")
+      assert.strictEqual(summary.type, "Normal")
+      assert.strictEqual(summary.count, 7, "the seven Pods over the budget")
+      assert.match(summary.message, /^Pod team-a\/bot-10: claimed sb_10 \(Normal Pod events beyond 3 at once, then 1 per second/)
+
+      // the bucket refills with time: two seconds, two Pods with Events of their own again
+      yield* TestClock.adjust("1 second") // two seconds since the records, with the flush above
+      for (let i = 12; i <= 14; i++) yield* recorder.record(podN(i), "Normal", "Claimed", `claimed sb_${i}`)
+      yield* flush
+      yield* eventually("the summary patched", () => events("default")[0]?.count === 8)
+      yield* settle
+      assert.deepStrictEqual(
+        events("team-a").map((e) => String(e.involvedObject["name"])).filter((n) => Number(n.slice(4)) >= 12).sort(),
+        ["bot-12", "bot-13"]
+      )
     }))
 
   it.effect("different reasons (and types) on the same object are separate Events", () =>
