@@ -11,6 +11,7 @@
  *   VK_BENCH_STEADY_S  seconds of nothing changing after the burst (130: over two 60 s resyncs)
  *   VK_BENCH_SINGLE_N  single Pods created one after the other for create→Running (25)
  *   VK_BENCH_NODE_FLAGS node flags for the daemon, as the image would set them ("")
+ *   VK_BENCH_MODULE_LOAD 0 skips the module-load figures (1)
  *   VK_BENCH_RESTART_LIMIT_S how long the restart may take to /readyz 200 before it is reported as not ready (180)
  * The bench reports; it does not assert. Everything here is one run per size on whatever
  * machine runs it: say which machine (and what else ran on it) next to the figures.
@@ -51,6 +52,15 @@ const procMemory = (pid: number) => {
   const status = fs.readFileSync(`/proc/${pid}/status`, "utf8")
   const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? "0") * 1024
   return { rss: kb("VmRSS"), peak: kb("VmHWM") }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
+const procCpuSeconds = (pid: number): number => {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+  // the fields after the command name (which may hold spaces) start after the last ")"
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the state field
+  return (Number(fields[11]) + Number(fields[12])) / 100
 }
 
 // ---- module load: what importing each part costs a fresh Node process ----------------------
@@ -216,11 +226,14 @@ interface BurstResult {
   readonly peakRss: number
   readonly peakHeap: number
   readonly requests: number
+  /** CPU seconds the daemon used from the first create to the last Pod Running. */
+  readonly cpuSeconds: number
 }
 
 /** N Pods bound at once; until every one is Running. */
 const burst = async (cluster: Cluster, phases: PhaseTracker, child: Child, n: number, prefix: string): Promise<BurstResult> => {
   const before = apiserverRequests(await scrape(child))
+  const cpuBefore = procCpuSeconds(child.pid)
   const started = performance.now()
   for (let i = 0; i < n; i++) createPodNow(cluster, `${prefix}-${i}`)
   let peakHeap = 0
@@ -233,12 +246,13 @@ const burst = async (cluster: Cluster, phases: PhaseTracker, child: Child, n: nu
     }
     await sleep(50)
   }
+  const cpuSeconds = procCpuSeconds(child.pid) - cpuBefore
   let last = started
   for (let i = 0; i < n; i++) last = Math.max(last, phases.runningSince(`${prefix}-${i}`) ?? last)
   const seconds = (last - started) / 1000
   const metrics = await scrape(child)
   peakHeap = Math.max(peakHeap, heapUsed(metrics))
-  return { seconds, peakRss: procMemory(child.pid).peak, peakHeap, requests: apiserverRequests(metrics) - before }
+  return { seconds, peakRss: procMemory(child.pid).peak, peakHeap, requests: apiserverRequests(metrics) - before, cpuSeconds }
 }
 
 /** Pods created one after the other: create → Running in the apiserver, and the daemon's own share. */
@@ -260,16 +274,31 @@ const singles = async (cluster: Cluster, phases: PhaseTracker, child: Child, n: 
     return count > 0 ? round1((sum / count) * 1000) : 0
   }
   const p50 = percentile(samples, 50)
-  const claim = avgMs("vk_sandbox_claim_duration_seconds")
+  const avg = samples.length > 0 ? samples.reduce((a, b) => a + b, 0) / samples.length : 0
+  // the daemon's own share, stage by stage, from its own histograms (averages over the singles)
+  const stage = (name: string) => avgMs("vk_sandbox_pod_start_stage_seconds", { stage: name })
+  const queue = stage("queue")
+  const create = avgMs("vk_sandbox_claim_duration_seconds")
+  const statusWrite = stage("status_write")
+  const daemon = queue + create + statusWrite
   return {
     create_to_running_p50_ms: round1(p50),
     create_to_running_p99_ms: round1(percentile(samples, 99)),
-    // reconcile start → Running pushed: the sandboxd claim and the durable commit
-    daemon_claim_avg_ms: claim,
+    create_to_running_avg_ms: round1(avg),
+    // watch delivery → reconcile start (the keyed queue)
+    daemon_queue_avg_ms: queue,
+    // reconcile start → Running pushed (createPod), and the parts of it:
+    daemon_create_avg_ms: create,
+    daemon_intent_avg_ms: stage("intent"),
+    daemon_claim_avg_ms: stage("claim"),
     daemon_sandboxd_claim_avg_ms: avgMs("vk_sandbox_sandboxd_request_duration_seconds", { operation: "claim" }),
-    daemon_commit_avg_ms: avgMs("vk_sandbox_commit_duration_seconds"),
-    // the rest of p50: watch delivery, queueing to the reconcile, and the status write
-    daemon_watch_queue_status_write_ms: round1(Math.max(0, p50 - claim))
+    daemon_commit_avg_ms: stage("commit"),
+    // Running pushed → status written (the status queue, the rate limiter, the PUT)
+    daemon_status_write_avg_ms: statusWrite,
+    daemon_share_avg_ms: round1(daemon),
+    // the rest of the average: the create's own trip, the watch delivering it, and the watch
+    // delivering the Running status to the bench
+    apiserver_and_watch_avg_ms: round1(Math.max(0, avg - daemon))
   }
 }
 
@@ -291,7 +320,8 @@ const run = async (): Promise<Figures> => {
   const figures: Record<string, number | string | boolean> = {
     entry: fs.existsSync(bundle) ? "node dist/main.js" : "node src/main.ts (no dist/: npm run build)",
     node_flags: process.env["VK_BENCH_NODE_FLAGS"] ?? "",
-    ...moduleLoad()
+    // VK_BENCH_MODULE_LOAD=0 skips the module-load figures (a dozen Node starts) while iterating
+    ...(envNumber("VK_BENCH_MODULE_LOAD", 1) === 0 ? {} : moduleLoad())
   }
 
   // A phase that fails is reported as such; the figures measured before it are kept.
@@ -311,6 +341,8 @@ const run = async (): Promise<Figures> => {
       figures["burst_all_running_s"] = round2(result.seconds)
       figures["burst_floor_s"] = round2(floor)
       figures["burst_over_floor"] = floor > 0 ? round2(result.seconds / floor) : 0
+      // the daemon's CPU for the burst: on a shared machine, a figure the load does not inflate
+      figures["burst_daemon_cpu_s"] = round2(result.cpuSeconds)
       figures["burst_peak_rss_mb"] = mb(result.peakRss)
       figures["burst_peak_heap_used_mb"] = mb(result.peakHeap)
       figures["apiserver_requests_per_pod"] = round2(result.requests / burstN)

@@ -28,7 +28,7 @@ import {
 } from "@kubernetes/client-node"
 import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import { AppConfig } from "../Services/Config.ts"
-import { decodePod, encodePod, nullDroppingReviver, type Pod } from "../Schemas/Pod.ts"
+import { decodePod, dropNulls, encodePod, type Pod } from "../Schemas/Pod.ts"
 import { redactCause, redactUrlUserinfo } from "../Schemas/UrlRedaction.ts"
 import {
   KubeApi,
@@ -232,7 +232,7 @@ const decodePodListBody = Schema.decodeUnknownOption(PodListBody)
 /** JSON text → value with the apiserver's `null`s left out (the slim Pod's form); None when not JSON. */
 const parseJson = (text: string): Option.Option<unknown> => {
   try {
-    return Option.some(JSON.parse(text, nullDroppingReviver))
+    return Option.some(dropNulls(JSON.parse(text)))
   } catch {
     return Option.none()
   }
@@ -353,7 +353,11 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
           Effect.flatMap(({ status, text }) => {
             if (status < 200 || status > 299) return Effect.fail(errorFromResponse(operation, status, text))
             return Effect.try({
-              try: (): unknown => (text === "" ? undefined : JSON.parse(text, spec.dropNulls === true ? nullDroppingReviver : undefined)),
+              try: (): unknown => {
+                if (text === "") return undefined
+                const parsed: unknown = JSON.parse(text)
+                return spec.dropNulls === true ? dropNulls(parsed) : parsed
+              },
               catch: () => new KubeUnavailable({ operation, status, message: `response is not JSON: ${firstLine(text)}` })
             })
           })

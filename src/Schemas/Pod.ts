@@ -140,7 +140,11 @@ export const Pod = Schema.Struct({
 })
 export type Pod = typeof Pod.Type
 
-/** The apiserver writes `null` for an unset time or list; the slim Pod leaves such a key out. */
+/**
+ * The apiserver writes `null` for an unset time or list; the slim Pod leaves such a key out.
+ * A walk after a plain `JSON.parse`: a `JSON.parse` reviver does the same several times slower
+ * (it calls back for every value).
+ */
 export const dropNulls = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(dropNulls)
   if (value === null || typeof value !== "object") return value
@@ -148,9 +152,6 @@ export const dropNulls = (value: unknown): unknown => {
   for (const [key, field] of Object.entries(value)) if (field !== null) out[key] = dropNulls(field)
   return out
 }
-
-/** `JSON.parse` reviver with the same effect as `dropNulls`, applied while parsing. */
-export const nullDroppingReviver = (_key: string, value: unknown): unknown => (value === null ? undefined : value)
 
 const decodePodOption = Schema.decodeUnknownOption(Pod)
 const decodeStatusType = Schema.decodeUnknownOption(Schema.toType(PodStatus))

@@ -18,6 +18,7 @@ import type { EventRecorder } from "../../Services/EventRecorder.ts"
 import type { KubeApi } from "../../Services/KubeApi.ts"
 import { type DeletePodError, PodLifecycle } from "../../Services/PodLifecycle.ts"
 import type { PodControllerHandle } from "../../Services/Daemon.ts"
+import * as Metrics from "../../Services/Metrics.ts"
 import * as Backoff from "./Backoff.ts"
 import * as Informer from "./Informer.ts"
 import { SandboxdToken } from "../../Services/SandboxdToken.ts"
@@ -57,13 +58,27 @@ export const make = (
     const retry = options.retry ?? Backoff.schedule(options.backoff)
 
     const informer = yield* Informer.make(nodeName, options, retry)
-    const changed = (key: PodKey): Effect.Effect<void> => podQueue.enqueue(key, "change")
+    /** When a key's change reached the queue, until its next run starts: the queue stage of a Pod's start. */
+    const changedAt = new Map<PodKey, number>()
+    const changed = (key: PodKey): Effect.Effect<void> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        if (!changedAt.has(key)) changedAt.set(key, now)
+        return podQueue.enqueue(key, "change")
+      })
+    const queueStage = (key: PodKey) =>
+      Effect.suspend(() => {
+        const since = changedAt.get(key)
+        if (since === undefined) return Effect.void
+        changedAt.delete(key)
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => Metrics.observeStage("queue", (now - since) / 1000))
+      })
     const status = yield* StatusWriter.make(informer, retry, changed)
     const reconciler = yield* Reconciler.make(informer, status)
     const podQueue: KeyedQueue.KeyedQueue<PodKey> = yield* KeyedQueue.make<PodKey>(
       // One span per reconcile of a key: its create, claim, commit and release spans nest under it.
       (key) =>
-        reconciler.reconcile(key).pipe(
+        queueStage(key).pipe(
+          Effect.andThen(reconciler.reconcile(key)),
           Effect.withSpan("PodController.reconcile", { attributes: { pod: key, node: nodeName } }),
           Effect.annotateLogs({ node: nodeName })
         ),

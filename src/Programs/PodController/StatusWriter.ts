@@ -14,7 +14,7 @@
  *   two Pods handed to the provider per key are kept, as their labels and annotations only.
  */
 import type { V1Pod } from "@kubernetes/client-node"
-import { type Duration, Effect, Metric, Option, type Scope } from "effect"
+import { Clock, type Duration, Effect, Metric, Option, type Scope } from "effect"
 import { type PodKey, podKeyOfPod, splitPodKey } from "../../Schemas/Ids.ts"
 import type { Pod } from "../../Schemas/Pod.ts"
 import { failpoint } from "../../Services/Failpoints.ts"
@@ -81,8 +81,16 @@ export const make = (
     const kube = yield* KubeApi
     /** The newest push per key not yet written. */
     const pending = new Map<PodKey, V1Pod>()
+    /** When the oldest push of `pending` arrived, per key: the status_write stage ends when it is written. */
+    const pushedAt = new Map<PodKey, number>()
     /** The last push written or found already in place, per key (status repair). */
     const lastPushed = new Map<PodKey, V1Pod>()
+    /**
+     * The resourceVersion the apiserver gave the write of `lastPushed`, per key: a Pod observed
+     * at that version is exactly what that write stored, so the repair check has nothing to do
+     * (the watch delivers every Pod's own status write back once).
+     */
+    const lastPushedVersion = new Map<PodKey, string>()
     /** The last two Pods handed to the provider per key, newest last. */
     const handedPods = new Map<PodKey, ReadonlyArray<Handed>>()
 
@@ -97,7 +105,12 @@ export const make = (
      * PUT pods/status of the body built from the informer's Pod. A 409 re-reads the Pod into the
      * informer and reports Conflicted (the queue retries on the schedule with the fresh Pod).
      */
-    const write = (key: PodKey, uid: string, body: (current: Pod) => Pod | undefined) =>
+    const write = (
+      key: PodKey,
+      uid: string,
+      body: (current: Pod) => Pod | undefined,
+      onWritten: (written: Pod) => void = () => {}
+    ) =>
       Effect.gen(function*() {
         const current = yield* informer.get(key)
         if (Option.isNone(current) || uidOf(current.value) !== uid) return "Gone" as const
@@ -109,7 +122,7 @@ export const make = (
           Effect.tap(() => failpoint("push-after-write")),
           Effect.catchTag("FailpointFired", (e) =>
             Effect.fail(new KubeUnavailable({ operation: "replacePodStatus", status: 0, message: e.message }))),
-          Effect.tap((written) => informer.written(current.value, written)),
+          Effect.tap((written) => informer.written(current.value, written).pipe(Effect.andThen(Effect.sync(() => onWritten(written))))),
           Effect.as<WriteResult>("Written"),
           Effect.catchTag("KubeConflict", () =>
             Metric.update(Metrics.statusWriteConflicts, 1).pipe(
@@ -133,7 +146,9 @@ export const make = (
         const push = pending.get(key)
         if (push === undefined) return "Done" as const
         const forget = Effect.sync(() => {
-          if (pending.get(key) === push) pending.delete(key)
+          if (pending.get(key) !== push) return
+          pending.delete(key)
+          pushedAt.delete(key)
         })
         const current = yield* informer.get(key)
         // ST-04 and ST-11: not for a Pod we do not know, another generation, or a terminal Pod.
@@ -142,11 +157,12 @@ export const make = (
           return "Done" as const
         }
         const base = baseFor(key, push)
+        let version: string | undefined
         const result = yield* write(key, uidOf(push), (pod) => {
           if (isTerminal(pod)) return undefined
           const body = Option.getOrUndefined(statusWriteBody(push, pod, base))
           return body === undefined || statusWriteIsNoop(pod, body) ? undefined : body
-        }).pipe(
+        }, (written) => (version = written.metadata?.resourceVersion)).pipe(
           Effect.catchTag("KubeInvalid", (error) =>
             Effect.logError("status write refused by the apiserver").pipe(
               Effect.annotateLogs({ error }),
@@ -157,10 +173,18 @@ export const make = (
           )
         )
         if (result === "Failed" || result === "Conflicted") return "Retry" as const
+        const since = pushedAt.get(key)
+        if (result === "Written" && since !== undefined) {
+          yield* Metrics.observeStage("status_write", ((yield* Clock.currentTimeMillis) - since) / 1000)
+        }
         if (result === "Written" || result === "Skipped") {
           // Not for a Pod deleted meanwhile: its state was already forgotten.
           const still = yield* informer.get(key)
-          if (Option.isSome(still) && uidOf(still.value) === uidOf(push)) lastPushed.set(key, push)
+          if (Option.isSome(still) && uidOf(still.value) === uidOf(push)) {
+            lastPushed.set(key, push)
+            if (version === undefined) lastPushedVersion.delete(key)
+            else lastPushedVersion.set(key, version)
+          }
         }
         yield* forget
         return "Done" as const
@@ -178,6 +202,7 @@ export const make = (
         // be written) must not displace a queued push for the Pod the apiserver has now.
         if (queued !== undefined && uidOf(queued) === currentUid && uidOf(pod) !== currentUid) return
         pending.set(key, pod)
+        if (!pushedAt.has(key)) pushedAt.set(key, yield* Clock.currentTimeMillis)
         yield* queue.enqueue(key, "change")
       })
 
@@ -186,6 +211,8 @@ export const make = (
         const key = podKeyOfPod(pod)
         const pushed = lastPushed.get(key)
         if (pushed === undefined || uidOf(pushed) !== uidOf(pod) || isTerminal(pod)) return
+        const version = pod.metadata?.resourceVersion
+        if (version !== undefined && lastPushedVersion.get(key) === version) return
         const body = statusWriteBody(pushed, pod, baseFor(key, pushed))
         if (Option.isNone(body) || statusWriteIsNoop(pod, body.value)) return
         if (!pending.has(key)) pending.set(key, pushed)
@@ -204,12 +231,15 @@ export const make = (
       forget: (key) =>
         Effect.suspend(() => {
           lastPushed.delete(key)
+          lastPushedVersion.delete(key)
           handedPods.delete(key)
           // A pending write finds the Pod gone and ends; wake it if it waits for a retry.
           return pending.has(key) ? queue.enqueue(key, "change") : Effect.void
         }),
       drain: queue.drain,
-      retainedKeys: Effect.sync(() => new Set([...pending.keys(), ...lastPushed.keys(), ...handedPods.keys()])),
+      retainedKeys: Effect.sync(() =>
+        new Set([...pending.keys(), ...lastPushed.keys(), ...lastPushedVersion.keys(), ...handedPods.keys()])
+      ),
       queued: queue.size
     }
   })

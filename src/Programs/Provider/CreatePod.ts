@@ -39,6 +39,7 @@ import {
   requestedRuntime,
   SERVED_RUNTIME
 } from "../../Schemas/PodAnnotations.ts"
+import { timeStage } from "../../Services/Metrics.ts"
 import { detachedRelease } from "./DetachedRelease.ts"
 import { pushRunning } from "./Push.ts"
 import { formatSeconds, sandboxLostPod } from "./Status.ts"
@@ -214,7 +215,7 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
     const startedAt = yield* DateTime.now
     // The intent is durable before the claim leaves: after a crash at any later point, the file
     // still names this key as one whose claim may have made a VM that no row records.
-    const intended = yield* Effect.exit(store.intend({ key, podUID: pod.metadata?.uid ?? "", sentAt: startedAt }))
+    const intended = yield* Effect.exit(store.intend({ key, podUID: pod.metadata?.uid ?? "", sentAt: startedAt }).pipe(timeStage("intent")))
     if (Exit.isFailure(intended)) {
       yield* store.settleIntent(key)
       const writeError = writeErrorOf(store.path, intended.cause)
@@ -234,7 +235,7 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
         size: Option.getOrElse(annotationValue(pod.metadata?.annotations, PodAnnotation.size), () => ""),
         ttlSeconds,
         claimRef: key
-      })),
+      }).pipe(timeStage("claim"))),
       // An armed failure here stands for a reply lost after sandboxd made the VM (a timeout).
       Effect.tap(() =>
         failpoint("claim-after-send").pipe(
@@ -284,7 +285,7 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
     // Any end but success is a commit that did not land: one cut short (the store closing at
     // shutdown interrupts queued commits) or broken by a defect is undone like a failed write,
     // or the VM would be returned by no one and its token would go with the process.
-    const committed = yield* Effect.exit(store.commit(Option.some(key)))
+    const committed = yield* Effect.exit(store.commit(Option.some(key)).pipe(timeStage("commit")))
     if (Exit.isFailure(committed)) {
       const writeError = writeErrorOf(store.path, committed.cause)
       const released = yield* Effect.result(detachedRelease(record.id, record.token))
