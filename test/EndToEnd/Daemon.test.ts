@@ -132,6 +132,10 @@ describe("daemon end to end", () => {
       ) {
         assert.match(body, new RegExp(`^# TYPE ${family} `, "m"), `family ${family} in /metrics`)
       }
+      // every stage of a Pod's start was timed (the Pods above were claimed and went Running)
+      for (const stage of ["queue", "intent", "claim", "commit", "status_write"]) {
+        assert.match(body, new RegExp(`^vk_sandbox_pod_start_stage_seconds_count\\{[^}]*stage="${stage}"[^}]*\\} [1-9]`, "m"), `stage ${stage} timed`)
+      }
       // Every family served is documented in docs/operations.md with its type, and every
       // documented family is served, except those the table says appear with their first event.
       const served = new Map([...body.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]))

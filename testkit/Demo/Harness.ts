@@ -25,7 +25,11 @@ export class StepFailed extends Schema.TaggedError<StepFailed>()("StepFailed", {
 
 export type JsonObject = { [key: string]: unknown }
 
-export const binary = fileURLToPath(new URL("../../node_modules/.bin/vk-sandbox", import.meta.url))
+/**
+ * This checkout's executable: the script `node_modules/.bin/vk-sandbox` links to after `npm ci`
+ * here; a node_modules shared with another checkout would link that checkout's instead.
+ */
+export const binary = fileURLToPath(new URL("../../bin/vk-sandbox", import.meta.url))
 
 const isRecord = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
 const field = (u: unknown, key: string): unknown => (isRecord(u) ? u[key] : undefined)
