@@ -74,7 +74,7 @@ const recordDurably = (key: PodKey, record: ClaimRecord) =>
     const store = yield* ClaimsStore
     const inserted = yield* table.modify((s) => {
       if (s.rows.has(key)) return [false, s] as const
-      return [true, { ...s, rows: new Map(s.rows).set(key, { record, state: ClaimState.Tentative() }) }] as const
+      return [true, { ...s, rows: s.rows.with(key, { record, state: ClaimState.Tentative() }) }] as const
     })
     if (!inserted) return false
     const committed = yield* Effect.exit(store.commit(Option.some(key)))

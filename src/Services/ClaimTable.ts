@@ -11,11 +11,12 @@ import type { V1Pod } from "@kubernetes/client-node"
 import { Context, type DateTime, type Effect, type Option } from "effect"
 import type { ClaimRecord, ClaimRow } from "../Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
+import type { PersistentMap } from "../Schemas/PersistentMap.ts"
 
 export interface ClaimTableState {
   /** The last accepted Pod per key (a private copy). */
-  readonly pods: ReadonlyMap<PodKey, V1Pod>
-  readonly rows: ReadonlyMap<PodKey, ClaimRow>
+  readonly pods: PersistentMap<PodKey, V1Pod>
+  readonly rows: PersistentMap<PodKey, ClaimRow>
 }
 
 /** What one verification pass did to the quarantined rows it judged (VER-2 step 5). */

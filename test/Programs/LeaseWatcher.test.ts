@@ -43,7 +43,7 @@ const replaceRow = (name: string, patch: Partial<ClaimRecord>) =>
   ClaimTable.use((table) =>
     table.modify((state) => {
       const row = state.rows.get(keyOf(name))!
-      const rows = new Map(state.rows).set(keyOf(name), {
+      const rows = state.rows.with(keyOf(name), {
         record: { ...row.record, ...patch },
         state: ClaimState.Durable()
       })

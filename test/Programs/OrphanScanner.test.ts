@@ -181,8 +181,7 @@ describe("OrphanScanner.scanOnce", () => {
       const orphanRecord = yield* recordOf(o)
       yield* ClaimTable.use((table) =>
         table.modify((state) => {
-          const rows = new Map(state.rows)
-          rows.set(orphanKey, { record: orphanRecord, state: ClaimState.Durable() })
+          const rows = state.rows.with(orphanKey, { record: orphanRecord, state: ClaimState.Durable() })
           return [undefined, { ...state, rows }] as const
         })
       )

@@ -18,12 +18,8 @@ import { OwnerResolver } from "../../Services/OwnerResolver.ts"
 import { type DeleteOutcome, ReleaseFailed } from "../../Services/ProviderErrors.ts"
 import { SandboxdClient, SandboxdTimeout, SandboxdUnreachable } from "../../Services/SandboxdClient.ts"
 
-const withoutPod = (state: ClaimTableState, key: PodKey): ClaimTableState => {
-  if (!state.pods.has(key)) return state
-  const pods = new Map(state.pods)
-  pods.delete(key)
-  return { ...state, pods }
-}
+const withoutPod = (state: ClaimTableState, key: PodKey): ClaimTableState =>
+  state.pods.has(key) ? { ...state, pods: state.pods.without(key) } : state
 
 export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
   const table = yield* ClaimTable
@@ -119,8 +115,7 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
         // 7. Converge: the row goes (only if it still carries this claim), then a log-only save.
         yield* table.modify((state) => {
           const row = state.rows.get(key)
-          const rows = new Map(state.rows)
-          if (row !== undefined && row.record.id === claimId) rows.delete(key)
+          const rows = row !== undefined && row.record.id === claimId ? state.rows.without(key) : state.rows
           return [undefined, withoutPod({ ...state, rows }, key)] as const
         })
         yield* failpoint("delete-before-commit").pipe(

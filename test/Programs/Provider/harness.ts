@@ -250,8 +250,6 @@ export const advanceUntil = <E, R>(check: Effect.Effect<boolean, E, R>, step: Du
 export const forgetPod = (name: string) =>
   ClaimTable.use((table) =>
     table.modify((state) => {
-      const pods = new Map(state.pods)
-      pods.delete(keyOf(name))
-      return [undefined, { ...state, pods }] as const
+      return [undefined, { ...state, pods: state.pods.without(keyOf(name)) }] as const
     })
   )
