@@ -45,6 +45,7 @@ import {
   type PodWatchEvent,
   type StatusDetails
 } from "../Services/KubeApi.ts"
+import * as PooledAuthentication from "../Kube/PooledAuthentication.ts"
 import * as KubeConfigLoader from "../Kube/KubeConfigLoader.ts"
 import * as TokenBucket from "../Kube/TokenBucket.ts"
 
@@ -269,6 +270,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
     const { core, coordination, server } = clients
     const limiter = yield* TokenBucket.make(options.qps, options.burst)
     const http = new IsomorphicFetchHttpLibrary()
+    // Every request, generated or raw, authenticates through one connection pool.
+    const auth = PooledAuthentication.make(kubeConfig)
     const callTimeout = Duration.fromInputUnsafe(options.callTimeout)
 
     const timedOut = (operation: string) => () =>
@@ -306,7 +309,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
               middleware: contentType === undefined
                 ? [abortOn(signal)]
                 : [abortOn(signal), setHeaderMiddleware("Content-Type", contentType)],
-              middlewareMergeStrategy: "append"
+              middlewareMergeStrategy: "append",
+              authMethods: { default: auth }
             }),
           catch: errorFromCause(operation)
         })
@@ -326,7 +330,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       const url = new URL(`${server}${spec.path}`)
       for (const [key, value] of Object.entries(spec.query ?? {})) url.searchParams.set(key, value)
       const context = new RequestContext(url.toString(), spec.method)
-      await kubeConfig.applySecurityAuthentication(context)
+      await auth.applySecurityAuthentication(context)
       context.setHeaderParam("Accept", "application/json")
       if (spec.body !== undefined) {
         context.setBody(JSON.stringify(spec.body))

@@ -1,0 +1,92 @@
+/**
+ * The kubeconfig's authentication for every apiserver request, with one connection pool.
+ *
+ * client-node 2.0.1's own `KubeConfig.applySecurityAuthentication` builds a new undici `Agent` for
+ * every request that carries TLS material (a CA, a client certificate): each request then opened
+ * its own TLS connection (a full handshake, a new TLS context holding the CA), and left it open
+ * until undici's idle timeout. A burst of 2000 Pods made thousands of connections and agents
+ * (hundreds of them alive at once, with their sockets), which cost memory and CPU both.
+ *
+ * Here the headers (a bearer token, exec or file credentials, impersonation, basic auth) and the
+ * TLS material are still read from the kubeconfig for every request, exactly as client-node reads
+ * them (a rotated certificate or token file is picked up), but the dispatcher is kept while the
+ * material stays byte-for-byte the same. When it changes, client-node builds the new one (its own
+ * proxy and SOCKS handling included).
+ */
+import { type KubeConfig, RequestContext, type SecurityAuthentication } from "@kubernetes/client-node"
+import type * as Https from "node:https"
+
+type Dispatcher = NonNullable<ReturnType<RequestContext["getDispatcher"]>>
+
+/** The parts of the request options that decide the connection, not the request. */
+export interface TlsMaterial {
+  readonly ca: unknown
+  readonly cert: unknown
+  readonly key: unknown
+  readonly pfx: unknown
+  readonly passphrase: unknown
+  readonly rejectUnauthorized: unknown
+  readonly servername: unknown
+}
+
+const materialOf = (options: Https.RequestOptions): TlsMaterial => ({
+  ca: options.ca,
+  cert: options.cert,
+  key: options.key,
+  pfx: options.pfx,
+  passphrase: options.passphrase,
+  rejectUnauthorized: options.rejectUnauthorized,
+  servername: options.servername
+})
+
+const sameValue = (a: unknown, b: unknown): boolean => {
+  if (a === b) return true
+  if (Buffer.isBuffer(a) && Buffer.isBuffer(b)) return a.equals(b)
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item, i) => sameValue(item, b[i]))
+  return false
+}
+
+/** True when two requests' material would make the same connections. */
+export const sameMaterial = (a: TlsMaterial, b: TlsMaterial): boolean =>
+  sameValue(a.ca, b.ca) && sameValue(a.cert, b.cert) && sameValue(a.key, b.key) && sameValue(a.pfx, b.pfx) &&
+  sameValue(a.passphrase, b.passphrase) && sameValue(a.rejectUnauthorized, b.rejectUnauthorized) &&
+  sameValue(a.servername, b.servername)
+
+export interface PooledAuthentication extends SecurityAuthentication {
+  /** How many dispatchers were built so far (one per distinct TLS material): for tests. */
+  readonly dispatchersBuilt: () => number
+}
+
+export const make = (kubeConfig: KubeConfig): PooledAuthentication => {
+  let pool: { readonly material: TlsMaterial; readonly dispatcher: Dispatcher | undefined } | undefined
+  let built = 0
+  return {
+    getName: () => "kubeconfig authentication (one connection pool)",
+    applySecurityAuthentication: async (context) => {
+      const options: Https.RequestOptions = {}
+      await kubeConfig.applyToHTTPSOptions(options)
+      for (const [name, value] of Object.entries(options.headers ?? {})) {
+        if (value !== undefined) context.setHeaderParam(name, Array.isArray(value) ? value.join(", ") : String(value))
+      }
+      if (typeof options.auth === "string" && options.auth !== "") {
+        context.setHeaderParam("Authorization", `Basic ${Buffer.from(options.auth).toString("base64")}`)
+      }
+      const material = materialOf(options)
+      if (pool === undefined || !sameMaterial(pool.material, material)) {
+        // client-node chooses the dispatcher for this material (TLS, proxy, SOCKS): it is asked
+        // once, on a request that is never sent, and its choice is kept. The one it replaces is
+        // not closed (a request may have been handed it and not be sent yet): its idle
+        // connections end on their keep-alive timeout and it goes with them.
+        const scratch = new RequestContext(context.getUrl(), context.getHttpMethod())
+        await kubeConfig.applySecurityAuthentication(scratch)
+        // Requests that started together may each have asked; one answer is kept.
+        if (pool === undefined || !sameMaterial(pool.material, material)) {
+          pool = { material, dispatcher: scratch.getDispatcher() }
+          built++
+        }
+      }
+      if (pool.dispatcher !== undefined) context.setDispatcher(pool.dispatcher)
+    },
+    dispatchersBuilt: () => built
+  }
+}
