@@ -119,7 +119,7 @@ const PodControllerLayer = Layer.effect(
   RunningPodController,
   Effect.gen(function*() {
     const config = yield* AppConfig
-    const handle = yield* PodController.make()
+    const handle = yield* PodController.make({ ...PodController.defaultOptions, silentWatchCheck: config.watchCheckInterval })
     // Registered after the controller's fibers, so it runs before they are interrupted.
     yield* Effect.addFinalizer(() =>
       Effect.logInfo("shutting down: draining in-flight reconciles").pipe(

@@ -88,6 +88,12 @@ export const daemonFlags: ReadonlyArray<FlagSpec> = [
   value("publish-interval", "duration", "30s", "NodeInventory publish period (> 0 with --publish-inventory)"),
   value("lease-watch-interval", "duration", "30s", "period of the claim lease check (advanced)"),
   value("claim-verify-interval", "duration", "15s", "period of the quarantined-claim verification (advanced)"),
+  value(
+    "watch-check-interval",
+    "duration",
+    "15s",
+    "a Pod watch silent this long asks whether the apiserver's resourceVersion went backwards (advanced)"
+  ),
   value("shutdown-timeout", "duration", "10s", "how long shutdown waits for in-flight work"),
   value("metrics-addr", "host:port", ":10261", "Prometheus metrics listen address (port 0 = any free port)"),
   value("log-level", "level", "info", "trace, debug, info, warn or error"),

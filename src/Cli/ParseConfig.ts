@@ -95,6 +95,7 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
     )
     const leaseWatchInterval = yield* field("lease-watch-interval", positiveDuration)
     const claimVerifyInterval = yield* field("claim-verify-interval", positiveDuration)
+    const watchCheckInterval = yield* field("watch-check-interval", positiveDuration)
     const shutdownTimeout = yield* field("shutdown-timeout", positiveDuration)
     const metricsAddr = yield* field("metrics-addr", (t) => parseListenAddr(t, { allowPortZero: true }))
     const logLevel = yield* field("log-level", oneOf(logLevels))
@@ -142,6 +143,7 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
       publishInterval,
       leaseWatchInterval,
       claimVerifyInterval,
+      watchCheckInterval,
       shutdownTimeout,
       metricsAddr,
       logLevel,

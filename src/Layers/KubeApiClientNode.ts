@@ -399,6 +399,22 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
         )
       )
 
+    const podsResourceVersion = (nodeName: string) =>
+      raw("podsResourceVersion", {
+        method: HttpMethod.GET,
+        path: "/api/v1/pods",
+        query: { fieldSelector: nodeSelector(nodeName), limit: "1" },
+        dropNulls: true
+      }).pipe(
+        Effect.flatMap((body) =>
+          Option.match(decodePodListBody(body), {
+            onNone: () =>
+              Effect.fail(new KubeUnavailable({ operation: "podsResourceVersion", status: 200, message: "the pod list has no items" })),
+            onSome: (list) => Effect.succeed(list.metadata?.resourceVersion ?? "")
+          })
+        )
+      )
+
     const watchEvent = (operation: string) => (line: string): Effect.Effect<ReadonlyArray<PodWatchEvent>, KubeError> => {
       const envelope = parseJson(line).pipe(Option.flatMap(decodeWatchEnvelope))
       if (Option.isNone(envelope)) {
@@ -627,6 +643,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
 
     return KubeApi.of({
       listPods,
+      podsResourceVersion,
       watchPods,
       getPod,
       replacePodStatus,

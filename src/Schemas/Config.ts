@@ -54,6 +54,8 @@ export interface AppConfigShape {
   readonly publishInterval: Duration.Duration
   readonly leaseWatchInterval: Duration.Duration
   readonly claimVerifyInterval: Duration.Duration
+  /** A Pod watch silent this long checks the apiserver's resourceVersion did not go backwards. */
+  readonly watchCheckInterval: Duration.Duration
   readonly shutdownTimeout: Duration.Duration
   readonly metricsAddr: ListenAddr
   readonly logLevel: LogLevelName
@@ -92,6 +94,7 @@ export const testConfig = (overrides: Partial<AppConfigShape> = {}): AppConfigSh
   publishInterval: Duration.seconds(30),
   leaseWatchInterval: Duration.seconds(30),
   claimVerifyInterval: Duration.seconds(15),
+  watchCheckInterval: Duration.seconds(15),
   shutdownTimeout: Duration.seconds(10),
   metricsAddr: { host: "", port: 10261 },
   logLevel: "info",

@@ -97,6 +97,11 @@ export class KubeApi extends Context.Service<KubeApi, {
   // pods
   readonly listPods: (nodeName: string) => Effect.Effect<PodList, KubeError>
   /**
+   * The server's current resourceVersion, as a list of at most one of the node's Pods states it
+   * (a consistent read): the informer's check that the server has not gone backwards.
+   */
+  readonly podsResourceVersion: (nodeName: string) => Effect.Effect<string, KubeError>
+  /**
    * Bookmarks on; fails with KubeGone on 410 or a 504 "Too large resource version" (HTTP or ERROR
    * event); a clean server close ends the stream. Pods are slim (`Schemas/Pod.ts`).
    */

@@ -88,7 +88,7 @@ export const claimsByState = Metric.gauge("vk_sandbox_claims", {
   description: "claims by state: durable, tentative (commit in flight), quarantined (not yet confirmed), in_doubt (outcome unknown)"
 })
 export const watchRestarts = Metric.counter("vk_sandbox_watch_restarts_total", {
-  description: "pod watch restarts by reason: closed, gone (relist), failed; backwards: a relist older than the cache"
+  description: "pod watch restarts by reason: closed, gone (relist), failed; backwards: the apiserver's resourceVersion older than the cache's (a silent watch's check or a list; relist)"
 })
 export const statusWriteConflicts = Metric.counter("vk_sandbox_status_write_conflicts_total", {
   description: "pods/status writes that met a 409 and were retried"

@@ -23,7 +23,7 @@ layer(Layer.effect(FaultWorld, startWorld), { timeout: "60 seconds", excludeTest
     })
   }
   // last: they replace the apiserver's whole store
-  describe("apiserver restores: the invariants hold while the daemon cannot see the new state", () => {
+  describe("apiserver restores: the daemon notices the resourceVersion went backwards, relists and converges", () => {
     for (const [name, flow] of restoreCases) {
       it.effect(name, () => Effect.flatMap(FaultWorld, flow), 60_000)
     }

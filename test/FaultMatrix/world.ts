@@ -66,7 +66,9 @@ export const startWorld = Effect.gen(function*() {
   fs.writeFileSync(kubeconfigPath, original.split(cluster.apiserver.url).join(apiserver.url), { mode: 0o600 })
   const daemon = yield* spawnDaemon(
     { ...cluster, kubeconfigPath, sandboxdUrl: sandboxd.url },
-    { extraArgs: ["--sandboxd-timeout", "1s"] }
+    // a silent watch checks the apiserver's resourceVersion after 2 s (15 s by default): the
+    // restore cases converge within the suite's budget
+    { extraArgs: ["--sandboxd-timeout", "1s", "--watch-check-interval", "2s"] }
   )
   yield* waitFor(
     "start",

@@ -264,6 +264,18 @@ describe("KubeApiClientNode on the wire", () => {
       assert.instanceOf(list.items[0]!.metadata?.deletionTimestamp, Date)
     }))
 
+  it.effect("podsResourceVersion asks for at most one of the node's Pods and returns the list resourceVersion", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => json(200, { kind: "PodList", apiVersion: "v1", metadata: { resourceVersion: "77", continue: "x" }, items: [{ metadata: { name: "a" } }] }))
+      assert.strictEqual(yield* kube.podsResourceVersion("vk node"), "77")
+      const sent = rec.requests[0]!
+      assert.strictEqual(sent.url.pathname, "/api/v1/pods")
+      assert.strictEqual(sent.url.searchParams.get("fieldSelector"), "spec.nodeName=vk node")
+      assert.strictEqual(sent.url.searchParams.get("limit"), "1")
+      assert.isNull(sent.url.searchParams.get("resourceVersion"), "a consistent read: the server's current version")
+    }))
+
   it.effect("getOwner: details only from a Status body; plain text and other shapes have none", () =>
     Effect.gen(function*() {
       const { kube, rec } = yield* setup

@@ -118,7 +118,8 @@ export const fastPodOptions: PodController.PodControllerOptions = {
   resyncInterval: Duration.seconds(60),
   backoff: { initial: Duration.millis(100), max: Duration.millis(800) },
   rewatchDelay: Duration.millis(50),
-  fruitlessWatchesBeforeRelist: 3
+  fruitlessWatchesBeforeRelist: 3,
+  silentWatchCheck: Duration.seconds(15)
 }
 
 /**

@@ -73,6 +73,14 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
       })
     )
 
+  const podsResourceVersion = (nodeName: string) =>
+    run("podsResourceVersion", () => model.list(Pods, undefined, { fieldSelector: nodeSelector(nodeName), limit: 1 })).pipe(
+      Effect.map((list) => {
+        const metadata = isRecord(list["metadata"]) ? list["metadata"] : {}
+        return typeof metadata["resourceVersion"] === "string" ? metadata["resourceVersion"] : ""
+      })
+    )
+
   const watchPods = (nodeName: string, resourceVersion: string): Stream.Stream<PodWatchEvent, KubeError> => {
     const operation = "watchPods"
     return Stream.callback<PodWatchEvent, KubeError>((queue) =>
@@ -214,6 +222,7 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
 
   return KubeApi.of({
     listPods,
+    podsResourceVersion,
     watchPods,
     getPod,
     replacePodStatus,

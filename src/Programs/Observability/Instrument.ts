@@ -70,6 +70,7 @@ const counted = <A, R>(what: Call, effect: Effect.Effect<A, KubeError, R>) =>
 
 export const instrumentKube = (kube: KubeApi["Service"]): KubeApi["Service"] => ({
   listPods: (node) => counted(call("GET", "pods"), kube.listPods(node)),
+  podsResourceVersion: (node) => counted(call("GET", "pods"), kube.podsResourceVersion(node)),
   // A watch is counted when it starts: its duration is the stream's life, not a latency.
   watchPods: (node, rv) =>
     Stream.unwrap(count(apiserverRequests, { verb: "WATCH", resource: "pods", code: "200" }).pipe(Effect.as(kube.watchPods(node, rv)))),

@@ -5,10 +5,14 @@
  * - A list replaces the cache; a Pod the list lacks is reported removed (no DELETED was seen).
  * - Relists on 410 Expired, on a 504 "Too large resource version" (both arrive as KubeGone), when
  *   watches from one resourceVersion keep ending with nothing delivered, and after a watch the
- *   server kept open to its timeout without one event or bookmark (a server that went backwards
- *   keeps a watch from a version it does not have open and silent). A list whose resourceVersion is older than
- *   the newest the informer saw means the server went backwards: it is logged and counted, and
- *   the list is the truth from then on.
+ *   server kept open to its timeout without one event or bookmark.
+ * - A server that went backwards (restored from a backup, restarted on an empty store) keeps a
+ *   watch from a version it does not have open and silent: kube-apiserver delivers only events
+ *   newer than the version asked for, bookmarks included. So a watch silent for
+ *   `silentWatchCheck` asks the server for its current resourceVersion (a list of at most one
+ *   Pod); one older than the newest the informer saw ends the watch and relists at once. A list
+ *   whose resourceVersion is older than the newest seen is the same sign: it is logged and
+ *   counted, and the list is the truth from then on.
  * - Re-watch after a clean close at once (after `rewatchDelay`); after a failure, or a close
  *   with nothing delivered within a second, it waits on the shared retry schedule.
  */
@@ -25,6 +29,8 @@ export interface InformerOptions {
   readonly rewatchDelay: Duration.Duration
   /** Watches in a row from one resourceVersion that deliver nothing (fail or close) before a relist. */
   readonly fruitlessWatchesBeforeRelist: number
+  /** A watch silent this long asks whether the server's resourceVersion went backwards. */
+  readonly silentWatchCheck: Duration.Duration
 }
 
 /** What the informer tells the rest of the controller. */
@@ -120,18 +126,44 @@ export const make = (
         let latest = rv
         let delivered = 0
         const startedAt = yield* Clock.currentTimeMillis
-        const outcome = yield* kube.watchPods(nodeName, rv).pipe(
+        let lastHeard = startedAt
+        /**
+         * Returns the server's resourceVersion once one older than the newest seen is found; asks
+         * only after `silentWatchCheck` without an event or bookmark. A failed ask proves nothing
+         * (the watch itself reports an unreachable server) and is tried again an interval later.
+         */
+        const wentBackwards = Effect.gen(function*() {
+          const interval = Duration.toMillis(options.silentWatchCheck)
+          while (true) {
+            const quiet = (yield* Clock.currentTimeMillis) - lastHeard
+            if (quiet < interval) {
+              yield* Effect.sleep(Duration.millis(interval - quiet))
+              continue
+            }
+            const server = yield* Effect.option(kube.podsResourceVersion(nodeName))
+            if (Option.isSome(server) && resourceVersionOlder(server.value, newestSeen)) return server.value
+            lastHeard = yield* Clock.currentTimeMillis
+          }
+        })
+        const watched = kube.watchPods(nodeName, rv).pipe(
           Stream.runForEach((event) =>
             applyEvent(hooks, event).pipe(
-              Effect.andThen(Effect.sync(() => {
+              Effect.andThen(Clock.currentTimeMillis),
+              Effect.map((now) => {
+                lastHeard = now
                 delivered++
                 latest = event.type === "BOOKMARK" ? event.resourceVersion : (event.object.metadata?.resourceVersion ?? latest)
-              }))
+              })
             )
           ),
           Effect.as({ _tag: "Closed" as const }),
           Effect.catchTag("KubeGone", (error) => Effect.succeed({ _tag: "Gone" as const, error })),
           Effect.catch((error: KubeError) => Effect.succeed({ _tag: "Failed" as const, error }))
+        )
+        // Whichever ends first: the watch (its scope closes the request when the check wins).
+        const outcome = yield* Effect.race(
+          watched,
+          Effect.map(wentBackwards, (server) => ({ _tag: "Backwards" as const, server }))
         )
         const lasted = (yield* Clock.currentTimeMillis) - startedAt
         return { outcome, rv: latest, delivered, veryShort: lasted < 1000 && delivered === 0 }
@@ -149,16 +181,19 @@ export const make = (
         // The wait after watches that failed or closed at once; kept across relists, so a server
         // that keeps failing is asked ever more slowly whether the informer re-watches or relists.
         let backoff: Effect.Effect<void> | undefined
+        // The silent-watch check already counted the server going backwards.
+        let backwardsCounted = false
         while (true) {
           const list = yield* listOnce
           if (resourceVersionOlder(list.resourceVersion, newestSeen)) {
             // Restored from a backup or restarted on an empty store: the list is the truth now, and
             // every Pod the cache had but the list lacks is removed (its status writes end).
-            yield* Metrics.count(Metrics.watchRestarts, { reason: "backwards" })
+            if (!backwardsCounted) yield* Metrics.count(Metrics.watchRestarts, { reason: "backwards" })
             yield* Effect.logWarning("the apiserver's resourceVersion went backwards; the list replaces the cache").pipe(
               Effect.annotateLogs({ list: list.resourceVersion, cache: newestSeen })
             )
           }
+          backwardsCounted = false
           newestSeen = list.resourceVersion
           yield* applyList(hooks, list.items)
           if (!(yield* Ref.get(synced))) {
@@ -176,6 +211,13 @@ export const make = (
             rv = result.rv
             if (!resourceVersionOlder(rv, newestSeen)) newestSeen = rv
             yield* Metrics.count(Metrics.watchRestarts, { reason: result.outcome._tag.toLowerCase() })
+            if (result.outcome._tag === "Backwards") {
+              backwardsCounted = true
+              yield* Effect.logWarning("the apiserver's resourceVersion is older than the pod watch's; relisting").pipe(
+                Effect.annotateLogs({ server: result.outcome.server, cache: newestSeen })
+              )
+              break
+            }
             if (result.outcome._tag === "Gone") {
               yield* Effect.logInfo("watch resourceVersion expired or not served; relisting").pipe(
                 Effect.annotateLogs({ error: result.outcome.error })

@@ -35,6 +35,8 @@ export interface PodControllerOptions {
   readonly rewatchDelay: Duration.Duration
   /** Watches in a row from one resourceVersion that deliver nothing (fail or close) before a relist. */
   readonly fruitlessWatchesBeforeRelist: number
+  /** A watch silent this long asks whether the server's resourceVersion went backwards (`--watch-check-interval`). */
+  readonly silentWatchCheck: Duration.Duration
   /** The retry schedule every retry waits on; by default `Backoff.schedule(backoff)`. */
   readonly retry?: Backoff.RetrySchedule
 }
@@ -43,7 +45,8 @@ export const defaultOptions: PodControllerOptions = {
   resyncInterval: Duration.seconds(60),
   backoff: Backoff.defaultBackoff,
   rewatchDelay: Duration.millis(100),
-  fruitlessWatchesBeforeRelist: 3
+  fruitlessWatchesBeforeRelist: 3,
+  silentWatchCheck: Duration.seconds(15)
 }
 
 export type { PodControllerHandle }

@@ -58,6 +58,11 @@ const kubeStub = (
         }
         return Effect.succeed({ items, resourceVersion: behaviour.listRv?.value ?? "1" })
       }),
+    podsResourceVersion: () =>
+      Effect.sync(() => {
+        counts.versionChecks++
+        return behaviour.listRv?.value ?? "1"
+      }),
     watchPods: () =>
       Stream.suspend(() => {
         counts.watches++
@@ -153,7 +158,7 @@ interface Behaviour {
   /** The resourceVersion lists answer with (default "1"). */
   readonly listRv?: { value: string }
   /** Every status write fails with this. */
-  statusWriteFails?: KubeError
+  statusWriteFails?: KubeError | undefined
   /** The first `left` lists fail (503). */
   readonly failLists?: { left: number }
   /** The first `left` status writes are 409 Conflicts. */
@@ -165,6 +170,8 @@ interface Counts {
   watches: number
   statusWrites: number
   statusWriteAttempts: number
+  /** asks for the server's current resourceVersion (the silent-watch check) */
+  versionChecks: number
   readonly written: Array<Pod>
 }
 
@@ -175,7 +182,7 @@ const start = (
   options: PodController.PodControllerOptions = PodController.defaultOptions
 ) =>
   Effect.gen(function*() {
-    const counts: Counts = { lists: 0, watches: 0, statusWrites: 0, statusWriteAttempts: 0, written: [] }
+    const counts: Counts = { lists: 0, watches: 0, statusWrites: 0, statusWriteAttempts: 0, versionChecks: 0, written: [] }
     const provider = yield* providerStub(behaviour)
     const handle = yield* PodController.make(options).pipe(
       Effect.provide(
@@ -319,6 +326,53 @@ describe("PodController (stubbed)", () => {
       yield* advance(120_000)
       assert.strictEqual(counts.statusWriteAttempts, attempts, "no status write for a Pod the relist shows gone")
       assert.strictEqual(yield* handle.retainedKeys, 0)
+    })).pipe(quiet))
+
+  it.effect("restored from a backup, the server keeps the watch open and silent: the silent-watch check relists, the restore's new Pod is created, the vanished Pod's status writes stop", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const web = pod("web", "u-1")
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([web])
+      const listRv = { value: "120" }
+      const creates: Array<string> = []
+      const behaviour: Behaviour = {
+        listRv,
+        creates,
+        statusWriteFails: new KubeUnavailable({ operation: "replacePodStatus", status: 503, message: "etcd unavailable" })
+      }
+      // kube-apiserver delivers nothing to a watch from a resourceVersion it does not have
+      const { counts, handle } = yield* start(pods, () => Stream.never, behaviour)
+      yield* advance(5_000)
+      assert.isAtLeast(counts.statusWriteAttempts, 2, "the Running status is retried while the server fails it")
+      // restored: older resourceVersions, web gone, a new Pod made since the restore
+      yield* Ref.set(pods, [pod("fresh", "u-9")])
+      listRv.value = "7"
+      const checksBefore = counts.versionChecks
+      yield* advance(15_000)
+      assert.isAtLeast(counts.versionChecks, checksBefore + 1, "the silent watch asked for the server's resourceVersion")
+      assert.strictEqual(counts.lists, 2, "relisted once the server's resourceVersion was found older")
+      assert.deepStrictEqual((yield* handle.cachedPods).map((p) => p.metadata?.name), ["fresh"])
+      assert.deepStrictEqual(creates, ["web", "fresh"], "the Pod made after the restore is created")
+      const attempts = counts.statusWriteAttempts
+      behaviour.statusWriteFails = undefined
+      yield* advance(120_000)
+      assert.isTrue(counts.written.every((w) => w.metadata?.name === "fresh"), "no write for web once the relist shows it gone")
+      assert.isAtLeast(counts.statusWriteAttempts, attempts, "fresh's status is written")
+      assert.strictEqual(counts.lists, 2, "the new cache's version is the server's: no relist since")
+    })).pipe(quiet))
+
+  it.effect("a quiet watch on a healthy server: one resourceVersion check per silent interval, no relist", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([pod("web", "u-1")])
+      const listRv = { value: "120" }
+      const { counts } = yield* start(pods, () => Stream.never, { listRv })
+      yield* advance(14_000)
+      assert.strictEqual(counts.versionChecks, 0, "no check before the watch has been silent for the interval")
+      // other nodes' Pods move the server's resourceVersion on
+      listRv.value = "130"
+      yield* advance(46_000)
+      assert.strictEqual(counts.versionChecks, 4, "one check per 15 s of silence")
+      assert.strictEqual(counts.lists, 1, "no relist")
+      assert.strictEqual(counts.watches, 1, "the watch stays open")
     })).pipe(quiet))
 
   it.effect("a watch that keeps ending with nothing at one resourceVersion is followed by a relist", () =>

@@ -55,7 +55,8 @@ export const fastOptions: PodController.PodControllerOptions = {
   resyncInterval: Duration.seconds(60),
   backoff: { initial: Duration.millis(50), max: Duration.millis(400) },
   rewatchDelay: Duration.millis(20),
-  fruitlessWatchesBeforeRelist: 3
+  fruitlessWatchesBeforeRelist: 3,
+  silentWatchCheck: Duration.seconds(15)
 }
 
 /** Calls the controller made into the provider, per key. */
