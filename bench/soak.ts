@@ -4,25 +4,39 @@
  * nothing left in flight: the heap after a forced GC, the open file descriptors and the per-Pod
  * keys the pod controller still holds. A leak shows as growth from cycle 2 (cycle 1 warms caches,
  * pools and connection pools) to the last (cycle 20); `flat` says whether each stayed within 10 %.
- * VK_SOAK_PODS and VK_SOAK_CYCLES shrink it for a quick look.
+ *
+ * The simulators run in a worker thread (`./soakWorld.ts`): its own V8 heap, so the heap figure
+ * is the daemon's alone (they keep by design what the daemon must not: request logs, issued
+ * tokens, watch history). File descriptors are the process's: the daemon's connections, and the
+ * simulators' ends of them. They are counted once idle keep-alive connections have closed (the
+ * simulators close them after 5 s), so the count is the connections in use, not the size of the
+ * last burst's pool.
+ *
+ * VK_SOAK_PODS and VK_SOAK_CYCLES shrink it for a quick look; VK_SOAK_HEAP_SNAPSHOTS=<dir> writes
+ * heap snapshots after cycle 2 and the last (open both in Chrome DevTools, Comparison view).
  *
  * `npm run bench -- --only=soak [--json]`. It reports; it does not assert.
  */
 import * as fs from "node:fs"
 import * as v8 from "node:v8"
 import { runInNewContext } from "node:vm"
-import { Context, Duration, Effect, Layer, Redacted, References, Result } from "effect"
+import { Worker } from "node:worker_threads"
+import { Context, Duration, Effect, Layer, Redacted, References } from "effect"
 import { daemonLayer } from "../src/Daemon.ts"
 import { BuildInfo } from "../src/Services/BuildInfo.ts"
 import { RunningPodController } from "../src/Services/Daemon.ts"
 import { testConfig } from "../src/Schemas/Config.ts"
-import { createPod, deletePod, freePort, startCluster, viewPod, type Cluster, type JsonObject } from "../testkit/Demo/Harness.ts"
-import { CoreEvents, Pods } from "../testkit/Simulators/Apiserver/Resources.ts"
+import { freePort } from "../testkit/Demo/Harness.ts"
 import type { BenchSection, Figures } from "./types.ts"
+import type { SoakAsk, SoakWorldInfo } from "./soakWorld.ts"
 
 const PODS = Number(process.env["VK_SOAK_PODS"] ?? 300)
 const CYCLES = Number(process.env["VK_SOAK_CYCLES"] ?? 20)
+/** A directory: heap snapshots after cycle 2 and the last one go there, to compare what grew. */
+const SNAPSHOTS = process.env["VK_SOAK_HEAP_SNAPSHOTS"]
 const TOLERANCE = 0.1
+/** Past the simulators' keep-alive timeout (Node's default, 5 s): idle connections are closed. */
+const SETTLE = Duration.seconds(6)
 
 // A forced GC without starting node with --expose-gc: the flag is honoured by contexts made after it.
 v8.setFlagsFromString("--expose-gc")
@@ -30,11 +44,30 @@ const forceGc = runInNewContext("gc") as () => void
 
 const openFds = () => fs.readdirSync("/proc/self/fd").length
 
-const podsOf = (cluster: Cluster): ReadonlyArray<ReturnType<typeof viewPod>> => {
-  const listed = cluster.model.list(Pods, cluster.namespace)
-  const items = Result.isSuccess(listed) ? listed.success["items"] : undefined
-  return Array.isArray(items) ? items.map((item: JsonObject) => viewPod(item)) : []
-}
+let nextId = 1
+const ask = <A>(worker: Worker, request: SoakAsk): Effect.Effect<A> =>
+  Effect.callback<A>((resume) => {
+    const id = nextId++
+    const onMessage = (reply: { readonly id: number; readonly value: A; readonly failed: boolean }) => {
+      if (reply.id !== id) return
+      worker.off("message", onMessage)
+      resume(reply.failed ? Effect.die(new Error(`soak world: ${request.op} failed`)) : Effect.succeed(reply.value))
+    }
+    worker.on("message", onMessage)
+    worker.postMessage({ ...request, id })
+  })
+
+/** The simulators' worker, asked by message. */
+const startWorld = Effect.acquireRelease(
+  Effect.callback<{ readonly worker: Worker; readonly info: SoakWorldInfo }>((resume) => {
+    const worker = new Worker(new URL("./soakWorld.ts", import.meta.url), { workerData: { pods: PODS } })
+    worker.once("error", (error) => resume(Effect.die(error)))
+    worker.once("message", (message: { readonly value: SoakWorldInfo }) => resume(Effect.succeed({ worker, info: message.value })))
+  }),
+  // stop (the simulators close, their temp directory goes), then end the thread
+  ({ worker }) =>
+    Effect.andThen(Effect.ignore(Effect.timeout(ask(worker, { op: "stop" }), "10 seconds")), Effect.promise(() => worker.terminate()))
+)
 
 /** Polls every 50 ms until `done`, or gives up after `timeout` with `what` in the error. */
 const until = (what: string, done: Effect.Effect<boolean>, timeout: Duration.Input = "120 seconds") =>
@@ -54,16 +87,16 @@ interface Sample {
 }
 
 const soak = Effect.gen(function*() {
-  const cluster = yield* startCluster({ warmPerPool: PODS + 20, nodeName: "vk-soak", namespace: "soak" })
+  const { worker, info } = yield* startWorld
   const kubeletPort = yield* freePort
   const metricsPort = yield* freePort
   const config = testConfig({
-    nodeName: cluster.nodeName,
+    nodeName: info.nodeName,
     nodeIp: "127.0.0.1",
-    kubeconfig: cluster.kubeconfigPath,
-    sandboxdUrl: cluster.sandboxdUrl,
-    sandboxdTokenFile: cluster.tokenFile,
-    statePath: cluster.statePath,
+    kubeconfig: info.kubeconfigPath,
+    sandboxdUrl: info.sandboxdUrl,
+    sandboxdTokenFile: info.tokenFile,
+    statePath: info.statePath,
     listenAddr: { host: "127.0.0.1", port: kubeletPort },
     metricsAddr: { host: "127.0.0.1", port: metricsPort },
     leaseWatchInterval: Duration.seconds(1),
@@ -73,7 +106,7 @@ const soak = Effect.gen(function*() {
     publishInterval: Duration.seconds(1),
     shutdownTimeout: Duration.seconds(5)
   })
-  const token = fs.readFileSync(cluster.tokenFile, "utf8").trim()
+  const token = fs.readFileSync(info.tokenFile, "utf8").trim()
   const context = yield* Layer.build(
     daemonLayer({ ...config, sandboxdToken: Redacted.make(token) }).pipe(
       Layer.provide(Layer.succeed(BuildInfo, { version: "soak", revision: "soak", builtAt: "soak" }))
@@ -85,26 +118,18 @@ const soak = Effect.gen(function*() {
   for (let cycle = 1; cycle <= CYCLES; cycle++) {
     const started = Date.now()
     const names = Array.from({ length: PODS }, (_, i) => `c${cycle}-p${i}`)
-    for (const name of names) yield* createPod(cluster, "soak", name)
-    yield* until(`${PODS} Pods Running in cycle ${cycle}`, Effect.sync(() =>
-      podsOf(cluster).filter((p) => p.phase === "Running" && p.claimId !== "").length === PODS))
-    for (const name of names) yield* deletePod(cluster, "soak", name)
-    yield* until(`every Pod gone in cycle ${cycle}`, Effect.sync(() => podsOf(cluster).length === 0))
-    yield* until(`every claim released in cycle ${cycle}`, Effect.map(cluster.sandboxd.claims, (claims) => claims.length === 0))
+    yield* ask(worker, { op: "create", names })
+    yield* until(`${PODS} Pods Running in cycle ${cycle}`, Effect.map(ask<number>(worker, { op: "running" }), (n) => n === PODS))
+    yield* ask(worker, { op: "delete", names })
+    yield* until(`every Pod gone in cycle ${cycle}`, Effect.map(ask<number>(worker, { op: "pods" }), (n) => n === 0))
+    yield* until(`every claim released in cycle ${cycle}`, Effect.map(ask<number>(worker, { op: "claims" }), (n) => n === 0))
     yield* until(`no per-Pod key left in cycle ${cycle}`, Effect.map(controller.retainedKeys, (n) => n === 0), "10 seconds").pipe(
       Effect.catchDefect(() => Effect.void)
     )
     const seconds = (Date.now() - started) / 1000
-    // The daemon's Events pile up in the simulated apiserver, which lives in this process too; a
-    // real apiserver drops them after their TTL (1 h). Expire them, so the heap measures the daemon.
-    const events = cluster.model.list(CoreEvents, cluster.namespace)
-    const eventItems = Result.isSuccess(events) ? events.success["items"] : undefined
-    for (const event of Array.isArray(eventItems) ? eventItems : []) {
-      const name = (event as { metadata?: { name?: unknown } }).metadata?.name
-      if (typeof name === "string") cluster.model.delete(CoreEvents, cluster.namespace, name)
-    }
-    // let timers of the cycle fire and sockets settle before measuring
-    yield* Effect.sleep("500 millis")
+    yield* ask(worker, { op: "expireEvents" })
+    // let timers of the cycle fire and idle connections close before measuring
+    yield* Effect.sleep(SETTLE)
     forceGc()
     forceGc()
     const sample = {
@@ -114,6 +139,9 @@ const soak = Effect.gen(function*() {
       seconds
     }
     samples.push(sample)
+    if (SNAPSHOTS !== undefined && (cycle === 2 || cycle === CYCLES)) {
+      v8.writeHeapSnapshot(`${SNAPSHOTS}/soak-cycle-${cycle}.heapsnapshot`)
+    }
     // progress on stderr: stdout carries only the --json object
     process.stderr.write(`soak cycle ${cycle}/${CYCLES}: ${JSON.stringify(sample)}\n`)
   }

@@ -31,15 +31,25 @@ interface Aggregate {
   /** The Event written for this key, if any. */
   readonly written: Option.Option<{ readonly name: string; readonly namespace: string; readonly count: number }>
   readonly dirty: boolean
+  /** Its object is gone (`forget`): dropped once written. */
+  readonly forgotten: boolean
 }
 
+/** The object's part of a key; names and namespaces hold no "/", so the prefix names one object. */
+const objectKeyOf = (object: { readonly kind: string; readonly namespace: string; readonly name: string }) =>
+  `${object.kind}/${object.namespace}/${object.name}/`
+
 const keyOf = (involved: InvolvedObject, type: EventType, reason: string) =>
-  `${involved.kind}/${involved.namespace}/${involved.name}/${involved.uid}/${type}/${reason}`
+  `${objectKeyOf(involved)}${involved.uid}/${type}/${reason}`
 
 /** Node events live in "default", as the kubelet's do. */
 const eventNamespace = (involved: InvolvedObject) => (involved.kind === "Node" ? "default" : involved.namespace)
 
-/** At most this many aggregates are kept; the oldest written ones are forgotten first. */
+/**
+ * At most this many aggregates are kept; the oldest written ones are forgotten first. Those of a
+ * Pod the daemon is done with go earlier (`forget`): a node that runs Pods by the thousand keeps
+ * only the live ones' aggregates.
+ */
 const MAX_AGGREGATES = 4096
 
 /** New Normal Pod events written per Pod: `burst` at once, then `perSecond`. */
@@ -105,8 +115,8 @@ export const make = (options: EventRecorderOptions = { flushInterval: Duration.s
           const key = keyOf(written.involved, type, reason)
           const previous = next.get(key)
           next.set(key, previous === undefined
-            ? { involved: written.involved, type, reason, message: written.message, count: 1, first: now, last: now, written: Option.none(), dirty: true }
-            : { ...previous, message: written.message, count: previous.count + 1, last: now, dirty: true })
+            ? { involved: written.involved, type, reason, message: written.message, count: 1, first: now, last: now, written: Option.none(), dirty: true, forgotten: false }
+            : { ...previous, message: written.message, count: previous.count + 1, last: now, dirty: true, forgotten: false })
           if (next.size > MAX_AGGREGATES) {
             for (const [k, agg] of next) {
               if (!agg.dirty) {
@@ -172,8 +182,11 @@ export const make = (options: EventRecorderOptions = { flushInterval: Duration.s
             const latest = current.get(key)
             if (latest === undefined) return current
             const next = current
+            const dirty = latest.count !== written.count
+            // forgotten meanwhile and nothing new: done with it
+            if (latest.forgotten && !dirty) next.delete(key)
             // a record() that arrived during the write keeps the key dirty
-            next.set(key, { ...latest, written: Option.some(written), dirty: latest.count !== written.count })
+            else next.set(key, { ...latest, written: Option.some(written), dirty })
             return next
           })
         ),
@@ -187,7 +200,8 @@ export const make = (options: EventRecorderOptions = { flushInterval: Duration.s
               const latest = current.get(key)
               if (latest === undefined || latest.count !== agg.count) return current
               const next = current
-              next.set(key, { ...latest, dirty: false })
+              if (latest.forgotten) next.delete(key)
+              else next.set(key, { ...latest, dirty: false })
               return next
             })
           })
@@ -209,10 +223,21 @@ export const make = (options: EventRecorderOptions = { flushInterval: Duration.s
     // Events still pending at shutdown get one last, time-boxed chance.
     yield* Effect.addFinalizer(() => flush.pipe(Effect.timeout(Duration.seconds(2)), Effect.ignore))
 
-    return EventRecorder.of({ record })
+    const forget = (object: { readonly kind: InvolvedObject["kind"]; readonly namespace: string; readonly name: string }) =>
+      Ref.update(state, (current) => {
+        const prefix = objectKeyOf(object)
+        for (const [key, agg] of current) {
+          if (!key.startsWith(prefix)) continue
+          if (agg.dirty) current.set(key, { ...agg, forgotten: true })
+          else current.delete(key)
+        }
+        return current
+      })
+
+    return EventRecorder.of({ record, forget })
   })
 
 export const layer = (options?: EventRecorderOptions) => Layer.effect(EventRecorder, make(options))
 
 /** Drops every event (tests that do not look at events; the demo without an apiserver). */
-export const layerDiscard = Layer.succeed(EventRecorder, EventRecorder.of({ record: () => Effect.void }))
+export const layerDiscard = Layer.succeed(EventRecorder, EventRecorder.of({ record: () => Effect.void, forget: () => Effect.void }))

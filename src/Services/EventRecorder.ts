@@ -26,4 +26,9 @@ export const involvedPod = (pod: V1Pod): InvolvedObject => ({
 
 export class EventRecorder extends Context.Service<EventRecorder, {
   readonly record: (involved: InvolvedObject, type: EventType, reason: string, message: string) => Effect.Effect<void>
+  /**
+   * The object is gone and the daemon holds nothing for it: nothing will repeat its events, so
+   * their aggregates are dropped (one not yet written is written first).
+   */
+  readonly forget: (object: { readonly kind: InvolvedObject["kind"]; readonly namespace: string; readonly name: string }) => Effect.Effect<void>
 }>()("vk-sandbox/EventRecorder") {}

@@ -273,6 +273,33 @@ describe("EventRecorderKube", () => {
       assert.strictEqual(fresh.count, 2)
     }))
 
+  it.effect("forget: a gone Pod's aggregates are dropped (a pending one is written first); other objects keep theirs", () =>
+    Effect.gen(function*() {
+      const { recorder, events, flush } = yield* setup
+      const other: InvolvedObject = { ...pod, name: "review-bot-2", uid: "pod-uid-2" }
+      yield* recorder.record(pod, "Normal", "Claimed", "claimed sb_1")
+      yield* recorder.record(other, "Normal", "Claimed", "claimed sb_2")
+      // forgotten before its flush: still written
+      yield* recorder.forget({ kind: "Pod", namespace: "team-a", name: "review-bot" })
+      yield* flush
+      yield* eventually("both events", () => events("team-a").length === 2)
+      yield* settle
+      // a prefix of another Pod's name names neither
+      yield* recorder.forget({ kind: "Pod", namespace: "team-a", name: "review-bo" })
+      // written and forgotten: the aggregate is gone, so a repeat is a fresh Event (count 1);
+      // the other Pod's aggregate is kept, so its repeat patches its Event (count 2)
+      yield* recorder.forget({ kind: "Pod", namespace: "team-a", name: "review-bot" })
+      yield* TestClock.adjust("5 seconds")
+      yield* recorder.record(pod, "Normal", "Claimed", "claimed sb_1 again")
+      yield* recorder.record(other, "Normal", "Claimed", "claimed sb_2 again")
+      yield* flush
+      yield* eventually("three events", () => events("team-a").length === 3)
+      yield* settle
+      const counts = (name: string) => events("team-a").filter((e) => e.involvedObject["name"] === name).map((e) => e.count).sort()
+      assert.deepStrictEqual(counts("review-bot"), [1, 1], "a fresh Event after forget")
+      assert.deepStrictEqual(counts("review-bot-2"), [2], "patched: its aggregate was kept")
+    }))
+
   it.effect("events still pending at shutdown are written by the final flush", () =>
     Effect.gen(function*() {
       const { recorder, events, close } = yield* setup

@@ -171,13 +171,20 @@ export const make = (
         })
       )
 
+    /** Gone from the apiserver and nothing held for it: nothing will repeat its events either. */
+    const forgetEvents = (key: PodKey) => {
+      const [namespace, name] = splitPodKey(key)
+      return events.forget({ kind: "Pod", namespace, name })
+    }
+
     const execute = (key: PodKey, action: Action): Effect.Effect<RunOutcome> => {
       switch (action._tag) {
         case "Forget":
-          return Effect.as(status.forget(key), "Done")
+          return status.forget(key).pipe(Effect.andThen(forgetEvents(key)), Effect.as("Done"))
         case "Release":
           return status.forget(key).pipe(
             Effect.andThen(provider.deletePod(action.held)),
+            Effect.andThen(forgetEvents(key)),
             Effect.as<RunOutcome>("Done"),
             Effect.catch(releaseFailed("delete in provider failed; retrying"))
           )

@@ -43,7 +43,8 @@ const capturingRecorder = Layer.effectContext(
     return Context.make(
       EventRecorder,
       EventRecorder.of({
-        record: (involved, type, reason, message) => Ref.update(events, (all) => [...all, { involved, type, reason, message }])
+        record: (involved, type, reason, message) => Ref.update(events, (all) => [...all, { involved, type, reason, message }]),
+        forget: () => Effect.void
       })
     ).pipe(Context.add(RecordedEvents, RecordedEvents.of({ all: Ref.get(events) })))
   })

@@ -115,7 +115,8 @@ const setupWith = (options: SetupOptions) => Effect.gen(function*() {
 
   const events = yield* Ref.make<ReadonlyArray<Recorded>>([])
   const recorder = EventRecorder.of({
-    record: (involved, type, reason) => Ref.update(events, (all) => [...all, { type, reason, uid: involved.uid }])
+    record: (involved, type, reason) => Ref.update(events, (all) => [...all, { type, reason, uid: involved.uid }]),
+    forget: () => Effect.void
   })
   const healthy = yield* Ref.make(true)
 

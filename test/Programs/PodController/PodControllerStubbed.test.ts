@@ -159,6 +159,8 @@ interface Behaviour {
   readonly listRv?: { value: string }
   /** Every status write fails with this. */
   statusWriteFails?: KubeError | undefined
+  /** Pods whose events the controller told the recorder to forget, as namespace/name. */
+  readonly forgotten?: Array<string>
   /** The first `left` lists fail (503). */
   readonly failLists?: { left: number }
   /** The first `left` status writes are 409 Conflicts. */
@@ -190,7 +192,10 @@ const start = (
           AppConfig.layer(testConfig({ nodeName: NODE })),
           Layer.succeed(KubeApi, kubeStub(pods, watch, counts, behaviour)),
           Layer.succeed(PodLifecycle, provider.lifecycle),
-          Layer.succeed(EventRecorder, EventRecorder.of({ record: () => Effect.void }))
+          Layer.succeed(EventRecorder, EventRecorder.of({
+            record: () => Effect.void,
+            forget: (object) => Effect.sync(() => behaviour.forgotten?.push(`${object.namespace}/${object.name}`))
+          }))
         )
       )
     )
@@ -226,12 +231,14 @@ describe("PodController (stubbed)", () => {
       const web = pod("web", "u-1")
       const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([web])
       const expire = yield* Queue.unbounded<void>()
+      const forgotten: Array<string> = []
       const { counts, handle } = yield* start(
         pods,
         () =>
           Stream.fromEffect(Queue.take(expire)).pipe(
             Stream.flatMap(() => Stream.fail(new KubeGone({ operation: "watchPods", message: "too old" })))
-          )
+          ),
+        { forgotten }
       )
       yield* advance(100)
       assert.strictEqual(counts.statusWrites, 1, "the Running push was written")
@@ -242,6 +249,7 @@ describe("PodController (stubbed)", () => {
       assert.strictEqual(counts.lists, 2, "relisted after the 410")
       assert.deepStrictEqual(yield* handle.cachedPods, [])
       assert.strictEqual(yield* handle.retainedKeys, 0)
+      assert.deepStrictEqual(forgotten, ["default/web"], "released: its event aggregates go too")
     })).pipe(quiet))
 
   it.effect("a failed create is retried although the provider still tracks the unchanged Pod", () =>
