@@ -32,7 +32,6 @@ import { type AppConfigShape, type ListenAddr } from "./Schemas/Config.ts"
 import { redactUrlUserinfo } from "./Schemas/UrlRedaction.ts"
 import { AppConfig } from "./Services/Config.ts"
 import { ClaimsStore } from "./Services/ClaimsStore.ts"
-import { ClaimDoubts } from "./Services/ClaimDoubts.ts"
 import { ClaimTable } from "./Services/ClaimTable.ts"
 import { EventRecorder } from "./Services/EventRecorder.ts"
 import { Failpoints } from "./Services/Failpoints.ts"
@@ -140,7 +139,6 @@ const HealthLayer = Layer.unwrap(
     const node = yield* NodeController
     const table = yield* ClaimTable
     const build = yield* BuildInfo
-    const doubts = yield* ClaimDoubts
     const sampleProcess = yield* ProcessMetrics.make
     return HealthServer.layer(config.metricsAddr, {
       extraMetrics: Effect.map(sampleProcess, (sample) => ProcessMetrics.render(sample, build)),
@@ -162,8 +160,8 @@ const HealthLayer = Layer.unwrap(
           byState[row.state._tag === "Durable" ? "durable" : row.state._tag === "Tentative" ? "tentative" : "quarantined"] += 1
         }
         yield* Metric.update(quarantinedClaims, byState.quarantined)
-        const inDoubt = (yield* doubts.all).size
-        for (const [state, value] of [...Object.entries(byState), ["in_doubt", inDoubt] as const]) {
+        // Claims in doubt are not rows (no token is known): vk_sandbox_claims_in_doubt counts them.
+        for (const [state, value] of Object.entries(byState)) {
           yield* Metric.update(Metric.withAttributes(claimsByState, { state }), value)
         }
       })

@@ -85,7 +85,7 @@ export const eventsFolded = Metric.counter("vk_sandbox_events_folded_total", {
   description: "Normal Pod events over the event budget, counted on the Node's summary Event by reason instead of written per Pod"
 })
 export const claimsByState = Metric.gauge("vk_sandbox_claims", {
-  description: "claims by state: durable, tentative (commit in flight), quarantined (not yet confirmed), in_doubt (outcome unknown)"
+  description: "claims table rows by state: durable, tentative (commit in flight), quarantined (not yet confirmed)"
 })
 export const watchRestarts = Metric.counter("vk_sandbox_watch_restarts_total", {
   description: "pod watch restarts by reason: closed, gone (relist), failed; backwards: the apiserver's resourceVersion older than the cache's (a silent watch's check or a list; relist)"
@@ -128,7 +128,7 @@ export const initialize = Effect.all([
   count0(watchRestarts, { reason: "backwards" }),
   Metric.update(statusWriteConflicts, 0),
   Metric.update(sandboxdUp, 0),
-  ...["durable", "tentative", "quarantined", "in_doubt"].map((state) => Metric.update(Metric.withAttributes(claimsByState, { state }), 0)),
+  ...["durable", "tentative", "quarantined"].map((state) => Metric.update(Metric.withAttributes(claimsByState, { state }), 0)),
   Metric.update(nodeTainted, 0)
 ], { discard: true })
 

@@ -150,6 +150,9 @@ describe("daemon end to end", () => {
       assert.match(body, /^vk_sandbox_build_info\{version="[^"]+",revision="[^"]+"\} 1$/m)
       assert.match(body, /^process_resident_memory_bytes [1-9]\d*$/m)
       assert.match(body, /^vk_sandbox_claims\{state="durable"\} 2$/m)
+      // one gauge per fact: claims in doubt are vk_sandbox_claims_in_doubt, not a state of the rows
+      assert.deepStrictEqual([...body.matchAll(/^vk_sandbox_claims\{state="([a-z_]+)"\}/gm)].map((m) => m[1]).sort(), ["durable", "quarantined", "tentative"])
+      assert.match(body, /^vk_sandbox_claims_in_doubt 0$/m)
       assert.notMatch(body, /pod="/, "no per-Pod label")
       assert.match(body, /^vk_sandbox_claims_held(\{[^}]*\})? 2$/m, "two claims held")
       // the process's memory, sampled at the scrape: tens of megabytes, not zero
