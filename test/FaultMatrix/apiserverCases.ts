@@ -8,7 +8,7 @@ import { assert } from "@effect/vitest"
 import { Effect, Option, Result } from "effect"
 import { createPod, httpGet, readClaimsFile, type StepFailed, waitFor } from "../../testkit/Demo/Harness.ts"
 import type { ModelSnapshot } from "../../testkit/Simulators/Apiserver/Model.ts"
-import { Leases, Pods } from "../../testkit/Simulators/Apiserver/Resources.ts"
+import { Pods } from "../../testkit/Simulators/Apiserver/Resources.ts"
 import type { FaultAction, ProxiedRequest } from "../support/FaultProxy.ts"
 import { Pass } from "../support/FaultProxy.ts"
 import { describeState, type FaultCase, heldIds, invariants, podsNow, prepare, running, type World } from "./world.ts"
@@ -81,7 +81,7 @@ const restoreFlow = (world: World, snapshotOf: () => ModelSnapshot) =>
   Effect.gen(function*() {
     const { cluster } = world
     const snapshot = snapshotOf()
-    yield* prepare(world)
+    const { bare } = yield* prepare(world)
     const stored = snapshot.store.get(`${Pods.group}/${Pods.plural}`)
     const inSnapshot = new Set([...(stored?.keys() ?? [])].map((key) => key.split("/").at(-1)))
     const vanished = podsNow(cluster).filter((pod) => !inSnapshot.has(pod.name)).map((pod) => pod.name)
@@ -91,16 +91,18 @@ const restoreFlow = (world: World, snapshotOf: () => ModelSnapshot) =>
     // the relist releases them on the restored server's word (Pod gone, owner gone)
     world.bareDeleted.count += vanished.length
     world.ownersDropped.value = true
-    // The cluster moved on after the backup by more than the daemon writes in a few seconds: the
-    // restored server's resourceVersion stays behind the daemon's until its check. (The server
-    // counts on: a check that comes after it has passed the daemon's version cannot see that it
-    // went backwards. Restoring with etcdutl --bump-revision --mark-compacted closes that gap: the
-    // old versions answer 410 and the daemon relists at once.)
+    // The cluster moves on after the backup, in what the daemon watches: 100 label changes of a
+    // Pod on its node. The daemon then holds a resourceVersion 100 writes past the backup's, more
+    // than it writes itself in the seconds before its check, so the restored server stays behind
+    // it until then. (A check that comes after the restored server's version has passed the
+    // daemon's cannot see that it went backwards; restoring with etcdutl --bump-revision
+    // --mark-compacted closes that gap: the old versions answer 410 and the daemon relists.)
     for (let i = 0; i < 100; i++) {
-      const lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: "churn" }, spec: {} }
-      assert.isTrue(Result.isSuccess(cluster.model.create(Leases, cluster.namespace, lease)), "churn: create")
-      assert.isTrue(Result.isSuccess(cluster.model.delete(Leases, cluster.namespace, "churn")), "churn: delete")
+      const patched = cluster.model.patch(Pods, cluster.namespace, bare, "merge", { metadata: { labels: { churn: String(i) } } })
+      assert.isTrue(Result.isSuccess(patched), "churn")
     }
+    // the daemon's watch delivers them in milliseconds; this is ample on a loaded machine
+    yield* Effect.sleep("2 seconds")
     const heldBefore = yield* heldIds(world)
     const backwardsBefore = yield* metric(world, backwards)
     cluster.model.restore(snapshot)

@@ -16,6 +16,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { defaultOptions, errorFromResponse, make } from "../../src/Layers/KubeApiClientNode.ts"
 import type { KubeApi } from "../../src/Services/KubeApi.ts"
+import { resourceVersionOlder } from "../../src/Programs/PodController/Informer.ts"
 import { ClusterModel } from "../../testkit/Simulators/Apiserver/Model.ts"
 import { serve } from "../../testkit/Simulators/Apiserver/Server.ts"
 import { adminKubeconfig, compactEtcd, daemonKubeconfig, kube, uniqueName } from "./fixture/Kube.ts"
@@ -286,6 +287,11 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         // what a server restored from a backup sees from a daemon that watched it before
         const events = yield* backend.shortWatch.watchPods(nodeName, future).pipe(Stream.runCollect, Effect.timeout("20 seconds"))
         assert.deepStrictEqual(events, [])
+        // the daemon's sign of it: the server's current resourceVersion (a list of at most one Pod)
+        // is older than the one it holds, and not older than the list it gave before
+        const server = yield* backend.shortWatch.podsResourceVersion(nodeName)
+        assert.isTrue(resourceVersionOlder(server, future), `${server} older than ${future}`)
+        assert.isFalse(resourceVersionOlder(server, list.resourceVersion), `${server} not older than ${list.resourceVersion}`)
         const listed = yield* raw(backend.daemonConfig, "GET", `/api/v1/pods?fieldSelector=spec.nodeName%3D${nodeName}&resourceVersion=${future}`)
         assert.strictEqual(listed.status, 504, listed.body)
         assert.strictEqual(errorFromResponse("listPods", listed.status, listed.body)._tag, "KubeGone")
