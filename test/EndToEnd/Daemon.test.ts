@@ -8,11 +8,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Option } from "effect"
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import {
-  binary,
   createPod,
   deletePod,
   getPod,
@@ -22,21 +20,7 @@ import {
   startCluster,
   waitFor
 } from "../../testkit/Demo/Harness.ts"
-
-/** `vk-sandbox claims --state-path <path>`: exit code and everything it printed. */
-const runClaimsCommand = (statePath: string) =>
-  Effect.callback<{ readonly code: number | null; readonly output: string }>((resume) => {
-    const child = spawn(binary, ["claims", "--state-path", statePath], {
-      env: { PATH: process.env["PATH"] ?? "" },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let output = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
-    child.on("error", (error) => resume(Effect.die(error)))
-    child.on("close", (code) => resume(Effect.succeed({ code, output })))
-    return Effect.sync(() => child.kill("SIGKILL"))
-  })
+import { runBinary } from "../support/Process.ts"
 
 const SHUTDOWN_TIMEOUT_SECONDS = 3
 /** Beyond --shutdown-timeout: process start-up of the finalizers and the runtime's exit. */
@@ -92,7 +76,7 @@ describe("daemon end to end", () => {
       yield* collectTokens
 
       // ---- `vk-sandbox claims` beside the running daemon (no lock taken, tokens redacted).
-      const listing = yield* runClaimsCommand(cluster.statePath)
+      const listing = yield* runBinary(["claims", "--state-path", cluster.statePath])
       assert.strictEqual(listing.code, 0, listing.output)
       for (const name of ["warm-1", "warm-2", "warm-3"]) {
         const claimId = Option.getOrThrow(getPod(cluster, name)).claimId

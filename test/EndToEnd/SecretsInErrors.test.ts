@@ -8,25 +8,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Option } from "effect"
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { binary, type Cluster, createPod, freePort, getPod, spawnDaemon, startCluster, waitFor } from "../../testkit/Demo/Harness.ts"
+import { type Cluster, createPod, freePort, getPod, spawnDaemon, startCluster, waitFor } from "../../testkit/Demo/Harness.ts"
 import { CoreEvents, Nodes, Pods } from "../../testkit/Simulators/Apiserver/Resources.ts"
+import { runBinary } from "../support/Process.ts"
 
 const secret = "Zq9-s3cr3t-never-printed"
-
-/** The executable with `args` and only PATH plus `env`: its exit code and everything it printed. */
-const runToExit = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-  Effect.callback<{ readonly code: number | null; readonly output: string }>((resume) => {
-    const child = spawn(binary, args, { env: { PATH: process.env["PATH"] ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] })
-    let output = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
-    child.on("error", (error) => resume(Effect.die(error)))
-    child.on("close", (code) => resume(Effect.succeed({ code, output })))
-    return Effect.sync(() => child.kill("SIGKILL"))
-  }).pipe(Effect.timeout("20 seconds"))
 
 /** Everything the daemon wrote into the in-memory cluster, as one text. */
 const clusterText = (cluster: Cluster): string =>
@@ -99,7 +87,7 @@ describe("no secret in any error", () => {
         ]
       ]
       for (const [what, args, env, code, mentions] of cases) {
-        const run = yield* runToExit(args, env)
+        const run = yield* runBinary(args, env).pipe(Effect.timeout("20 seconds"))
         assert.notInclude(run.output, secret, what)
         assert.strictEqual(run.code, code, `${what}: ${run.output}`)
         assert.include(run.output, mentions, what)

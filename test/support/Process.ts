@@ -10,6 +10,8 @@ export interface Finished {
   readonly code: number | null
   readonly stdout: string
   readonly stderr: string
+  /** stdout and stderr as they arrived, interleaved */
+  readonly output: string
 }
 
 /**
@@ -26,10 +28,17 @@ export const runProcess = (
     const child = spawn(command, args, { env: { PATH: process.env["PATH"] ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] })
     let stdout = ""
     let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    let output = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk
+      output += chunk
+    })
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk
+      output += chunk
+    })
     child.on("error", (error) => resume(Effect.die(error)))
-    child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
+    child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr, output })))
     return Effect.sync(() => child.kill(killSignal))
   })
 

@@ -291,17 +291,29 @@ const outcome = <A>(step: string, result: Result.Result<A, { readonly message: s
     ? Effect.succeed(result.success)
     : Effect.fail(new StepFailed({ step, message: result.failure.message }))
 
+/** A Sandbox owner as a user creates it (the apiserver fills in the namespace from the request). */
+export const sandboxBody = (name: string): JsonObject => ({
+  apiVersion: "agents.x-k8s.io/v1beta1",
+  kind: "Sandbox",
+  metadata: { name },
+  spec: {}
+})
+
 /** Creates a Sandbox owner; its uid. */
 export const createSandbox = (cluster: Cluster, step: string, name: string): Effect.Effect<string, StepFailed> =>
-  outcome(
-    step,
-    cluster.model.create(Sandboxes, cluster.namespace, {
-      apiVersion: "agents.x-k8s.io/v1beta1",
-      kind: "Sandbox",
-      metadata: { name },
-      spec: {}
-    })
-  ).pipe(Effect.map((sandbox) => text(field(field(sandbox, "metadata"), "uid"))))
+  outcome(step, cluster.model.create(Sandboxes, cluster.namespace, sandboxBody(name))).pipe(
+    Effect.map((sandbox) => text(field(field(sandbox, "metadata"), "uid")))
+  )
+
+/** The controller reference a Sandbox's Pod carries, as the Sandbox controller writes it. */
+export const sandboxOwnerRef = (owner: { readonly name: string; readonly uid: string }): JsonObject => ({
+  apiVersion: "agents.x-k8s.io/v1beta1",
+  kind: "Sandbox",
+  name: owner.name,
+  uid: owner.uid,
+  controller: true,
+  blockOwnerDeletion: true
+})
 
 export interface PodSpecOptions {
   /** The Sandbox that owns the Pod (name and uid); a bare Pod when absent. */
@@ -324,16 +336,7 @@ export const createPod = (
       metadata: {
         name,
         annotations: { [PodAnnotation.template]: "python", ...options.annotations },
-        ...(options.owner === undefined ? {} : {
-          ownerReferences: [{
-            apiVersion: "agents.x-k8s.io/v1beta1",
-            kind: "Sandbox",
-            name: options.owner.name,
-            uid: options.owner.uid,
-            controller: true,
-            blockOwnerDeletion: true
-          }]
-        })
+        ...(options.owner === undefined ? {} : { ownerReferences: [sandboxOwnerRef(options.owner)] })
       },
       spec: { nodeName: cluster.nodeName, containers: [{ name: "main", image: "python" }] }
     })

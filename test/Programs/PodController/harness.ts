@@ -11,17 +11,8 @@ import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import * as ClaimsStoreFile from "../../../src/Layers/ClaimsStoreFile.ts"
-import { ClaimTableRefLayer } from "../../../src/Layers/ClaimTableRef.ts"
-import * as EventRecorderKube from "../../../src/Layers/EventRecorderKube.ts"
 import * as KubeApiClientNode from "../../../src/Layers/KubeApiClientNode.ts"
-import * as OwnerResolverKube from "../../../src/Programs/Authorization/OwnerResolverKube.ts"
-import { PodLifecycleProviderLayer } from "../../../src/Layers/PodLifecycleProvider.ts"
-import { ProviderEventsPubSubLayer } from "../../../src/Layers/ProviderEventsPubSub.ts"
-import { ProviderLiveLayer } from "../../../src/Programs/Provider/ProviderLive.ts"
-import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
-import { startClaims } from "../../../src/Programs/Provider/Startup.ts"
 import { type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
 import type { PodKey } from "../../../src/Schemas/Ids.ts"
@@ -35,6 +26,8 @@ import { serve as serveApiserver } from "../../../testkit/Simulators/Apiserver/S
 import type { JsonObject } from "../../../testkit/Simulators/Apiserver/Status.ts"
 import { make as makeSandboxdSim, type SandboxdSimOptions } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve as serveSandboxd } from "../../../testkit/Simulators/Sandboxd/Server.ts"
+import { sandboxBody, sandboxOwnerRef } from "../../../testkit/Demo/Harness.ts"
+import { podHalfLayer } from "../../support/PodHalf.ts"
 
 export const NODE = "vk-sandboxd"
 export const NS = "default"
@@ -139,22 +132,7 @@ export const makeWorld = (worldOptions: WorldOptions = {}) =>
       Effect.gen(function*() {
         const scope = yield* Scope.make()
         const calls: Calls = { create: new Map(), update: new Map(), delete: new Map() }
-        const wire = Layer.mergeAll(SandboxdClientHttp.layer, KubeApiClientNode.layer)
-        const claims = ClaimsStoreFile.layer
-        const provider = countingLifecycle(calls).pipe(
-          Layer.provide(PodLifecycleProviderLayer),
-          Layer.provideMerge(ProviderLiveLayer),
-          Layer.provideMerge(Layer.mergeAll(ProviderEventsPubSubLayer, OwnerResolverKube.layer, EventRecorderKube.layer()))
-        )
-        const graph = Layer.effectDiscard(startClaims).pipe(
-          Layer.provideMerge(provider),
-          Layer.provideMerge(claims),
-          Layer.provideMerge(wire),
-          // Below the wire, as in the daemon: the sandboxd client scrubs the table's claim tokens.
-          Layer.provideMerge(ClaimTableRefLayer),
-          Layer.provideMerge(AppConfig.layer(config))
-        )
-        const context = yield* Layer.buildWithScope(graph, scope).pipe(Effect.orDie)
+        const context = yield* Layer.buildWithScope(podHalfLayer(config, countingLifecycle(calls)), scope).pipe(Effect.orDie)
 
         /** A controller in a scope of its own, on this provider (closing it drains first). */
         const startController = (controllerOptions: PodController.PodControllerOptions = options) =>
@@ -213,15 +191,7 @@ export const podBody = (
     name,
     annotations: { "sandbox.cocoonstack.io/template": Template, ...options.annotations },
     ...(options.labels === undefined ? {} : { labels: options.labels }),
-    ...(options.owner === undefined ? {} : {
-      ownerReferences: [{
-        apiVersion: "agents.x-k8s.io/v1beta1",
-        kind: "Sandbox",
-        name: options.owner.name,
-        uid: options.owner.uid,
-        controller: true
-      }]
-    })
+    ...(options.owner === undefined ? {} : { ownerReferences: [sandboxOwnerRef(options.owner)] })
   },
   spec: {
     nodeName: NODE,
@@ -238,12 +208,7 @@ export const createPod = (model: ClusterModel, body: JsonObject): string => {
 }
 
 export const createSandboxCr = (model: ClusterModel, name: string): string => {
-  const out = model.create(Sandboxes, NS, {
-    apiVersion: "agents.x-k8s.io/v1beta1",
-    kind: "Sandbox",
-    metadata: { name, namespace: NS },
-    spec: {}
-  })
+  const out = model.create(Sandboxes, NS, sandboxBody(name))
   if (out._tag !== "Success") throw new Error(`create sandbox: ${JSON.stringify(out.failure)}`)
   return String((out.success["metadata"] as Record<string, unknown>)["uid"])
 }
