@@ -13,6 +13,7 @@ import { Context, Effect, Layer, Option, Ref } from "effect"
 import { type ClaimRecord, type ClaimRow, ClaimState } from "../Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { PersistentMap } from "../Schemas/PersistentMap.ts"
+import { acceptedPodOf, copyPlain, type Pod } from "../Schemas/Pod.ts"
 import { ClaimsSnapshot } from "../Services/ClaimsStore.ts"
 import {
   ClaimTable,
@@ -26,8 +27,12 @@ import { KnownSecrets } from "../Services/KnownSecrets.ts"
 import { RowsView } from "../Store/RowsView.ts"
 import { ClaimDoubtsRefLayer } from "./ClaimTableRef/ClaimDoubtsRef.ts"
 
-/** Pods are mutable client-node objects: the table keeps its own copies and hands out copies. */
-const copyPod = (pod: V1Pod): V1Pod => structuredClone(pod)
+/**
+ * The table keeps the slim facts of a Pod it accepted (`acceptedPodOf`: what the provider reads
+ * of it, a copy sharing only strings), never the Pod object it was handed, and hands out copies.
+ */
+const keptPod = (pod: V1Pod): Pod => acceptedPodOf(pod)
+const handedOut = (pod: Pod): V1Pod => copyPlain(pod)
 
 const withRow = (state: ClaimTableState, key: PodKey, row: ClaimRow): ClaimTableState => ({
   ...state,
@@ -36,7 +41,7 @@ const withRow = (state: ClaimTableState, key: PodKey, row: ClaimRow): ClaimTable
 
 const withoutRow = (state: ClaimTableState, key: PodKey): ClaimTableState => ({ ...state, rows: state.rows.without(key) })
 
-const withPod = (state: ClaimTableState, key: PodKey, pod: V1Pod): ClaimTableState => ({
+const withPod = (state: ClaimTableState, key: PodKey, pod: Pod): ClaimTableState => ({
   ...state,
   pods: state.pods.with(key, pod)
 })
@@ -61,7 +66,7 @@ export const makeClaimTable = Effect.gen(function*() {
 
   const table = ClaimTable.of({
     state: Ref.get(ref),
-    pod: (key) => read((s) => Option.map(Option.fromUndefinedOr(s.pods.get(key)), copyPod)),
+    pod: (key) => read((s) => Option.map(Option.fromUndefinedOr(s.pods.get(key)), handedOut)),
     durable: (key) =>
       read((s) => {
         const row = s.rows.get(key)
@@ -81,7 +86,7 @@ export const makeClaimTable = Effect.gen(function*() {
       })),
 
     recordTentative: (key, record, pod) =>
-      Ref.update(ref, (s) => withPod(withRow(s, key, { record, state: ClaimState.Tentative() }), key, copyPod(pod))),
+      Ref.update(ref, (s) => withPod(withRow(s, key, { record, state: ClaimState.Tentative() }), key, keptPod(pod))),
 
     adopt: (key, pod, now) =>
       modify((s) => {
@@ -92,7 +97,7 @@ export const makeClaimTable = Effect.gen(function*() {
           podUID: pod.metadata?.uid ?? "",
           claimedAt: Option.isSome(row.record.claimedAt) ? row.record.claimedAt : Option.some(now)
         }
-        return [Option.some(record), withPod(withRow(s, key, { record, state: row.state }), key, copyPod(pod))]
+        return [Option.some(record), withPod(withRow(s, key, { record, state: row.state }), key, keptPod(pod))]
       }),
 
     withdraw: (key, id) =>
@@ -132,7 +137,7 @@ export const makeClaimTable = Effect.gen(function*() {
 
     storePod: (key, pod) =>
       modify((s): readonly [StorePodOutcome, ClaimTableState] =>
-        podUidIsCurrent(s, key, pod.metadata?.uid ?? "") ? ["Stored", withPod(s, key, copyPod(pod))] : ["StaleUid", s]
+        podUidIsCurrent(s, key, pod.metadata?.uid ?? "") ? ["Stored", withPod(s, key, keptPod(pod))] : ["StaleUid", s]
       ),
 
     modify

@@ -12,10 +12,11 @@ import { Context, type DateTime, type Effect, type Option } from "effect"
 import type { ClaimRecord, ClaimRow } from "../Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import type { PersistentMap } from "../Schemas/PersistentMap.ts"
+import type { Pod } from "../Schemas/Pod.ts"
 
 export interface ClaimTableState {
-  /** The last accepted Pod per key (a private copy). */
-  readonly pods: PersistentMap<PodKey, V1Pod>
+  /** The last accepted Pod per key: its slim facts only (`acceptedPodOf`), a private copy. */
+  readonly pods: PersistentMap<PodKey, Pod>
   readonly rows: PersistentMap<PodKey, ClaimRow>
 }
 

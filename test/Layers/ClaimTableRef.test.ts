@@ -170,4 +170,56 @@ describe("ClaimTable (Ref layer)", () => {
       assert.strictEqual(yield* table.storePod(key("a"), { ...pod("a", "u1"), spec: { containers: [{ name: "x" }] } }), "Stored")
       assert.strictEqual(Option.getOrThrow(yield* table.pod(key("a"))).spec?.containers[0]?.name, "x")
     })))
+
+  it.effect("keeps only the slim facts of a Pod it accepts (acceptedPodOf), as its own copy, never the object it was handed", () =>
+    run(Effect.gen(function*() {
+      const table = yield* ClaimTable
+      const full: V1Pod = {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: {
+          namespace: "ns",
+          name: "a",
+          uid: "u1",
+          resourceVersion: "7",
+          labels: { app: "x" },
+          annotations: { k: "v" },
+          ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: "rs", uid: "o1" }],
+          managedFields: [{ manager: "kubectl", operation: "Update" }],
+          creationTimestamp: new Date(1_000),
+          finalizers: ["f"]
+        },
+        spec: {
+          nodeName: "n",
+          restartPolicy: "Never",
+          containers: [{ name: "main", image: "python", env: [{ name: "E", value: "1" }], resources: { limits: { cpu: "1" } } }],
+          volumes: [{ name: "v", emptyDir: {} }]
+        },
+        status: { phase: "Pending", qosClass: "BestEffort" }
+      }
+      const expected = {
+        metadata: {
+          name: "a",
+          namespace: "ns",
+          uid: "u1",
+          resourceVersion: "7",
+          labels: { app: "x" },
+          annotations: { k: "v" },
+          ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: "rs", uid: "o1" }]
+        },
+        spec: { restartPolicy: "Never", containers: [{ name: "main", image: "python" }] },
+        status: { phase: "Pending", qosClass: "BestEffort" }
+      }
+      yield* table.storePod(key("a"), full)
+      const kept = (yield* table.state).pods.get(key("a"))
+      assert.deepStrictEqual(kept, expected)
+      full.metadata!.labels!["app"] = "changed"
+      full.spec!.containers[0]!.image = "changed"
+      assert.deepStrictEqual((yield* table.state).pods.get(key("a")), expected, "a copy: the caller's object may change")
+      yield* table.recordTentative(key("b"), rec("sb_b"), { ...full, metadata: { ...full.metadata, name: "b" } })
+      assert.deepStrictEqual(Object.keys((yield* table.state).pods.get(key("b"))!.spec!), ["restartPolicy", "containers"])
+      const handed = Option.getOrThrow(yield* table.pod(key("a")))
+      handed.metadata!.labels!["app"] = "mutated"
+      assert.deepStrictEqual((yield* table.state).pods.get(key("a")), expected, "handed out as a copy")
+    })))
 })

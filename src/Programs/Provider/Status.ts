@@ -5,6 +5,7 @@
 import type { V1ContainerStatus, V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { DateTime, Option } from "effect"
 import type { ClaimRecord } from "../../Schemas/Claims.ts"
+import { copyPlain } from "../../Schemas/Pod.ts"
 import { PodAnnotation } from "../../Schemas/PodAnnotations.ts"
 import type { PodIp } from "./PodIp.ts"
 
@@ -51,7 +52,7 @@ export const runningStatus = (pod: V1Pod, claim: ClaimRecord, ip: PodIp): V1PodS
 
 /** CRT-20: a copy of the Pod with the claim-id annotation and the Running status. */
 export const runningPod = (pod: V1Pod, claim: ClaimRecord, ip: PodIp): V1Pod => {
-  const copy = structuredClone(pod)
+  const copy = copyPlain(pod)
   copy.metadata = {
     ...copy.metadata,
     annotations: { ...copy.metadata?.annotations, [PodAnnotation.claimId]: claim.id }
@@ -61,7 +62,7 @@ export const runningPod = (pod: V1Pod, claim: ClaimRecord, ip: PodIp): V1Pod => 
 }
 
 /** UPD-4 step 2: the tracked Pod's own status with the phase forced to Pending. */
-export const pendingStatus = (pod: V1Pod): V1PodStatus => ({ ...structuredClone(pod.status ?? {}), phase: "Pending" })
+export const pendingStatus = (pod: V1Pod): V1PodStatus => ({ ...copyPlain(pod.status ?? {}), phase: "Pending" })
 
 /** LEASE-3: Failed/SandboxLeaseExpired, every container terminated at the deadline; no IPs, no conditions. */
 export const leaseExpiredStatus = (pod: V1Pod, claim: ClaimRecord): V1PodStatus => {
@@ -94,7 +95,7 @@ export const leaseExpiredStatus = (pod: V1Pod, claim: ClaimRecord): V1PodStatus 
 
 /** LEASE-4 step 5: a copy of the tracked Pod carrying the lease-expired status (no claim-id added). */
 export const leaseExpiredPod = (pod: V1Pod, claim: ClaimRecord): V1Pod => {
-  const copy = structuredClone(pod)
+  const copy = copyPlain(pod)
   copy.status = leaseExpiredStatus(pod, claim)
   return copy
 }
@@ -127,7 +128,7 @@ export const sandboxLostStatus = (pod: V1Pod, id: string, claimedAt: Option.Opti
 
 /** A copy of the Pod carrying the SandboxLost status. */
 export const sandboxLostPod = (pod: V1Pod, id: string, claimedAt: Option.Option<DateTime.Utc>): V1Pod => {
-  const copy = structuredClone(pod)
+  const copy = copyPlain(pod)
   copy.status = sandboxLostStatus(pod, id, claimedAt)
   return copy
 }

@@ -2,6 +2,7 @@
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { DateTime, Effect, Option } from "effect"
 import { podKeyOf } from "../../Schemas/Ids.ts"
+import { copyPlain } from "../../Schemas/Pod.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
 import { podKeyOfPod } from "./CreatePod.ts"
 import { podIpFor } from "./Push.ts"
@@ -25,7 +26,7 @@ export const getPod = (namespace: string, name: string) =>
 
 /** Copies of every tracked Pod (UPD-3). */
 export const getPods = ClaimTable.use((table) =>
-  Effect.map(table.state, (state) => Array.from(state.pods.values(), (pod) => structuredClone(pod)))
+  Effect.map(table.state, (state) => Array.from(state.pods.values(), (pod): V1Pod => copyPlain(pod)))
 )
 
 /**
