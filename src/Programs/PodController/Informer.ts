@@ -195,12 +195,21 @@ export const make = (
           }
           backwardsCounted = false
           newestSeen = list.resourceVersion
-          yield* applyList(hooks, list.items)
-          if (!(yield* Ref.get(synced))) {
-            // Only after a successful complete list: never sweep on a failed or partial one (DG-03).
+          if (yield* Ref.get(synced)) {
+            yield* applyList(hooks, list.items)
+          } else {
+            // The first list fills the cache, and the dangling sweep runs on it, before any key is
+            // reconciled: `synced` (readiness) then waits for the list, not for the work it starts
+            // (a restart with 10,000 Pods adopts 10,000 claims). Only after a successful complete
+            // list: never sweep on a failed or partial one (DG-03).
+            const changed = list.items.map(store)
             yield* hooks.firstSync
             yield* Ref.set(synced, true)
             yield* Effect.logInfo("pod controller synced").pipe(Effect.annotateLogs({ pods: list.items.length }))
+            for (const [i, pod] of list.items.entries()) {
+              if (changed[i] === true) yield* hooks.changed(podKeyOfPod(pod))
+              yield* hooks.observed(pod)
+            }
           }
           let rv = list.resourceVersion
           // Watches in a row from this same resourceVersion that delivered nothing.

@@ -113,6 +113,7 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
   const lifecycle = PodLifecycle.of({
     createPod: (p) =>
       Effect.gen(function*() {
+        behaviour.calls?.push(`create:${p.metadata?.name ?? ""}`)
         yield* Effect.sleep(behaviour.createTakes ?? "0 millis")
         yield* Ref.update(held, (m) => new Map(m).set(podKeyOfPod(p), p))
         behaviour.creates?.push(p.metadata?.name ?? "")
@@ -138,7 +139,13 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
         return next
       }),
     getPod: (key) => Effect.map(Ref.get(held), (m) => Option.fromNullishOr(m.get(key))),
-    getPods: Effect.map(Ref.get(held), (m) => [...m.values()]),
+    // The dangling sweep's read; with `calls`, answered after a yield (other fibers may run).
+    getPods: behaviour.calls === undefined
+      ? Effect.map(Ref.get(held), (m) => [...m.values()])
+      : Effect.yieldNow.pipe(Effect.andThen(Ref.get(held)), Effect.map((m) => {
+        behaviour.calls?.push("sweep")
+        return [...m.values()]
+      })),
     statusPushes: Stream.fromQueue(pushes),
     retryNow: Stream.never
   })
@@ -155,6 +162,8 @@ interface Behaviour {
   readonly failCreates?: { left: number }
   /** Names of the Pods createPod was called with, in order. */
   readonly creates?: Array<string>
+  /** `create:<name>` per createPod call and `sweep` when the dangling sweep reads the provider, in order. */
+  readonly calls?: Array<string>
   /** The resourceVersion lists answer with (default "1"). */
   readonly listRv?: { value: string }
   /** Every status write fails with this. */
@@ -213,6 +222,16 @@ const advance = (millis: number) =>
   })
 
 describe("PodController (stubbed)", () => {
+  it.effect("the first list's keys are reconciled only after the dangling sweep ran on it: readiness waits for the list, not the work it starts", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([pod("a", "u1"), pod("b", "u2")])
+      const calls: Array<string> = []
+      const { handle } = yield* start(pods, () => Stream.never, { calls, createTakes: "1 hour" })
+      yield* advance(20)
+      assert.isTrue(yield* handle.synced)
+      assert.deepStrictEqual(calls, ["sweep", "create:a", "create:b"])
+    })).pipe(quiet))
+
   it.effect("a server that closes every watch at once is re-watched with backoff, not ten times a second", () =>
     Effect.scoped(Effect.gen(function*() {
       const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([])
