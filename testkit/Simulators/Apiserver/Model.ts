@@ -147,7 +147,7 @@ export interface ModelOptions {
   readonly user?: string
   /**
    * Accept a pod PUT without resourceVersion; default true, as kube-apiserver v1.37.2 does. false models
-   * the 422 virtual-kubelet PR #1399 reports from 1.35 clusters.
+   * a server that answers such a PUT with 422.
    */
   readonly unconditionalPodUpdates?: boolean
   /**

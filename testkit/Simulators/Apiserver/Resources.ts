@@ -60,7 +60,7 @@ export const Pods: ResourceInfo = {
   shortNames: ["po"],
   subresources: ["status"],
   // A pod or pods/status PUT without resourceVersion (or with "0") is accepted: checked against kube-apiserver
-  // v1.37.2 (virtual-kubelet PR #1399 reports a 422 on 1.35+; ModelOptions.unconditionalPodUpdates models that).
+  // v1.37.2 (a server that refuses it with 422 is ModelOptions.unconditionalPodUpdates: false).
   allowUnconditionalUpdate: true,
   returnDeletedObject: true, // the pod registry answers DELETE with the pod
   tracksGeneration: true, // pods carry metadata.generation since 1.33
