@@ -1,7 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Deferred, Effect, Exit, Fiber, Layer, Option, Redacted, Scope } from "effect"
 import * as NFS from "node:fs/promises"
-import * as os from "node:os"
 import * as NPath from "node:path"
 import * as ClaimsStoreFile from "../../src/Layers/ClaimsStoreFile.ts"
 import { TestClaimsTable, testSnapshotLayer } from "../../testkit/Layers/ClaimsStoreMemory.ts"
@@ -10,6 +9,7 @@ import { testConfig } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
 import { ClaimsStore } from "../../src/Services/ClaimsStore.ts"
+import { tempDir as makeTempDir } from "../support/TempDir.ts"
 
 const record = (n: number, extra: Partial<ClaimRecord> = {}): ClaimRecord => ({
   id: `sb_${n.toString(16).padStart(16, "0")}` as ClaimId,
@@ -23,10 +23,7 @@ const record = (n: number, extra: Partial<ClaimRecord> = {}): ClaimRecord => ({
 const key = (n: number): PodKey => podKeyOf("ns", `pod-${n}`)
 
 /** A fresh directory for one test, removed with the test's scope. */
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => NFS.mkdtemp(NPath.join(os.tmpdir(), "vk-claims-"))),
-  (dir) => Effect.promise(() => NFS.rm(dir, { recursive: true, force: true }))
-)
+const tempDir = makeTempDir("vk-claims-")
 
 /** The store (and its test snapshot table) for `statePath`, built in a scope of its own. */
 const storeLayer = (statePath: string, ops?: ClaimsStoreFile.ClaimsFileOps) =>

@@ -6,9 +6,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Result, Scope } from "effect"
 import { TestClock } from "effect/testing"
-import * as fs from "node:fs/promises"
-import * as os from "node:os"
-import * as path from "node:path"
 import * as EventRecorderKube from "../../src/Layers/EventRecorderKube.ts"
 import { testConfig } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
@@ -16,9 +13,9 @@ import type { InvolvedObject } from "../../src/Services/EventRecorder.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { ClusterModel, type FailureRule } from "../../testkit/Simulators/Apiserver/Model.ts"
 import { CoreEvents } from "../../testkit/Simulators/Apiserver/Resources.ts"
-import { serve as serveApiserver } from "../../testkit/Simulators/Apiserver/Server.ts"
 import { eventually, realTurn, settle } from "../support/Wait.ts"
 import { kubeApiFromFile } from "../support/Kube.ts"
+import { serveModel } from "../support/Apiserver.ts"
 
 const NODE = "vk-sandboxd"
 const START = Date.parse("2026-11-29T10:00:00.000Z")
@@ -44,13 +41,8 @@ interface StoredEvent {
 
 const setupWith = (normalPodEvents?: EventRecorderKube.EventBudget) => Effect.gen(function*() {
   yield* TestClock.setTime(START)
-  const dir = yield* Effect.acquireRelease(
-    Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "events-"))),
-    (d) => Effect.promise(() => fs.rm(d, { recursive: true, force: true }))
-  )
   const model = new ClusterModel({ namespaces: ["default", "team-a", "kube-node-lease"] })
-  const kubeconfigPath = path.join(dir, "kubeconfig")
-  yield* serveApiserver(model, { kubeconfigPath, bookmarkIntervalMs: 0 })
+  const { kubeconfigPath } = yield* serveModel(model)
   const kube = yield* kubeApiFromFile(kubeconfigPath)
   const config = testConfig({ nodeName: NODE })
   // The recorder in its own scope, so a test can close it (shutdown) before the test ends.

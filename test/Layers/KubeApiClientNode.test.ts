@@ -6,9 +6,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { V1Lease, V1Pod } from "@kubernetes/client-node"
 import { Effect, Fiber, Layer, Stream } from "effect"
-import * as NodeFs from "node:fs"
-import * as NodeOs from "node:os"
-import * as NodePath from "node:path"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import * as KubeApiMemory from "../../testkit/Layers/KubeApiMemory.ts"
 import { testConfig } from "../../src/Schemas/Config.ts"
@@ -16,23 +13,16 @@ import { AppConfig } from "../../src/Services/Config.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { ClusterModel, type ModelOptions } from "../../testkit/Simulators/Apiserver/Model.ts"
 import { CoreEvents, Leases, NodeInventories, Nodes, Pods, Sandboxes } from "../../testkit/Simulators/Apiserver/Resources.ts"
-import { serve } from "../../testkit/Simulators/Apiserver/Server.ts"
 import { eventually } from "../support/Wait.ts"
+import { serveModel } from "../support/Apiserver.ts"
 
 const nodeName = "vk-sandboxd"
-
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "kubeapi-"))),
-  (dir) => Effect.sync(() => NodeFs.rmSync(dir, { recursive: true, force: true }))
-)
 
 /** A fresh model served on loopback, and the live layer built from its kubeconfig file. */
 const liveCluster = (modelOptions: ModelOptions = {}) =>
   Effect.gen(function*() {
-    const dir = yield* tempDir
-    const kubeconfigPath = NodePath.join(dir, "kubeconfig")
     const model = new ClusterModel(modelOptions)
-    yield* serve(model, { token: "sim-token", kubeconfigPath, bookmarkIntervalMs: 0 })
+    const { kubeconfigPath } = yield* serveModel(model, { token: "sim-token" })
     const kube = yield* Effect.gen(function*() {
       return yield* KubeApi
     }).pipe(

@@ -12,8 +12,6 @@ import { TestClock } from "effect/testing"
 import * as fs from "node:fs/promises"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import * as os from "node:os"
-import * as path from "node:path"
 import { makeClaimTable } from "../../src/Layers/ClaimTableRef.ts"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import * as SandboxdClientHttp from "../../src/Layers/SandboxdClientHttp.ts"
@@ -34,10 +32,10 @@ import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { type ClaimSpec, type ClaimResult, SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { ClusterModel } from "../../testkit/Simulators/Apiserver/Model.ts"
 import { NodeInventories } from "../../testkit/Simulators/Apiserver/Resources.ts"
-import { serve as serveApiserver } from "../../testkit/Simulators/Apiserver/Server.ts"
 import { make as makeSandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve as serveSandboxd } from "../../testkit/Simulators/Sandboxd/Server.ts"
 import { eventually, settle } from "../support/Wait.ts"
+import { serveModel } from "../support/Apiserver.ts"
 
 const NODE = "node1-sandboxd"
 const ADVERTISE = "10.0.0.5:7777"
@@ -129,13 +127,8 @@ interface StoredInventory {
 
 const setup = Effect.gen(function*() {
   yield* TestClock.setTime(START)
-  const dir = yield* Effect.acquireRelease(
-    Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "inventory-"))),
-    (d) => Effect.promise(() => fs.rm(d, { recursive: true, force: true }))
-  )
   const model = new ClusterModel()
-  const kubeconfigPath = path.join(dir, "kubeconfig")
-  const apiserver = yield* serveApiserver(model, { kubeconfigPath, bookmarkIntervalMs: 0 })
+  const { apiserver, kubeconfigPath } = yield* serveModel(model)
   const proxy = yield* recordingProxy(apiserver.url)
   const kubeconfigText = yield* Effect.promise(() => fs.readFile(kubeconfigPath, "utf8"))
   const kubeConfig = new KubeConfig()

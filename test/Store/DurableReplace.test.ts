@@ -1,15 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as NFS from "node:fs/promises"
-import * as os from "node:os"
 import * as NPath from "node:path"
 import { durableReplace, type FailedStep, isTempName } from "../../src/Store/DurableReplace.ts"
 import { type ClaimsFileOps, nodeClaimsFileOps } from "../../src/Store/FileOps.ts"
+import { tempDir as makeTempDir } from "../support/TempDir.ts"
 
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => NFS.mkdtemp(NPath.join(os.tmpdir(), "vk-replace-"))),
-  (dir) => Effect.promise(() => NFS.rm(dir, { recursive: true, force: true }))
-)
+const tempDir = makeTempDir("vk-replace-")
 
 /** Node's steps, recorded, with `failAt` failing (EIO). */
 const recording = (failAt?: keyof ClaimsFileOps) => {

@@ -1,15 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as NFS from "node:fs/promises"
-import * as os from "node:os"
 import * as NPath from "node:path"
 import { type ClaimsFileOps, nodeClaimsFileOps } from "../../src/Store/FileOps.ts"
 import { ensureDir, sweepTempFiles, unsafeReason } from "../../src/Store/StateDir.ts"
+import { tempDir as makeTempDir } from "../support/TempDir.ts"
 
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => NFS.mkdtemp(NPath.join(os.tmpdir(), "vk-statedir-"))),
-  (dir) => Effect.promise(() => NFS.rm(dir, { recursive: true, force: true }))
-)
+const tempDir = makeTempDir("vk-statedir-")
 const modeOf = (path: string) => Effect.promise(async () => (await NFS.stat(path)).mode & 0o7777)
 /** A directory with exactly `mode` (mkdir alone is narrowed by the umask). */
 const dirWithMode = (parent: string, name: string, mode: number) =>

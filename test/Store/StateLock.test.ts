@@ -3,18 +3,15 @@ import { Clock, type Duration, Effect, Exit, Fiber, Option, Scope } from "effect
 import { TestClock } from "effect/testing"
 import { spawn } from "node:child_process"
 import * as NFS from "node:fs/promises"
-import * as os from "node:os"
 import * as NPath from "node:path"
 import { pathToFileURL } from "node:url"
 import * as StateLock from "../../src/Store/StateLock.ts"
+import { tempDir as makeTempDir } from "../support/TempDir.ts"
 
 const repo = NPath.resolve(import.meta.dirname, "../..")
 const nodeBin = NPath.join(repo, "node_modules/.bin/node")
 
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => NFS.mkdtemp(NPath.join(os.tmpdir(), "vk-lock-"))),
-  (dir) => Effect.promise(() => NFS.rm(dir, { recursive: true, force: true }))
-)
+const tempDir = makeTempDir("vk-lock-")
 
 const identity = Effect.promise(() => StateLock.currentIdentity())
 

@@ -4,9 +4,8 @@ import { assert, describe, it } from "@effect/vitest"
 import * as x509 from "@peculiar/x509"
 import { Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { randomBytes, webcrypto, X509Certificate } from "node:crypto"
-import { mkdtemp, rm, writeFile } from "node:fs/promises"
+import { writeFile } from "node:fs/promises"
 import * as https from "node:https"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as tls from "node:tls"
 import * as KubeletServerLive from "../../../src/Programs/Kubelet/KubeletServer.ts"
@@ -14,6 +13,7 @@ import { KubeletPods, KubeletServer } from "../../../src/Services/KubeletServer.
 import { generateSelfSigned } from "../../../src/Programs/Kubelet/SelfSigned.ts"
 import { type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
+import { tempDir as makeTempDir } from "../../support/TempDir.ts"
 
 // ---- helpers ----------------------------------------------------------------------------------
 
@@ -107,10 +107,7 @@ const rawExchange = (port: number, requestText: string): Effect.Effect<string, E
     socket.on("error", (e) => resume(Effect.fail(e)))
   })
 
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => mkdtemp(join(tmpdir(), "kubelet-tls-"))),
-  (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true }))
-)
+const tempDir = makeTempDir("kubelet-tls-")
 
 const writeText = (path: string, text: string) => Effect.promise(() => writeFile(path, text))
 

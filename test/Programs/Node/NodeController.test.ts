@@ -7,7 +7,6 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, Duration, Effect, Exit, Layer, Metric, Option, Redacted, Ref, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as fs from "node:fs/promises"
-import * as os from "node:os"
 import * as path from "node:path"
 import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
 import * as SandboxdTokenFile from "../../../src/Layers/SandboxdTokenFile.ts"
@@ -23,12 +22,13 @@ import { KubeApi } from "../../../src/Services/KubeApi.ts"
 import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
 import { ClusterModel } from "../../../testkit/Simulators/Apiserver/Model.ts"
 import { Leases, Nodes } from "../../../testkit/Simulators/Apiserver/Resources.ts"
-import { serve as serveApiserver } from "../../../testkit/Simulators/Apiserver/Server.ts"
 import type { JsonObject } from "../../../testkit/Simulators/Apiserver/Status.ts"
 import { make as makeSandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve as serveSandboxd } from "../../../testkit/Simulators/Sandboxd/Server.ts"
 import { eventually, realTurn, settle } from "../../support/Wait.ts"
 import { kubeApiFromFile } from "../../support/Kube.ts"
+import { serveModel } from "../../support/Apiserver.ts"
+import { tempDir } from "../../support/TempDir.ts"
 
 const NODE = "vk-sandboxd"
 const START = Date.parse("2026-11-29T10:00:00.250Z")
@@ -87,13 +87,8 @@ interface SetupOptions {
 /** Servers, clients and a running controller in its own scope (closed to simulate shutdown). */
 const setupWith = (options: SetupOptions) => Effect.gen(function*() {
   yield* TestClock.setTime(START)
-  const dir = yield* Effect.acquireRelease(
-    Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "node-controller-"))),
-    (d) => Effect.promise(() => fs.rm(d, { recursive: true, force: true }))
-  )
   const model = new ClusterModel()
-  const kubeconfigPath = path.join(dir, "kubeconfig")
-  yield* serveApiserver(model, { kubeconfigPath, bookmarkIntervalMs: 0 })
+  const { kubeconfigPath } = yield* serveModel(model)
   const sim = yield* makeSandboxdSim({ rootToken: options.rootToken ?? "" })
   const sandboxdAddress = yield* serveSandboxd(sim, { host: "127.0.0.1", port: 0 })
 
@@ -487,10 +482,7 @@ describe("NodeController: the sandboxd-unavailable taint", () => {
 
   it.effect("token swap: a refused token taints the node Unauthorized; replacing the token file lifts it at the next probe", () =>
     Effect.gen(function*() {
-      const dir = yield* Effect.acquireRelease(
-        Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "node-token-"))),
-        (d) => Effect.promise(() => fs.rm(d, { recursive: true, force: true }))
-      )
+      const dir = yield* tempDir("node-token-")
       // A Secret volume: token → ..data/token, ..data → the current version.
       yield* Effect.promise(async () => {
         await fs.mkdir(path.join(dir, "..v1"))

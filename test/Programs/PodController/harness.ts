@@ -9,7 +9,6 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import * as NodeFs from "node:fs"
-import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as KubeApiClientNode from "../../../src/Layers/KubeApiClientNode.ts"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
@@ -22,12 +21,12 @@ import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
 import { ProviderEvents } from "../../../src/Services/Provider.ts"
 import { ClusterModel } from "../../../testkit/Simulators/Apiserver/Model.ts"
 import { Pods, Sandboxes } from "../../../testkit/Simulators/Apiserver/Resources.ts"
-import { serve as serveApiserver } from "../../../testkit/Simulators/Apiserver/Server.ts"
 import type { JsonObject } from "../../../testkit/Simulators/Apiserver/Status.ts"
 import { make as makeSandboxdSim, type SandboxdSimOptions } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve as serveSandboxd } from "../../../testkit/Simulators/Sandboxd/Server.ts"
 import { sandboxBody, sandboxOwnerRef } from "../../../testkit/Demo/Harness.ts"
 import { podHalfLayer } from "../../support/PodHalf.ts"
+import { serveModel } from "../../support/Apiserver.ts"
 
 export const NODE = "vk-sandboxd"
 export const NS = "default"
@@ -104,13 +103,8 @@ export interface WorldOptions {
 /** The simulators and a way to start (and restart) the daemon's pod half on them. */
 export const makeWorld = (worldOptions: WorldOptions = {}) =>
   Effect.gen(function*() {
-    const dir = yield* Effect.acquireRelease(
-      Effect.sync(() => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "vk-podctl-"))),
-      (d) => Effect.sync(() => NodeFs.rmSync(d, { recursive: true, force: true }))
-    )
     const model = new CountingModel()
-    const kubeconfigPath = NodePath.join(dir, "kubeconfig")
-    const apiserver = yield* serveApiserver(model, { kubeconfigPath, bookmarkIntervalMs: 0 })
+    const { apiserver, dir, kubeconfigPath } = yield* serveModel(model)
     const sim = yield* makeSandboxdSim({
       rootToken: "",
       pools: [{ template: Template, net: "none", size: "small", target: 64 }],
