@@ -328,27 +328,22 @@ for (const { cluster, name } of backends) describe(`KubeApi against the in-memor
       assert.strictEqual(bookmark.type === "BOOKMARK" ? bookmark.resourceVersion : "", model.resourceVersion)
     }))
 
-  it.effect("watchPods from a compacted resourceVersion fails with KubeGone (ERROR event, as the watch cache does)", () =>
-    Effect.gen(function*() {
-      const { kube, model } = yield* cluster()
-      addPod(model, "a", nodeName)
-      const old = model.resourceVersion
-      addPod(model, "b", nodeName)
-      model.compact()
-      const error = yield* Effect.flip(Stream.runCollect(kube.watchPods(nodeName, old)))
-      assert.strictEqual(error._tag, "KubeGone")
-    }))
-
-  it.effect("watchPods from a compacted resourceVersion fails with KubeGone (HTTP 410 at start)", () =>
-    Effect.gen(function*() {
-      const { kube, model } = yield* cluster({ expiredWatchStart: "status" })
-      addPod(model, "a", nodeName)
-      const old = model.resourceVersion
-      addPod(model, "b", nodeName)
-      model.compact()
-      const error = yield* Effect.flip(Stream.runCollect(kube.watchPods(nodeName, old)))
-      assert.strictEqual(error._tag, "KubeGone")
-    }))
+  const compactedWatchStarts: ReadonlyArray<readonly [string, ModelOptions]> = [
+    ["ERROR event, as the watch cache does", {}],
+    ["HTTP 410 at start", { expiredWatchStart: "status" }]
+  ]
+  for (const [how, options] of compactedWatchStarts) {
+    it.effect(`watchPods from a compacted resourceVersion fails with KubeGone (${how})`, () =>
+      Effect.gen(function*() {
+        const { kube, model } = yield* cluster(options)
+        addPod(model, "a", nodeName)
+        const old = model.resourceVersion
+        addPod(model, "b", nodeName)
+        model.compact()
+        const error = yield* Effect.flip(Stream.runCollect(kube.watchPods(nodeName, old)))
+        assert.strictEqual(error._tag, "KubeGone")
+      }))
+  }
 
   it.effect("watchPods fails with KubeGone when the server expires it mid-watch", () =>
     Effect.gen(function*() {

@@ -30,6 +30,17 @@ const acquireIn = (statePath: string, options?: StateLock.StateLockOptions) =>
     return { exit, scope }
   })
 
+/** Takes the lock, asserting it was granted, and releases it at once. */
+const takeAndRelease = (statePath: string) =>
+  Effect.gen(function*() {
+    const taken = yield* acquireIn(statePath)
+    assert.isTrue(Exit.isSuccess(taken.exit))
+    yield* Scope.close(taken.scope, Exit.void)
+  })
+
+/** `claims.json` in a fresh temporary directory (the lock file goes next to it). */
+const statePath = Effect.map(tempDir, (dir) => NPath.join(dir, "claims.json"))
+
 // Lets the lock's real file I/O (threadpool, fsync) run; time itself is driven only by TestClock.
 const flushIO = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
 
@@ -85,11 +96,23 @@ const driveUntilDone = <A, E>(
     return yield* Fiber.await(fiber)
   })
 
+/**
+ * A holder in another pid namespace (its pid cannot be checked) left its record; a start then
+ * tries to take the lock on the parking clock, with a 2 s heartbeat and a 10 s staleAfter.
+ */
+const startingBesideOtherNamespace = Effect.gen(function*() {
+  const path = yield* statePath
+  const self = yield* identity
+  yield* writeRecord(path, { ...self, pidNamespace: "pid:[1]", pid: 1, nonce: "other-container" })
+  const clock = yield* parkingClock
+  const fiber = yield* Effect.forkChild(clock.use(acquireIn(path, { heartbeat: "2 seconds", staleAfter: "10 seconds" })))
+  return { clock, fiber, path }
+})
+
 describe("StateLock", () => {
   it.effect("a second acquisition is refused with StateLocked naming the path; released on scope close", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const path = NPath.join(dir, "claims.json")
+      const path = yield* statePath
       const first = yield* acquireIn(path)
       assert.isTrue(Exit.isSuccess(first.exit))
       const second = yield* acquireIn(path)
@@ -100,15 +123,12 @@ describe("StateLock", () => {
       assert.include(error?.message ?? "", path)
       yield* Scope.close(first.scope, Exit.void)
       assert.isUndefined(yield* lockText(path), "lock file removed on release")
-      const third = yield* acquireIn(path)
-      assert.isTrue(Exit.isSuccess(third.exit))
-      yield* Scope.close(third.scope, Exit.void)
+      yield* takeAndRelease(path)
     }))
 
   it.effect("a live process holding the lock (another real process) refuses; after kill -9 the next start takes over", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const path = NPath.join(dir, "claims.json")
+      const path = yield* statePath
       const script = `
         import { Effect } from "effect"
         import * as StateLock from ${JSON.stringify(pathToFileURL(NPath.join(repo, "src/Store/StateLock.ts")).href)}
@@ -147,8 +167,7 @@ describe("StateLock", () => {
 
   it.effect("a live process in the same namespace (the runner's parent) is respected", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const path = NPath.join(dir, "claims.json")
+      const path = yield* statePath
       const self = yield* identity
       const parentStart = yield* Effect.promise(() => StateLock.processStartTime(process.ppid))
       yield* writeRecord(path, { ...self, pid: process.ppid, startTime: parentStart!, nonce: "parent" })
@@ -159,8 +178,7 @@ describe("StateLock", () => {
 
   it.effect("kill -9 then a restart with the SAME pid (PID 1 in a container): another start time → taken over", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const path = NPath.join(dir, "claims.json")
+      const path = yield* statePath
       const self = yield* identity
       assert.notStrictEqual(self.startTime, "")
       const previous = String(Number(self.startTime) - 1)
@@ -175,27 +193,17 @@ describe("StateLock", () => {
 
   it.effect("a record from another boot is stale; so is one whose pid is gone", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const path = NPath.join(dir, "claims.json")
+      const path = yield* statePath
       const self = yield* identity
       yield* writeRecord(path, { ...self, bootId: "00000000-0000-0000-0000-000000000000", nonce: "old-boot" })
-      const a = yield* acquireIn(path)
-      assert.isTrue(Exit.isSuccess(a.exit))
-      yield* Scope.close(a.scope, Exit.void)
+      yield* takeAndRelease(path)
       yield* writeRecord(path, { ...self, pid: 2 ** 22 + 7, nonce: "gone" }) // above pid_max: never alive
-      const b = yield* acquireIn(path)
-      assert.isTrue(Exit.isSuccess(b.exit))
-      yield* Scope.close(b.scope, Exit.void)
+      yield* takeAndRelease(path)
     }))
 
   it.effect("another pid namespace: taken over once its heartbeat stood still for staleAfter", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const path = NPath.join(dir, "claims.json")
-      const self = yield* identity
-      yield* writeRecord(path, { ...self, pidNamespace: "pid:[1]", pid: 1, nonce: "other-container" })
-      const clock = yield* parkingClock
-      const fiber = yield* Effect.forkChild(clock.use(acquireIn(path, { heartbeat: "2 seconds", staleAfter: "10 seconds" })))
+      const { clock, fiber, path } = yield* startingBesideOtherNamespace
       yield* clock.untilParked(fiber)
       yield* TestClock.adjust("8 seconds")
       yield* clock.untilParked(fiber)
@@ -210,12 +218,7 @@ describe("StateLock", () => {
 
   it.effect("another pid namespace whose heartbeat moves is live: StateLocked", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const path = NPath.join(dir, "claims.json")
-      const self = yield* identity
-      yield* writeRecord(path, { ...self, pidNamespace: "pid:[1]", pid: 1, nonce: "other-container" })
-      const clock = yield* parkingClock
-      const fiber = yield* Effect.forkChild(clock.use(acquireIn(path, { heartbeat: "2 seconds", staleAfter: "10 seconds" })))
+      const { clock, fiber, path } = yield* startingBesideOtherNamespace
       // The other daemon's heartbeat touches the file at every step; the starter must see it
       // before staleAfter (10 steps of 1 s).
       const exit = yield* driveUntilDone(clock, fiber, "1 second", 10, (i) =>
@@ -232,8 +235,7 @@ describe("StateLock", () => {
 
   it.effect("the holder's heartbeat touches the lock file", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const path = NPath.join(dir, "claims.json")
+      const path = yield* statePath
       const clock = yield* parkingClock
       const held = yield* clock.use(acquireIn(path, { heartbeat: "2 seconds" }))
       assert.isTrue(Exit.isSuccess(held.exit))

@@ -9,7 +9,7 @@ import { Effect, Logger, Redacted, References } from "effect"
 import { PrometheusMetrics } from "effect/observability"
 import { CoreEvents, Pods } from "../../../testkit/Simulators/Apiserver/Resources.ts"
 import { SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
-import { claimIdOf, eventually, eventuallyEffect, makeWorld, NS, peekPod, podBody, releaseRequests, running } from "./harness.ts"
+import { claimIdOf, eventually, eventuallyEffect, makeWorld, NS, peekPod, podBody, releaseRequests, running, type World } from "./harness.ts"
 
 const ROOT = "n0de-r00t-t0ken-7f3k2"
 
@@ -24,6 +24,18 @@ const capture = Logger.make((options) => {
   )
 })
 
+/** sandboxd answers the next two claims with `first`, then `second`; "web" is created and goes ProviderFailed. */
+const claimFailsTwice = (world: World, first: SimFault, second: SimFault) =>
+  Effect.gen(function*() {
+    yield* world.sim.injectFault("claim", first, { times: 1 })
+    yield* world.sim.injectFault("claim", second, { times: 1 })
+    world.model.create(Pods, NS, podBody("web"))
+    return yield* eventually("web ProviderFailed", () => {
+      const pod = peekPod(world.model, "web")
+      return pod?.status?.reason === "ProviderFailed" ? pod : undefined
+    })
+  })
+
 describe("no secret from upstream text", () => {
   it.live("error bodies that echo the root and claim tokens: no token in Pods, Events, logs or metrics", () =>
     Effect.gen(function*() {
@@ -31,17 +43,11 @@ describe("no secret from upstream text", () => {
       const world = yield* makeWorld({ sim: { rootToken: ROOT }, config: { sandboxdToken: Redacted.make(ROOT) } })
       yield* world.start()
       // Claims: a JSON 401 quoting the bearer, then a proxy's HTML 403 quoting the header.
-      yield* world.sim.injectFault("claim", SimFault.status(401, `invalid api token: Bearer ${ROOT}`), { times: 1 })
-      yield* world.sim.injectFault(
-        "claim",
-        SimFault.body(403, `<html><body>denied: Authorization: Bearer ${ROOT}\r\nX-Token: ${ROOT}</body></html>`, "text/html"),
-        { times: 1 }
+      const failed = yield* claimFailsTwice(
+        world,
+        SimFault.status(401, `invalid api token: Bearer ${ROOT}`),
+        SimFault.body(403, `<html><body>denied: Authorization: Bearer ${ROOT}\r\nX-Token: ${ROOT}</body></html>`, "text/html")
       )
-      world.model.create(Pods, NS, podBody("web"))
-      const failed = yield* eventually("web ProviderFailed", () => {
-        const pod = peekPod(world.model, "web")
-        return pod?.status?.reason === "ProviderFailed" ? pod : undefined
-      })
       assert.include(failed.status?.message ?? "", "401", "the failure stays visible")
       const web = yield* eventually("web Running", () => running(world.model, "web"))
       const claimId = claimIdOf(web)
@@ -89,17 +95,11 @@ describe("no secret from upstream text", () => {
       world.model.create(Pods, NS, podBody("other"))
       yield* eventually("other Running", () => running(world.model, "other"))
       // A JSON 409 and a proxy's HTML 502 that both quote it.
-      yield* world.sim.injectFault("claim", SimFault.status(409, `sandbox held by ${OTHER}`), { times: 1 })
-      yield* world.sim.injectFault(
-        "claim",
-        SimFault.body(502, `<html><body>upstream ${OTHER} refused</body></html>`, "text/html"),
-        { times: 1 }
+      const failed = yield* claimFailsTwice(
+        world,
+        SimFault.status(409, `sandbox held by ${OTHER}`),
+        SimFault.body(502, `<html><body>upstream ${OTHER} refused</body></html>`, "text/html")
       )
-      world.model.create(Pods, NS, podBody("web"))
-      const failed = yield* eventually("web ProviderFailed", () => {
-        const pod = peekPod(world.model, "web")
-        return pod?.status?.reason === "ProviderFailed" ? pod : undefined
-      })
       assert.include(failed.status?.message ?? "", "409", "the failure stays visible")
       assert.include(failed.status?.message ?? "", "[redacted]")
       const eventText = yield* eventually("the CreateFailed event", () => {
