@@ -1,44 +1,20 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as NodeFs from "node:fs"
-import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import * as KubeConfigLoader from "../../src/Kube/KubeConfigLoader.ts"
 import { testConfig } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
+import { kubeconfigYaml } from "../support/Kube.ts"
+import { tempDir as scopedTempDir } from "../support/TempDir.ts"
 
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "kubeconfig-"))),
-  (dir) => Effect.sync(() => NodeFs.rmSync(dir, { recursive: true, force: true }))
-)
+const tempDir = scopedTempDir("kubeconfig-")
 
 const writeKubeconfig = (dir: string, file: string, server: string): string => {
   const path = NodePath.join(dir, file)
-  NodeFs.writeFileSync(
-    path,
-    [
-      "apiVersion: v1",
-      "kind: Config",
-      "clusters:",
-      `- name: c`,
-      "  cluster:",
-      `    server: ${server}`,
-      "    insecure-skip-tls-verify: true",
-      "users:",
-      "- name: u",
-      "  user:",
-      "    token: t",
-      "contexts:",
-      "- name: ctx",
-      "  context:",
-      "    cluster: c",
-      "    user: u",
-      "current-context: ctx",
-      ""
-    ].join("\n")
-  )
+  NodeFs.writeFileSync(path, kubeconfigYaml(server, ["insecure-skip-tls-verify: true"], "t"))
   return path
 }
 

@@ -4,37 +4,12 @@ import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodeHttp from "node:http"
 import type { AddressInfo } from "node:net"
-import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as PooledAuthentication from "../../src/Kube/PooledAuthentication.ts"
-import { kubeApiFromFile } from "../support/Kube.ts"
+import { kubeApiFromFile, kubeconfigYaml as kubeconfig } from "../support/Kube.ts"
+import { tempDir as scopedTempDir } from "../support/TempDir.ts"
 
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "pooled-auth-"))),
-  (dir) => Effect.sync(() => NodeFs.rmSync(dir, { recursive: true, force: true }))
-)
-
-const kubeconfig = (server: string, cluster: ReadonlyArray<string>, token: string) =>
-  [
-    "apiVersion: v1",
-    "kind: Config",
-    "clusters:",
-    "- name: c",
-    "  cluster:",
-    `    server: ${server}`,
-    ...cluster.map((line) => `    ${line}`),
-    "users:",
-    "- name: u",
-    "  user:",
-    `    token: ${token}`,
-    "contexts:",
-    "- name: ctx",
-    "  context:",
-    "    cluster: c",
-    "    user: u",
-    "current-context: ctx",
-    ""
-  ].join("\n")
+const tempDir = scopedTempDir("pooled-auth-")
 
 const contextFor = () => new RequestContext("https://apiserver.invalid:6443/api/v1/nodes", HttpMethod.GET)
 

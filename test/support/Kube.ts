@@ -12,3 +12,29 @@ export const kubeApiFromFile = (kubeconfigPath: string) => {
     burst: 1000
   })
 }
+
+/**
+ * A one-cluster, one-user kubeconfig as YAML: `server`, any extra cluster lines (a CA file,
+ * `insecure-skip-tls-verify: true`) and a bearer token.
+ */
+export const kubeconfigYaml = (server: string, clusterLines: ReadonlyArray<string>, token: string): string =>
+  [
+    "apiVersion: v1",
+    "kind: Config",
+    "clusters:",
+    "- name: c",
+    "  cluster:",
+    `    server: ${server}`,
+    ...clusterLines.map((line) => `    ${line}`),
+    "users:",
+    "- name: u",
+    "  user:",
+    `    token: ${token}`,
+    "contexts:",
+    "- name: ctx",
+    "  context:",
+    "    cluster: c",
+    "    user: u",
+    "current-context: ctx",
+    ""
+  ].join("\n")
