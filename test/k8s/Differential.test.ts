@@ -9,17 +9,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as k8s from "@kubernetes/client-node"
 import { Effect, Schema, type Scope, Stream } from "effect"
-import { request as httpRequest } from "node:http"
-import { request as httpsRequest, type RequestOptions } from "node:https"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { defaultOptions, errorFromResponse, make } from "../../src/Layers/KubeApiClientNode.ts"
 import type { KubeApi } from "../../src/Services/KubeApi.ts"
 import { resourceVersionOlder } from "../../src/Programs/PodController/Informer.ts"
 import { ClusterModel } from "../../testkit/Simulators/Apiserver/Model.ts"
 import { serve } from "../../testkit/Simulators/Apiserver/Server.ts"
-import { adminKubeconfig, compactEtcd, daemonKubeconfig, kube, uniqueName } from "./fixture/Kube.ts"
+import { tempDir } from "../support/TempDir.ts"
+import { rawRequest, type RawReply } from "./scenarioHarness.ts"
+import { adminKubeconfig, compactEtcd, createSandboxAs, daemonKubeconfig, kube, nodeInventoryBody, uniqueName } from "./fixture/Kube.ts"
 
 class BackendUnavailable extends Schema.TaggedError<BackendUnavailable>()("BackendUnavailable", {
   message: Schema.String
@@ -56,10 +54,7 @@ const realServer: Effect.Effect<Backend, unknown, Scope.Scope> = Effect.gen(func
 })
 
 const inMemoryServer: Effect.Effect<Backend, unknown, Scope.Scope> = Effect.gen(function*() {
-  const dir = yield* Effect.acquireRelease(
-    Effect.sync(() => mkdtempSync(join(tmpdir(), "vk-diff-"))),
-    (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true }))
-  )
+  const dir = yield* tempDir("vk-diff-")
   const kubeconfigPath = join(dir, "kubeconfig")
   const model = new ClusterModel()
   yield* serve(model, { token: "diff-token", kubeconfigPath })
@@ -74,32 +69,8 @@ const inMemoryServer: Effect.Effect<Backend, unknown, Scope.Scope> = Effect.gen(
   return yield* clients(config, config, Effect.sync(() => model.compact()))
 })
 
-interface RawReply {
-  readonly status: number
-  readonly body: string
-}
-
-/** One request with the kubeconfig's credentials, for bodies client-node would rewrite. */
-const raw = (config: k8s.KubeConfig, method: string, path: string, body?: object): Effect.Effect<RawReply, BackendUnavailable> =>
-  Effect.gen(function*() {
-    const server = config.getCurrentCluster()?.server ?? ""
-    const url = new URL(path, server)
-    const options: RequestOptions = { method, headers: { "content-type": "application/json", accept: "application/json" } }
-    yield* Effect.tryPromise({ try: () => config.applyToHTTPSOptions(options), catch: (cause) => new BackendUnavailable({ message: String(cause) }) })
-    return yield* Effect.callback<RawReply, BackendUnavailable>((resume) => {
-      const send = url.protocol === "https:" ? httpsRequest : httpRequest
-      const req = send(url, options, (res) => {
-        let text = ""
-        res.setEncoding("utf8")
-        res.on("data", (chunk: string) => {
-          text += chunk
-        })
-        res.on("end", () => resume(Effect.succeed({ status: res.statusCode ?? 0, body: text })))
-      })
-      req.on("error", (cause) => resume(Effect.fail(new BackendUnavailable({ message: String(cause) }))))
-      req.end(body === undefined ? undefined : JSON.stringify(body))
-    })
-  })
+/** One request with the kubeconfig's credentials, for bodies client-node would rewrite; the reply's text as written. */
+const raw = (config: k8s.KubeConfig, method: string, path: string, body?: object) => rawRequest(config, method, path, body)
 
 const newNamespace = (backend: Backend) =>
   Effect.gen(function*() {
@@ -119,23 +90,28 @@ const createPod = (backend: Backend, namespace: string, nodeName: string, extra:
       }
     }))
 
+/** The daemon's first "Claimed" Event about `pod` (count 1, whole seconds, as the recorder writes it). */
+const claimedEvent = (namespace: string, pod: k8s.V1Pod) => {
+  const eventName = `${pod.metadata?.name}.${Date.now().toString(16)}`
+  const now = new Date(Math.floor(Date.now() / 1000) * 1000)
+  const event: k8s.CoreV1Event = {
+    metadata: { name: eventName, namespace },
+    involvedObject: { kind: "Pod", namespace, name: pod.metadata?.name ?? "", uid: pod.metadata?.uid ?? "", apiVersion: "v1" },
+    reason: "Claimed",
+    message: "claimed",
+    type: "Normal",
+    count: 1,
+    firstTimestamp: now,
+    lastTimestamp: now,
+    source: { component: "vk-sandbox", host: "vk-node" }
+  }
+  return { eventName, event }
+}
+
 const createSandbox = (backend: Backend, namespace: string, finalizers: ReadonlyArray<string> = []) =>
   Effect.gen(function*() {
     const name = uniqueName("sandbox")
-    const created = yield* kube("create sandbox", () =>
-      backend.adminConfig.makeApiClient(k8s.CustomObjectsApi).createNamespacedCustomObject({
-        group: "agents.x-k8s.io",
-        version: "v1beta1",
-        plural: "sandboxes",
-        namespace,
-        body: {
-          apiVersion: "agents.x-k8s.io/v1beta1",
-          kind: "Sandbox",
-          metadata: { name, namespace, ...(finalizers.length > 0 ? { finalizers: [...finalizers] } : {}) },
-          spec: { podTemplate: { spec: { containers: [{ name: "agent", image: "x" }] } } }
-        }
-      }))
-    return { name, uid: (created as { metadata: { uid: string } }).metadata.uid }
+    return { name, uid: yield* createSandboxAs(backend.adminConfig, namespace, name, finalizers) }
   })
 
 const sandboxRef = (namespace: string, name: string) =>
@@ -293,8 +269,8 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         assert.isTrue(resourceVersionOlder(server, future), `${server} older than ${future}`)
         assert.isFalse(resourceVersionOlder(server, list.resourceVersion), `${server} not older than ${list.resourceVersion}`)
         const listed = yield* raw(backend.daemonConfig, "GET", `/api/v1/pods?fieldSelector=spec.nodeName%3D${nodeName}&resourceVersion=${future}`)
-        assert.strictEqual(listed.status, 504, listed.body)
-        assert.strictEqual(errorFromResponse("listPods", listed.status, listed.body)._tag, "KubeGone")
+        assert.strictEqual(listed.status, 504, listed.text)
+        assert.strictEqual(errorFromResponse("listPods", listed.status, listed.text)._tag, "KubeGone")
       }))
 
     scenario("the server ends a quiet watch at its timeoutSeconds: the stream ends cleanly, with no event", () =>
@@ -380,7 +356,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
           spec: { nodeName: "n", containers: [{ name: "agent", image: "x" }] }
         })
         const refusal = (reply: RawReply) => {
-          const status = JSON.parse(reply.body) as { reason?: string; message?: string; details?: { causes?: Array<{ field?: string }> } }
+          const status = JSON.parse(reply.text) as { reason?: string; message?: string; details?: { causes?: Array<{ field?: string }> } }
           return {
             code: reply.status,
             reason: status.reason,
@@ -398,7 +374,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
 
         const ok = yield* raw(backend.adminConfig, "POST", `/api/v1/namespaces/${namespace}/pods`, body("one", [ref(first, true), ref(second, false)]))
         assert.strictEqual(ok.status, 201)
-        const stored = JSON.parse(ok.body) as { metadata: Record<string, unknown> }
+        const stored = JSON.parse(ok.text) as { metadata: Record<string, unknown> }
         const updated = yield* raw(backend.adminConfig, "PUT", `/api/v1/namespaces/${namespace}/pods/one`, {
           ...stored,
           metadata: { ...stored.metadata, ownerReferences: [ref(first, true), ref(second, true)] }
@@ -420,7 +396,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         const again = yield* backend.daemon.replacePodStatus({ ...current, metadata: { ...current.metadata, ...first.metadata }, status })
         assert.strictEqual(again.metadata?.resourceVersion, first.metadata?.resourceVersion)
         const stored = yield* raw(backend.daemonConfig, "GET", `/api/v1/namespaces/${namespace}/pods/${pod.metadata?.name}`)
-        assert.include(stored.body, `"startTime":"${started.toISOString().replace(".000Z", "Z")}"`)
+        assert.include(stored.text, `"startTime":"${started.toISOString().replace(".000Z", "Z")}"`)
       }))
 
     scenario("pods/status: the same status with sub-second times is a write (new resourceVersion), stored at whole seconds", () =>
@@ -436,13 +412,13 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         yield* Effect.sleep("1100 millis")
         const path = `/api/v1/namespaces/${namespace}/pods/${name}`
         const read = yield* raw(backend.daemonConfig, "GET", path)
-        const object = JSON.parse(read.body) as { status: { startTime: string; containerStatuses: Array<{ state: { running: { startedAt: string } } }> } }
+        const object = JSON.parse(read.text) as { status: { startTime: string; containerStatuses: Array<{ state: { running: { startedAt: string } } }> } }
         const fraction = started.toISOString().replace(".000Z", ".734Z")
         object.status.startTime = fraction
         object.status.containerStatuses[0]!.state.running.startedAt = fraction
         const put = yield* raw(backend.daemonConfig, "PUT", `${path}/status`, object)
-        assert.strictEqual(put.status, 200, put.body)
-        const written = JSON.parse(put.body) as { metadata: { resourceVersion: string }; status: { startTime: string } }
+        assert.strictEqual(put.status, 200, put.text)
+        const written = JSON.parse(put.text) as { metadata: { resourceVersion: string }; status: { startTime: string } }
         assert.notStrictEqual(written.metadata.resourceVersion, first.metadata?.resourceVersion)
         assert.strictEqual(written.status.startTime, started.toISOString().replace(".000Z", "Z"))
       }))
@@ -480,7 +456,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         })
         const got = yield* raw(backend.daemonConfig, "GET", `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${name}`)
         assert.strictEqual(got.status, 200)
-        assert.include(got.body, "\"renewTime\":\"2026-11-29T09:00:00.123000Z\"")
+        assert.include(got.text, "\"renewTime\":\"2026-11-29T09:00:00.123000Z\"")
         assert.isDefined(lease.metadata?.resourceVersion)
 
         const threeDigits = yield* raw(backend.daemonConfig, "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", {
@@ -489,27 +465,15 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
           metadata: { name: uniqueName("vk-node") },
           spec: { holderIdentity: "x", leaseDurationSeconds: 40, renewTime: "2026-11-29T09:00:00.123Z" }
         })
-        assert.strictEqual(threeDigits.status, 400, threeDigits.body)
+        assert.strictEqual(threeDigits.status, 400, threeDigits.text)
       }))
 
     scenario("events: create, then a repeat as a merge patch", () =>
       Effect.gen(function*() {
         const backend = yield* acquire
         const namespace = yield* newNamespace(backend)
-        const pod = yield* createPod(backend, namespace, uniqueName("vk-node"))
-        const eventName = `${pod.metadata?.name}.${Date.now().toString(16)}`
-        const now = new Date(Math.floor(Date.now() / 1000) * 1000)
-        const created = yield* backend.daemon.createEvent({
-          metadata: { name: eventName, namespace },
-          involvedObject: { kind: "Pod", namespace, name: pod.metadata?.name ?? "", uid: pod.metadata?.uid ?? "", apiVersion: "v1" },
-          reason: "Claimed",
-          message: "claimed",
-          type: "Normal",
-          count: 1,
-          firstTimestamp: now,
-          lastTimestamp: now,
-          source: { component: "vk-sandbox", host: "vk-node" }
-        })
+        const { eventName, event } = claimedEvent(namespace, yield* createPod(backend, namespace, uniqueName("vk-node")))
+        const created = yield* backend.daemon.createEvent(event)
         assert.strictEqual(created.count, 1)
         const patched = yield* backend.daemon.patchEvent(namespace, eventName, { count: 2, message: "claimed again", lastTimestamp: secondsAgo(0) })
         assert.deepStrictEqual([patched.count, patched.message, patched.reason], [2, "claimed again", "Claimed"])
@@ -590,19 +554,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         const namespace = yield* newNamespace(backend)
         const core = backend.adminConfig.makeApiClient(k8s.CoreV1Api)
         const pod = yield* createPod(backend, namespace, uniqueName("vk-node"))
-        const eventName = `${pod.metadata?.name}.${Date.now().toString(16)}`
-        const now = new Date(Math.floor(Date.now() / 1000) * 1000)
-        const event = {
-          metadata: { name: eventName, namespace },
-          involvedObject: { kind: "Pod", namespace, name: pod.metadata?.name ?? "", uid: pod.metadata?.uid ?? "", apiVersion: "v1" },
-          reason: "Claimed",
-          message: "claimed",
-          type: "Normal",
-          count: 1,
-          firstTimestamp: now,
-          lastTimestamp: now,
-          source: { component: "vk-sandbox", host: "vk-node" }
-        }
+        const { eventName, event } = claimedEvent(namespace, pod)
         yield* backend.daemon.createEvent(event)
         // no namespace controller runs beside either server: the namespace stays Terminating
         yield* kube("delete namespace", () => core.deleteNamespace({ name: namespace }))
@@ -673,15 +625,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
       Effect.gen(function*() {
         const backend = yield* acquire
         const node = uniqueName("node1-sandboxd")
-        const body = (entries: ReadonlyArray<object>, pools?: ReadonlyArray<object>) => ({
-          apiVersion: "extensions.agents.x-k8s.io/v1beta1",
-          kind: "NodeInventory",
-          metadata: { name: node, creationTimestamp: null },
-          node,
-          address: "10.0.0.5:7777",
-          entries,
-          ...(pools === undefined ? {} : { pools })
-        })
+        const body = (entries: ReadonlyArray<object>, pools?: ReadonlyArray<object>) => nodeInventoryBody(node, entries, pools)
         const entry = (name: string, id: string, phase: string) => ({ name, id, phase, claimRef: name })
         const first = (yield* backend.daemon.applyNodeInventory(body(
           [entry("sb_c0ffee0012345678", "sb_c0ffee0012345678", "Running"), entry("team-a/notebook-x9", "sb_4f9a0c2e7b1d3a65", "Hibernated")],

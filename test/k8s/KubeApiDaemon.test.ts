@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as k8s from "@kubernetes/client-node"
 import { Effect, Stream } from "effect"
 import { defaultOptions, make } from "../../src/Layers/KubeApiClientNode.ts"
-import { adminKubeconfig, daemonKubeconfig, kube, uniqueName } from "./fixture/Kube.ts"
+import { adminKubeconfig, createSandboxAs, daemonKubeconfig, kube, nodeInventoryBody, uniqueName } from "./fixture/Kube.ts"
 
 const daemonKubeApi = Effect.gen(function*() {
   const config = yield* daemonKubeconfig
@@ -141,22 +141,10 @@ describe("KubeApi (live layer) as the daemon", () => {
       const name = uniqueName("review-bot")
       yield* kube("create namespace", () =>
         admin.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } }))
-      const created = (yield* kube("create sandbox", () =>
-        admin.makeApiClient(k8s.CustomObjectsApi).createNamespacedCustomObject({
-          group: "agents.x-k8s.io",
-          version: "v1beta1",
-          plural: "sandboxes",
-          namespace,
-          body: {
-            apiVersion: "agents.x-k8s.io/v1beta1",
-            kind: "Sandbox",
-            metadata: { name, namespace },
-            spec: { podTemplate: { spec: { containers: [{ name: "agent", image: "x" }] } } }
-          }
-        }))) as { metadata: { uid: string } }
+      const createdUid = yield* createSandboxAs(admin, namespace, name)
       const ref = { group: "agents.x-k8s.io", version: "v1beta1", plural: "sandboxes", namespace, name }
       const owner = yield* api.getOwner(ref)
-      assert.strictEqual(owner.uid, created.metadata.uid)
+      assert.strictEqual(owner.uid, createdUid)
       assert.isUndefined(owner.deletionTimestamp)
 
       const missing = yield* api.getOwner({ ...ref, name: "gone-bot" }).pipe(Effect.flip)
@@ -178,15 +166,7 @@ describe("KubeApi (live layer) as the daemon", () => {
     Effect.gen(function*() {
       const api = yield* daemonKubeApi
       const node = uniqueName("node1-sandboxd")
-      const body = (entries: ReadonlyArray<object>, pools: ReadonlyArray<object> | undefined) => ({
-        apiVersion: "extensions.agents.x-k8s.io/v1beta1",
-        kind: "NodeInventory",
-        metadata: { name: node, creationTimestamp: null },
-        node,
-        address: "10.0.0.5:7777",
-        entries,
-        ...(pools === undefined ? {} : { pools })
-      })
+      const body = (entries: ReadonlyArray<object>, pools: ReadonlyArray<object> | undefined) => nodeInventoryBody(node, entries, pools)
       const first = (yield* api.applyNodeInventory(body(
         [{ name: "sb_c0ffee0012345678", id: "sb_c0ffee0012345678", phase: "Running", claimRef: "sb_c0ffee0012345678" },
           { name: "team-a/notebook-x9", id: "sb_4f9a0c2e7b1d3a65", phase: "Hibernated", claimRef: "team-a/notebook-x9" }],

@@ -9,15 +9,10 @@
  * fails the behaviour below, and the access review table fails on any verb missing or extra.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as k8s from "@kubernetes/client-node"
-import { Duration, Effect, Exit, Layer, Scope } from "effect"
+import { Duration, Effect } from "effect"
 import { execFile } from "node:child_process"
-import { writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
-import * as YAML from "yaml"
-import { daemonLayer } from "../../src/Daemon.ts"
-import { BuildInfo } from "../../src/Services/BuildInfo.ts"
-import type { AppConfigShape } from "../../src/Schemas/Config.ts"
+import { allVerbs, daemonVerbs, kubeconfigForToken, mayDo, serviceAccountToken, startDaemon, yamlObjects } from "./daemonIdentity.ts"
 import { kube, uniqueName } from "./fixture/Kube.ts"
 import {
   admin,
@@ -28,7 +23,7 @@ import {
   createPod,
   createSandbox,
   deletePodGracefully,
-  deleteSandbox,
+  deleteOwnerThenPod,
   eventually,
   freeLoopbackPort,
   getPod,
@@ -69,22 +64,8 @@ const renderChart = (release: string, namespace: string) =>
       )
       return Effect.sync(() => child.kill("SIGKILL"))
     })
-    return k8s.loadAllYaml(stdout).filter((doc): doc is k8s.KubernetesObject => typeof doc === "object" && doc !== null)
+    return yamlObjects(stdout)
   })
-
-/** (apiGroup, resource[/subresource]) → the verbs the daemon uses, publishing on. */
-const daemonVerbs: ReadonlyArray<readonly [string, string, ReadonlyArray<string>]> = [
-  ["", "nodes", ["get", "create", "patch"]],
-  ["", "nodes/status", ["patch"]],
-  ["", "pods", ["get", "list", "watch", "delete"]],
-  ["", "pods/status", ["update"]],
-  ["", "events", ["create", "patch"]],
-  // kube-node-lease only (a Role there); see leaseNamespaces below
-  ["coordination.k8s.io", "leases", ["get", "create", "update"]],
-  ["agents.x-k8s.io", "sandboxes", ["get"]],
-  ["extensions.agents.x-k8s.io", "nodeinventories", ["get", "create", "patch"]]
-]
-const allVerbs = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
 
 interface NodeView {
   readonly metadata: { readonly uid: string }
@@ -105,22 +86,10 @@ const httpStatus = (url: string) =>
     catch: (cause) => new ScenarioFailed({ message: `GET ${url}: ${String(cause)}` })
   })
 
-/** The whole daemon in a scope of its own; closing it is the daemon's shutdown. */
-const startDaemon = (config: AppConfigShape) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    yield* Layer.buildWithScope(
-      daemonLayer(config).pipe(Layer.provide(Layer.succeed(BuildInfo, { version: "test", revision: "test", builtAt: "test" }))),
-      scope
-    )
-    return { stop: Scope.close(scope, Exit.void) }
-  })
-
 describe("the Helm chart's RBAC on the real kube-apiserver", () => {
   it.live("the daemon runs under the chart's ServiceAccount and ClusterRole", () =>
     Effect.scoped(Effect.gen(function*() {
-      const { config: adminConfig, core, objects } = yield* admin
-      const authz = adminConfig.makeApiClient(k8s.AuthorizationV1Api)
+      const { config: adminConfig, core, objects, authz } = yield* admin
 
       // ---- render, extract, apply as the admin in a fresh namespace
       const installNamespace = yield* createNamespace("chart")
@@ -131,34 +100,10 @@ describe("the Helm chart's RBAC on the real kube-apiserver", () => {
       assert.deepStrictEqual(rbac.map((doc) => doc.kind), wanted, "one of each, in this order")
       for (const doc of rbac) yield* kube(`apply ${doc.kind}`, () => objects.create(doc))
       const serviceAccount = rbac[0]?.metadata?.name ?? ""
-      const user = `system:serviceaccount:${installNamespace}:${serviceAccount}`
 
       // ---- the access review: exactly the daemon's verbs, nothing missing, nothing extra
-      const review = (verb: string, group: string, resourcePath: string, leaseNamespace = "kube-node-lease") =>
-        Effect.gen(function*() {
-          const [resource, subresource] = resourcePath.split("/")
-          const answer = yield* kube(`access review ${verb} ${resourcePath}`, () =>
-            authz.createSubjectAccessReview({
-              body: {
-                spec: {
-                  user,
-                  groups: ["system:serviceaccounts", `system:serviceaccounts:${installNamespace}`, "system:authenticated"],
-                  resourceAttributes: {
-                    group,
-                    resource: resource ?? "",
-                    ...(subresource !== undefined ? { subresource } : {}),
-                    verb,
-                    namespace: resource === "nodes" || resource === "nodeinventories"
-                      ? ""
-                      : resource === "leases"
-                      ? leaseNamespace
-                      : "team-a"
-                  }
-                }
-              }
-            }))
-          return answer.status?.allowed === true
-        })
+      const review = (verb: string, group: string, resourcePath: string, leaseNamespace?: string) =>
+        mayDo(authz, installNamespace, serviceAccount, verb, group, resourcePath, leaseNamespace)
       // The authorizer's cache follows the new binding shortly.
       yield* eventually("the binding in effect", review("get", "", "nodes"), 10_000)
       const mismatches: Array<string> = []
@@ -177,27 +122,8 @@ describe("the Helm chart's RBAC on the real kube-apiserver", () => {
       assert.deepStrictEqual(mismatches, [])
 
       // ---- a token of that ServiceAccount, as a kubeconfig
-      const tokenRequest = yield* kube("token request", () =>
-        core.createNamespacedServiceAccountToken({
-          name: serviceAccount,
-          namespace: installNamespace,
-          body: { spec: { audiences: [], expirationSeconds: 3600 } }
-        }))
-      const cluster = adminConfig.getCurrentCluster()
       const dir = yield* tempDir("vk-k8s-chart-")
-      const kubeconfigFile = join(dir, "kubeconfig")
-      writeFileSync(
-        kubeconfigFile,
-        YAML.stringify({
-          apiVersion: "v1",
-          kind: "Config",
-          clusters: [{ name: "vk-test", cluster: { server: cluster?.server ?? "", "certificate-authority-data": cluster?.caData ?? "" } }],
-          users: [{ name: serviceAccount, user: { token: tokenRequest.status?.token ?? "" } }],
-          contexts: [{ name: serviceAccount, context: { cluster: "vk-test", user: serviceAccount } }],
-          "current-context": serviceAccount
-        }),
-        { mode: 0o600 }
-      )
+      const kubeconfigFile = kubeconfigForToken(adminConfig, dir, serviceAccount, yield* serviceAccountToken(core, installNamespace, serviceAccount)).file
 
       // ---- the daemon under that identity
       const sandboxd = yield* startSandboxd()
@@ -258,13 +184,7 @@ describe("the Helm chart's RBAC on the real kube-apiserver", () => {
       assert.isTrue(yield* sandboxdHolds(sandboxd, keptClaim))
 
       // ---- owner gone (the owner GET's NotFound), then the Pod → released
-      yield* deleteSandbox(namespace, "leaver")
-      yield* deletePodGracefully(namespace, "released", 30)
-      yield* eventually("released removed", Effect.map(getPod(namespace, "released"), (pod) => pod === undefined), 5_000)
-      yield* eventually(
-        "the release at sandboxd",
-        Effect.map(releasePaths(sandboxd), (paths) => paths.includes(`/v1/sandboxes/${releasedClaim}/release`))
-      )
+      yield* deleteOwnerThenPod(sandboxd, namespace, "leaver", "released", releasedClaim)
       yield* eventually(
         "the inventory without the released sandbox",
         Effect.map(adminGet<InventoryView>(inventoryPath), (inv) =>

@@ -10,12 +10,11 @@ import { Duration, Effect, Fiber } from "effect"
 import * as SandboxdClientHttp from "../../src/Layers/SandboxdClientHttp.ts"
 import { KnownSecrets } from "../../src/Services/KnownSecrets.ts"
 import { type InventorySources, publishOnce, runPublisher } from "../../src/Programs/InventoryPublisher.ts"
-import { type AppConfigShape } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import type { ClaimId } from "../../src/Schemas/Ids.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
-import { adminGet, eventually, kubeApiOf, kubeconfigPath, quiet, scenarioConfig, ScenarioFailed, startSandboxd, tempDir } from "./scenarioHarness.ts"
+import { adminGet, daemonGround, eventually, kubeApiOf, quiet, ScenarioFailed } from "./scenarioHarness.ts"
 
 const AGENT = "ghcr.io/acme/agent-runtime:1.4.2"
 const BASE = "base:24.04"
@@ -58,16 +57,14 @@ const directRelease = (sandboxdUrl: string, claim: { readonly id: string; readon
 describe("the NodeInventory publisher on the real kube-apiserver, as the daemon", () => {
   it.live("applies the exact shape; a released sandbox leaves the next publish", () =>
     Effect.scoped(Effect.gen(function*() {
-      const dir = yield* tempDir("vk-k8s-inventory-")
-      const sandboxd = yield* startSandboxd({
+      const { sandboxd, config } = yield* daemonGround("vk-k8s-inventory-", {
         pools: [
           { template: AGENT, net: "none", size: "medium", target: 2 },
           { template: BASE, net: "none", size: "small", target: 4 }
         ],
         // No refill during the test: the published warm counts stay what the listing said.
         refillDelay: "1 hour"
-      })
-      const config: AppConfigShape = scenarioConfig(yield* kubeconfigPath("VK_K8S_DAEMON_KUBECONFIG"), sandboxd.url, dir, {
+      }, {
         publishInventory: true,
         publishInterval: Duration.millis(300)
       })

@@ -15,6 +15,7 @@ import { type AppConfigShape } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
+import { conditionSummary, healthyConditions, testNodeInfo } from "../support/NodeStatus.ts"
 import { kube } from "./fixture/Kube.ts"
 import {
   admin,
@@ -22,18 +23,15 @@ import {
   claimIdOf,
   createNamespace,
   createPod,
+  daemonGround,
   eventually,
   getPod,
   kubeApiOf,
-  kubeconfigPath,
   quiet,
   rawRequest,
   runningPod,
   sandboxdHolds,
-  scenarioConfig,
-  startPodHalf,
-  startSandboxd,
-  tempDir
+  startPodHalf
 } from "./scenarioHarness.ts"
 
 interface Condition {
@@ -94,9 +92,7 @@ const startNode = (config: AppConfigShape) =>
 describe("the virtual node on the real kube-apiserver, as the daemon", () => {
   it.live("registers every field, keeps another writer's condition, renews its lease, reports sandboxd down", () =>
     Effect.scoped(Effect.gen(function*() {
-      const dir = yield* tempDir("vk-k8s-node-")
-      const sandboxd = yield* startSandboxd()
-      const config = scenarioConfig(yield* kubeconfigPath("VK_K8S_DAEMON_KUBECONFIG"), sandboxd.url, dir, {
+      const { sandboxd, config } = yield* daemonGround("vk-k8s-node-", {}, {
         nodeIp: "10.0.0.9",
         listenAddr: { host: "", port: 10260 }
       })
@@ -126,17 +122,8 @@ describe("the virtual node on the real kube-apiserver, as the daemon", () => {
       assert.deepStrictEqual(node.status.capacity, { cpu: "4k", memory: "8Ti", pods: "2k" })
       assert.deepStrictEqual(node.status.allocatable, node.status.capacity)
       assert.deepStrictEqual(node.status.daemonEndpoints.kubeletEndpoint, { Port: 10260 })
-      assert.strictEqual(node.status.nodeInfo["kubeletVersion"], "v1.34.0-vk-sandbox.0.1.0")
-      assert.strictEqual(node.status.nodeInfo["operatingSystem"], "linux")
-      assert.strictEqual(node.status.nodeInfo["architecture"], "arm64")
-      assert.deepStrictEqual(node.status.conditions.map((c) => `${c.type}=${c.status}/${c.reason}`).sort(), [
-        "DiskPressure=False/KubeletHasNoDiskPressure",
-        "MemoryPressure=False/KubeletHasSufficientMemory",
-        "NetworkUnavailable=False/SandboxNetworkReady",
-        "PIDPressure=False/KubeletHasSufficientPID",
-        "Ready=True/KubeletReady",
-        "SandboxdReachable=True/SandboxdHealthy"
-      ])
+      assert.deepInclude(node.status.nodeInfo, testNodeInfo)
+      assert.deepStrictEqual(conditionSummary(node.status.conditions), healthyConditions)
 
       // ---- the lease: owner reference to the Node, six-digit renewTime, renewed
       const lease = yield* eventually("the lease", adminGet<LeaseView>(leasePath))
@@ -224,9 +211,7 @@ describe("the virtual node on the real kube-apiserver, as the daemon", () => {
 
   it.live("sandboxd cannot serve: the NoSchedule taint goes on after the grace and off at the first success; other taints and Running Pods untouched", () =>
     Effect.scoped(Effect.gen(function*() {
-      const dir = yield* tempDir("vk-k8s-taint-")
-      const sandboxd = yield* startSandboxd()
-      const config = scenarioConfig(yield* kubeconfigPath("VK_K8S_DAEMON_KUBECONFIG"), sandboxd.url, dir, {
+      const { sandboxd, config } = yield* daemonGround("vk-k8s-taint-", {}, {
         nodeIp: "10.0.0.9",
         sandboxdProbeGrace: 3
       })

@@ -10,12 +10,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as k8s from "@kubernetes/client-node"
-import { Duration, Effect, Exit, Layer, Scope } from "effect"
-import { readFileSync, writeFileSync } from "node:fs"
-import { join, resolve } from "node:path"
-import * as YAML from "yaml"
-import { daemonLayer } from "../../src/Daemon.ts"
-import { BuildInfo } from "../../src/Services/BuildInfo.ts"
+import { Duration, Effect } from "effect"
+import { kubeconfigForToken, repoManifests, serviceAccountToken, startDaemon } from "./daemonIdentity.ts"
 import { kube, uniqueName } from "./fixture/Kube.ts"
 import {
   admin,
@@ -36,27 +32,8 @@ import {
   tempDir
 } from "./scenarioHarness.ts"
 
-const repoRoot = resolve(import.meta.dirname, "..", "..")
 const suffix = "-sandboxd"
 const unavailableTaint = "sandbox.cocoonstack.io/sandboxd-unavailable"
-
-/** A kubeconfig file and a KubeConfig for `token` against the admin's cluster. */
-const kubeconfigFor = (adminConfig: k8s.KubeConfig, dir: string, name: string, token: string) => {
-  const cluster = adminConfig.getCurrentCluster()
-  const text = YAML.stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{ name: "vk-test", cluster: { server: cluster?.server ?? "", "certificate-authority-data": cluster?.caData ?? "" } }],
-    users: [{ name, user: { token } }],
-    contexts: [{ name, context: { cluster: "vk-test", user: name } }],
-    "current-context": name
-  })
-  const file = join(dir, `${name}.kubeconfig`)
-  writeFileSync(file, text, { mode: 0o600 })
-  const config = new k8s.KubeConfig()
-  config.loadFromString(text)
-  return { file, config }
-}
 
 const forbidden = (what: string, reply: RawReply, reason?: RegExp) => {
   assert.strictEqual(reply.status, 403, `${what}: ${JSON.stringify(reply.body)}`)
@@ -65,25 +42,13 @@ const forbidden = (what: string, reply: RawReply, reason?: RegExp) => {
 const allowed = (what: string, reply: RawReply) =>
   assert.isTrue(reply.status >= 200 && reply.status < 300, `${what}: HTTP ${reply.status} ${JSON.stringify(reply.body)}`)
 
-/** The daemon in a scope of its own; closing it is the daemon's shutdown. */
-const startDaemon = (config: Parameters<typeof daemonLayer>[0]) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    yield* Layer.buildWithScope(
-      daemonLayer(config).pipe(Layer.provide(Layer.succeed(BuildInfo, { version: "test", revision: "test", builtAt: "test" }))),
-      scope
-    )
-    return { stop: Scope.close(scope, Exit.void) }
-  })
-
 const policyByPolicy = /vk-sandbox node restriction/
 const mergePatch = "application/merge-patch+json"
 
 describe("node restriction on the real kube-apiserver", () => {
   it.live("a Pod-bound token writes its own virtual node's objects and nothing of another node's", () =>
     Effect.scoped(Effect.gen(function*() {
-      const { config: adminConfig, core, objects } = yield* admin
-      const rbac = adminConfig.makeApiClient(k8s.RbacAuthorizationV1Api)
+      const { config: adminConfig, core, objects, rbac } = yield* admin
       const dir = yield* tempDir("vk-k8s-restrict-")
 
       // ---- the daemon's identity: a service account bound to deploy/rbac's roles
@@ -127,8 +92,7 @@ describe("node restriction on the real kube-apiserver", () => {
         }))
 
       // ---- the policy from deploy/admission, its binding and parameters under names of this test
-      const manifests = k8s.loadAllYaml(readFileSync(join(repoRoot, "deploy", "admission", "node-restriction.yaml"), "utf8"))
-        .filter((doc): doc is k8s.KubernetesObject & Record<string, unknown> => typeof doc === "object" && doc !== null)
+      const manifests = repoManifests("deploy/admission/node-restriction.yaml")
       assert.deepStrictEqual(manifests.map((doc) => doc.kind), ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ConfigMap"])
       const policyName = uniqueName("vk-restrict")
       for (const doc of manifests) {
@@ -161,22 +125,14 @@ describe("node restriction on the real kube-apiserver", () => {
           }
         }))
       const token = (boundObjectRef?: k8s.V1BoundObjectReference) =>
-        Effect.map(
-          kube("token request", () =>
-            core.createNamespacedServiceAccountToken({
-              name: serviceAccount,
-              namespace: installNamespace,
-              body: { spec: { audiences: [], expirationSeconds: 3600, ...(boundObjectRef === undefined ? {} : { boundObjectRef }) } }
-            })),
-          (answer) => answer.status?.token ?? ""
-        )
-      const bound = kubeconfigFor(
+        serviceAccountToken(core, installNamespace, serviceAccount, boundObjectRef)
+      const bound = kubeconfigForToken(
         adminConfig,
         dir,
         "bound",
         yield* token({ kind: "Pod", apiVersion: "v1", name: "vk-sandbox-daemon", uid: daemonPod.metadata?.uid ?? "" })
       )
-      const unbound = kubeconfigFor(adminConfig, dir, "unbound", yield* token())
+      const unbound = kubeconfigForToken(adminConfig, dir, "unbound", yield* token())
       const as = (identity: { readonly config: k8s.KubeConfig }, method: string, path: string, body?: object, type?: string) =>
         rawRequest(identity.config, method, path, body, type)
 

@@ -13,26 +13,22 @@ import {
   createNamespace,
   createPod,
   createSandbox,
+  daemonGround,
   deletePodGracefully,
-  deleteSandbox,
+  deleteOwnerThenPod,
   eventually,
   getPod,
-  kubeconfigPath,
   quiet,
   releasePaths,
   runningPod,
   sandboxdHolds,
-  scenarioConfig,
   startPodHalf,
   startSandboxd,
-  tempDir
 } from "./scenarioHarness.ts"
 
 const world = (simOptions: Parameters<typeof startSandboxd>[0] = {}) =>
   Effect.gen(function*() {
-    const dir = yield* tempDir("vk-k8s-pods-")
-    const sandboxd = yield* startSandboxd(simOptions)
-    const config = scenarioConfig(yield* kubeconfigPath("VK_K8S_DAEMON_KUBECONFIG"), sandboxd.url, dir)
+    const { sandboxd, config } = yield* daemonGround("vk-k8s-pods-", simOptions)
     const namespace = yield* createNamespace("pods")
     const daemon = yield* startPodHalf(config)
     yield* eventually("the pod watch synced", daemon.handle.synced)
@@ -76,13 +72,7 @@ describe("the pod controller on the real kube-apiserver, as the daemon", () => {
       assert.strictEqual(yield* claimCount(sandboxd), claimsBefore, "adopted: no new claim")
 
       // ---- owner deleted (no garbage collector here: the Pod stays), then the Pod → released
-      yield* deleteSandbox(namespace, "review-bot")
-      yield* deletePodGracefully(namespace, "owned", 30)
-      yield* eventually("the owned Pod object removed", Effect.map(getPod(namespace, "owned"), (pod) => pod === undefined), 5_000)
-      yield* eventually(
-        "the release at sandboxd",
-        Effect.map(releasePaths(sandboxd), (paths) => paths.includes(`/v1/sandboxes/${ownedClaim}/release`))
-      )
+      yield* deleteOwnerThenPod(sandboxd, namespace, "review-bot", "owned", ownedClaim)
       assert.isFalse(yield* sandboxdHolds(sandboxd, ownedClaim))
 
       // ---- a bare Pod deleted gracefully → released and removed

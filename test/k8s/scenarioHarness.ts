@@ -8,31 +8,22 @@
  * renewTime) are seen as stored, not as client-node's models re-render them.
  */
 import * as k8s from "@kubernetes/client-node"
-import { Context, Duration, Effect, Layer, Logger, Schema } from "effect"
-import * as NodeFs from "node:fs"
+import { Context, Duration, Effect, Layer, Schema } from "effect"
 import { request as httpRequest } from "node:http"
 import { request as httpsRequest, type RequestOptions } from "node:https"
 import { createServer } from "node:net"
-import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import * as ClaimsStoreFile from "../../src/Layers/ClaimsStoreFile.ts"
-import { ClaimTableRefLayer } from "../../src/Layers/ClaimTableRef.ts"
-import * as EventRecorderKube from "../../src/Layers/EventRecorderKube.ts"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
-import * as OwnerResolverKube from "../../src/Programs/Authorization/OwnerResolverKube.ts"
-import { PodLifecycleProviderLayer } from "../../src/Layers/PodLifecycleProvider.ts"
-import { ProviderEventsPubSubLayer } from "../../src/Layers/ProviderEventsPubSub.ts"
-import { ProviderLiveLayer } from "../../src/Programs/Provider/ProviderLive.ts"
-import * as SandboxdClientHttp from "../../src/Layers/SandboxdClientHttp.ts"
 import * as PodController from "../../src/Programs/PodController/PodController.ts"
-import { startClaims } from "../../src/Programs/Provider/Startup.ts"
 import { type AppConfigShape, testConfig } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { make as makeSandboxdSim, type SandboxdSimOptions } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve as serveSandboxd } from "../../testkit/Simulators/Sandboxd/Server.ts"
-import { adminKubeconfig, FixtureMissing, kube, uniqueName } from "./fixture/Kube.ts"
+import * as Wait from "../support/Wait.ts"
+import { podHalfLayer } from "../support/PodHalf.ts"
+import { adminKubeconfig, createSandboxAs, FixtureMissing, kube, uniqueName } from "./fixture/Kube.ts"
 
 export const Template = "python"
 export const ClaimIdAnnotation = "sandbox.cocoonstack.io/claim-id"
@@ -51,15 +42,10 @@ export const kubeconfigPath = (variable: "VK_K8S_ADMIN_KUBECONFIG" | "VK_K8S_DAE
     return path
   })
 
-/** Logs off unless SCENARIO_LOGS is set (the daemon logs every step). */
-export const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  process.env["SCENARIO_LOGS"] === undefined ? Effect.provide(effect, Logger.layer([])) : effect
-
-export const tempDir = (prefix: string) =>
-  Effect.acquireRelease(
-    Effect.sync(() => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), prefix))),
-    (dir) => Effect.sync(() => NodeFs.rmSync(dir, { recursive: true, force: true }))
-  )
+// Logs off unless VK_TEST_LOGS is set (the daemon logs every step); a scope's temporary directory.
+export { quiet } from "../support/Wait.ts"
+export { tempDir } from "../support/TempDir.ts"
+import { tempDir } from "../support/TempDir.ts"
 
 // ---- sandboxd ---------------------------------------------------------------------------------
 
@@ -107,6 +93,22 @@ export const scenarioConfig = (
     ...overrides
   })
 
+/**
+ * A daemon's own ground under the daemon's RBAC identity: a temporary directory, the sandboxd
+ * simulator and a scenario config reading the daemon's kubeconfig.
+ */
+export const daemonGround = (
+  prefix: string,
+  simOptions: Partial<SandboxdSimOptions> = {},
+  overrides: Partial<AppConfigShape> = {}
+) =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir(prefix)
+    const sandboxd = yield* startSandboxd(simOptions)
+    const config = scenarioConfig(yield* kubeconfigPath("VK_K8S_DAEMON_KUBECONFIG"), sandboxd.url, dir, overrides)
+    return { dir, sandboxd, config }
+  })
+
 /** The live KubeApi of `config` (its kubeconfig, QPS and burst), as the daemon builds it. */
 export const kubeApiOf = (config: AppConfigShape) =>
   Layer.build(KubeApiClientNode.layer.pipe(Layer.provide(AppConfig.layer(config)))).pipe(
@@ -129,21 +131,7 @@ export const fastPodOptions: PodController.PodControllerOptions = {
  */
 export const startPodHalf = (config: AppConfigShape, options: PodController.PodControllerOptions = fastPodOptions) =>
   Effect.gen(function*() {
-    const wire = Layer.mergeAll(SandboxdClientHttp.layer, KubeApiClientNode.layer)
-    const claims = ClaimsStoreFile.layer
-    const provider = PodLifecycleProviderLayer.pipe(
-      Layer.provideMerge(ProviderLiveLayer),
-      Layer.provideMerge(Layer.mergeAll(ProviderEventsPubSubLayer, OwnerResolverKube.layer, EventRecorderKube.layer()))
-    )
-    const graph = Layer.effectDiscard(startClaims).pipe(
-      Layer.provideMerge(provider),
-      Layer.provideMerge(claims),
-      Layer.provideMerge(wire),
-        // Below the wire, as in the daemon: the sandboxd client scrubs the table's claim tokens.
-        Layer.provideMerge(ClaimTableRefLayer),
-      Layer.provideMerge(AppConfig.layer(config))
-    )
-    const context = yield* Layer.build(graph)
+    const context = yield* Layer.build(podHalfLayer(config))
     const handle = yield* PodController.make(options).pipe(Effect.provideContext(context))
     // Added after the controller's fibers, so it runs before they are interrupted.
     yield* Effect.addFinalizer(() => handle.drain(config.shutdownTimeout))
@@ -158,6 +146,8 @@ export const admin = Effect.gen(function*() {
     config,
     core: config.makeApiClient(k8s.CoreV1Api),
     custom: config.makeApiClient(k8s.CustomObjectsApi),
+    authz: config.makeApiClient(k8s.AuthorizationV1Api),
+    rbac: config.makeApiClient(k8s.RbacAuthorizationV1Api),
     objects: k8s.KubernetesObjectApi.makeApiClient(config)
   }
 })
@@ -173,19 +163,8 @@ export const createNamespace = (prefix: string) =>
 /** Admin: a Sandbox (the Pods' owner); returns its server-assigned UID. */
 export const createSandbox = (namespace: string, name: string, finalizers: ReadonlyArray<string> = []) =>
   Effect.gen(function*() {
-    const { custom } = yield* admin
-    const created = (yield* kube("create sandbox", () =>
-      custom.createNamespacedCustomObject({
-        ...sandboxGroup,
-        namespace,
-        body: {
-          apiVersion: SandboxApiVersion,
-          kind: "Sandbox",
-          metadata: { name, namespace, ...(finalizers.length > 0 ? { finalizers: [...finalizers] } : {}) },
-          spec: { podTemplate: { spec: { containers: [{ name: "main", image: "python:3.12" }] } } }
-        }
-      }))) as { metadata: { uid: string } }
-    return created.metadata.uid
+    const { config } = yield* admin
+    return yield* createSandboxAs(config, namespace, name, finalizers)
   })
 
 export const deleteSandbox = (namespace: string, name: string) =>
@@ -238,7 +217,10 @@ export const deletePodGracefully = (namespace: string, name: string, gracePeriod
 
 export interface RawReply {
   readonly status: number
+  /** Parsed JSON, or the text where it is not JSON. */
   readonly body: unknown
+  /** The body as the server wrote it (wire spellings such as six-digit renewTimes). */
+  readonly text: string
 }
 
 /** One JSON request with the kubeconfig's credentials; the body as the server wrote it. */
@@ -276,7 +258,7 @@ export const rawRequest = (
     } catch {
       // a plain-text body stays a string
     }
-    return { status: text.status, body: parsed }
+    return { status: text.status, body: parsed, text: text.text }
   })
 
 /** Admin GET of a JSON object; undefined on 404. */
@@ -311,16 +293,26 @@ export const runningPod = (namespace: string, name: string) =>
 
 // ---- waiting ----------------------------------------------------------------------------------
 
-/** Polls `check` in real time (every 50 ms, at most `limitMs`) until it yields a value. */
+/**
+ * The shared `eventually`, polling every 50 ms: each poll here is a request to the real
+ * kube-apiserver, which a poll every real turn would flood on a loaded machine.
+ */
 export const eventually = <A, E, R>(what: string, check: Effect.Effect<A | undefined | false, E, R>, limitMs = 15_000) =>
+  Wait.eventually<A, E, R>(what, check, limitMs, 50)
+
+/**
+ * The owner Sandbox deleted (no garbage collector here: the Pod stays), then the Pod deleted
+ * gracefully: the Pod object goes, and sandboxd is asked to release its claim.
+ */
+export const deleteOwnerThenPod = (sandboxd: Sandboxd, namespace: string, sandbox: string, pod: string, claimId: string) =>
   Effect.gen(function*() {
-    const deadline = Date.now() + limitMs
-    while (true) {
-      const value = yield* check
-      if (value !== undefined && value !== false) return value
-      if (Date.now() > deadline) return yield* new ScenarioFailed({ message: `timed out after ${limitMs} ms waiting for ${what}` })
-      yield* Effect.sleep("50 millis")
-    }
+    yield* deleteSandbox(namespace, sandbox)
+    yield* deletePodGracefully(namespace, pod, 30)
+    yield* eventually(`the Pod ${pod} removed`, Effect.map(getPod(namespace, pod), (found) => found === undefined), 5_000)
+    yield* eventually(
+      "the release at sandboxd",
+      Effect.map(releasePaths(sandboxd), (paths) => paths.includes(`/v1/sandboxes/${claimId}/release`))
+    )
   })
 
 /** A free loopback port (listen on 0, read it, close): for the daemon's kubelet and metrics servers. */

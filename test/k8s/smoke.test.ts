@@ -5,6 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as k8s from "@kubernetes/client-node"
 import { Effect } from "effect"
+import { allVerbs, daemonVerbs, mayDo } from "./daemonIdentity.ts"
 import { adminKubeconfig, daemonKubeconfig, kube, statusOf, uniqueName } from "./fixture/Kube.ts"
 
 const sandboxGroup = { group: "agents.x-k8s.io", version: "v1beta1", plural: "sandboxes" } as const
@@ -74,19 +75,6 @@ describe("real kube-apiserver as the test admin", () => {
     }))
 })
 
-/** (apiGroup, resource[/subresource]) → the verbs the daemon's ClusterRole grants. */
-const granted: ReadonlyArray<readonly [string, string, ReadonlyArray<string>]> = [
-  ["", "nodes", ["get", "create", "patch"]],
-  ["", "nodes/status", ["patch"]],
-  ["", "pods", ["get", "list", "watch", "delete"]],
-  ["", "pods/status", ["update"]],
-  ["", "events", ["create", "patch"]],
-  ["coordination.k8s.io", "leases", ["get", "create", "update"]],
-  ["agents.x-k8s.io", "sandboxes", ["get"]],
-  ["extensions.agents.x-k8s.io", "nodeinventories", ["get", "create", "patch"]]
-]
-const allVerbs = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
-
 describe("the daemon's identity", () => {
   it.effect("authenticates as the vk-sandbox service account", () =>
     Effect.gen(function*() {
@@ -101,35 +89,15 @@ describe("the daemon's identity", () => {
       const authz = (yield* adminKubeconfig).makeApiClient(k8s.AuthorizationV1Api)
       const mismatches: Array<string> = []
       // Leases through the Role in kube-node-lease only: nowhere else (not kube-system's).
-      const cases = granted.flatMap(([group, resourcePath, verbs]): ReadonlyArray<readonly [string, string, ReadonlyArray<string>, string]> =>
+      const cases = daemonVerbs.flatMap(([group, resourcePath, verbs]): ReadonlyArray<readonly [string, string, ReadonlyArray<string>, string]> =>
         resourcePath === "leases"
           ? ["kube-node-lease", "kube-system", "team-a"].map((leaseNamespace) => [group, resourcePath, verbs, leaseNamespace] as const)
           : [[group, resourcePath, verbs, "kube-node-lease"] as const]
       )
       for (const [group, resourcePath, verbs, leaseNamespace] of cases) {
-        const [resource, subresource] = resourcePath.split("/")
+        const resource = resourcePath.split("/")[0]
         for (const verb of allVerbs) {
-          const review = yield* kube(`access review ${verb} ${resourcePath}`, () =>
-            authz.createSubjectAccessReview({
-              body: {
-                spec: {
-                  user: "system:serviceaccount:vk-sandbox:vk-sandbox",
-                  groups: ["system:serviceaccounts", "system:serviceaccounts:vk-sandbox", "system:authenticated"],
-                  resourceAttributes: {
-                    group,
-                    resource: resource ?? "",
-                    ...(subresource !== undefined ? { subresource } : {}),
-                    verb,
-                    namespace: resource === "nodes" || resource === "nodeinventories"
-                      ? ""
-                      : resource === "leases"
-                      ? leaseNamespace
-                      : "team-a"
-                  }
-                }
-              }
-            }))
-          const allowed = review.status?.allowed === true
+          const allowed = yield* mayDo(authz, "vk-sandbox", "vk-sandbox", verb, group, resourcePath, leaseNamespace)
           if (allowed !== (verbs.includes(verb) && leaseNamespace === "kube-node-lease")) {
             mismatches.push(`${verb} ${group}/${resourcePath}${resource === "leases" ? ` in ${leaseNamespace}` : ""}: allowed=${allowed}`)
           }

@@ -15,10 +15,11 @@ export const sleepReal = (ms: number) => Effect.promise(() => new Promise<void>(
 type Check<A, E, R> = Effect.Effect<A | undefined | false, E, R> | (() => A | undefined | false)
 
 /**
- * Polls `check` in real turns until it yields a value other than `undefined` or `false`, and
- * returns that value; after `limitMs` of real time the test fails naming `what`.
+ * Polls `check` every `everyMs` of real time (one real turn by default) until it yields a value
+ * other than `undefined` or `false`, and returns that value; after `limitMs` of real time the
+ * test fails naming `what`.
  */
-export const eventually = <A, E = never, R = never>(what: string, check: Check<A, E, R>, limitMs = 15_000) =>
+export const eventually = <A, E = never, R = never>(what: string, check: Check<A, E, R>, limitMs = 15_000, everyMs = 2) =>
   Effect.gen(function*() {
     const read: Effect.Effect<A | undefined | false, E, R> = Effect.isEffect(check) ? check : Effect.sync(check)
     const deadline = Date.now() + limitMs
@@ -26,7 +27,7 @@ export const eventually = <A, E = never, R = never>(what: string, check: Check<A
       const value = yield* read
       if (value !== undefined && value !== false) return value
       if (Date.now() > deadline) return yield* Effect.die(new Error(`timed out after ${limitMs} ms waiting for ${what}`))
-      yield* realTurn
+      yield* sleepReal(everyMs)
     }
   })
 

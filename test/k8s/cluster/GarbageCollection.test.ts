@@ -19,7 +19,7 @@ import {
   heldIds,
   listPods,
   releasedIds,
-  sandboxPodTemplate,
+  sandboxPodSet,
   startVirtualNode,
   useClusterPlane,
   type VirtualNode
@@ -126,14 +126,7 @@ describe("the garbage collector deletes, the verdict decides", () => {
       yield* kube("create replicaset", () =>
         apps.createNamespacedReplicaSet({
           namespace,
-          body: {
-            metadata: { name: "workers", namespace },
-            spec: {
-              replicas: 1,
-              selector: { matchLabels: { app: "workers" } },
-              template: sandboxPodTemplate({ pool: node.pool }, { app: "workers" })
-            }
-          }
+          body: sandboxPodSet("workers", namespace, 1, node.pool)
         }))
       const worker = yield* eventually(
         "the ReplicaSet's Pod Running",

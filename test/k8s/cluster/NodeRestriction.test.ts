@@ -11,43 +11,22 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as k8s from "@kubernetes/client-node"
 import { Effect } from "effect"
-import * as NodeFs from "node:fs"
-import * as NodePath from "node:path"
 import { inject } from "vitest"
+import { kubeconfigForToken, repoManifests as manifests, serviceAccountToken } from "../daemonIdentity.ts"
 import { kube, uniqueName } from "../fixture/Kube.ts"
 import { admin, eventually, quiet, rawRequest, runningPod, tempDir } from "../scenarioHarness.ts"
 import { createReadyNamespace, createSandboxPod, startVirtualNode, useClusterPlane } from "./harness.ts"
 
 useClusterPlane()
 
-const repo = (path: string) => NodePath.join(import.meta.dirname, "..", "..", "..", path)
 const Suffix = "-sandboxd"
 const DaemonNamespace = "vk-sandbox"
 
-/** The manifests of a file, as objects (client-node's YAML loader). */
-const manifests = (path: string) =>
-  k8s.loadAllYaml(NodeFs.readFileSync(repo(path), "utf8")).filter((d): d is k8s.KubernetesObject => typeof d === "object" && d !== null)
-
-/** A kubeconfig for `token` against the cluster plane, written under `dir`. */
-const kubeconfigWith = (adminConfig: k8s.KubeConfig, dir: string, name: string, token: string) => {
-  const cluster = adminConfig.getCurrentCluster()!
-  const config = new k8s.KubeConfig()
-  config.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name, token }],
-    contexts: [{ name, cluster: cluster.name, user: name }],
-    currentContext: name
-  })
-  const path = NodePath.join(dir, `${name}.kubeconfig`)
-  NodeFs.writeFileSync(path, config.exportConfig(), { mode: 0o600 })
-  return { path, config }
-}
 
 describe("the node restriction policy with several daemons", () => {
   it.live("each daemon runs its own node and is refused on the other's objects", () =>
     Effect.scoped(Effect.gen(function*() {
-      const { config: adminConfig, core, objects } = yield* admin
-      const rbac = adminConfig.makeApiClient(k8s.RbacAuthorizationV1Api)
+      const { config: adminConfig, core, objects, rbac } = yield* admin
       const dir = yield* tempDir("vk-restricted-")
       const serviceAccount = uniqueName("vk-restricted")
       const user = `system:serviceaccount:${DaemonNamespace}:${serviceAccount}`
@@ -108,7 +87,7 @@ describe("the node restriction policy with several daemons", () => {
 
       // ---- two host nodes, a placeholder Pod on each, a token bound to each Pod
       const hosts = [uniqueName("host"), uniqueName("host")]
-      const identities: Array<{ readonly path: string; readonly config: k8s.KubeConfig }> = []
+      const identities: Array<{ readonly file: string; readonly config: k8s.KubeConfig }> = []
       for (const host of hosts) {
         yield* kube("host node", () => core.createNode({ body: { metadata: { name: host } } }))
         yield* Effect.addFinalizer(() => kube("delete host", () => core.deleteNode({ name: host })).pipe(Effect.ignore))
@@ -128,19 +107,13 @@ describe("the node restriction policy with several daemons", () => {
               }
             }
           }))
-        const requested = yield* kube("bound token", () =>
-          core.createNamespacedServiceAccountToken({
-            name: serviceAccount,
-            namespace: DaemonNamespace,
-            body: {
-              spec: {
-                audiences: [],
-                expirationSeconds: 3600,
-                boundObjectRef: { kind: "Pod", apiVersion: "v1", name: `${host}-daemon`, uid: placeholder.metadata?.uid ?? "" }
-              }
-            }
-          }))
-        identities.push(kubeconfigWith(adminConfig, dir, host, requested.status?.token ?? ""))
+        const token = yield* serviceAccountToken(core, DaemonNamespace, serviceAccount, {
+          kind: "Pod",
+          apiVersion: "v1",
+          name: `${host}-daemon`,
+          uid: placeholder.metadata?.uid ?? ""
+        })
+        identities.push(kubeconfigForToken(adminConfig, dir, host, token))
       }
 
       // The policy is in force once a write it refuses is refused (dry run: nothing is stored).
@@ -162,8 +135,8 @@ describe("the node restriction policy with several daemons", () => {
       )
 
       // ---- both daemons run their own node under the policy
-      const nodeA = yield* startVirtualNode({ nodeName: ownA, kubeconfig: asA.path })
-      const nodeB = yield* startVirtualNode({ nodeName: ownB, kubeconfig: asB.path })
+      const nodeA = yield* startVirtualNode({ nodeName: ownA, kubeconfig: asA.file })
+      const nodeB = yield* startVirtualNode({ nodeName: ownB, kubeconfig: asB.file })
       const namespace = yield* createReadyNamespace("restricted")
       yield* createSandboxPod(namespace, "on-a", { pool: nodeA.pool })
       yield* createSandboxPod(namespace, "on-b", { pool: nodeB.pool })

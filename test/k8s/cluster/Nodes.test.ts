@@ -31,7 +31,7 @@ import {
   listPods,
   type PodState,
   releasedIds,
-  sandboxPodTemplate,
+  sandboxPodSet,
   startVirtualNode,
   useClusterPlane,
   type VirtualNode
@@ -135,14 +135,7 @@ describe("nodes in a real cluster", () => {
       yield* kube("create deployment", () =>
         apps.createNamespacedDeployment({
           namespace,
-          body: {
-            metadata: { name: "agents", namespace },
-            spec: {
-              replicas: 30,
-              selector: { matchLabels: { app: "agents" } },
-              template: sandboxPodTemplate({ pool: first.pool }, { app: "agents" })
-            }
-          }
+          body: sandboxPodSet("agents", namespace, 30, first.pool)
         }))
       const runningAll = (n: number) =>
         Effect.map(listPods(namespace), (pods) => {

@@ -50,6 +50,12 @@ export const sandboxPodTemplate = (spec: SandboxPodSpec, labels: Record<string, 
   }
 })
 
+/** A ReplicaSet's or Deployment's body: `replicas` sandbox Pods on `pool`, labelled and selected by app=`name`. */
+export const sandboxPodSet = (name: string, namespace: string, replicas: number, pool: string) => ({
+  metadata: { name, namespace },
+  spec: { replicas, selector: { matchLabels: { app: name } }, template: sandboxPodTemplate({ pool }, { app: name }) }
+})
+
 export interface OwnerRef {
   readonly apiVersion: string
   readonly kind: string
@@ -201,8 +207,13 @@ const waitReady = (daemon: Daemon) =>
     Effect.map(httpGet(`${daemon.metricsUrl}/readyz`), (reply) => Option.isSome(reply) && reply.value.status === 200),
     30_000
   ).pipe(
-    Effect.catchTag("ScenarioFailed", (error) =>
-      Effect.fail(new ScenarioFailed({ message: `${error.message}; daemon output:\n${daemon.output().slice(-3000)}` })))
+    // The wait's time-out is a defect; the daemon's output says why it never got ready.
+    Effect.catchDefect((defect) =>
+      Effect.fail(
+        new ScenarioFailed({
+          message: `${defect instanceof Error ? defect.message : String(defect)}; daemon output:\n${daemon.output().slice(-3000)}`
+        })
+      ))
   )
 
 // ---- reads --------------------------------------------------------------------------------------

@@ -1,0 +1,119 @@
+/**
+ * The daemon's identity on the real kube-apiserver, for the suites that check its RBAC or run it
+ * under a token of their own: its manifests, the verbs it uses, a SubjectAccessReview of one of them, a
+ * TokenRequest of a service account, a kubeconfig for that token, and the whole daemon in a scope.
+ */
+import * as k8s from "@kubernetes/client-node"
+import { Effect, Exit, Layer, Scope } from "effect"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+import { daemonLayer } from "../../src/Daemon.ts"
+import type { AppConfigShape } from "../../src/Schemas/Config.ts"
+import { BuildInfo } from "../../src/Services/BuildInfo.ts"
+import { kube } from "./fixture/Kube.ts"
+
+/**
+ * (apiGroup, resource[/subresource]) → the verbs the daemon uses, publishing on; what
+ * deploy/rbac and the chart grant it. Leases are granted in kube-node-lease only (a Role there).
+ */
+export const daemonVerbs: ReadonlyArray<readonly [string, string, ReadonlyArray<string>]> = [
+  ["", "nodes", ["get", "create", "patch"]],
+  ["", "nodes/status", ["patch"]],
+  ["", "pods", ["get", "list", "watch", "delete"]],
+  ["", "pods/status", ["update"]],
+  ["", "events", ["create", "patch"]],
+  ["coordination.k8s.io", "leases", ["get", "create", "update"]],
+  ["agents.x-k8s.io", "sandboxes", ["get"]],
+  ["extensions.agents.x-k8s.io", "nodeinventories", ["get", "create", "patch"]]
+]
+export const allVerbs = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
+
+/**
+ * Whether the service account `serviceAccount` of `accountNamespace` may `verb` the
+ * resource[/subresource]: cluster-scoped for nodes and node inventories, Leases in
+ * `leaseNamespace`, everything else in the namespace team-a.
+ */
+export const mayDo = (
+  authz: k8s.AuthorizationV1Api,
+  accountNamespace: string,
+  serviceAccount: string,
+  verb: string,
+  group: string,
+  resourcePath: string,
+  leaseNamespace = "kube-node-lease"
+) =>
+  Effect.gen(function*() {
+    const [resource, subresource] = resourcePath.split("/")
+    const answer = yield* kube(`access review ${verb} ${resourcePath}`, () =>
+      authz.createSubjectAccessReview({
+        body: {
+          spec: {
+            user: `system:serviceaccount:${accountNamespace}:${serviceAccount}`,
+            groups: ["system:serviceaccounts", `system:serviceaccounts:${accountNamespace}`, "system:authenticated"],
+            resourceAttributes: {
+              group,
+              resource: resource ?? "",
+              ...(subresource !== undefined ? { subresource } : {}),
+              verb,
+              namespace: resource === "nodes" || resource === "nodeinventories"
+                ? ""
+                : resource === "leases"
+                ? leaseNamespace
+                : "team-a"
+            }
+          }
+        }
+      }))
+    return answer.status?.allowed === true
+  })
+
+/** The objects of a multi-document YAML text (client-node's loader), empty documents dropped. */
+export const yamlObjects = (text: string) =>
+  k8s.loadAllYaml(text).filter((doc): doc is k8s.KubernetesObject & Record<string, unknown> => typeof doc === "object" && doc !== null)
+
+/** The manifests of a file of the repository (a path from its root), as objects. */
+export const repoManifests = (path: string) =>
+  yamlObjects(NodeFs.readFileSync(NodePath.join(import.meta.dirname, "..", "..", path), "utf8"))
+
+/** A TokenRequest token of the service account, valid an hour, bound to `boundObjectRef` when given. */
+export const serviceAccountToken = (
+  core: k8s.CoreV1Api,
+  namespace: string,
+  serviceAccount: string,
+  boundObjectRef?: k8s.V1BoundObjectReference
+) =>
+  Effect.map(
+    kube("token request", () =>
+      core.createNamespacedServiceAccountToken({
+        name: serviceAccount,
+        namespace,
+        body: { spec: { audiences: [], expirationSeconds: 3600, ...(boundObjectRef === undefined ? {} : { boundObjectRef }) } }
+      })),
+    (answer) => answer.status?.token ?? ""
+  )
+
+/** A kubeconfig for `token` against the admin's cluster: the file (under `dir`) and the KubeConfig. */
+export const kubeconfigForToken = (adminConfig: k8s.KubeConfig, dir: string, name: string, token: string) => {
+  const cluster = adminConfig.getCurrentCluster()
+  const config = new k8s.KubeConfig()
+  config.loadFromOptions({
+    clusters: cluster === null ? [] : [cluster],
+    users: [{ name, token }],
+    contexts: [{ name, cluster: cluster?.name ?? "", user: name }],
+    currentContext: name
+  })
+  const file = NodePath.join(dir, `${name}.kubeconfig`)
+  NodeFs.writeFileSync(file, config.exportConfig(), { mode: 0o600 })
+  return { file, config }
+}
+
+/** The whole daemon (`daemonLayer`, as `vk-sandbox run` builds it) in a scope of its own; closing it is the daemon's shutdown. */
+export const startDaemon = (config: AppConfigShape) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    yield* Layer.buildWithScope(
+      daemonLayer(config).pipe(Layer.provide(Layer.succeed(BuildInfo, { version: "test", revision: "test", builtAt: "test" }))),
+      scope
+    )
+    return { stop: Scope.close(scope, Exit.void) }
+  })
