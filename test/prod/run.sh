@@ -32,6 +32,10 @@ files=$(cd "$work/dist" && find . -type f | sort | tr '\n' ' ')
 if grep -Eq 'class ClusterModel|class SandboxdClientSim|const runSim' "$work/dist/app/vk-sandbox.js"; then
   echo "production check: the bundle contains test tooling"; exit 1
 fi
+# V8 holds the bundle's text two bytes per character if a single character is not Latin-1.
+if LC_ALL=C grep -q '[^[:print:][:space:]]' "$work/dist/app/vk-sandbox.js"; then
+  echo "production check: the bundle is not ASCII"; exit 1
+fi
 alone=$(mktemp -d); cp -r "$work/dist" "$alone/"
 standalone=$("$node24" "$alone/dist/main.js" --help 2>&1); status=$?; rm -rf "$alone"
 [ "$status" -eq 0 ] && echo "$standalone" | grep -q -- "--sandboxd-url" || { echo "production check: the bundle does not start without node_modules: $standalone"; exit 1; }
