@@ -15,8 +15,7 @@
  */
 import { type KubeConfig, RequestContext, type SecurityAuthentication } from "@kubernetes/client-node"
 import type * as Https from "node:https"
-
-type Dispatcher = NonNullable<ReturnType<RequestContext["getDispatcher"]>>
+import { type Dispatcher, getGlobalDispatcher } from "undici"
 
 /** The parts of the request options that decide the connection, not the request. */
 export interface TlsMaterial {
@@ -52,40 +51,60 @@ export const sameMaterial = (a: TlsMaterial, b: TlsMaterial): boolean =>
   sameValue(a.passphrase, b.passphrase) && sameValue(a.rejectUnauthorized, b.rejectUnauthorized) &&
   sameValue(a.servername, b.servername)
 
+/** What one request needs from the kubeconfig: its headers, and the pool to send it on. */
+export interface Authenticated {
+  readonly headers: Readonly<Record<string, string>>
+  /** undici's global dispatcher when the kubeconfig asks for no TLS material and no proxy (as fetch would use). */
+  readonly dispatcher: Dispatcher
+}
+
 export interface PooledAuthentication extends SecurityAuthentication {
+  /** The headers and the pooled dispatcher for a request to `url`, read from the kubeconfig now. */
+  readonly authenticate: (url: string, method: HttpMethodName) => Promise<Authenticated>
   /** How many dispatchers were built so far (one per distinct TLS material): for tests. */
   readonly dispatchersBuilt: () => number
 }
 
+type HttpMethodName = ConstructorParameters<typeof RequestContext>[1]
+
 export const make = (kubeConfig: KubeConfig): PooledAuthentication => {
   let pool: { readonly material: TlsMaterial; readonly dispatcher: Dispatcher | undefined } | undefined
   let built = 0
+
+  const authenticate = async (url: string, method: HttpMethodName): Promise<Authenticated> => {
+    const options: Https.RequestOptions = {}
+    await kubeConfig.applyToHTTPSOptions(options)
+    const headers: Record<string, string> = {}
+    for (const [name, value] of Object.entries(options.headers ?? {})) {
+      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(", ") : String(value)
+    }
+    if (typeof options.auth === "string" && options.auth !== "") {
+      headers["Authorization"] = `Basic ${Buffer.from(options.auth).toString("base64")}`
+    }
+    const material = materialOf(options)
+    if (pool === undefined || !sameMaterial(pool.material, material)) {
+      // client-node chooses the dispatcher for this material (TLS, proxy, SOCKS): it is asked
+      // once, on a request that is never sent, and its choice is kept. The one it replaces is
+      // not closed (a request may have been handed it and not be sent yet): its idle
+      // connections end on their keep-alive timeout and it goes with them.
+      const scratch = new RequestContext(url, method)
+      await kubeConfig.applySecurityAuthentication(scratch)
+      // Requests that started together may each have asked; one answer is kept.
+      if (pool === undefined || !sameMaterial(pool.material, material)) {
+        pool = { material, dispatcher: scratch.getDispatcher() }
+        built++
+      }
+    }
+    return { headers, dispatcher: pool.dispatcher ?? getGlobalDispatcher() }
+  }
+
   return {
     getName: () => "kubeconfig authentication (one connection pool)",
+    authenticate,
     applySecurityAuthentication: async (context) => {
-      const options: Https.RequestOptions = {}
-      await kubeConfig.applyToHTTPSOptions(options)
-      for (const [name, value] of Object.entries(options.headers ?? {})) {
-        if (value !== undefined) context.setHeaderParam(name, Array.isArray(value) ? value.join(", ") : String(value))
-      }
-      if (typeof options.auth === "string" && options.auth !== "") {
-        context.setHeaderParam("Authorization", `Basic ${Buffer.from(options.auth).toString("base64")}`)
-      }
-      const material = materialOf(options)
-      if (pool === undefined || !sameMaterial(pool.material, material)) {
-        // client-node chooses the dispatcher for this material (TLS, proxy, SOCKS): it is asked
-        // once, on a request that is never sent, and its choice is kept. The one it replaces is
-        // not closed (a request may have been handed it and not be sent yet): its idle
-        // connections end on their keep-alive timeout and it goes with them.
-        const scratch = new RequestContext(context.getUrl(), context.getHttpMethod())
-        await kubeConfig.applySecurityAuthentication(scratch)
-        // Requests that started together may each have asked; one answer is kept.
-        if (pool === undefined || !sameMaterial(pool.material, material)) {
-          pool = { material, dispatcher: scratch.getDispatcher() }
-          built++
-        }
-      }
-      if (pool.dispatcher !== undefined) context.setDispatcher(pool.dispatcher)
+      const { dispatcher, headers } = await authenticate(context.getUrl(), context.getHttpMethod())
+      for (const [name, value] of Object.entries(headers)) context.setHeaderParam(name, value)
+      context.setDispatcher(dispatcher)
     },
     dispatchersBuilt: () => built
   }

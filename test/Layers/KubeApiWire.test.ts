@@ -385,6 +385,55 @@ describe("KubeApiClientNode on the wire", () => {
       assert.strictEqual(error._tag === "KubeUnavailable" ? error.status : -1, 0)
     }))
 
+  it.effect("a request built here goes under the server's path prefix, with the kubeconfig's token and Accept: application/json", () =>
+    Effect.gen(function*() {
+      const rec = yield* recorder
+      const kubeConfig = kubeConfigFor(rec.port)
+      kubeConfig.clusters[0] = { ...kubeConfig.clusters[0]!, server: `http://127.0.0.1:${rec.port}/k8s/clusters/c-1/` }
+      const kube = yield* KubeApiClientNode.make(kubeConfig, { ...KubeApiClientNode.defaultOptions, qps: 1000, burst: 1000 })
+      const pod = { kind: "Pod", metadata: { name: "p", namespace: "ns", resourceVersion: "7" } }
+      rec.setHandler(() => json(200, pod))
+      assert.strictEqual((yield* kube.getPod("ns", "p")).metadata?.resourceVersion, "7")
+      rec.setHandler(() => ({ status: 200, hold: true, body: `${JSON.stringify({ type: "ADDED", object: pod })}\n` }))
+      yield* Stream.runCollect(kube.watchPods("vk", "7").pipe(Stream.take(1)))
+      const [get, watch] = rec.requests
+      assert.strictEqual(get?.url.pathname, "/k8s/clusters/c-1/api/v1/namespaces/ns/pods/p")
+      assert.strictEqual(get?.headers["authorization"], "Bearer recorder-token")
+      assert.strictEqual(get?.headers["accept"], "application/json")
+      assert.strictEqual(watch?.url.pathname, "/k8s/clusters/c-1/api/v1/pods")
+      assert.strictEqual(watch?.url.searchParams.get("fieldSelector"), "spec.nodeName=vk")
+    }))
+
+  it.effect("a server URL with a password: nothing is sent, and the error shows the URL without it", () =>
+    Effect.gen(function*() {
+      const rec = yield* recorder
+      const kubeConfig = kubeConfigFor(rec.port)
+      kubeConfig.clusters[0] = { ...kubeConfig.clusters[0]!, server: `http://admin:pa55word@127.0.0.1:${rec.port}` }
+      const kube = yield* KubeApiClientNode.make(kubeConfig, { ...KubeApiClientNode.defaultOptions, qps: 1000, burst: 1000 })
+      const error = yield* Effect.flip(kube.getPod("ns", "p"))
+      assert.strictEqual(error._tag, "KubeUnavailable")
+      assert.include(error.message, `http://redacted@127.0.0.1:${rec.port}/api/v1/namespaces/ns/pods/p`)
+      assert.notInclude(error.message, "pa55word")
+      const watch = yield* Effect.flip(Stream.runCollect(kube.watchPods("vk", "1")))
+      assert.include(watch.message, `http://redacted@127.0.0.1:${rec.port}/api/v1/pods`)
+      assert.notInclude(watch.message, "pa55word")
+      assert.strictEqual(rec.requests.length, 0)
+    }))
+
+  it.effect("a request built here with no answer times out on the Effect clock as KubeUnavailable(0) and is aborted", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => "never")
+      const fiber = yield* Effect.forkChild(kube.getPod("ns", "p"))
+      while (rec.requests.length === 0) yield* flushIO
+      yield* TestClock.adjust("30 seconds")
+      const error = yield* Effect.flip(Fiber.join(fiber))
+      assert.strictEqual(error._tag, "KubeUnavailable")
+      assert.strictEqual(error._tag === "KubeUnavailable" ? error.status : -1, 0)
+      while (rec.closed.length === 0) yield* flushIO
+      assert.deepStrictEqual(rec.closed, ["/api/v1/namespaces/ns/pods/p"])
+    }))
+
   it.effect("a call with no answer times out on the Effect clock as KubeUnavailable(0) and is aborted", () =>
     Effect.gen(function*() {
       const { kube, rec } = yield* setup
