@@ -225,8 +225,9 @@ export const defaultOptions = { callTimeout: "30 seconds", watchIdleTimeout: "33
 const WatchEnvelope = Schema.Struct({ type: Schema.String, object: Schema.Unknown })
 const decodeWatchEnvelope = Schema.decodeUnknownOption(WatchEnvelope)
 
+// `null`s allowed: a list is decoded without the `dropNulls` copy of its items (`decodePod` skips them).
 const PodListBody = Schema.Struct({
-  metadata: Schema.optionalKey(Schema.Struct({ resourceVersion: Schema.optionalKey(Schema.String) })),
+  metadata: Schema.optionalKey(Schema.NullOr(Schema.Struct({ resourceVersion: Schema.optionalKey(Schema.NullOr(Schema.String)) }))),
   items: Schema.Array(Schema.Unknown)
 })
 const decodePodListBody = Schema.decodeUnknownOption(PodListBody)
@@ -408,27 +409,32 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
 
     const nodeSelector = (nodeName: string) => `spec.nodeName=${nodeName}`
 
+    const unreadablePod = (operation: string) =>
+      Effect.fail(new KubeUnavailable({ operation, status: 200, message: "the server sent a pod this client cannot read" }))
+
     /** A served Pod → the slim Pod, or the typed error naming the operation. */
     const slim = (operation: string) => (json: unknown): Effect.Effect<Pod, KubeError> =>
-      Option.match(decodePod(json), {
-        onNone: () => Effect.fail(new KubeUnavailable({ operation, status: 200, message: "the server sent a pod this client cannot read" })),
-        onSome: Effect.succeed
-      })
+      Option.match(decodePod(json), { onNone: () => unreadablePod(operation), onSome: Effect.succeed })
 
     const listPods = (nodeName: string) =>
       raw("listPods", {
         method: HttpMethod.GET,
         path: "/api/v1/pods",
-        query: { fieldSelector: nodeSelector(nodeName) },
-        dropNulls: true
+        query: { fieldSelector: nodeSelector(nodeName) }
       }).pipe(
         Effect.flatMap((body) =>
           Option.match(decodePodListBody(body), {
             onNone: () => Effect.fail(new KubeUnavailable({ operation: "listPods", status: 200, message: "the pod list has no items" })),
-            onSome: (list) =>
-              Effect.forEach(list.items, slim("listPods")).pipe(
-                Effect.map((items) => ({ items, resourceVersion: list.metadata?.resourceVersion ?? "" }))
-              )
+            onSome: (list) => {
+              // A plain loop: one Effect per Pod was a visible part of a 10,000-Pod relist.
+              const items: Array<Pod> = []
+              for (const item of list.items) {
+                const pod = decodePod(item)
+                if (Option.isNone(pod)) return unreadablePod("listPods")
+                items.push(pod.value)
+              }
+              return Effect.succeed({ items, resourceVersion: list.metadata?.resourceVersion ?? "" })
+            }
           })
         )
       )

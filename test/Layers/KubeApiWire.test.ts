@@ -264,6 +264,28 @@ describe("KubeApiClientNode on the wire", () => {
       assert.instanceOf(list.items[0]!.metadata?.deletionTimestamp, Date)
     }))
 
+  it.effect("listPods reads items that carry the apiserver's nulls; one item that is not a Pod fails the list", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      const item = (name: string) => ({
+        metadata: { name, namespace: "x", deletionTimestamp: null, labels: null, managedFields: [{ manager: "m" }] },
+        spec: { containers: [{ name: "main", image: "python", resources: {} }], tolerations: null },
+        status: { phase: "Running", startTime: null, conditions: [{ type: "Ready", status: "True", lastProbeTime: null }] }
+      })
+      rec.setHandler(() => json(200, { kind: "PodList", apiVersion: "v1", metadata: { resourceVersion: "42", continue: null }, items: [item("a"), item("b")] }))
+      const list = yield* kube.listPods("vk")
+      assert.deepStrictEqual(list.items.map((pod) => pod.metadata?.name), ["a", "b"])
+      assert.deepStrictEqual(list.items[0], {
+        metadata: { name: "a", namespace: "x" },
+        spec: { containers: [{ name: "main", image: "python" }] },
+        status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] }
+      })
+      rec.setHandler(() => json(200, { kind: "PodList", metadata: { resourceVersion: "43" }, items: [item("a"), { metadata: { name: 7 } }] }))
+      const error = yield* Effect.flip(kube.listPods("vk"))
+      assert.strictEqual(error._tag, "KubeUnavailable")
+      assert.include(error.message, "cannot read")
+    }))
+
   it.effect("podsResourceVersion asks for at most one of the node's Pods and returns the list resourceVersion", () =>
     Effect.gen(function*() {
       const { kube, rec } = yield* setup
