@@ -2,13 +2,18 @@ import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Effect, Option, Redacted, Result } from "effect"
 import * as fc from "fast-check"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
+import type { ClaimIntent } from "../../src/Schemas/Claims.ts"
 import {
+  type ClaimsDocument,
   compareKeys,
   decodeClaimsDocument,
+  decodeClaimsDocumentInFull,
   decodeClaimsFile,
+  decodeWrittenFile,
   encodeClaimsFile,
   formatTimestamp,
   goJsonString,
+  membersAfterClaims,
   parseTimestamp
 } from "../../src/Schemas/ClaimsFile.ts"
 import type { ClaimId, PodKey } from "../../src/Schemas/Ids.ts"
@@ -233,5 +238,119 @@ describe("ClaimsFile", () => {
     assert.strictEqual(goJsonString(`a<b>&c\u2028\u2029"\\\n`), `"a\\u003cb\\u003e\\u0026c\\u2028\\u2029\\"\\\\\\n"`)
     const keys = ["b", "a", "\uffff", "\u{1F600}", "B"].sort(compareKeys)
     assert.deepStrictEqual(keys, ["B", "a", "b", "\uffff", "\u{1F600}"])
+  })
+
+  // ---- the shortcut for a file as written ----------------------------------------------------
+
+  const wholeSecond = fc.integer({ min: 1, max: 253_402_300_799 }).map((t) => DateTime.makeUnsafe(t * 1000))
+  const table = fc.uniqueArray(
+    fc.record({
+      key: fc.oneof(fc.constantFrom("ns/a", "ns/b", "team-x/web-0", "123", "__proto__", "a<b>&"), fc.string()),
+      id: fc.oneof(fc.constantFrom("sb_1", "sb_2"), fc.string({ minLength: 1 })),
+      token: fc.stringMatching(/^[\x21-\x7e]{1,20}$/),
+      address: fc.oneof(fc.constant(""), fc.string()),
+      podUID: fc.string(),
+      claimedAt: fc.option(wholeSecond, { nil: undefined }),
+      deadline: fc.option(wholeSecond, { nil: undefined })
+    }),
+    { selector: (row) => row.key, maxLength: 6 }
+  ).map((rows) => {
+    // One claim id per row, as the file requires.
+    const ids = new Set<string>()
+    return new Map<PodKey, ClaimRecord>(rows.filter((row) => !ids.has(row.id) && ids.add(row.id)).map((row) => [row.key as PodKey, {
+      id: row.id as ClaimId,
+      token: Redacted.make(row.token),
+      address: row.address,
+      podUID: row.podUID,
+      claimedAt: Option.fromUndefinedOr(row.claimedAt),
+      deadline: Option.fromUndefinedOr(row.deadline)
+    }]))
+  })
+  const intents = fc.uniqueArray(fc.record({ key: fc.string(), podUID: fc.string(), sentAt: wholeSecond }), { selector: (i) => i.key, maxLength: 3 })
+    .map((list) => new Map<PodKey, ClaimIntent>(list.map((i) => [i.key as PodKey, { key: i.key as PodKey, podUID: i.podUID, sentAt: i.sentAt }])))
+  const written = fc.tuple(table, intents).map(([rows, held]) => encodeClaimsFile(rows, membersAfterClaims(held, "")))
+
+  /** A decode result as plain data (a Redacted token compares equal to any other). */
+  const view = (result: Result.Result<ClaimsDocument, { readonly message: string }>) =>
+    Result.match(result, {
+      onFailure: (error) => ({ error: error.message }),
+      onSuccess: (document) => ({
+        rows: [...document.rows].map(([key, r]) => ({
+          ...r,
+          key,
+          token: Redacted.value(r.token),
+          claimedAt: Option.map(r.claimedAt, DateTime.toEpochMillis),
+          deadline: Option.map(r.deadline, DateTime.toEpochMillis)
+        })),
+        intents: [...document.intents].map(([key, i]) => ({ ...i, key, sentAt: DateTime.toEpochMillis(i.sentAt) })),
+        unknownMembers: document.unknownMembers
+      })
+    })
+
+  // JSON.parse makes a `__proto__` key an own member the shortcut leaves alone, and objects list
+  // array-index keys ("123") first, out of the file's order: such files take the full decode.
+  const plainKeys = (text: string) => {
+    const value = JSON.parse(text) as { claims: object; intents?: object }
+    return [...Object.keys(value.claims), ...Object.keys(value.intents ?? {})].every((key) => key !== "__proto__" && !/^(0|[1-9]\d*)$/.test(key))
+  }
+
+  it("a file as the writer writes it is read without the full decode, to the same rows and intents", () => {
+    fc.assert(
+      fc.property(written, (text) => {
+        const shortcut = decodeWrittenFile(text, JSON.parse(text))
+        if (plainKeys(text)) assert.isDefined(shortcut, text)
+        if (shortcut !== undefined) assert.deepStrictEqual(view(Result.succeed(shortcut)), view(decodeClaimsDocumentInFull(text)))
+      }),
+      { numRuns: 300 }
+    )
+  })
+
+  it("any change to a written file: the decode gives what the full decode gives (the same rows, or the same error)", () => {
+    const edit = fc.oneof(
+      // anything inserted anywhere (a space, a member, a key written twice, a stray byte)
+      fc.tuple(fc.nat(), fc.oneof(
+        fc.constantFrom(" ", "\n", ",", "}", `"x":1,`, `"id":"sb_9",`, `"token":"",`, `"claimedAt":"2026-07-27T02:15:00.5Z",`, `"ns/a":{"id":"sb_1","token":"t","podUID":""},`),
+        fc.string({ maxLength: 3 })
+      )).map(([at, insert]) => (text: string) => text.slice(0, at % (text.length + 1)) + insert + text.slice(at % (text.length + 1))),
+      // a span removed, or a span written twice
+      fc.tuple(fc.nat(), fc.nat({ max: 80 }), fc.boolean()).map(([at, length, twice]) => (text: string) => {
+        const from = at % (text.length + 1)
+        const span = text.slice(from, from + length)
+        return text.slice(0, from) + (twice ? span + span : "") + text.slice(from + length)
+      }),
+      // one character replaced
+      fc.tuple(fc.nat(), fc.string({ minLength: 1, maxLength: 1 })).map(([at, c]) => (text: string) => {
+        const i = at % Math.max(1, text.length)
+        return text.slice(0, i) + c + text.slice(i + 1)
+      })
+    )
+    fc.assert(
+      fc.property(written, fc.array(edit, { minLength: 1, maxLength: 3 }), (text, edits) => {
+        const changed = edits.reduce((t, f) => f(t), text)
+        assert.deepStrictEqual(view(decodeClaimsDocument(changed)), view(decodeClaimsDocumentInFull(changed)), changed)
+      }),
+      { numRuns: 2000 }
+    )
+  })
+
+  it("what the shortcut leaves to the full decode: spacing, unknown fields, repeated keys, fractional or zero times, a bad token, one id twice", () => {
+    const row = (id: string, rest = "") => `{"id":"${id}","token":"t","podUID":""${rest}}`
+    for (
+      const text of [
+        `{"claims":{"ns/a":${row("x")}}}\n`,
+        `{"claims":{"ns/a":${row("x", `,"extra":1`)}}}`,
+        `{"claims":{"ns/a":${row("x")}},"other":true}`,
+        `{"claims":{"ns/a":${row("x")},"ns/a":${row("y")}}}`,
+        `{"claims":{"ns/a":${row("x", `,"claimedAt":"2026-07-27T02:15:00.5Z"`)}}}`,
+        `{"claims":{"ns/a":${row("x", `,"claimedAt":"0001-01-01T00:00:00Z"`)}}}`,
+        `{"claims":{"ns/a":{"id":"x","token":"","podUID":""}}}`,
+        `{"claims":{"ns/a":${row("x")},"ns/b":${row("x")}}}`,
+        `{"claims":{"ns/a":{"id":"x","token":"t","address":"","podUID":""}}}`,
+        `{"claims":{},"intents":{}}`
+      ]
+    ) {
+      assert.isUndefined(decodeWrittenFile(text, JSON.parse(text)), text)
+      assert.deepStrictEqual(view(decodeClaimsDocument(text)), view(decodeClaimsDocumentInFull(text)), text)
+    }
   })
 })
