@@ -13,8 +13,8 @@
  * its status and claim annotation. Warnings, Node events and repeats of a Pod's own Event are
  * never folded.
  */
-import type { CoreV1Event } from "@kubernetes/client-node"
 import { DateTime, Duration, Effect, Layer, Option, Ref, Schedule, Semaphore } from "effect"
+import type { Event } from "../Schemas/Event.ts"
 import { AppConfig } from "../Services/Config.ts"
 import { EventRecorder, type EventType, type InvolvedObject } from "../Services/EventRecorder.ts"
 import { KubeApi } from "../Services/KubeApi.ts"
@@ -130,7 +130,7 @@ export const make = (options: EventRecorderOptions = { flushInterval: Duration.s
         if (folded) yield* count(eventsFolded, { reason })
       })
 
-    const eventBody = (agg: Aggregate, name: string): CoreV1Event => ({
+    const eventBody = (agg: Aggregate, name: string): Event => ({
       metadata: { name, namespace: eventNamespace(agg.involved) },
       involvedObject: {
         kind: agg.involved.kind,

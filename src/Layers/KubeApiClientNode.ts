@@ -1,33 +1,21 @@
 /**
- * The live `KubeApi` on @kubernetes/client-node 2.0.1.
+ * The live `KubeApi` on @kubernetes/client-node 2.0.1, which serves only the kubeconfig, auth and
+ * TLS (`Kube/`): every request is built here and its JSON decoded with Schema (`src/Schemas`), so
+ * none of client-node's generated API classes or its model serializer are loaded.
  *
  * Every call, watch starts included, goes through `request`: one token from the QPS/burst
- * limiter, then the call under a timeout, inside a span `KubeApi.<op>`. A call is either `call`
- * (a generated client method) or `raw` (a request built here, where the generated client cannot
- * express it or hides the body, and for every Pod call). `raw` and the watch send with undici's
- * `request` on the one pooled dispatcher (`Kube/PooledAuthentication.ts`), not through fetch:
- * in a burst of 2000 Pods, fetch's per-request WHATWG objects were a tenth of the daemon's CPU.
- * Failures map to the typed errors of `Services/KubeApi.ts` from the HTTP status and the raw
- * Status body (in 2.x, `ApiException.body` is the response *text*).
+ * limiter, then the call under a timeout, inside a span `KubeApi.<op>`. Requests are built here
+ * (`raw`, and the watch) and sent with undici's `request` on the one pooled dispatcher
+ * (`Kube/PooledAuthentication.ts`), not through fetch: in a burst of 2000 Pods, fetch's
+ * per-request WHATWG objects were a tenth of the daemon's CPU. Failures map to the typed errors
+ * of `Services/KubeApi.ts` from the HTTP status and the raw Status body.
  */
-import {
-  ApiException,
-  CoordinationV1Api,
-  type ConfigurationOptions,
-  type CoreV1Event,
-  CoreV1Api,
-  HttpMethod,
-  type KubeConfig,
-  Observable,
-  type ObservableMiddleware,
-  PatchStrategy,
-  setHeaderMiddleware,
-  V1MicroTime,
-  type V1Lease,
-  type V1Node
-} from "@kubernetes/client-node"
+import { HttpMethod, type KubeConfig, PatchStrategy } from "@kubernetes/client-node"
 import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import { AppConfig } from "../Services/Config.ts"
+import { decodeEvent, encodeEvent, type Event } from "../Schemas/Event.ts"
+import { decodeLease, encodeLease, type Lease } from "../Schemas/Lease.ts"
+import { decodeNode, encodeNode, type Node } from "../Schemas/Node.ts"
 import { decodePod, dropNulls, encodePod, type Pod } from "../Schemas/Pod.ts"
 import { redactCause, redactUrlUserinfo } from "../Schemas/UrlRedaction.ts"
 import {
@@ -134,77 +122,6 @@ export const errorFromResponse = (operation: string, code: number, body: unknown
 /** A transport error can quote the request URL, and a kubeconfig `server` may carry a password. */
 const describe = (cause: unknown): string => redactUrlUserinfo(cause instanceof Error ? cause.message : String(cause))
 
-/** A rejected client-node promise: an HTTP status (`ApiException`) or a transport failure. */
-export const errorFromCause = (operation: string) => (cause: unknown): KubeError =>
-  cause instanceof ApiException
-    ? errorFromResponse(operation, cause.code, cause.body)
-    : new KubeUnavailable({ operation, status: 0, message: describe(cause), cause: redactCause(cause) })
-
-// ---------------------------------------------------------------------------------------------
-// MicroTime: exactly six fractional digits on the wire
-// ---------------------------------------------------------------------------------------------
-
-const rfc3339 = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/i
-
-/** RFC 3339 with exactly six fractional digits (padded or truncated); the apiserver parses MicroTime strictly. */
-export const formatMicroTime = (value: string | Date): string => {
-  const text = typeof value === "string" ? value : value.toISOString()
-  const match = rfc3339.exec(text)
-  if (match !== null) {
-    const fraction = (match[2] ?? "").padEnd(6, "0").slice(0, 6)
-    return `${match[1]}.${fraction}${match[3]!.toUpperCase()}`
-  }
-  const parsed = new Date(text)
-  // Unparseable: sent as given, so the server's 400 reports it rather than a guess of ours.
-  return Number.isNaN(parsed.getTime()) ? text : formatMicroTime(parsed.toISOString())
-}
-
-/**
- * A `V1MicroTime` (a `Date`) that serialises to a fixed six-digit string. client-node 2.0.1 passes
- * MicroTime fields to `JSON.stringify` untouched, so a plain `Date` would go out with three digits.
- * It also deserialises them as bare strings; wrapping keeps the runtime value a `Date` as typed,
- * and keeps any microseconds the server sent.
- */
-export class MicroTimeText extends V1MicroTime {
-  readonly text: string
-  constructor(value: string | Date) {
-    const text = formatMicroTime(value)
-    super(Date.parse(text))
-    this.text = text
-  }
-  override toISOString(): string {
-    return this.text
-  }
-}
-
-const microTime = <A>(value: A): A | MicroTimeText =>
-  value instanceof MicroTimeText
-    ? value
-    : value instanceof Date || typeof value === "string"
-    ? new MicroTimeText(value)
-    : value
-
-export const withLeaseMicroTimes = (lease: V1Lease): V1Lease => {
-  const spec = lease.spec
-  if (spec === undefined) return lease
-  return {
-    ...lease,
-    spec: {
-      ...spec,
-      ...(spec.acquireTime == null ? {} : { acquireTime: microTime(spec.acquireTime) }),
-      ...(spec.renewTime == null ? {} : { renewTime: microTime(spec.renewTime) })
-    }
-  }
-}
-
-export const withEventMicroTimes = (event: CoreV1Event): CoreV1Event => ({
-  ...event,
-  ...(event.eventTime == null ? {} : { eventTime: microTime(event.eventTime) }),
-  ...(event.series?.lastObservedTime == null
-    ? {}
-    : { series: { ...event.series, lastObservedTime: microTime(event.series.lastObservedTime) } })
-})
-
 // ---------------------------------------------------------------------------------------------
 // The service
 // ---------------------------------------------------------------------------------------------
@@ -266,17 +183,13 @@ async function* chunksOf(body: AsyncIterable<Buffer>): AsyncGenerator<Uint8Array
 /** Builds the live service on an already-loaded kubeconfig. */
 export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Effect<KubeApi["Service"], KubeUnavailable> =>
   Effect.gen(function*() {
-    const clients = yield* Effect.try({
-      try: () => ({
-        core: kubeConfig.makeApiClient(CoreV1Api),
-        coordination: kubeConfig.makeApiClient(CoordinationV1Api),
-        server: (kubeConfig.getCurrentCluster()?.server ?? "").replace(/\/+$/, "")
-      }),
-      catch: (cause) => new KubeUnavailable({ operation: "connect", status: 0, message: describe(cause), cause: redactCause(cause) })
-    })
-    const { core, coordination, server } = clients
+    const cluster = kubeConfig.getCurrentCluster()
+    if (cluster === null) {
+      return yield* new KubeUnavailable({ operation: "connect", status: 0, message: "the kubeconfig has no current cluster" })
+    }
+    const server = cluster.server.replace(/\/+$/, "")
     const limiter = yield* TokenBucket.make(options.qps, options.burst)
-    // Every request, generated or raw, authenticates through one connection pool.
+    // Every request authenticates through one connection pool.
     const auth = PooledAuthentication.make(kubeConfig)
     const serverUrl = yield* Effect.try({
       try: () => new URL(server),
@@ -298,36 +211,6 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       limiter.take.pipe(
         Effect.andThen(effect.pipe(Effect.timeoutOrElse({ duration: callTimeout, orElse: timedOut(operation) }))),
         Effect.withSpan(`KubeApi.${operation}`)
-      )
-
-    /** Aborts the fetch when the Effect is interrupted (timeout, caller gone). */
-    const abortOn = (signal: AbortSignal): ObservableMiddleware => ({
-      pre: (context) => {
-        context.setSignal(signal)
-        return new Observable(Promise.resolve(context))
-      },
-      post: (response) => new Observable(Promise.resolve(response))
-    })
-
-    /** A generated client call. `contentType` overrides the generated default (patches). */
-    const call = <A>(
-      operation: string,
-      run: (configuration: ConfigurationOptions) => Promise<A>,
-      contentType?: string
-    ): Effect.Effect<A, KubeError> =>
-      request(
-        operation,
-        Effect.tryPromise({
-          try: (signal) =>
-            run({
-              middleware: contentType === undefined
-                ? [abortOn(signal)]
-                : [abortOn(signal), setHeaderMiddleware("Content-Type", contentType)],
-              middlewareMergeStrategy: "append",
-              authMethods: { default: auth }
-            }),
-          catch: errorFromCause(operation)
-        })
       )
 
     interface RawRequest {
@@ -570,57 +453,102 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
     }
 
     const deletePod = (namespace: string, name: string, uid: string) =>
-      call("deletePod", (o) =>
-        core.deleteNamespacedPod({
-          namespace,
-          name,
-          body: { apiVersion: "v1", kind: "DeleteOptions", gracePeriodSeconds: 0, preconditions: { uid } }
-        }, o)).pipe(Effect.asVoid)
+      raw("deletePod", {
+        method: HttpMethod.DELETE,
+        path: podPath(namespace, name),
+        body: { apiVersion: "v1", kind: "DeleteOptions", gracePeriodSeconds: 0, preconditions: { uid } }
+      }).pipe(Effect.asVoid)
+
+    /** A served object → its Schema shape, or the typed error naming the operation. */
+    const decoded = <A>(operation: string, what: string, decode: (json: unknown) => Option.Option<A>) =>
+    (json: unknown): Effect.Effect<A, KubeError> =>
+      Option.match(decode(json), {
+        onNone: () =>
+          Effect.fail(new KubeUnavailable({ operation, status: 200, message: `the server sent a ${what} this client cannot read` })),
+        onSome: Effect.succeed
+      })
+
+    /** The body of a write, or a KubeInvalid when the object does not encode. */
+    const encoded = (operation: string, what: string, body: Option.Option<unknown>): Effect.Effect<unknown, KubeError> =>
+      Option.match(body, { onNone: () => invalid(operation, `${what} that cannot be encoded`), onSome: Effect.succeed })
 
     // ---- nodes -------------------------------------------------------------------------------
 
-    const getNode = (name: string) => call("getNode", (o) => core.readNode({ name }, o))
-    const createNode = (node: V1Node) =>
-      call("createNode", (o) => core.createNode({ body: node }, o))
+    const nodePath = (name: string) => `/api/v1/nodes/${segment(name)}`
+    const node = (operation: string) => decoded(operation, "node", decodeNode)
+
+    const getNode = (name: string) =>
+      raw("getNode", { method: HttpMethod.GET, path: nodePath(name), dropNulls: true }).pipe(Effect.flatMap(node("getNode")))
+    const createNode = (body: Node) =>
+      encoded("createNode", "node", encodeNode(body)).pipe(
+        Effect.flatMap((json) => raw("createNode", { method: HttpMethod.POST, path: "/api/v1/nodes", body: json, dropNulls: true })),
+        Effect.flatMap(node("createNode"))
+      )
     const patchNodeStatus = (name: string, patch: object) =>
-      call("patchNodeStatus", (o) => core.patchNodeStatus({ name, body: patch }, o), PatchStrategy.StrategicMergePatch)
+      raw("patchNodeStatus", {
+        method: HttpMethod.PATCH,
+        path: `${nodePath(name)}/status`,
+        body: patch,
+        contentType: PatchStrategy.StrategicMergePatch,
+        dropNulls: true
+      }).pipe(Effect.flatMap(node("patchNodeStatus")))
     const patchNode = (name: string, patch: object) =>
-      call("patchNode", (o) => core.patchNode({ name, body: patch }, o), PatchStrategy.StrategicMergePatch)
+      raw("patchNode", {
+        method: HttpMethod.PATCH,
+        path: nodePath(name),
+        body: patch,
+        contentType: PatchStrategy.StrategicMergePatch,
+        dropNulls: true
+      }).pipe(Effect.flatMap(node("patchNode")))
 
     // ---- leases ------------------------------------------------------------------------------
 
+    const leasesPath = `/apis/coordination.k8s.io/v1/namespaces/${leaseNamespace}/leases`
+    const lease = (operation: string) => decoded(operation, "lease", decodeLease)
+
     const getLease = (name: string) =>
-      call("getLease", (o) => coordination.readNamespacedLease({ namespace: leaseNamespace, name }, o)).pipe(
-        Effect.map(withLeaseMicroTimes)
+      raw("getLease", { method: HttpMethod.GET, path: `${leasesPath}/${segment(name)}`, dropNulls: true }).pipe(
+        Effect.flatMap(lease("getLease"))
       )
-    const createLease = (lease: V1Lease) =>
-      call("createLease", (o) =>
-        coordination.createNamespacedLease({ namespace: leaseNamespace, body: withLeaseMicroTimes(lease) }, o)).pipe(
-          Effect.map(withLeaseMicroTimes)
-        )
-    const replaceLease = (lease: V1Lease) => {
-      const name = lease.metadata?.name
+    const createLease = (body: Lease) =>
+      encoded("createLease", "lease", encodeLease(body)).pipe(
+        Effect.flatMap((json) => raw("createLease", { method: HttpMethod.POST, path: leasesPath, body: json, dropNulls: true })),
+        Effect.flatMap(lease("createLease"))
+      )
+    const replaceLease = (body: Lease) => {
+      const name = body.metadata?.name
       if (name === undefined) return invalid("replaceLease", "lease without metadata.name")
-      return call("replaceLease", (o) =>
-        coordination.replaceNamespacedLease({ namespace: leaseNamespace, name, body: withLeaseMicroTimes(lease) }, o))
-        .pipe(Effect.map(withLeaseMicroTimes))
+      return encoded("replaceLease", "lease", encodeLease(body)).pipe(
+        Effect.flatMap((json) =>
+          raw("replaceLease", { method: HttpMethod.PUT, path: `${leasesPath}/${segment(name)}`, body: json, dropNulls: true })
+        ),
+        Effect.flatMap(lease("replaceLease"))
+      )
     }
 
     // ---- events (core/v1) --------------------------------------------------------------------
 
-    const createEvent = (event: CoreV1Event) => {
-      const namespace = event.metadata?.namespace ?? event.involvedObject?.namespace
+    const eventsPath = (namespace: string) => `/api/v1/namespaces/${segment(namespace)}/events`
+    const event = (operation: string) => decoded(operation, "event", decodeEvent)
+
+    const createEvent = (body: Event) => {
+      const namespace = body.metadata?.namespace ?? body.involvedObject?.namespace
       if (namespace === undefined || namespace === "") return invalid("createEvent", "event without a namespace")
-      return call("createEvent", (o) => core.createNamespacedEvent({ namespace, body: withEventMicroTimes(event) }, o))
+      return encoded("createEvent", "event", encodeEvent(body)).pipe(
+        Effect.flatMap((json) => raw("createEvent", { method: HttpMethod.POST, path: eventsPath(namespace), body: json, dropNulls: true })),
+        Effect.flatMap(event("createEvent"))
+      )
     }
     // Strategic merge, as client-go's event recorder patches repeats; on an Event's scalar
     // fields (count, lastTimestamp, message) it is the same as a JSON merge patch.
     const patchEvent = (namespace: string, name: string, patch: object) =>
-      call(
-        "patchEvent",
-        (o) => core.patchNamespacedEvent({ namespace, name, body: patch }, o),
-        PatchStrategy.StrategicMergePatch
-      )
+      raw("patchEvent", {
+        method: HttpMethod.PATCH,
+        path: `${eventsPath(namespace)}/${segment(name)}`,
+        body: patch,
+        contentType: PatchStrategy.StrategicMergePatch,
+        dropNulls: true
+      }).pipe(Effect.flatMap(event("patchEvent")))
 
     // ---- owners ------------------------------------------------------------------------------
 

@@ -1,10 +1,14 @@
 /**
  * Every apiserver call the daemon makes, and nothing else talks to the apiserver
- * (typed errors, no client-node types leaking into the domain). Live layer: `Layers/KubeApiClientNode.ts` on @kubernetes/client-node 2.x.
+ * (typed errors, no client-node types leaking into the domain). Objects are the Schema shapes of
+ * `src/Schemas` (Pod, Node, Lease, Event), decoded from the apiserver's JSON; no client model.
+ * Live layer: `Layers/KubeApiClientNode.ts` (kubeconfig, auth and TLS from @kubernetes/client-node 2.x).
  * Test layer: `testkit/Layers/KubeApiMemory.ts` on the in-memory cluster model.
  */
-import type { CoreV1Event, V1Lease, V1Node } from "@kubernetes/client-node"
 import { Context, type Effect, Schema, type Stream } from "effect"
+import type { Event } from "../Schemas/Event.ts"
+import type { Lease } from "../Schemas/Lease.ts"
+import type { Node } from "../Schemas/Node.ts"
 import type { Pod } from "../Schemas/Pod.ts"
 
 /** Status `details` exactly as the server wrote them; never filled in from the request. */
@@ -112,24 +116,24 @@ export class KubeApi extends Context.Service<KubeApi, {
   /** DELETE with gracePeriodSeconds 0 and a UID precondition. 404 → KubeNotFound, 409 → KubeConflict. */
   readonly deletePod: (namespace: string, name: string, uid: string) => Effect.Effect<void, KubeError>
   // nodes
-  readonly getNode: (name: string) => Effect.Effect<V1Node, KubeError>
-  readonly createNode: (node: V1Node) => Effect.Effect<V1Node, KubeError>
+  readonly getNode: (name: string) => Effect.Effect<Node, KubeError>
+  readonly createNode: (node: Node) => Effect.Effect<Node, KubeError>
   /** Strategic-merge patch of nodes/status (Content-Type application/strategic-merge-patch+json). */
-  readonly patchNodeStatus: (name: string, patch: object) => Effect.Effect<V1Node, KubeError>
+  readonly patchNodeStatus: (name: string, patch: object) => Effect.Effect<Node, KubeError>
   /**
    * Strategic-merge patch of the Node itself (its spec: the sandboxd taint). A
    * `metadata.resourceVersion` in the patch is a precondition: a stale one is a 409 (KubeConflict).
    */
-  readonly patchNode: (name: string, patch: object) => Effect.Effect<V1Node, KubeError>
+  readonly patchNode: (name: string, patch: object) => Effect.Effect<Node, KubeError>
   // leases in kube-node-lease
-  readonly getLease: (name: string) => Effect.Effect<V1Lease, KubeError>
-  readonly createLease: (lease: V1Lease) => Effect.Effect<V1Lease, KubeError>
-  /** PUT with the resourceVersion the lease carries; renewTime is written with six fractional digits. */
-  readonly replaceLease: (lease: V1Lease) => Effect.Effect<V1Lease, KubeError>
+  readonly getLease: (name: string) => Effect.Effect<Lease, KubeError>
+  readonly createLease: (lease: Lease) => Effect.Effect<Lease, KubeError>
+  /** PUT with the resourceVersion the lease carries; renewTime and acquireTime are written with six fractional digits. */
+  readonly replaceLease: (lease: Lease) => Effect.Effect<Lease, KubeError>
   // events (core/v1)
-  readonly createEvent: (event: CoreV1Event) => Effect.Effect<CoreV1Event, KubeError>
+  readonly createEvent: (event: Event) => Effect.Effect<Event, KubeError>
   /** A repeat of an aggregated event: merge patch (`count`, `lastTimestamp`, `message`), as client-go's recorder does (RBAC: events patch). */
-  readonly patchEvent: (namespace: string, name: string, patch: object) => Effect.Effect<CoreV1Event, KubeError>
+  readonly patchEvent: (namespace: string, name: string, patch: object) => Effect.Effect<Event, KubeError>
   // owners (a quorum GET, no cache)
   readonly getOwner: (ref: OwnerRef) => Effect.Effect<OwnerObject, KubeError>
   // NodeInventory (cluster-scoped, extensions.agents.x-k8s.io/v1beta1): server-side apply, force, fieldManager vk-sandbox

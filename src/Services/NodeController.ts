@@ -5,8 +5,8 @@
  * controller itself (registration, status, Lease and probe loops) is
  * `Programs/Node/NodeController.ts`.
  */
-import type { V1Lease } from "@kubernetes/client-node"
 import { Context, Effect, type Option } from "effect"
+import type { Lease } from "../Schemas/Lease.ts"
 
 /** The server's name and UID for the node: the lease's owner reference points at them. */
 export interface NodeIdentity {
@@ -43,5 +43,5 @@ export class NodeController extends Context.Service<NodeController, {
   readonly sandboxdAnswered: Effect.Effect<boolean>
   /** The reason on the Node's sandboxd taint as last read or written; undefined = not tainted. */
   readonly tainted: Effect.Effect<string | undefined>
-  readonly lease: Effect.Effect<Option.Option<V1Lease>>
+  readonly lease: Effect.Effect<Option.Option<Lease>>
 }>()("vk-sandbox/NodeController") {}

@@ -4,11 +4,12 @@
  * The same scenarios run against the memory layer on the same model, so the two stay alike.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { V1Lease, V1Pod } from "@kubernetes/client-node"
+import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Fiber, Layer, Stream } from "effect"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import * as KubeApiMemory from "../../testkit/Layers/KubeApiMemory.ts"
 import { testConfig } from "../../src/Schemas/Config.ts"
+import type { Lease } from "../../src/Schemas/Lease.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { ClusterModel, type ModelOptions } from "../../testkit/Simulators/Apiserver/Model.ts"
@@ -182,21 +183,21 @@ for (const { cluster, name } of backends) describe(`KubeApi against the in-memor
       const { kube, model } = yield* cluster()
       const absent = yield* Effect.flip(kube.getLease(nodeName))
       assert.strictEqual(absent._tag, "KubeNotFound")
-      const lease: V1Lease = {
+      const lease: Lease = {
         apiVersion: "coordination.k8s.io/v1",
         kind: "Lease",
         metadata: { name: nodeName, namespace: "kube-node-lease" },
-        spec: { holderIdentity: nodeName, leaseDurationSeconds: 40, renewTime: new Date("2026-11-29T09:00:00.250Z") }
+        spec: { holderIdentity: nodeName, leaseDurationSeconds: 40, renewTime: "2026-11-29T09:00:00.250Z" }
       }
       const created = yield* kube.createLease(lease)
       const stored = () => (model.peek(Leases, "kube-node-lease", nodeName)?.["spec"] as { renewTime: string }).renewTime
       assert.strictEqual(stored(), "2026-11-29T09:00:00.250000Z")
 
-      const renewed = yield* kube.replaceLease({ ...created, spec: { ...created.spec, renewTime: new Date("2026-11-29T09:00:10.5Z") } })
+      const renewed = yield* kube.replaceLease({ ...created, spec: { ...created.spec, renewTime: "2026-11-29T09:00:10.5Z" } })
       assert.strictEqual(stored(), "2026-11-29T09:00:10.500000Z")
-      assert.instanceOf(renewed.spec?.renewTime, Date)
+      assert.strictEqual(renewed.spec?.renewTime, "2026-11-29T09:00:10.500000Z")
 
-      const stale = yield* Effect.flip(kube.replaceLease({ ...created, spec: { ...created.spec, renewTime: new Date() } }))
+      const stale = yield* Effect.flip(kube.replaceLease({ ...created, spec: { ...created.spec, renewTime: new Date().toISOString() } }))
       assert.strictEqual(stale._tag, "KubeConflict")
 
       const read = yield* kube.getLease(nodeName)

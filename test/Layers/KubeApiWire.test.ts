@@ -1,16 +1,19 @@
 /**
  * Wire shapes of the live KubeApi layer, checked on a tiny recording HTTP server of our own:
- * what client-node really sends (content types, query parameters, bodies), how raw and odd
+ * what the layer really sends (content types, query parameters, bodies), how raw and odd
  * responses map to typed errors, timeouts, and that a watch's request is aborted when its
  * stream ends. The behaviour against a faithful server is in KubeApiClientNode.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { KubeConfig, type V1Lease, V1MicroTime } from "@kubernetes/client-node"
-import { Deferred, Effect, Exit, Fiber, Stream } from "effect"
+import { KubeConfig } from "@kubernetes/client-node"
+import { Deferred, Effect, Exit, Fiber, Option, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as NodeHttp from "node:http"
 import type { AddressInfo } from "node:net"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
+import type { Lease } from "../../src/Schemas/Lease.ts"
+import { formatMicroTime } from "../../src/Schemas/MicroTime.ts"
+import { encodeTaints } from "../../src/Schemas/Node.ts"
 import type { KubeApi } from "../../src/Services/KubeApi.ts"
 
 interface Recorded {
@@ -115,7 +118,7 @@ const flushIO = Effect.promise(() => new Promise<void>((resolve) => setTimeout(r
 const sixDigits = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 
 describe("KubeApiClientNode on the wire", () => {
-  it.effect("patchNodeStatus sends a strategic merge patch, not client-node's JSON-patch default", () =>
+  it.effect("patchNodeStatus sends a strategic merge patch", () =>
     Effect.gen(function*() {
       const { kube, rec } = yield* setup
       rec.setHandler(() => json(200, { apiVersion: "v1", kind: "Node", metadata: { name: "vk" } }))
@@ -160,7 +163,7 @@ describe("KubeApiClientNode on the wire", () => {
       assert.deepStrictEqual(applied, { kind: "NodeInventory", metadata: { name: "n1" } })
     }))
 
-  it.effect("leases go out with six fractional digits, whatever Date kind the caller holds", () =>
+  it.effect("leases go out with six fractional digits, whatever RFC 3339 text the caller holds", () =>
     Effect.gen(function*() {
       const { kube, rec } = yield* setup
       rec.setHandler((request) =>
@@ -169,24 +172,26 @@ describe("KubeApiClientNode on the wire", () => {
             apiVersion: "coordination.k8s.io/v1",
             kind: "Lease",
             metadata: { name: "vk", namespace: "kube-node-lease", resourceVersion: "7" },
-            spec: { holderIdentity: "vk", renewTime: "2026-11-29T09:00:00.123456Z" }
+            spec: { holderIdentity: "vk", renewTime: "2026-11-29T09:00:00.123456Z", acquireTime: null }
           })
           : { status: request.method === "POST" ? 201 : 200, body: request.body }
       )
-      const lease: V1Lease = {
+      const lease: Lease = {
         metadata: { name: "vk", namespace: "kube-node-lease", resourceVersion: "7" },
         spec: {
           holderIdentity: "vk",
           leaseDurationSeconds: 40,
-          acquireTime: new Date("2026-11-29T09:00:00.5Z"),
-          renewTime: new Date("2026-11-29T09:00:01.25Z")
+          acquireTime: "2026-11-29T09:00:00.5Z",
+          renewTime: new Date("2026-11-29T09:00:01.25Z").toISOString()
         }
       }
       const created = yield* kube.createLease(lease)
-      yield* kube.replaceLease({ ...lease, spec: { ...lease.spec, renewTime: new V1MicroTime("2026-11-29T09:00:02Z") } })
+      yield* kube.replaceLease({ ...lease, spec: { ...lease.spec, renewTime: "2026-11-29T09:00:02Z" } })
       const post = JSON.parse(rec.requests[0]!.body)
       const put = JSON.parse(rec.requests[1]!.body)
       assert.strictEqual(rec.requests[0]!.url.pathname, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+      assert.strictEqual(rec.requests[0]!.headers["content-type"], "application/json")
+      assert.deepStrictEqual([post.apiVersion, post.kind], ["coordination.k8s.io/v1", "Lease"])
       assert.strictEqual(rec.requests[1]!.method, "PUT")
       assert.strictEqual(rec.requests[1]!.url.pathname, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/vk")
       assert.strictEqual(post.spec.renewTime, "2026-11-29T09:00:01.250000Z")
@@ -194,38 +199,112 @@ describe("KubeApiClientNode on the wire", () => {
       assert.strictEqual(put.spec.renewTime, "2026-11-29T09:00:02.000000Z")
       assert.strictEqual(put.metadata.resourceVersion, "7")
       assert.match(put.spec.acquireTime, sixDigits)
-      // what comes back is a real Date again
-      assert.instanceOf(created.spec?.renewTime, Date)
+      // what comes back is in the six-digit form too
+      assert.strictEqual(created.spec?.renewTime, "2026-11-29T09:00:01.250000Z")
 
-      // a lease read from the server keeps its microseconds when written back
+      // a lease read from the server keeps its microseconds when written back; a null is no field
       const read = yield* kube.getLease("vk")
-      assert.instanceOf(read.spec?.renewTime, Date)
+      assert.strictEqual(read.spec?.renewTime, "2026-11-29T09:00:00.123456Z")
+      assert.isFalse(read.spec !== undefined && "acquireTime" in read.spec)
       yield* kube.replaceLease(read)
       assert.strictEqual(JSON.parse(rec.requests[3]!.body).spec.renewTime, "2026-11-29T09:00:00.123456Z")
     }))
 
-  it.effect("formatMicroTime pads, truncates and keeps offsets", () =>
-    Effect.sync(() => {
-      assert.strictEqual(KubeApiClientNode.formatMicroTime("2026-01-02T03:04:05Z"), "2026-01-02T03:04:05.000000Z")
-      assert.strictEqual(KubeApiClientNode.formatMicroTime("2026-01-02T03:04:05.1234567Z"), "2026-01-02T03:04:05.123456Z")
-      assert.strictEqual(KubeApiClientNode.formatMicroTime("2026-01-02T03:04:05.1+02:00"), "2026-01-02T03:04:05.100000+02:00")
-      assert.strictEqual(KubeApiClientNode.formatMicroTime(new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 7))), "2026-01-02T03:04:05.007000Z")
+  it.effect("a lease PUT carries back every spec field and the metadata a PUT would clear", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      const stored = {
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: {
+          name: "vk",
+          namespace: "kube-node-lease",
+          uid: "u-1",
+          resourceVersion: "9",
+          labels: { team: "a" },
+          annotations: { note: "kept" },
+          finalizers: ["example.com/hold"],
+          ownerReferences: [{ apiVersion: "v1", kind: "Node", name: "vk", uid: "n-1" }],
+          managedFields: [{ manager: "someone" }]
+        },
+        spec: {
+          holderIdentity: "vk",
+          leaseDurationSeconds: 40,
+          acquireTime: "2026-11-29T09:00:00.000001Z",
+          renewTime: "2026-11-29T09:00:05.000000Z",
+          leaseTransitions: 3,
+          strategy: "OldestEmulationVersion",
+          preferredHolder: "other"
+        }
+      }
+      rec.setHandler((request) => (request.method === "GET" ? json(200, stored) : { status: 200, body: request.body }))
+      yield* kube.replaceLease(yield* kube.getLease("vk"))
+      const { managedFields: _server, ...metadata } = stored.metadata
+      assert.deepStrictEqual(JSON.parse(rec.requests[1]!.body), { ...stored, metadata })
     }))
 
-  it.effect("createEvent writes eventTime with six digits into the event's namespace", () =>
+  it.effect("formatMicroTime pads, truncates and keeps offsets", () =>
+    Effect.sync(() => {
+      assert.strictEqual(formatMicroTime("2026-01-02T03:04:05Z"), "2026-01-02T03:04:05.000000Z")
+      assert.strictEqual(formatMicroTime("2026-01-02T03:04:05.1234567Z"), "2026-01-02T03:04:05.123456Z")
+      assert.strictEqual(formatMicroTime("2026-01-02T03:04:05.1+02:00"), "2026-01-02T03:04:05.100000+02:00")
+      assert.strictEqual(formatMicroTime(new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 7))), "2026-01-02T03:04:05.007000Z")
+    }))
+
+  it.effect("createEvent writes eventTime with six digits, timestamps at whole seconds, into the event's namespace", () =>
     Effect.gen(function*() {
       const { kube, rec } = yield* setup
       rec.setHandler((request) => ({ status: 201, body: request.body }))
-      yield* kube.createEvent({
+      const created = yield* kube.createEvent({
         metadata: { name: "p.1", namespace: "team" },
         involvedObject: { kind: "Pod", name: "p", namespace: "team" },
         reason: "Claimed",
-        eventTime: new Date("2026-11-29T09:00:00.5Z")
+        firstTimestamp: new Date("2026-11-29T09:00:00.5Z"),
+        eventTime: "2026-11-29T09:00:00.5Z",
+        series: { count: 2, lastObservedTime: "2026-11-29T09:00:01Z" }
       })
       const sent = rec.requests[0]!
       assert.strictEqual(sent.method, "POST")
       assert.strictEqual(sent.url.pathname, "/api/v1/namespaces/team/events")
-      assert.strictEqual(JSON.parse(sent.body).eventTime, "2026-11-29T09:00:00.500000Z")
+      const body = JSON.parse(sent.body)
+      assert.deepStrictEqual([body.apiVersion, body.kind], ["v1", "Event"])
+      assert.strictEqual(body.eventTime, "2026-11-29T09:00:00.500000Z")
+      assert.strictEqual(body.series.lastObservedTime, "2026-11-29T09:00:01.000000Z")
+      assert.strictEqual(body.firstTimestamp, "2026-11-29T09:00:00Z")
+      assert.strictEqual(created.firstTimestamp?.getTime(), Date.parse("2026-11-29T09:00:00Z"))
+    }))
+
+  it.effect("node create and taint patch: the taint patch is strategic merge with the resourceVersion, and timeAdded survives", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      const served = {
+        apiVersion: "v1",
+        kind: "Node",
+        metadata: { name: "vk", uid: "n-1", resourceVersion: "12", creationTimestamp: "2026-11-29T08:00:00Z" },
+        spec: {
+          taints: [
+            { key: "node.kubernetes.io/unreachable", effect: "NoExecute", timeAdded: "2026-11-29T09:00:00Z" },
+            { key: "virtual-kubelet.io/provider", value: "sandboxd", effect: "NoSchedule" }
+          ],
+          podCIDR: "10.0.0.0/24"
+        },
+        status: { conditions: [{ type: "Ready", status: "True", lastTransitionTime: "2026-11-29T08:00:00Z", lastHeartbeatTime: null }] }
+      }
+      rec.setHandler((request) => (request.method === "POST" ? { status: 201, body: request.body } : json(200, served)))
+      const created = yield* kube.createNode({ metadata: { name: "vk" }, spec: { taints: [] } })
+      assert.deepStrictEqual(created.metadata, { name: "vk" })
+      assert.deepStrictEqual(JSON.parse(rec.requests[0]!.body), { apiVersion: "v1", kind: "Node", metadata: { name: "vk" }, spec: { taints: [] } })
+      const node = yield* kube.getNode("vk")
+      assert.deepStrictEqual(node.spec?.taints?.[0]?.timeAdded, new Date("2026-11-29T09:00:00Z"))
+      assert.deepStrictEqual(node.status?.conditions?.[0]?.lastTransitionTime, new Date("2026-11-29T08:00:00Z"))
+      assert.isFalse(node.spec !== undefined && "podCIDR" in node.spec)
+      const taints = encodeTaints(node.spec?.taints ?? [])
+      yield* kube.patchNode("vk", { metadata: { resourceVersion: node.metadata?.resourceVersion }, spec: { taints: Option.getOrThrow(taints) } })
+      const sent = rec.requests[2]!
+      assert.strictEqual(sent.method, "PATCH")
+      assert.strictEqual(sent.url.pathname, "/api/v1/nodes/vk")
+      assert.strictEqual(sent.headers["content-type"], "application/strategic-merge-patch+json")
+      assert.deepStrictEqual(JSON.parse(sent.body), { metadata: { resourceVersion: "12" }, spec: { taints: served.spec.taints } })
     }))
 
   it.effect("deletePod sends grace 0 and the UID precondition in DeleteOptions", () =>
@@ -363,7 +442,7 @@ describe("KubeApiClientNode on the wire", () => {
       assert.deepStrictEqual(owner.raw, { metadata: { uid: "u-1", deletionTimestamp: "2026-11-29T09:00:00Z" }, spec: {} })
     }))
 
-  it.effect("a generated call's 404 carries the server's details, never the requested name", () =>
+  it.effect("a 404 carries the server's details, never the requested name", () =>
     Effect.gen(function*() {
       const { kube, rec } = yield* setup
       rec.setHandler(() => ({ status: 404, body: "nope", contentType: "text/plain" }))

@@ -11,6 +11,7 @@ import * as k8s from "@kubernetes/client-node"
 import { Effect, Schema, type Scope, Stream } from "effect"
 import { join } from "node:path"
 import { defaultOptions, errorFromResponse, make } from "../../src/Layers/KubeApiClientNode.ts"
+import type { Event } from "../../src/Schemas/Event.ts"
 import type { KubeApi } from "../../src/Services/KubeApi.ts"
 import { resourceVersionOlder } from "../../src/Programs/PodController/Informer.ts"
 import { ClusterModel } from "../../testkit/Simulators/Apiserver/Model.ts"
@@ -94,7 +95,7 @@ const createPod = (backend: Backend, namespace: string, nodeName: string, extra:
 const claimedEvent = (namespace: string, pod: k8s.V1Pod) => {
   const eventName = `${pod.metadata?.name}.${Date.now().toString(16)}`
   const now = new Date(Math.floor(Date.now() / 1000) * 1000)
-  const event: k8s.CoreV1Event = {
+  const event: Event = {
     metadata: { name: eventName, namespace },
     involvedObject: { kind: "Pod", namespace, name: pod.metadata?.name ?? "", uid: pod.metadata?.uid ?? "", apiVersion: "v1" },
     reason: "Claimed",
@@ -188,10 +189,10 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         const leaseName = uniqueName("vk-node")
         const lease = yield* backend.daemon.createLease({
           metadata: { name: leaseName, namespace: "kube-node-lease" },
-          spec: { holderIdentity: leaseName, leaseDurationSeconds: 40, renewTime: new Date() }
+          spec: { holderIdentity: leaseName, leaseDurationSeconds: 40, renewTime: new Date().toISOString() }
         })
-        yield* backend.daemon.replaceLease({ ...lease, spec: { ...lease.spec, renewTime: new Date() } })
-        const staleLease = yield* backend.daemon.replaceLease({ ...lease, spec: { ...lease.spec, renewTime: new Date() } }).pipe(Effect.flip)
+        yield* backend.daemon.replaceLease({ ...lease, spec: { ...lease.spec, renewTime: new Date().toISOString() } })
+        const staleLease = yield* backend.daemon.replaceLease({ ...lease, spec: { ...lease.spec, renewTime: new Date().toISOString() } }).pipe(Effect.flip)
         assert.strictEqual(staleLease._tag, "KubeConflict")
       }))
 
@@ -452,7 +453,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         const name = uniqueName("vk-node")
         const lease = yield* backend.daemon.createLease({
           metadata: { name, namespace: "kube-node-lease" },
-          spec: { holderIdentity: name, leaseDurationSeconds: 40, renewTime: new Date("2026-11-29T09:00:00.123Z") }
+          spec: { holderIdentity: name, leaseDurationSeconds: 40, renewTime: "2026-11-29T09:00:00.123Z" }
         })
         const got = yield* raw(backend.daemonConfig, "GET", `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${name}`)
         assert.strictEqual(got.status, 200)
@@ -529,7 +530,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         const leaseName = uniqueName("vk-node")
         const lease = yield* backend.daemon.createLease({
           metadata: { name: leaseName, namespace: "kube-node-lease" },
-          spec: { holderIdentity: leaseName, leaseDurationSeconds: 40, renewTime: new Date() }
+          spec: { holderIdentity: leaseName, leaseDurationSeconds: 40, renewTime: new Date().toISOString() }
         })
         const { resourceVersion: _held, ...unversioned } = lease.metadata ?? {}
         const noVersion = yield* backend.daemon.replaceLease({ ...lease, metadata: unversioned }).pipe(Effect.flip)

@@ -58,13 +58,13 @@ describe("KubeApi (live layer) as the daemon", () => {
       const name = uniqueName("vk-node")
       const created = yield* api.createLease({
         metadata: { name, namespace: "kube-node-lease" },
-        spec: { holderIdentity: name, leaseDurationSeconds: 40, renewTime: new Date() }
+        spec: { holderIdentity: name, leaseDurationSeconds: 40, renewTime: new Date().toISOString() }
       })
       const got = yield* api.getLease(name)
       assert.strictEqual(got.metadata?.resourceVersion, created.metadata?.resourceVersion)
-      const replaced = yield* api.replaceLease({ ...got, spec: { ...got.spec, renewTime: new Date() } })
+      const replaced = yield* api.replaceLease({ ...got, spec: { ...got.spec, renewTime: new Date().toISOString() } })
       assert.notStrictEqual(replaced.metadata?.resourceVersion, got.metadata?.resourceVersion)
-      const stale = yield* api.replaceLease({ ...got, spec: { ...got.spec, renewTime: new Date() } }).pipe(Effect.flip)
+      const stale = yield* api.replaceLease({ ...got, spec: { ...got.spec, renewTime: new Date().toISOString() } }).pipe(Effect.flip)
       assert.strictEqual(stale._tag, "KubeConflict")
     }))
 

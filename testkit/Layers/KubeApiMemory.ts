@@ -1,15 +1,15 @@
 /**
  * A `KubeApi` on the in-memory cluster model directly (no HTTP), for unit tests of the code
- * above KubeApi. It keeps the live layer's shapes: objects go through client-node's serializer
- * both ways (so `Date` fields are `Date`s and MicroTimes leave with six digits, which the model
- * checks), and refusals become the same typed errors from the same Status bodies.
+ * above KubeApi. It keeps the live layer's shapes: objects go through the same Schemas both ways
+ * (so `Date` fields are `Date`s and MicroTimes leave with six digits, which the model checks),
+ * patches as JSON, and refusals become the same typed errors from the same Status bodies.
  * No limiter and no timeouts: the model answers synchronously. HTTP-level faults (latency,
  * injected failures) are not applied; deny rules and everything else in the model are.
  */
-import type { CoreV1Event, V1Lease, V1Node } from "@kubernetes/client-node"
-// See KubeApiClientNode.ts: not re-exported from the package root in 2.0.1.
-import { ObjectSerializer } from "@kubernetes/client-node/dist/gen/models/ObjectSerializer.js"
 import { Cause, Effect, Layer, Option, Queue, Result, Stream } from "effect"
+import { decodeEvent, encodeEvent, type Event } from "../../src/Schemas/Event.ts"
+import { decodeLease, encodeLease, type Lease } from "../../src/Schemas/Lease.ts"
+import { decodeNode, encodeNode, type Node } from "../../src/Schemas/Node.ts"
 import { decodePod, dropNulls, encodePod, type Pod } from "../../src/Schemas/Pod.ts"
 import {
   KubeApi,
@@ -23,20 +23,23 @@ import {
 } from "../../src/Services/KubeApi.ts"
 import { type ClusterModel, type Outcome } from "../Simulators/Apiserver/Model.ts"
 import { CoreEvents, Leases, NodeInventories, Nodes, Pods } from "../Simulators/Apiserver/Resources.ts"
-import type { JsonObject } from "../Simulators/Apiserver/Status.ts"
 import {
   errorFromResponse,
   fieldManager,
   leaseNamespace,
-  parseStatus,
-  withEventMicroTimes,
-  withLeaseMicroTimes
+  parseStatus
 } from "../../src/Layers/KubeApiClientNode.ts"
 
-/** What the wire would carry: the typed object serialised, as plain JSON. */
-const toWire = (value: unknown, type: string): unknown => JSON.parse(JSON.stringify(ObjectSerializer.serialize(value, type, "")))
+/** What the wire would carry: the value as plain JSON (a patch, or an encoded object). */
+const toWire = (value: unknown): unknown => JSON.parse(JSON.stringify(value))
 
-const fromWire = <A>(value: unknown, type: string): A => ObjectSerializer.deserialize(value, type, "")
+/** A served object as the live layer decodes it (nulls dropped, then its Schema), or the live layer's error. */
+const served = <A>(operation: string, what: string, decode: (json: unknown) => Option.Option<A>) =>
+(value: unknown): Effect.Effect<A, KubeError> =>
+  Option.match(decode(dropNulls(value)), {
+    onNone: () => Effect.fail(new KubeUnavailable({ operation, status: 200, message: `the server sent a ${what} this client cannot read` })),
+    onSome: Effect.succeed
+  })
 
 /** A served Pod as the live layer decodes it: the slim Pod, or the live layer's error. */
 const slimPod = (operation: string, value: unknown): Result.Result<Pod, KubeError> =>
@@ -152,41 +155,51 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
       Effect.asVoid
     )
 
+  /** The JSON body of a write, or the live layer's KubeInvalid. */
+  const body = (operation: string, what: string, encoded: Option.Option<unknown>): Effect.Effect<unknown, KubeError> =>
+    Option.match(encoded, { onNone: () => invalid(operation, `${what} that cannot be encoded`), onSome: (json) => Effect.succeed(toWire(json)) })
+
   const getNode = (name: string) =>
-    run("getNode", () => model.get(Nodes, "", name)).pipe(Effect.map((o) => fromWire<V1Node>(o, "V1Node")))
-  const createNode = (node: V1Node) =>
-    run("createNode", () => model.create(Nodes, "", toWire(node, "V1Node"))).pipe(
-      Effect.map((o) => fromWire<V1Node>(o, "V1Node"))
+    run("getNode", () => model.get(Nodes, "", name)).pipe(Effect.flatMap(served("getNode", "node", decodeNode)))
+  const createNode = (node: Node) =>
+    body("createNode", "node", encodeNode(node)).pipe(
+      Effect.flatMap((json) => run("createNode", () => model.create(Nodes, "", json))),
+      Effect.flatMap(served("createNode", "node", decodeNode))
     )
   const patchNodeStatus = (name: string, patch: object) =>
-    run("patchNodeStatus", () => model.patch(Nodes, "", name, "strategic", toWire(patch, "any"), { subresource: "status" }))
-      .pipe(Effect.map(({ object }) => fromWire<V1Node>(object, "V1Node")))
+    run("patchNodeStatus", () => model.patch(Nodes, "", name, "strategic", toWire(patch), { subresource: "status" }))
+      .pipe(Effect.flatMap(({ object }) => served("patchNodeStatus", "node", decodeNode)(object)))
   const patchNode = (name: string, patch: object) =>
-    run("patchNode", () => model.patch(Nodes, "", name, "strategic", toWire(patch, "any")))
-      .pipe(Effect.map(({ object }) => fromWire<V1Node>(object, "V1Node")))
+    run("patchNode", () => model.patch(Nodes, "", name, "strategic", toWire(patch)))
+      .pipe(Effect.flatMap(({ object }) => served("patchNode", "node", decodeNode)(object)))
 
-  const leaseOut = (o: JsonObject) => withLeaseMicroTimes(fromWire<V1Lease>(o, "V1Lease"))
-  const getLease = (name: string) => run("getLease", () => model.get(Leases, leaseNamespace, name)).pipe(Effect.map(leaseOut))
-  const createLease = (lease: V1Lease) =>
-    run("createLease", () => model.create(Leases, leaseNamespace, toWire(withLeaseMicroTimes(lease), "V1Lease"))).pipe(
-      Effect.map(leaseOut)
+  const getLease = (name: string) =>
+    run("getLease", () => model.get(Leases, leaseNamespace, name)).pipe(Effect.flatMap(served("getLease", "lease", decodeLease)))
+  const createLease = (lease: Lease) =>
+    body("createLease", "lease", encodeLease(lease)).pipe(
+      Effect.flatMap((json) => run("createLease", () => model.create(Leases, leaseNamespace, json))),
+      Effect.flatMap(served("createLease", "lease", decodeLease))
     )
-  const replaceLease = (lease: V1Lease) => {
+  const replaceLease = (lease: Lease) => {
     const name = lease.metadata?.name
     if (name === undefined) return invalid("replaceLease", "lease without metadata.name")
-    return run("replaceLease", () => model.update(Leases, leaseNamespace, name, toWire(withLeaseMicroTimes(lease), "V1Lease")))
-      .pipe(Effect.map(leaseOut))
+    return body("replaceLease", "lease", encodeLease(lease)).pipe(
+      Effect.flatMap((json) => run("replaceLease", () => model.update(Leases, leaseNamespace, name, json))),
+      Effect.flatMap(served("replaceLease", "lease", decodeLease))
+    )
   }
 
-  const createEvent = (event: CoreV1Event) => {
+  const createEvent = (event: Event) => {
     const namespace = event.metadata?.namespace ?? event.involvedObject?.namespace
     if (namespace === undefined || namespace === "") return invalid("createEvent", "event without a namespace")
-    return run("createEvent", () => model.create(CoreEvents, namespace, toWire(withEventMicroTimes(event), "CoreV1Event")))
-      .pipe(Effect.map((o) => fromWire<CoreV1Event>(o, "CoreV1Event")))
+    return body("createEvent", "event", encodeEvent(event)).pipe(
+      Effect.flatMap((json) => run("createEvent", () => model.create(CoreEvents, namespace, json))),
+      Effect.flatMap(served("createEvent", "event", decodeEvent))
+    )
   }
   const patchEvent = (namespace: string, name: string, patch: object) =>
-    run("patchEvent", () => model.patch(CoreEvents, namespace, name, "strategic", toWire(patch, "any"))).pipe(
-      Effect.map(({ object }) => fromWire<CoreV1Event>(object, "CoreV1Event"))
+    run("patchEvent", () => model.patch(CoreEvents, namespace, name, "strategic", toWire(patch))).pipe(
+      Effect.flatMap(({ object }) => served("patchEvent", "event", decodeEvent)(object))
     )
 
   const getOwner = (ref: OwnerRef): Effect.Effect<OwnerObject, KubeError> => {
@@ -215,7 +228,7 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
     const name = metadata["name"]
     if (typeof name !== "string") return invalid("applyNodeInventory", "inventory without metadata.name")
     return run("applyNodeInventory", () =>
-      model.patch(NodeInventories, "", name, "apply", toWire(inventory, "any"), { fieldManager, force: true })).pipe(
+      model.patch(NodeInventories, "", name, "apply", toWire(inventory), { fieldManager, force: true })).pipe(
         Effect.map(({ object }): unknown => object)
       )
   }

@@ -12,12 +12,12 @@
  * it. That is the only spec write after creation. It never touches Ready, never uses NoExecute
  * and never deletes a Pod: new Pods go elsewhere, running ones stay.
  */
-import type { V1Lease, V1Node } from "@kubernetes/client-node"
 import { Clock, Duration, Effect, Layer, Metric, Option, Queue, Ref, Schedule, Semaphore } from "effect"
+import { encodeTaints, type Node } from "../../Schemas/Node.ts"
 import { redactUrlUserinfo } from "../../Schemas/UrlRedaction.ts"
 import { AppConfig } from "../../Services/Config.ts"
 import { EventRecorder, type EventType } from "../../Services/EventRecorder.ts"
-import { type KubeError, KubeApi } from "../../Services/KubeApi.ts"
+import { type KubeError, KubeApi, KubeInvalid } from "../../Services/KubeApi.ts"
 import { SandboxdClient } from "../../Services/SandboxdClient.ts"
 import { nodeTainted, sandboxdUp } from "../../Services/Metrics.ts"
 import {
@@ -73,7 +73,7 @@ export const layer = (
 /** Our condition types, for reading transition times back from an existing Node. */
 const ownConditionTypes = desiredConditions({ _tag: "NotProbed" }).map((c) => c.type)
 
-const identityOf = (node: V1Node, fallbackName: string): NodeIdentity => ({
+const identityOf = (node: Node, fallbackName: string): NodeIdentity => ({
   name: node.metadata?.name ?? fallbackName,
   uid: node.metadata?.uid ?? ""
 })
@@ -132,7 +132,7 @@ const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) 
     return { config, version: options.version, arch: options.arch, conditions, now } satisfies NodeSnapshot
   })
 
-  const remember = (node: V1Node) => Ref.set(identity, Option.some(identityOf(node, nodeName)))
+  const remember = (node: Node) => Ref.set(identity, Option.some(identityOf(node, nodeName)))
 
   /** The taint the Node should carry now: the reason once `probeGrace` probes in a row failed. */
   const wantedTaint = Effect.gen(function*() {
@@ -177,7 +177,7 @@ const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) 
   const ensureNode = Effect.gen(function*() {
     const existing = yield* kube.getNode(nodeName).pipe(
       Effect.map(Option.some),
-      Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<V1Node>()))
+      Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<Node>()))
     )
     if (Option.isNone(existing)) return yield* createNode
     yield* Ref.set(tracked, trackedFromServer(existing.value, ownConditionTypes))
@@ -196,7 +196,7 @@ const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) 
   const confirmNode = Effect.gen(function*() {
     const existing = yield* kube.getNode(nodeName).pipe(
       Effect.map(Option.some),
-      Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<V1Node>()))
+      Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<Node>()))
     )
     if (Option.isNone(existing)) {
       yield* Effect.logWarning("node is gone; registering it again")
@@ -224,9 +224,14 @@ const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) 
       const before = sandboxdTaintOn(node)
       const taints = retaint(node.spec?.taints ?? [], reason)
       if (taints === undefined) return { before, after: before }
+      // Every taint as read (a NoExecute taint's timeAdded included): the patch replaces the list.
+      const encoded = encodeTaints(taints)
+      if (Option.isNone(encoded)) {
+        return yield* new KubeInvalid({ operation: "patchNode", message: "node taints that cannot be encoded" })
+      }
       const patched = yield* kube.patchNode(nodeName, {
         metadata: { resourceVersion: node.metadata?.resourceVersion },
-        spec: { taints }
+        spec: { taints: encoded.value }
       })
       return { before, after: sandboxdTaintOn(patched) }
     }).pipe(Effect.retry({ schedule: taintConflictRetry, while: (e) => e._tag === "KubeConflict" }))

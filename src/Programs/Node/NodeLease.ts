@@ -1,32 +1,34 @@
 /**
  * The node's Lease in `kube-node-lease` (CHK-10, LS-05, LS-09): created with
  * holderIdentity = node, 40 s duration and an owner reference to the Node; renewed by PUT of the
- * cached copy with a fresh renewTime (the KubeApi layer writes six fractional digits). A 409 or
+ * cached copy with a fresh renewTime (`Schemas/Lease.ts` writes six fractional digits). A 409 or
  * 404 drops the cache and goes through GET (and POST when missing), at most five tries per sync.
  */
-import { type V1Lease, V1MicroTime, type V1OwnerReference } from "@kubernetes/client-node"
 import { Clock, Effect, Option, Ref } from "effect"
+import type { Lease } from "../../Schemas/Lease.ts"
+import { microTimeOf } from "../../Schemas/MicroTime.ts"
+import type { OwnerReference } from "../../Schemas/Pod.ts"
 import { type KubeError, KubeApi } from "../../Services/KubeApi.ts"
 import type { NodeIdentity } from "../../Services/NodeController.ts"
 
 export const LEASE_DURATION_SECONDS = 40
 const MAX_ATTEMPTS = 5
 
-export const nodeOwnerReference = (node: NodeIdentity): V1OwnerReference => ({
+export const nodeOwnerReference = (node: NodeIdentity): typeof OwnerReference.Type => ({
   apiVersion: "v1",
   kind: "Node",
   name: node.name,
   uid: node.uid
 })
 
-export const newLease = (node: NodeIdentity, now: number): V1Lease => ({
+export const newLease = (node: NodeIdentity, now: number): Lease => ({
   apiVersion: "coordination.k8s.io/v1",
   kind: "Lease",
   metadata: { name: node.name, namespace: "kube-node-lease", ownerReferences: [nodeOwnerReference(node)] },
   spec: {
     holderIdentity: node.name,
     leaseDurationSeconds: LEASE_DURATION_SECONDS,
-    renewTime: new V1MicroTime(now)
+    renewTime: microTimeOf(now)
   }
 })
 
@@ -35,7 +37,7 @@ export const newLease = (node: NodeIdentity, now: number): V1Lease => ({
  * it names no Node or an older one (a re-created Node has a new UID). holderIdentity is left as
  * the server has it (LS-09) unless it is missing.
  */
-export const renewedLease = (lease: V1Lease, node: NodeIdentity, now: number): V1Lease => {
+export const renewedLease = (lease: Lease, node: NodeIdentity, now: number): Lease => {
   const owners = lease.metadata?.ownerReferences ?? []
   const ownsCurrent = owners.some((o) => o.kind === "Node" && o.uid === node.uid)
   const ownerReferences = ownsCurrent
@@ -47,7 +49,7 @@ export const renewedLease = (lease: V1Lease, node: NodeIdentity, now: number): V
     spec: {
       ...lease.spec,
       holderIdentity: lease.spec?.holderIdentity ?? node.name,
-      renewTime: new V1MicroTime(now)
+      renewTime: microTimeOf(now)
     }
   }
 }
@@ -56,7 +58,7 @@ export interface LeaseRenewer {
   /** One sync: renew (or create) the lease, retrying conflicts up to five times. */
   readonly sync: Effect.Effect<void, KubeError>
   /** The lease as last written by us; None before the first sync or after a conflict. */
-  readonly cached: Effect.Effect<Option.Option<V1Lease>>
+  readonly cached: Effect.Effect<Option.Option<Lease>>
 }
 
 /**
@@ -69,15 +71,15 @@ export const makeLeaseRenewer = Effect.fnUntraced(function*(deps: {
   readonly confirmNode: Effect.Effect<NodeIdentity, KubeError>
 }) {
   const kube = yield* KubeApi
-  const cache = yield* Ref.make(Option.none<V1Lease>())
+  const cache = yield* Ref.make(Option.none<Lease>())
 
-  const remember = (lease: V1Lease) => Ref.set(cache, Option.some(lease))
+  const remember = (lease: Lease) => Ref.set(cache, Option.some(lease))
 
   /** Slow path: GET; on 404 confirm the Node and POST; else PUT what the server has. */
   const slowPath = Effect.gen(function*() {
     const existing = yield* kube.getLease(yield* deps.currentNode.pipe(Effect.map((n) => n.name))).pipe(
       Effect.map(Option.some),
-      Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<V1Lease>()))
+      Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<Lease>()))
     )
     const now = yield* Clock.currentTimeMillis
     if (Option.isNone(existing)) {
@@ -91,7 +93,7 @@ export const makeLeaseRenewer = Effect.fnUntraced(function*(deps: {
   })
 
   /** Fast path: PUT the cached copy without a GET (LS-05). */
-  const fastPath = (cached: V1Lease) =>
+  const fastPath = (cached: Lease) =>
     Effect.gen(function*() {
       const node = yield* deps.currentNode
       const now = yield* Clock.currentTimeMillis

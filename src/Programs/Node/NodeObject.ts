@@ -4,9 +4,9 @@
  * sent afterwards, and the condition bookkeeping (a transition time moves only when a status does).
  * Everything here is pure; times come in as epoch milliseconds.
  */
-import type { V1Node, V1NodeAddress, V1NodeCondition, V1NodeSystemInfo, V1Taint } from "@kubernetes/client-node"
 import packageJson from "../../../package.json" with { type: "json" }
 import type { AppConfigShape } from "../../Schemas/Config.ts"
+import type { Node, NodeAddress, NodeCondition, NodeSystemInfo, Taint } from "../../Schemas/Node.ts"
 import type { SandboxdReachability, UnavailableReason } from "../../Services/NodeController.ts"
 
 export type NodeConfig = Pick<
@@ -26,7 +26,7 @@ export const nodeLabels = (config: NodeConfig): Record<string, string> => ({
   ...config.nodeLabels
 })
 
-export const providerTaint: V1Taint = { key: "virtual-kubelet.io/provider", value: "sandboxd", effect: "NoSchedule" }
+export const providerTaint: Taint = { key: "virtual-kubelet.io/provider", value: "sandboxd", effect: "NoSchedule" }
 
 /**
  * Put on the Node while sandboxd cannot serve, so the scheduler places no new Pods here. It is
@@ -34,14 +34,14 @@ export const providerTaint: V1Taint = { key: "virtual-kubelet.io/provider", valu
  */
 export const SANDBOXD_TAINT_KEY = "sandbox.cocoonstack.io/sandboxd-unavailable"
 
-export const sandboxdTaint = (reason: UnavailableReason): V1Taint => ({
+export const sandboxdTaint = (reason: UnavailableReason): Taint => ({
   key: SANDBOXD_TAINT_KEY,
   value: reason,
   effect: "NoSchedule"
 })
 
 /** The reason our taint carries on a Node, if it carries it. */
-export const sandboxdTaintOn = (node: V1Node): string | undefined =>
+export const sandboxdTaintOn = (node: Node): string | undefined =>
   node.spec?.taints?.find((t) => t.key === SANDBOXD_TAINT_KEY && t.effect === "NoSchedule")?.value ?? undefined
 
 /**
@@ -49,10 +49,10 @@ export const sandboxdTaintOn = (node: V1Node): string | undefined =>
  * kept as it is, in its place. `undefined` when nothing would change.
  */
 export const retaint = (
-  taints: ReadonlyArray<V1Taint>,
+  taints: ReadonlyArray<Taint>,
   reason: UnavailableReason | undefined
-): Array<V1Taint> | undefined => {
-  const ours = (t: V1Taint) => t.key === SANDBOXD_TAINT_KEY && t.effect === "NoSchedule"
+): Array<Taint> | undefined => {
+  const ours = (t: Taint) => t.key === SANDBOXD_TAINT_KEY && t.effect === "NoSchedule"
   const current = taints.filter(ours)
   if (reason === undefined) return current.length === 0 ? undefined : taints.filter((t) => !ours(t))
   if (current.length === 1 && current[0]!.value === reason) return undefined
@@ -63,7 +63,7 @@ export const retaint = (
 }
 
 /** InternalIP first when `--node-ip` is set, then Hostname (NODE-4). One address per type. */
-export const nodeAddresses = (config: NodeConfig): Array<V1NodeAddress> => [
+export const nodeAddresses = (config: NodeConfig): Array<NodeAddress> => [
   ...(config.nodeIp === "" ? [] : [{ type: "InternalIP", address: config.nodeIp }]),
   { type: "Hostname", address: config.nodeName }
 ]
@@ -89,7 +89,7 @@ export const goArchitecture = (arch: string): string => {
 /** Semver-parsable: the Kubernetes minor it targets, then ours as a pre-release tag. */
 export const kubeletVersion = (version: string): string => `v1.34.0-vk-sandbox.${version}`
 
-export const nodeSystemInfo = (version: string, arch: string): V1NodeSystemInfo => ({
+export const nodeSystemInfo = (version: string, arch: string): NodeSystemInfo => ({
   architecture: goArchitecture(arch),
   operatingSystem: "linux",
   kubeletVersion: kubeletVersion(version),
@@ -181,7 +181,7 @@ export const advanceConditions = (
 }
 
 /** Our condition types as the server has them, so a restart keeps their transition times. */
-export const trackedFromServer = (node: V1Node, types: ReadonlyArray<string>): TrackedConditions => {
+export const trackedFromServer = (node: Node, types: ReadonlyArray<string>): TrackedConditions => {
   const tracked = new Map<string, TrackedCondition>()
   for (const condition of node.status?.conditions ?? []) {
     if (!types.includes(condition.type)) continue
@@ -200,23 +200,16 @@ export const trackedFromServer = (node: V1Node, types: ReadonlyArray<string>): T
   return tracked
 }
 
-const toMillis = (value: Date | string | undefined): number | undefined => {
-  if (value === undefined) return undefined
-  const millis = value instanceof Date ? value.getTime() : Date.parse(value)
-  return Number.isNaN(millis) ? undefined : millis
+const toMillis = (value: Date | undefined): number | undefined => {
+  const millis = value?.getTime()
+  return millis === undefined || Number.isNaN(millis) ? undefined : millis
 }
 
 /** Whole-second RFC 3339, as the kubelet writes condition times. */
 export const formatTime = (millis: number): string => new Date(Math.floor(millis / 1000) * 1000).toISOString().replace(".000Z", "Z")
 
-/** A Date the client serialises as whole-second RFC 3339, the form the apiserver stores. */
-class WholeSecondTime extends Date {
-  override toISOString(): string {
-    return formatTime(this.getTime())
-  }
-}
-
-const wholeSecond = (millis: number): Date => new WholeSecondTime(Math.floor(millis / 1000) * 1000)
+/** A condition time for the Node's schema, which writes it at whole seconds, the form the apiserver stores. */
+const wholeSecond = (millis: number): Date => new Date(Math.floor(millis / 1000) * 1000)
 
 // ---- the Node and its status patch ------------------------------------------------------------
 
@@ -234,9 +227,9 @@ const conditionList = (snapshot: NodeSnapshot): Array<TrackedCondition> => [...s
  * The whole Node for the first POST (CHK-08). Afterwards the spec is written only to set or clear
  * the sandboxd taint (`retaint`); a Node created while sandboxd is down carries it from the start.
  */
-export const buildNode = (snapshot: NodeSnapshot, unavailable?: UnavailableReason): V1Node => {
+export const buildNode = (snapshot: NodeSnapshot, unavailable?: UnavailableReason): Node => {
   const { config } = snapshot
-  const conditions: Array<V1NodeCondition> = conditionList(snapshot).map((c) => ({
+  const conditions: Array<NodeCondition> = conditionList(snapshot).map((c) => ({
     type: c.type,
     status: c.status,
     reason: c.reason,
@@ -264,7 +257,7 @@ export const buildNode = (snapshot: NodeSnapshot, unavailable?: UnavailableReaso
 /**
  * The strategic-merge patch of `nodes/status` (NC-06, NC-09, CHK-09): labels, and the status
  * fields we own. `conditions` and `addresses` merge by `type`, so entries other writers added
- * survive; `spec` is never sent. Plain JSON (strings for times), not a client model.
+ * survive; `spec` is never sent. Plain JSON (strings for times), sent as it is built.
  */
 export const statusPatch = (snapshot: NodeSnapshot): object => {
   const { config } = snapshot
