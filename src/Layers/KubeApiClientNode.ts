@@ -175,6 +175,9 @@ const decodeBookmark = Schema.decodeUnknownOption(BookmarkObject)
 
 const segment = encodeURIComponent
 
+const spanned = (operation: string) => Effect.withSpan(`KubeApi.${operation}`)
+type Spanned = ReturnType<typeof spanned>
+
 /** A response body's bytes as they arrive (undici's body is a Node stream of Buffers). */
 async function* chunksOf(body: AsyncIterable<Buffer>): AsyncGenerator<Uint8Array> {
   for await (const chunk of body) yield chunk
@@ -206,11 +209,25 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
         new KubeUnavailable({ operation, status: 0, message: `no response within ${Duration.format(callTimeout)}` })
       )
 
+    /**
+     * The span of each operation, made once: `Effect.withSpan` captures a stack trace each time it
+     * is called (for the span's code location, here always `request`), which per request was a
+     * measurable share of a burst's CPU.
+     */
+    const spans = new Map<string, Spanned>()
+    const spanOf = (operation: string): Spanned => {
+      const known = spans.get(operation)
+      if (known !== undefined) return known
+      const made = spanned(operation)
+      spans.set(operation, made)
+      return made
+    }
+
     /** Token, then the request under the call timeout, all inside the span. */
     const request = <A>(operation: string, effect: Effect.Effect<A, KubeError>): Effect.Effect<A, KubeError> =>
       limiter.take.pipe(
         Effect.andThen(effect.pipe(Effect.timeoutOrElse({ duration: callTimeout, orElse: timedOut(operation) }))),
-        Effect.withSpan(`KubeApi.${operation}`)
+        spanOf(operation)
       )
 
     interface RawRequest {

@@ -77,12 +77,12 @@ export const make = (
       })
     const status = yield* StatusWriter.make(informer, retry, changed)
     const reconciler = yield* Reconciler.make(informer, status)
+    // Made once, not per run: `Effect.withSpan` captures a stack trace each time it is called.
+    const reconcileSpan = Effect.withSpan("PodController.reconcile", (key: PodKey) => ({ attributes: { pod: key, node: nodeName } }))
     const podQueue: KeyedQueue.KeyedQueue<PodKey> = yield* KeyedQueue.make<PodKey>(
       // One span per reconcile of a key: its create, claim, commit and release spans nest under it.
       (key) =>
-        queueStage(key).pipe(
-          Effect.andThen(reconciler.reconcile(key)),
-          Effect.withSpan("PodController.reconcile", { attributes: { pod: key, node: nodeName } }),
+        reconcileSpan(queueStage(key).pipe(Effect.andThen(reconciler.reconcile(key))), key).pipe(
           Effect.annotateLogs({ node: nodeName })
         ),
       retry,

@@ -3,7 +3,7 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Option, Schema } from "effect"
-import { dropNulls, type Pod, type PodStatus, PodStatus as PodStatusSchema } from "../../Schemas/Pod.ts"
+import { dropNulls, type Pod, type PodStatus, PodStatus as PodStatusSchema, slimStatus } from "../../Schemas/Pod.ts"
 
 
 export const uidOf = (pod: V1Pod): string => pod.metadata?.uid ?? ""
@@ -126,12 +126,18 @@ export const asServerStores = (status: PodStatus, current: Pod): PodStatus => {
 /**
  * A provider's status (client-node typed, `Date` or RFC 3339 times) → the slim status, as its
  * JSON would be read back: unknown fields dropped, `null`s left out. None when it is not a status.
+ *
+ * The provider's own statuses (`Provider/Status.ts`) hold `Date`s and no `null` or `undefined`
+ * member: they are read as they are, a `Date` being what the wire form decodes back to. Anything
+ * else (a time as text, a `null`) goes through its JSON, which is what the apiserver would read.
  */
-export const wireStatus = (status: unknown): Option.Option<PodStatus> =>
-  Option.flatMap(
+export const wireStatus = (status: unknown): Option.Option<PodStatus> => {
+  const direct = slimStatus(status)
+  return Option.isSome(direct) ? direct : Option.flatMap(
     Option.liftThrowable(() => dropNulls(JSON.parse(JSON.stringify(status ?? {}))))(),
     decodeStatus
   )
+}
 
 const decodeStatus = Schema.decodeUnknownOption(PodStatusSchema)
 

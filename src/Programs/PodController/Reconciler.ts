@@ -210,7 +210,8 @@ export const make = (
         if (Option.isNone(cached)) createFailed.delete(key)
         const held = yield* provider.getPod(key)
         return yield* execute(key, decide(cached, held, createFailed.has(key)))
-      }).pipe(Effect.annotateLogs({ pod: key }), Effect.withSpan("PodController.reconcile", { attributes: { pod: key } }))
+      // The span of the run is the controller's `PodController.reconcile` around this (one, not two nested).
+      }).pipe(Effect.annotateLogs({ pod: key }))
 
     return { reconcile, retainedKeys: Effect.sync(() => new Set(createFailed)) }
   })

@@ -141,8 +141,11 @@ export const make = (
         )
       })
 
+    // Made once, not per write: `Effect.withSpan` captures a stack trace each time it is called.
+    const writeStatusSpan = Effect.withSpan("PodController.writeStatus", (key: PodKey) => ({ attributes: { pod: key } }))
+
     const writePush = (key: PodKey): Effect.Effect<KeyedQueue.RunOutcome> =>
-      Effect.gen(function*() {
+      writeStatusSpan(Effect.gen(function*() {
         const push = pending.get(key)
         if (push === undefined) return "Done" as const
         const forget = Effect.sync(() => {
@@ -188,7 +191,7 @@ export const make = (
         }
         yield* forget
         return "Done" as const
-      }).pipe(Effect.annotateLogs({ pod: key }), Effect.withSpan("PodController.writeStatus", { attributes: { pod: key } }))
+      }), key).pipe(Effect.annotateLogs({ pod: key }))
 
     const queue = yield* KeyedQueue.make<PodKey>(writePush, retry)
 

@@ -1,8 +1,21 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Option } from "effect"
-import { mergeProviderMap, statusWriteBody as bodyOption, statusWriteIsNoop } from "../../../src/Programs/PodController/PodFacts.ts"
-import type { Pod } from "../../../src/Schemas/Pod.ts"
+import { DateTime, Option, Redacted, Schema } from "effect"
+import {
+  mergeProviderMap,
+  statusWriteBody as bodyOption,
+  statusWriteIsNoop,
+  wireStatus
+} from "../../../src/Programs/PodController/PodFacts.ts"
+import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
+import type { ClaimId } from "../../../src/Schemas/Ids.ts"
+import { type Pod, PodStatus } from "../../../src/Schemas/Pod.ts"
+import {
+  leaseExpiredStatus,
+  pendingStatus,
+  runningStatus,
+  sandboxLostStatus
+} from "../../../src/Programs/Provider/Status.ts"
 
 const statusWriteBody = (push: V1Pod, current: Pod, base: Pod | undefined): Pod => Option.getOrThrow(bodyOption(push, current, base))
 
@@ -85,5 +98,56 @@ describe("PodFacts status write body", () => {
     // a real change (another second) is still a write
     const later: V1Pod = { ...push, status: { ...push.status, startTime: new Date("2026-11-29T09:00:02.001Z") } }
     assert.isFalse(statusWriteIsNoop(current, statusWriteBody(later, current, undefined)))
+  })
+})
+
+describe("PodFacts wireStatus", () => {
+  /** What the apiserver would read back: the status's JSON, `null`s left out, decoded. */
+  const viaJson = (status: unknown) => {
+    const dropNulls = (value: unknown): unknown =>
+      Array.isArray(value)
+        ? value.map(dropNulls)
+        : value !== null && typeof value === "object"
+        ? Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null).map(([k, v]) => [k, dropNulls(v)]))
+        : value
+    return Schema.decodeUnknownOption(PodStatus)(dropNulls(JSON.parse(JSON.stringify(status))))
+  }
+
+  it("reads a status as its JSON would be read back, whether it holds Dates, times as text, nulls or unknown fields", () => {
+    const claim: ClaimRecord = {
+      id: "sb_1" as ClaimId,
+      token: Redacted.make("t"),
+      address: "10.0.0.9:7000",
+      podUID: "u1",
+      claimedAt: Option.some(DateTime.makeUnsafe("2026-11-29T09:00:01.734Z")),
+      deadline: Option.some(DateTime.makeUnsafe("2026-11-30T09:00:00Z"))
+    }
+    const handed: V1Pod = {
+      metadata: { namespace: "default", name: "p", uid: "u1" },
+      spec: { containers: [{ name: "main", image: "python" }, { name: "side", image: "busybox" }] },
+      status: { phase: "Running", startTime: new Date("2026-11-29T09:00:01.734Z"), qosClass: "BestEffort" }
+    }
+    const odd: ReadonlyArray<unknown> = [
+      // times as text (a provider that formats its own), a null the wire drops, a field the slim status lacks
+      { phase: "Running", startTime: "2026-11-29T09:00:01Z", nominatedNodeName: "x", message: null },
+      { phase: "Pending", conditions: [{ type: "Ready", status: "False", lastProbeTime: null }] },
+      { phase: "Pending", reason: undefined },
+      undefined
+    ]
+    const statuses: ReadonlyArray<unknown> = [
+      runningStatus(handed, claim, { _tag: "OwnerAddr", ip: "10.0.0.9" }),
+      runningStatus(handed, claim, { _tag: "None" }),
+      leaseExpiredStatus(handed, claim),
+      sandboxLostStatus(handed, "sb_1", claim.claimedAt),
+      pendingStatus(handed),
+      ...odd
+    ]
+    for (const status of statuses) {
+      const read = wireStatus(status)
+      assert.isTrue(Option.isSome(read))
+      assert.deepStrictEqual(read, viaJson(status ?? {}))
+    }
+    // not a status at all
+    assert.isTrue(Option.isNone(wireStatus({ phase: 7 })))
   })
 })
