@@ -1,9 +1,13 @@
 /**
- * Per-key serialized work (Q-03, Q-04), without a rate limit on admission.
+ * Per-key serialized work (Q-03, Q-04), with a bound on runs in flight (Q-05) but no rate limit on admission.
  *
  * - At most one run per key at a time; an enqueue during a run marks the key dirty and the key
  *   runs again right after, reading the newest state. A run is never interrupted by an enqueue.
- * - Different keys run concurrently; there is no global rate limit.
+ * - Different keys run concurrently, at most `maxInFlight` runs at once; a key beyond that
+ *   waits its turn in arrival order as an entry of the map, with no fiber of its own. A run in
+ *   flight holds a fiber whose stack and context cost some 20 KB of heap while it waits (on a
+ *   claims-file write, on sandboxd, on the apiserver's rate limit), so a burst of N keys would
+ *   otherwise hold N of them at once; the heap V8 grows for that peak stays resident after it.
  * - A run that asks for a retry waits out a jittered exponential backoff (1 s doubling to 30 s,
  *   forever); one that asks for a slow retry (a refused node token: hammering cannot help) waits
  *   a step of the slow schedule (the longest delay) instead; one that can only be fixed by a
@@ -23,6 +27,8 @@ export type Trigger = "change" | "resync" | "now"
 type Step = Effect.Effect<void> | undefined
 
 type KeyState =
+  /** Waiting for one of the `maxInFlight` slots, in `ready` (no fiber). */
+  | { readonly _tag: "Ready"; step: Step }
   | { readonly _tag: "Running"; dirty: boolean; reset: boolean; step: Step }
   | {
     readonly _tag: "Waiting"
@@ -37,6 +43,8 @@ export interface KeyedQueue<K> {
   readonly size: Effect.Effect<number>
   /** Number of keys whose run is in flight right now. */
   readonly inFlight: Effect.Effect<number>
+  /** Keys waiting for a slot to run (beyond `maxInFlight`). */
+  readonly ready: Effect.Effect<number>
   /** Stop admitting work; wait for in-flight runs at most `timeout`. */
   readonly drain: (timeout: Duration.Duration) => Effect.Effect<void>
 }
@@ -44,17 +52,23 @@ export interface KeyedQueue<K> {
 /**
  * `retry` is the shared retry schedule (`Backoff.ts`); each key steps its own run of it, started
  * afresh by a change. Per-key state lives in one mutable map updated in place (no copy per
- * enqueue: the cost of an event does not grow with the number of keys).
+ * enqueue: the cost of an event does not grow with the number of keys). At most `maxInFlight`
+ * runs at once (unbounded when absent).
  */
 export const make = <K extends string>(
   run: (key: K) => Effect.Effect<RunOutcome>,
   retry: Backoff.RetrySchedule = Backoff.schedule(Backoff.defaultBackoff),
-  slowRetry: Backoff.RetrySchedule = Backoff.slowSchedule(Backoff.defaultBackoff)
+  slowRetry: Backoff.RetrySchedule = Backoff.slowSchedule(Backoff.defaultBackoff),
+  maxInFlight: number = Number.POSITIVE_INFINITY
 ): Effect.Effect<KeyedQueue<K>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const states = new Map<K, KeyState>()
     let draining = false
+    /** Keys in the Running state: each holds one of the `maxInFlight` slots. */
     let running = 0
+    /** Keys in the Ready state, oldest first, from `head` on. */
+    let ready: Array<K> = []
+    let head = 0
     const fibers = yield* FiberSet.make<void, never>()
 
     /** A run that dies is logged with its cause and retried (a defect is a bug, never silent). */
@@ -68,15 +82,41 @@ export const make = <K extends string>(
         )
       )
 
+    /** Ready keys take the free slots, oldest first. */
+    const startReady: Effect.Effect<void> = Effect.suspend(() => {
+      const starting: Array<K> = []
+      while (running < maxInFlight && head < ready.length) {
+        const key = ready[head++]!
+        const state = states.get(key)
+        if (state?._tag !== "Ready") continue
+        running++
+        states.set(key, { _tag: "Running", dirty: false, reset: false, step: state.step })
+        starting.push(key)
+      }
+      if (head === ready.length) {
+        ready = []
+        head = 0
+      } else if (head > 1024 && head * 2 > ready.length) {
+        ready = ready.slice(head)
+        head = 0
+      }
+      return Effect.forEach(starting, (key) => FiberSet.run(fibers, worker(key)), { discard: true })
+    })
+
+    /** The key's run is over: its slot goes to the oldest ready key. */
+    const release = Effect.suspend(() => {
+      running--
+      return startReady
+    })
+
     const worker = (key: K): Effect.Effect<void> =>
       Effect.gen(function*() {
         while (true) {
-          running++
-          const outcome = yield* guarded(key).pipe(Effect.ensuring(Effect.sync(() => running--)))
+          const outcome = yield* guarded(key)
           const state = states.get(key)
           if (state === undefined || state._tag !== "Running" || draining) {
             states.delete(key)
-            return
+            return yield* release
           }
           const step = state.reset || outcome === "Done" ? undefined : state.step
           if (state.dirty) {
@@ -85,12 +125,14 @@ export const make = <K extends string>(
           }
           if (outcome === "Done") {
             states.delete(key)
-            return
+            return yield* release
           }
           const wake = yield* Deferred.make<boolean>()
           const parked = outcome === "Park"
           const waiting: KeyState = { _tag: "Waiting", parked, wake, step }
           states.set(key, waiting)
+          // a key waiting out its backoff holds no slot
+          yield* release
           let woken: Effect.Effect<boolean> = Deferred.await(wake)
           if (outcome === "RetrySlow") {
             const slowStep = yield* Backoff.stepper(slowRetry)
@@ -104,7 +146,15 @@ export const make = <K extends string>(
             states.delete(key)
             return
           }
-          states.set(key, { _tag: "Running", dirty: false, reset: false, step: reset ? undefined : waiting.step })
+          const next = reset ? undefined : waiting.step
+          if (running < maxInFlight && head === ready.length) {
+            running++
+            states.set(key, { _tag: "Running", dirty: false, reset: false, step: next })
+            continue
+          }
+          states.set(key, { _tag: "Ready", step: next })
+          ready.push(key)
+          return
         }
       })
 
@@ -114,8 +164,19 @@ export const make = <K extends string>(
         const state = states.get(key)
         const resets = trigger !== "resync"
         if (state === undefined) {
+          if (running >= maxInFlight) {
+            states.set(key, { _tag: "Ready", step: undefined })
+            ready.push(key)
+            return Effect.void
+          }
+          running++
           states.set(key, { _tag: "Running", dirty: false, reset: false, step: undefined })
           return FiberSet.run(fibers, worker(key)).pipe(Effect.asVoid)
+        }
+        if (state._tag === "Ready") {
+          // it has not run yet, so it will read the newest state; a change starts its backoff afresh
+          if (resets) state.step = undefined
+          return Effect.void
         }
         if (state._tag === "Running") {
           state.dirty = true
@@ -132,10 +193,13 @@ export const make = <K extends string>(
     const drain = (timeout: Duration.Duration) =>
       Effect.gen(function*() {
         draining = true
-        // Waiting keys hold no work in flight: release them now.
-        for (const state of states.values()) {
-          if (state._tag === "Waiting") yield* Deferred.succeed(state.wake, false)
+        // Ready and waiting keys hold no work in flight: drop and release them now.
+        for (const [key, state] of states) {
+          if (state._tag === "Ready") states.delete(key)
+          else if (state._tag === "Waiting") yield* Deferred.succeed(state.wake, false)
         }
+        ready = []
+        head = 0
         yield* inFlight.pipe(
           Effect.repeat({ until: (n: number) => n === 0, schedule: Schedule.spaced(Duration.millis(20)) }),
           Effect.timeout(timeout),
@@ -147,6 +211,7 @@ export const make = <K extends string>(
       enqueue,
       size: Effect.sync(() => states.size),
       inFlight,
+      ready: Effect.sync(() => ready.length - head),
       drain
     }
   })

@@ -39,6 +39,10 @@ export interface PodControllerOptions {
   readonly silentWatchCheck: Duration.Duration
   /** The retry schedule every retry waits on; by default `Backoff.schedule(backoff)`. */
   readonly retry?: Backoff.RetrySchedule
+  /** Reconciles in flight at once (`KeyedQueue`); other keys wait their turn without a fiber. */
+  readonly maxReconciles?: number
+  /** Status writes in flight at once; other keys' pushes wait their turn without a fiber. */
+  readonly maxStatusWrites?: number
 }
 
 export const defaultOptions: PodControllerOptions = {
@@ -46,7 +50,15 @@ export const defaultOptions: PodControllerOptions = {
   backoff: Backoff.defaultBackoff,
   rewatchDelay: Duration.millis(100),
   fruitlessWatchesBeforeRelist: 3,
-  silentWatchCheck: Duration.seconds(15)
+  silentWatchCheck: Duration.seconds(15),
+  // A reconcile or status write in flight holds a fiber of some 20 KB while it waits, and every
+  // Pod of a burst bound at once would otherwise be in flight together (the heap V8 grows for
+  // that peak stays resident after it). The bounds keep the burst's pace: claims reach sandboxd at
+  // most --sandboxd-max-concurrency (64) at a time and the claims-file writes batch whatever
+  // arrives meanwhile, so 256 creates in flight keep both busy; status writes are paced by the
+  // apiserver rate limit (--kube-api-qps), which 64 in flight keep saturated.
+  maxReconciles: 256,
+  maxStatusWrites: 64
 }
 
 export type { PodControllerHandle }
@@ -75,7 +87,7 @@ export const make = (
         changedAt.delete(key)
         return Effect.flatMap(Clock.currentTimeMillis, (now) => Metrics.observeStage("queue", (now - since) / 1000))
       })
-    const status = yield* StatusWriter.make(informer, retry, changed)
+    const status = yield* StatusWriter.make(informer, retry, changed, options.maxStatusWrites)
     const reconciler = yield* Reconciler.make(informer, status)
     // Made once, not per run: `Effect.withSpan` captures a stack trace each time it is called.
     const reconcileSpan = Effect.withSpan("PodController.reconcile", (key: PodKey) => ({ attributes: { pod: key, node: nodeName } }))
@@ -86,7 +98,8 @@ export const make = (
           Effect.annotateLogs({ node: nodeName })
         ),
       retry,
-      Backoff.slowSchedule(options.backoff)
+      Backoff.slowSchedule(options.backoff),
+      options.maxReconciles
     )
 
     /** Provider Pods absent from the first complete list are deleted (by namespace/name). */

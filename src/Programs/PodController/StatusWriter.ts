@@ -75,7 +75,9 @@ export const make = (
   informer: Informer,
   retry: Backoff.RetrySchedule,
   /** The provider must look at this key again (a 409 re-read brought a change). */
-  changed: (key: PodKey) => Effect.Effect<void>
+  changed: (key: PodKey) => Effect.Effect<void>,
+  /** Writes in flight at once (unbounded when absent). */
+  maxInFlight?: number
 ): Effect.Effect<StatusWriter, never, KubeApi | Scope.Scope> =>
   Effect.gen(function*() {
     const kube = yield* KubeApi
@@ -193,7 +195,7 @@ export const make = (
         return "Done" as const
       }), key).pipe(Effect.annotateLogs({ pod: key }))
 
-    const queue = yield* KeyedQueue.make<PodKey>(writePush, retry)
+    const queue = yield* KeyedQueue.make<PodKey>(writePush, retry, undefined, maxInFlight)
 
     const push = (pod: V1Pod) =>
       Effect.gen(function*() {

@@ -54,6 +54,101 @@ describe("KeyedQueue", () => {
       yield* Deferred.succeed(gate, undefined)
     }))
 
+  it.effect("at most maxInFlight runs at once: the other keys wait their turn without a run and start in arrival order as slots free", () =>
+    Effect.gen(function*() {
+      const gates = new Map<string, Deferred.Deferred<void>>()
+      const started: Array<string> = []
+      const queue = yield* KeyedQueue.make<string>(
+        (key) =>
+          Effect.gen(function*() {
+            started.push(key)
+            const gate = yield* Deferred.make<void>()
+            gates.set(key, gate)
+            yield* Deferred.await(gate)
+            return "Done" as const
+          }),
+        undefined,
+        undefined,
+        2
+      )
+      for (const key of ["a", "b", "c", "d", "e"]) yield* queue.enqueue(key, "change")
+      // a key already waiting for a slot is not queued twice
+      yield* queue.enqueue("d", "change")
+      yield* settle
+      assert.deepStrictEqual(started, ["a", "b"])
+      assert.strictEqual(yield* queue.inFlight, 2)
+      assert.strictEqual(yield* queue.ready, 3)
+      assert.strictEqual(yield* queue.size, 5)
+      yield* Deferred.succeed(gates.get("b")!, undefined)
+      yield* settle
+      assert.deepStrictEqual(started, ["a", "b", "c"])
+      for (const key of ["a", "c", "d", "e"]) {
+        yield* Deferred.succeed(gates.get(key)!, undefined)
+        yield* settle
+      }
+      assert.deepStrictEqual(started, ["a", "b", "c", "d", "e"])
+      assert.strictEqual(yield* queue.inFlight, 0)
+      assert.strictEqual(yield* queue.size, 0)
+    }))
+
+  it.effect("a key waiting out its backoff holds no slot; woken with every slot taken, it waits its turn", () =>
+    Effect.gen(function*() {
+      const attempts = new Map<string, number>()
+      const gate = yield* Deferred.make<void>()
+      const queue = yield* KeyedQueue.make<string>(
+        (key) =>
+          Effect.gen(function*() {
+            const n = (attempts.get(key) ?? 0) + 1
+            attempts.set(key, n)
+            if (key === "a") return n === 1 ? "Retry" as const : "Done" as const
+            yield* Deferred.await(gate)
+            return "Done" as const
+          }),
+        undefined,
+        undefined,
+        1
+      )
+      yield* queue.enqueue("a", "change")
+      yield* settle
+      // "a" waits out its backoff: "b" gets the slot
+      yield* queue.enqueue("b", "change")
+      yield* settle
+      assert.strictEqual(attempts.get("b"), 1)
+      assert.strictEqual(yield* queue.inFlight, 1)
+      // "a" is woken while "b" holds the only slot: it runs once "b" is done
+      yield* queue.enqueue("a", "change")
+      yield* settle
+      assert.strictEqual(attempts.get("a"), 1)
+      assert.strictEqual(yield* queue.ready, 1)
+      yield* Deferred.succeed(gate, undefined)
+      yield* settle
+      assert.strictEqual(attempts.get("a"), 2)
+      assert.strictEqual(yield* queue.size, 0)
+    }))
+
+  it.effect("drain drops the keys waiting for a slot: they never start", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const started: Array<string> = []
+      const queue = yield* KeyedQueue.make<string>(
+        (key) => Effect.sync(() => started.push(key)).pipe(Effect.andThen(Deferred.await(gate)), Effect.as("Done" as const)),
+        undefined,
+        undefined,
+        1
+      )
+      yield* queue.enqueue("a", "change")
+      yield* queue.enqueue("b", "change")
+      yield* settle
+      const draining = yield* Effect.forkChild(queue.drain(Duration.seconds(10)))
+      yield* settle
+      yield* Deferred.succeed(gate, undefined)
+      yield* settle
+      yield* TestClock.adjust("100 millis")
+      yield* Fiber.join(draining)
+      assert.deepStrictEqual(started, ["a"])
+      assert.strictEqual(yield* queue.size, 0)
+    }))
+
   it.effect("retries with exponential backoff from 1 s capped at 30 s", () =>
     Effect.gen(function*() {
       const attempts = yield* Ref.make(0)

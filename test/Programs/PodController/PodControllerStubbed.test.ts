@@ -41,6 +41,22 @@ const pod = (name: string, uid: string): V1Pod => ({
 
 const unsupported = () => Effect.die("not used by the pod controller")
 
+/** How many calls are in flight now, and the most there were at once. */
+interface InFlight {
+  now: number
+  most: number
+}
+
+const inFlight = <A, E, R>(count: InFlight | undefined, effect: Effect.Effect<A, E, R>) =>
+  count === undefined ? effect : Effect.acquireUseRelease(
+    Effect.sync(() => {
+      count.now++
+      count.most = Math.max(count.most, count.now)
+    }),
+    () => effect,
+    () => Effect.sync(() => void count.now--)
+  )
+
 /** A KubeApi whose pod list is `pods` and whose watches are scripted by `watch`. */
 const kubeStub = (
   pods: Ref.Ref<ReadonlyArray<V1Pod>>,
@@ -76,7 +92,7 @@ const kubeStub = (
           : Effect.succeed(found)
       }),
     replacePodStatus: (body) =>
-      (behaviour.statusWritesHang ? Effect.never : Effect.sleep(behaviour.statusWriteTakes ?? "0 millis")).pipe(Effect.andThen(Effect.suspend(() => {
+      inFlight(behaviour.writesInFlight, behaviour.statusWritesHang ? Effect.never : Effect.sleep(behaviour.statusWriteTakes ?? "0 millis")).pipe(Effect.andThen(Effect.suspend(() => {
         if (behaviour.conflicts !== undefined && behaviour.conflicts.left > 0) {
           behaviour.conflicts.left--
           counts.statusWriteAttempts++
@@ -114,7 +130,7 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
     createPod: (p) =>
       Effect.gen(function*() {
         behaviour.calls?.push(`create:${p.metadata?.name ?? ""}`)
-        yield* Effect.sleep(behaviour.createTakes ?? "0 millis")
+        yield* inFlight(behaviour.createsInFlight, Effect.sleep(behaviour.createTakes ?? "0 millis"))
         yield* Ref.update(held, (m) => new Map(m).set(podKeyOfPod(p), p))
         behaviour.creates?.push(p.metadata?.name ?? "")
         if (behaviour.failCreates !== undefined && behaviour.failCreates.left > 0) {
@@ -174,6 +190,10 @@ interface Behaviour {
   readonly failLists?: { left: number }
   /** The first `left` status writes are 409 Conflicts. */
   readonly conflicts?: { left: number }
+  /** createPod calls in flight. */
+  readonly createsInFlight?: InFlight
+  /** Status writes in flight. */
+  readonly writesInFlight?: InFlight
 }
 
 interface Counts {
@@ -270,6 +290,32 @@ describe("PodController (stubbed)", () => {
       assert.strictEqual(yield* handle.retainedKeys, 0)
       assert.deepStrictEqual(forgotten, ["default/web"], "released: its event aggregates go too")
     })).pipe(quiet))
+
+  it.effect("a burst holds at most maxReconciles creates and maxStatusWrites writes in flight, and every Pod still ends Running", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const names = Array.from({ length: 10 }, (_, i) => `web-${i}`)
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>(names.map((name, i) => pod(name, `u-${i}`)))
+      const createsInFlight: InFlight = { now: 0, most: 0 }
+      const writesInFlight: InFlight = { now: 0, most: 0 }
+      const { counts } = yield* start(
+        pods,
+        () => Stream.never,
+        { createTakes: "1 second", statusWriteTakes: "1 second", createsInFlight, writesInFlight },
+        { ...PodController.defaultOptions, maxReconciles: 3, maxStatusWrites: 2 }
+      )
+      yield* advance(20_000)
+      assert.strictEqual(createsInFlight.most, 3)
+      assert.strictEqual(writesInFlight.most, 2)
+      assert.deepStrictEqual(
+        counts.written.filter((w) => w.status?.phase === "Running").map((w) => w.metadata?.name).sort(),
+        [...names].sort()
+      )
+    })).pipe(quiet))
+
+  it("the daemon's defaults bound both queues", () => {
+    assert.isTrue(Number.isFinite(PodController.defaultOptions.maxReconciles))
+    assert.isTrue(Number.isFinite(PodController.defaultOptions.maxStatusWrites))
+  })
 
   it.effect("a failed create is retried although the provider still tracks the unchanged Pod", () =>
     Effect.scoped(Effect.gen(function*() {
