@@ -10,15 +10,20 @@ const rfc3339 = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:
 
 /** RFC 3339 with exactly six fractional digits (padded or truncated); offsets are kept. */
 export const formatMicroTime = (value: string | Date): string => {
-  const text = typeof value === "string" ? value : value.toISOString()
-  const match = rfc3339.exec(text)
-  if (match !== null) {
-    const fraction = (match[2] ?? "").padEnd(6, "0").slice(0, 6)
-    return `${match[1]}.${fraction}${match[3]!.toUpperCase()}`
-  }
+  const text = typeof value === "string" ? value : Number.isNaN(value.getTime()) ? "Invalid Date" : value.toISOString()
+  const formatted = sixDigits(text)
+  if (formatted !== undefined) return formatted
   const parsed = new Date(text)
-  // Unparseable: sent as given, so the server's 400 reports it rather than a guess of ours.
-  return Number.isNaN(parsed.getTime()) ? text : formatMicroTime(parsed.toISOString())
+  // Unparseable, or outside what RFC 3339 can write (years past 9999 print as "+010000-..."): sent
+  // as given, so the server's 400 reports it rather than a guess of ours.
+  return Number.isNaN(parsed.getTime()) ? text : sixDigits(parsed.toISOString()) ?? text
+}
+
+const sixDigits = (text: string): string | undefined => {
+  const match = rfc3339.exec(text)
+  if (match === null) return undefined
+  const fraction = (match[2] ?? "").padEnd(6, "0").slice(0, 6)
+  return `${match[1]}.${fraction}${match[3]!.toUpperCase()}`
 }
 
 /** A MicroTime of epoch milliseconds. */
