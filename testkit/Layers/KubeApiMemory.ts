@@ -33,10 +33,14 @@ import {
 /** What the wire would carry: the value as plain JSON (a patch, or an encoded object). */
 const toWire = (value: unknown): unknown => JSON.parse(JSON.stringify(value))
 
-/** A served object as the live layer decodes it (nulls dropped, then its Schema), or the live layer's error. */
+/**
+ * A served object as the live layer decodes it (its JSON text parsed, nulls dropped, then its
+ * Schema), or the live layer's error. The copy through JSON keeps `dropNulls`, which works in
+ * place, off the model's own objects.
+ */
 const served = <A>(operation: string, what: string, decode: (json: unknown) => Option.Option<A>) =>
 (value: unknown): Effect.Effect<A, KubeError> =>
-  Option.match(decode(dropNulls(value)), {
+  Option.match(decode(dropNulls(toWire(value))), {
     onNone: () => Effect.fail(new KubeUnavailable({ operation, status: 200, message: `the server sent a ${what} this client cannot read` })),
     onSome: Effect.succeed
   })
