@@ -3,7 +3,7 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Option, Schema } from "effect"
-import { dropNulls, type Pod, type PodStatus, PodStatus as PodStatusSchema, slimStatus } from "../../Schemas/Pod.ts"
+import { copyPlain, dropNulls, type Pod, type PodStatus, PodStatus as PodStatusSchema, slimStatus } from "../../Schemas/Pod.ts"
 
 
 export const uidOf = (pod: V1Pod): string => pod.metadata?.uid ?? ""
@@ -150,23 +150,56 @@ const decodeStatus = Schema.decodeUnknownOption(PodStatusSchema)
  * was made from. None when the push carries no readable status.
  */
 export const statusWriteBody = (push: V1Pod, current: Pod, base: Pod | undefined): Option.Option<Pod> =>
-  Option.map(wireStatus(push.status), (status) => {
-    const hasBase = base !== undefined && uidOf(base) === uidOf(push)
-    const labels = mergeProviderMap(base?.metadata?.labels, push.metadata?.labels, current.metadata?.labels, hasBase)
-    const annotations = mergeProviderMap(
-      base?.metadata?.annotations,
-      push.metadata?.annotations,
-      current.metadata?.annotations,
-      hasBase
-    )
-    const { labels: _labels, annotations: _annotations, ...rest } = current.metadata ?? {}
-    return {
-      ...current,
-      metadata: {
-        ...rest,
-        ...(labels === undefined ? {} : { labels: { ...labels } }),
-        ...(annotations === undefined ? {} : { annotations: { ...annotations } })
-      },
-      status: asServerStores(status, current)
-    }
-  })
+  Option.map(pushedOf(push), (pushed) => pushedBody(pushed, current, base))
+
+/**
+ * What a status write and the status repair need of a provider push, and all the status writer
+ * keeps of one per key: the Pod's UID and resourceVersion (which Pod it was made from), its
+ * labels and annotations (the three-way merge) and its status as read back from the wire. Not
+ * the pushed Pod itself: its spec, containers and the rest of its metadata are the provider's.
+ */
+export interface Pushed {
+  readonly uid: string
+  readonly resourceVersion: string | undefined
+  readonly labels: StringMap | undefined
+  readonly annotations: StringMap | undefined
+  readonly status: PodStatus
+}
+
+/**
+ * The slim facts of a push; None when it carries no readable status. The maps are the push's own
+ * objects (the provider builds a new Pod per push and never changes one), so keeping them keeps
+ * nothing else of it. The status is copied (`copyPlain`): the schema decoder builds its arrays by
+ * appending, which leaves each with room for 17 items, about 110 bytes per array kept.
+ */
+export const pushedOf = (push: V1Pod): Option.Option<Pushed> =>
+  Option.map(wireStatus(push.status), (status) => ({
+    uid: uidOf(push),
+    resourceVersion: push.metadata?.resourceVersion,
+    labels: push.metadata?.labels,
+    annotations: push.metadata?.annotations,
+    status: copyPlain(status)
+  }))
+
+/** `statusWriteBody` of a push already read (`pushedOf`). */
+export const pushedBody = (push: Pushed, current: Pod, base: Pod | undefined): Pod => {
+  const status = push.status
+  const hasBase = base !== undefined && uidOf(base) === push.uid
+  const labels = mergeProviderMap(base?.metadata?.labels, push.labels, current.metadata?.labels, hasBase)
+  const annotations = mergeProviderMap(
+    base?.metadata?.annotations,
+    push.annotations,
+    current.metadata?.annotations,
+    hasBase
+  )
+  const { labels: _labels, annotations: _annotations, ...rest } = current.metadata ?? {}
+  return {
+    ...current,
+    metadata: {
+      ...rest,
+      ...(labels === undefined ? {} : { labels: { ...labels } }),
+      ...(annotations === undefined ? {} : { annotations: { ...annotations } })
+    },
+    status: asServerStores(status, current)
+  }
+}

@@ -12,6 +12,9 @@
  *   what was last pushed, someone else changed it: the last push is written again.
  * - The three-way merge of labels and annotations needs the Pod a push was made from: the last
  *   two Pods handed to the provider per key are kept, as their labels and annotations only.
+ * - Of a push, only its slim facts are kept (`Pushed`: UID, resourceVersion, labels, annotations
+ *   and the status as read from the wire), never the pushed Pod: the last push stays per key for
+ *   the Pod's life.
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Clock, type Duration, Effect, Metric, Option, type Scope } from "effect"
@@ -23,7 +26,7 @@ import * as Metrics from "../../Services/Metrics.ts"
 import type * as Backoff from "./Backoff.ts"
 import type { Informer } from "./Informer.ts"
 import * as KeyedQueue from "./KeyedQueue.ts"
-import { isTerminal, statusWriteBody, statusWriteIsNoop, uidOf } from "./PodFacts.ts"
+import { isTerminal, type Pushed, pushedBody, pushedOf, statusWriteIsNoop, uidOf } from "./PodFacts.ts"
 
 /** What the merge needs of a Pod handed to the provider. */
 interface Handed {
@@ -82,11 +85,11 @@ export const make = (
   Effect.gen(function*() {
     const kube = yield* KubeApi
     /** The newest push per key not yet written. */
-    const pending = new Map<PodKey, V1Pod>()
+    const pending = new Map<PodKey, Pushed>()
     /** When the oldest push of `pending` arrived, per key: the status_write stage ends when it is written. */
     const pushedAt = new Map<PodKey, number>()
     /** The last push written or found already in place, per key (status repair). */
-    const lastPushed = new Map<PodKey, V1Pod>()
+    const lastPushed = new Map<PodKey, Pushed>()
     /**
      * The resourceVersion the apiserver gave the write of `lastPushed`, per key: a Pod observed
      * at that version is exactly what that write stored, so the repair check has nothing to do
@@ -96,9 +99,9 @@ export const make = (
     /** The last two Pods handed to the provider per key, newest last. */
     const handedPods = new Map<PodKey, ReadonlyArray<Handed>>()
 
-    const baseFor = (key: PodKey, push: V1Pod): Pod | undefined => {
+    const baseFor = (key: PodKey, push: Pushed): Pod | undefined => {
       const found = (handedPods.get(key) ?? []).find((pod) =>
-        pod.uid === uidOf(push) && pod.resourceVersion === push.metadata?.resourceVersion
+        pod.uid === push.uid && pod.resourceVersion === push.resourceVersion
       )
       return found === undefined ? undefined : asBase(found)
     }
@@ -157,16 +160,16 @@ export const make = (
         })
         const current = yield* informer.get(key)
         // ST-04 and ST-11: not for a Pod we do not know, another generation, or a terminal Pod.
-        if (Option.isNone(current) || uidOf(current.value) !== uidOf(push) || isTerminal(current.value)) {
+        if (Option.isNone(current) || uidOf(current.value) !== push.uid || isTerminal(current.value)) {
           yield* forget
           return "Done" as const
         }
         const base = baseFor(key, push)
         let version: string | undefined
-        const result = yield* write(key, uidOf(push), (pod) => {
+        const result = yield* write(key, push.uid, (pod) => {
           if (isTerminal(pod)) return undefined
-          const body = Option.getOrUndefined(statusWriteBody(push, pod, base))
-          return body === undefined || statusWriteIsNoop(pod, body) ? undefined : body
+          const body = pushedBody(push, pod, base)
+          return statusWriteIsNoop(pod, body) ? undefined : body
         }, (written) => (version = written.metadata?.resourceVersion)).pipe(
           Effect.catchTag("KubeInvalid", (error) =>
             Effect.logError("status write refused by the apiserver").pipe(
@@ -185,7 +188,7 @@ export const make = (
         if (result === "Written" || result === "Skipped") {
           // Not for a Pod deleted meanwhile: its state was already forgotten.
           const still = yield* informer.get(key)
-          if (Option.isSome(still) && uidOf(still.value) === uidOf(push)) {
+          if (Option.isSome(still) && uidOf(still.value) === push.uid) {
             lastPushed.set(key, push)
             if (version === undefined) lastPushedVersion.delete(key)
             else lastPushedVersion.set(key, version)
@@ -200,13 +203,19 @@ export const make = (
     const push = (pod: V1Pod) =>
       Effect.gen(function*() {
         const key = podKeyOfPod(pod)
+        const pushed = pushedOf(pod)
+        if (Option.isNone(pushed)) {
+          return yield* Effect.logWarning("status push without a readable status; nothing to write").pipe(
+            Effect.annotateLogs({ pod: key })
+          )
+        }
         const current = yield* informer.get(key)
         const currentUid = Option.isSome(current) ? uidOf(current.value) : undefined
         const queued = pending.get(key)
         // The newest push wins, but one for an older Pod of the same name (which could never
         // be written) must not displace a queued push for the Pod the apiserver has now.
-        if (queued !== undefined && uidOf(queued) === currentUid && uidOf(pod) !== currentUid) return
-        pending.set(key, pod)
+        if (queued !== undefined && queued.uid === currentUid && pushed.value.uid !== currentUid) return
+        pending.set(key, pushed.value)
         if (!pushedAt.has(key)) pushedAt.set(key, yield* Clock.currentTimeMillis)
         yield* queue.enqueue(key, "change")
       })
@@ -215,11 +224,10 @@ export const make = (
       Effect.gen(function*() {
         const key = podKeyOfPod(pod)
         const pushed = lastPushed.get(key)
-        if (pushed === undefined || uidOf(pushed) !== uidOf(pod) || isTerminal(pod)) return
+        if (pushed === undefined || pushed.uid !== uidOf(pod) || isTerminal(pod)) return
         const version = pod.metadata?.resourceVersion
         if (version !== undefined && lastPushedVersion.get(key) === version) return
-        const body = statusWriteBody(pushed, pod, baseFor(key, pushed))
-        if (Option.isNone(body) || statusWriteIsNoop(pod, body.value)) return
+        if (statusWriteIsNoop(pod, pushedBody(pushed, pod, baseFor(key, pushed)))) return
         if (!pending.has(key)) pending.set(key, pushed)
         yield* queue.enqueue(key, "resync")
       })

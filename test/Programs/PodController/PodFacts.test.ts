@@ -3,6 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Option, Redacted, Schema } from "effect"
 import {
   mergeProviderMap,
+  pushedOf,
   statusWriteBody as bodyOption,
   statusWriteIsNoop,
   wireStatus
@@ -149,5 +150,43 @@ describe("PodFacts wireStatus", () => {
     }
     // not a status at all
     assert.isTrue(Option.isNone(wireStatus({ phase: 7 })))
+  })
+})
+
+describe("PodFacts pushed facts", () => {
+  it("of a push, the status writer keeps only UID, resourceVersion, labels, annotations and the status read back from the wire", () => {
+    const push: V1Pod = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        namespace: "default",
+        name: "p",
+        uid: "u1",
+        resourceVersion: "7",
+        labels: { app: "web" },
+        annotations: { "claim-id": "sb_1" },
+        ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: "rs", uid: "o1" }],
+        finalizers: ["keep"]
+      },
+      spec: { nodeName: "n", containers: [{ name: "main", image: "python", env: [{ name: "A", value: "1" }] }] },
+      status: {
+        phase: "Running",
+        podIP: "10.0.0.1",
+        startTime: new Date("2026-11-29T09:00:01.500Z"),
+        // not a field of the slim status: not kept
+        nominatedNodeName: "elsewhere"
+      }
+    }
+    const pushed = Option.getOrThrow(pushedOf(push))
+    assert.deepStrictEqual(Object.keys(pushed).sort(), ["annotations", "labels", "resourceVersion", "status", "uid"])
+    assert.deepStrictEqual(
+      { uid: pushed.uid, resourceVersion: pushed.resourceVersion, labels: pushed.labels, annotations: pushed.annotations },
+      { uid: "u1", resourceVersion: "7", labels: { app: "web" }, annotations: { "claim-id": "sb_1" } }
+    )
+    assert.deepStrictEqual(Object.keys(pushed.status).sort(), ["phase", "podIP", "startTime"])
+  })
+
+  it("a push without a readable status has no facts to keep", () => {
+    assert.isTrue(Option.isNone(pushedOf({ metadata: { uid: "u1" }, status: { phase: 3 } as unknown as NonNullable<V1Pod["status"]> })))
   })
 })
