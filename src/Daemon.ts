@@ -3,6 +3,7 @@
  * can refuse to start does so before the node registers), and run until SIGTERM/SIGINT.
  *
  *   sandboxd client, KubeApi (instrumented)
+ *   → the first pod list asked for (read only; the pod controller takes it when it starts)
  *   → claims table + durable store (single-writer lock)
  *   → provider (events, owner resolver, status channels)
  *   → claims loaded, quarantined, verified, proven writable     (before the node registers)
@@ -16,7 +17,7 @@
  * then loops, node loops (the Node and Lease are left in place) and servers close. Every
  * finalizer is time-boxed, and a watchdog ends the process if the whole bound is exceeded.
  */
-import { Duration, Effect, Layer, Metric, Option } from "effect"
+import { Deferred, Duration, Effect, Layer, Metric, Option } from "effect"
 import { StartupError } from "./Cli/Errors.ts"
 import * as ClaimsStoreFile from "./Layers/ClaimsStoreFile.ts"
 import { ClaimTableRefLayer } from "./Layers/ClaimTableRef.ts"
@@ -35,8 +36,8 @@ import { ClaimsStore } from "./Services/ClaimsStore.ts"
 import { ClaimTable } from "./Services/ClaimTable.ts"
 import { EventRecorder } from "./Services/EventRecorder.ts"
 import { Failpoints } from "./Services/Failpoints.ts"
-import { ClaimsStartup, RunningPodController } from "./Services/Daemon.ts"
-import { KubeApi } from "./Services/KubeApi.ts"
+import { ClaimsStartup, EarlyPodList, RunningPodController } from "./Services/Daemon.ts"
+import { KubeApi, type KubeError, type PodList } from "./Services/KubeApi.ts"
 import { DaemonLoops } from "./Services/Loops.ts"
 import { Provider } from "./Services/Provider.ts"
 import { SandboxdClient } from "./Services/SandboxdClient.ts"
@@ -72,6 +73,34 @@ const WireLayer = Layer.mergeAll(
   // The token file is followed while the daemon runs (rotation without a restart); the pod
   // controller hears from it when sandboxd accepts the token again.
   Layer.provideMerge(SandboxdTokenFile.layer)
+)
+
+/**
+ * The first pod list, started before the claims load: on a restart with 10,000 Pods the
+ * apiserver's answer (tens of MB) was waited for after the claims were loaded, verified and
+ * written, and the node registered; now that time overlaps them. The answer is only held here.
+ */
+const EarlyPodListLayer = Layer.effect(
+  EarlyPodList,
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const kube = yield* KubeApi
+    // Handed over once and then let go: kept here, the list would pin every Pod it holds (all
+    // 10,000 after a restart) long after the watch replaced them.
+    const held: { answer: Deferred.Deferred<PodList, KubeError> | undefined } = { answer: yield* Deferred.make<PodList, KubeError>() }
+    yield* kube.listPods(config.nodeName).pipe(
+      Effect.exit,
+      Effect.flatMap((exit) => (held.answer === undefined ? Effect.void : Deferred.done(held.answer, exit))),
+      Effect.forkScoped
+    )
+    return EarlyPodList.of({
+      list: Effect.suspend(() => {
+        const answer = held.answer
+        if (answer === undefined) return kube.listPods(config.nodeName)
+        return Deferred.await(answer).pipe(Effect.ensuring(Effect.sync(() => void (held.answer = undefined))))
+      })
+    })
+  })
 )
 
 /** The durable store, its commits timed as the caller sees them (queueing in the group commit included). */
@@ -118,7 +147,12 @@ const PodControllerLayer = Layer.effect(
   RunningPodController,
   Effect.gen(function*() {
     const config = yield* AppConfig
-    const handle = yield* PodController.make({ ...PodController.defaultOptions, silentWatchCheck: config.watchCheckInterval })
+    const early = yield* EarlyPodList
+    const handle = yield* PodController.make({
+      ...PodController.defaultOptions,
+      silentWatchCheck: config.watchCheckInterval,
+      firstList: early.list
+    })
     // Registered after the controller's fibers, so it runs before they are interrupted.
     yield* Effect.addFinalizer(() =>
       Effect.logInfo("shutting down: draining in-flight reconciles").pipe(
@@ -187,6 +221,7 @@ export const daemonLayer = (config: AppConfigShape) =>
     Layer.provideMerge(ClaimsStartupLayer),
     Layer.provideMerge(ProviderLayer),
     Layer.provideMerge(ClaimsLayer),
+    Layer.provideMerge(EarlyPodListLayer),
     Layer.provideMerge(WireLayer),
     // Below the wire: the sandboxd client scrubs its error text of the claim tokens the table holds.
     Layer.provideMerge(ClaimTableRefLayer),

@@ -1,10 +1,12 @@
 /**
- * Services the composition root wires between parts of the daemon: what the claims startup
- * found (for the Node event once the node exists) and the running pod controller (for
- * readiness and the shutdown drain).
+ * Services the composition root wires between parts of the daemon: the first pod list (asked for
+ * while the claims load, read by the pod controller), what the claims startup found (for the
+ * Node event once the node exists) and the running pod controller (for readiness and the
+ * shutdown drain).
  */
 import { Context, type Duration, type Effect } from "effect"
 import type { Pod } from "../Schemas/Pod.ts"
+import type { KubeError, PodList } from "./KubeApi.ts"
 
 /** What bringing the claims table up found. */
 export interface StartupSummary {
@@ -33,4 +35,15 @@ export interface PodControllerHandle {
 /** The running pod controller. */
 export class RunningPodController extends Context.Service<RunningPodController, PodControllerHandle>()(
   "vk-sandbox/RunningPodController"
+) {}
+
+/**
+ * The node's first pod list, asked for as soon as the apiserver client exists: on a restart with
+ * thousands of Pods, the apiserver's answer then comes while the claims load and verify instead of
+ * after. Only read: the pod controller takes it as its first list once it starts (after the claims
+ * and the node), and nothing acts on a Pod before that. `list` gives that answer once (waiting for
+ * it if need be) and lists afresh after.
+ */
+export class EarlyPodList extends Context.Service<EarlyPodList, { readonly list: Effect.Effect<PodList, KubeError> }>()(
+  "vk-sandbox/EarlyPodList"
 ) {}

@@ -31,6 +31,11 @@ export interface InformerOptions {
   readonly fruitlessWatchesBeforeRelist: number
   /** A watch silent this long asks whether the server's resourceVersion went backwards. */
   readonly silentWatchCheck: Duration.Duration
+  /**
+   * The first list, when it was asked for before the informer started (the daemon lists while it
+   * loads its claims). Taken once; if it failed, the informer lists again as after any failure.
+   */
+  readonly firstList?: Effect.Effect<PodList, KubeError> | undefined
 }
 
 /** What the informer tells the rest of the controller. */
@@ -169,8 +174,13 @@ export const make = (
         return { outcome, rv: latest, delivered, veryShort: lasted < 1000 && delivered === 0 }
       })
 
+    let firstList = options.firstList
     /** Lists until it works, on the retry schedule (started afresh should the schedule end). */
-    const listOnce: Effect.Effect<PodList> = Effect.suspend(() => kube.listPods(nodeName)).pipe(
+    const listOnce: Effect.Effect<PodList> = Effect.suspend(() => {
+      const early = firstList
+      firstList = undefined
+      return early ?? kube.listPods(nodeName)
+    }).pipe(
       Effect.tapError((error) => Effect.logWarning("pod list failed; retrying").pipe(Effect.annotateLogs({ error }))),
       Effect.retry(retry),
       Effect.catch(() => listOnce)

@@ -15,7 +15,7 @@ import { AppConfig } from "../../Services/Config.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import type { Pod } from "../../Schemas/Pod.ts"
 import type { EventRecorder } from "../../Services/EventRecorder.ts"
-import type { KubeApi } from "../../Services/KubeApi.ts"
+import type { KubeApi, KubeError, PodList } from "../../Services/KubeApi.ts"
 import { type DeletePodError, PodLifecycle } from "../../Services/PodLifecycle.ts"
 import type { PodControllerHandle } from "../../Services/Daemon.ts"
 import * as Metrics from "../../Services/Metrics.ts"
@@ -43,6 +43,8 @@ export interface PodControllerOptions {
   readonly maxReconciles?: number
   /** Status writes in flight at once; other keys' pushes wait their turn without a fiber. */
   readonly maxStatusWrites?: number
+  /** The first pod list, asked for before the controller started (see `Informer.InformerOptions`). */
+  readonly firstList?: Effect.Effect<PodList, KubeError> | undefined
 }
 
 export const defaultOptions: PodControllerOptions = {

@@ -252,6 +252,38 @@ describe("PodController (stubbed)", () => {
       assert.deepStrictEqual(calls, ["sweep", "create:a", "create:b"])
     })).pipe(quiet))
 
+  it.effect("a first list asked for before the controller started is its first list: no list of its own, synced from it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([pod("a", "u1")])
+      const creates: Array<string> = []
+      const early = { items: [pod("early", "u9")], resourceVersion: "7" }
+      const { counts, handle } = yield* start(pods, () => Stream.never, { creates }, {
+        ...PodController.defaultOptions,
+        firstList: Effect.succeed(early)
+      })
+      yield* advance(20)
+      assert.isTrue(yield* handle.synced)
+      assert.strictEqual(counts.lists, 0, "the controller did not list again")
+      assert.deepStrictEqual((yield* handle.cachedPods).map((p) => p.metadata?.name), ["early"])
+      assert.deepStrictEqual(creates, ["early"])
+    })).pipe(quiet))
+
+  it.effect("a first list that failed is followed by the controller's own list, on the retry schedule", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([pod("a", "u1")])
+      const { counts, handle } = yield* start(pods, () => Stream.never, {}, {
+        ...PodController.defaultOptions,
+        firstList: Effect.fail(new KubeUnavailable({ operation: "listPods", status: 503, message: "unavailable" }))
+      })
+      yield* advance(20)
+      assert.isFalse(yield* handle.synced)
+      assert.strictEqual(counts.lists, 0)
+      yield* advance(2_000) // the first retry step (1 s ± 20 %)
+      assert.strictEqual(counts.lists, 1)
+      assert.isTrue(yield* handle.synced)
+      assert.deepStrictEqual((yield* handle.cachedPods).map((p) => p.metadata?.name), ["a"])
+    })).pipe(quiet))
+
   it.effect("a server that closes every watch at once is re-watched with backoff, not ten times a second", () =>
     Effect.scoped(Effect.gen(function*() {
       const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([])

@@ -1,0 +1,50 @@
+/**
+ * A restart on a claims file (CFG-11): the first pod list is asked for while the claims are still being
+ * verified (the apiserver's answer, tens of MB with 10,000 Pods, no longer waits for the claims
+ * load, verification, write and node registration), and readiness still waits for all of them.
+ *
+ * Real time (`it.live`): the daemon is another process. The verification's sandboxd listing is
+ * held unanswered (the request timeout is raised to five minutes), so the order is not a race: a
+ * daemon that listed Pods only after its claims were verified would send no pod list for five
+ * minutes, and this one may send it even before the claims file is read. The waits are long only
+ * for a loaded machine, where starting the daemon from source can take tens of seconds.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Option } from "effect"
+import { SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
+import { createPod, getPod, httpGet, spawnDaemon, startCluster, waitFor } from "../../testkit/Demo/Harness.ts"
+
+describe("daemon restart", () => {
+  it.live("the first pod list is asked for while the claims are still being verified; readiness waits for both", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const cluster = yield* startCluster({ warmPerPool: 2 })
+      const first = yield* spawnDaemon(cluster)
+      yield* createPod(cluster, "setup", "web")
+      yield* waitFor(
+        "setup",
+        "web Running",
+        Effect.sync(() => Option.filter(getPod(cluster, "web"), (p) => p.phase === "Running" && p.claimId !== "")),
+        { timeout: "60 seconds", describe: first.output }
+      )
+      yield* first.signal("SIGTERM")
+      yield* Deferred.await(first.exited)
+
+      // The restart's verification listing never answers; its first pod list is answered 500 and counted.
+      yield* cluster.sandboxd.clearAudit
+      yield* cluster.sandboxd.injectFault("list", SimFault.hang, { times: 1 })
+      const probe = { method: "GET", path: /^\/api\/v1\/pods$/, code: 500, times: 1 }
+      cluster.model.faults.failures.push(probe)
+      const second = yield* spawnDaemon(cluster, { extraArgs: ["--sandboxd-timeout", "5m"] })
+      yield* waitFor(
+        "restart",
+        "a pod list asked for",
+        Effect.sync(() => (probe.times === 0 ? Option.some(true) : Option.none())),
+        { timeout: "90 seconds", describe: second.output }
+      )
+      // The only listing sent so far, if any, is the held one: the claims are not verified yet.
+      const listings = (yield* cluster.sandboxd.audit).filter((entry) => entry.route === "list")
+      assert.isAtMost(listings.length, 1, "the claims' verification listing has not been answered")
+      const ready = yield* httpGet(`${second.metricsUrl}/readyz`)
+      assert.isFalse(Option.isSome(ready) && ready.value.status === 200, "not ready before the claims are verified")
+    })), { timeout: 240_000 })
+})
