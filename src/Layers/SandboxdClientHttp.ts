@@ -25,6 +25,7 @@ import {
   type ListedSandboxWire,
   ListResponseWire,
   parseDeadline,
+  readListResponse,
   SandboxDetailWire,
   ZERO_TIME
 } from "../Schemas/Sandboxd.ts"
@@ -271,7 +272,9 @@ export const interpretList = (
 ): Result.Result<ReadonlyArray<ListedSandbox>, SandboxdUnauthorized | SandboxdHttpError | SandboxdDecodeError> => {
   if (isRefusal(reply)) return Result.fail(unauthorized("list", reply))
   if (reply.status !== 200) return Result.fail(httpError("list", reply, secrets))
-  const decoded = decodeJson(ListResponseWire, "list", reply.body)
+  const json = parseJson(reply.body)
+  const read = Result.isSuccess(json) ? readListResponse(json.success) : undefined
+  const decoded = read === undefined ? decodeJson(ListResponseWire, "list", reply.body) : Result.succeed(read)
   if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
   return Result.succeed(firstOfEach(decoded.success.sandboxes, (row) => row.id).map(listedOf))
 }

@@ -1,6 +1,6 @@
 /** Wire schemas, deadline parsing/formatting and the pod annotation rules (CRT-1, CRT-2, CRT-6). */
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, Option, Result } from "effect"
+import { Arbitrary, DateTime, Effect, Option, Result, Schema } from "effect"
 import { interpretClaim, interpretInfo, interpretList } from "../../src/Layers/SandboxdClientHttp.ts"
 import {
   annotationValue,
@@ -9,7 +9,13 @@ import {
   PodAnnotation,
   requestedRuntime
 } from "../../src/Schemas/PodAnnotations.ts"
-import { claimRequestBody, formatDeadline, parseDeadline } from "../../src/Schemas/Sandboxd.ts"
+import {
+  claimRequestBody,
+  formatDeadline,
+  ListResponseWire,
+  parseDeadline,
+  readListResponse
+} from "../../src/Schemas/Sandboxd.ts"
 import {
   claimFailureKind,
   NoWarmCapacity,
@@ -110,6 +116,48 @@ describe("reply interpretation", () => {
     const info = Result.getOrThrow(interpretInfo({ status: 200, body: `{"pools":[${pool("small", 1)},${pool("medium", 2)},${pool("small", 3)}]}` }))
     assert.deepStrictEqual(info.pools.map((p) => [p.size, p.warm]), [["small", 1], ["medium", 2]])
   })
+
+  it.effect("the listing's reader gives what the Schema decode gives, on generated listings as sent and changed", () =>
+    Effect.gen(function*() {
+      const decode = Schema.decodeUnknownResult(ListResponseWire)
+      const listings = yield* Arbitrary.sampleEffect(Arbitrary.schema(ListResponseWire), { count: 200, seed: 18, size: 5 })
+      let state = 18
+      const random = () => (state = (state * 1664525 + 1013904223) >>> 0) / 2 ** 32
+      /** A copy with some members replaced: `null`, another type, an unknown field, a `__proto__` key. */
+      const change = (value: unknown, rate: number): unknown => {
+        if (Array.isArray(value)) return value.map((item) => (random() < rate / 4 ? null : change(item, rate)))
+        if (typeof value !== "object" || value === null) {
+          const others = [null, 7, "7", "", true, [], {}]
+          return random() < rate / 2 ? others[Math.floor(random() * others.length)] : value
+        }
+        const out: Record<string, unknown> = {}
+        for (const [key, field] of Object.entries(value)) out[key] = change(field, rate)
+        if (random() < rate) out["cpu_count"] = 2
+        if (random() < rate / 10) Object.defineProperty(out, "__proto__", { value: { id: "x" }, enumerable: true, writable: true, configurable: true })
+        return out
+      }
+      let read = 0
+      let refused = 0
+      for (const listing of listings) {
+        for (const rate of [0, 0.05, 0.3]) {
+          const json = change(JSON.parse(JSON.stringify(listing)), rate)
+          const schema = decode(json)
+          const fast = readListResponse(json)
+          if (fast === undefined) {
+            // left to the Schema, which then decides
+            if (rate === 0) assert.fail(`a listing as sent was not read: ${JSON.stringify(json)}`)
+            if (Result.isFailure(schema)) refused++
+            continue
+          }
+          read++
+          assert.isTrue(Result.isSuccess(schema), JSON.stringify(json))
+          assert.strictEqual(JSON.stringify(fast), JSON.stringify(Result.getOrThrow(schema)))
+          assert.deepStrictEqual(fast, Result.getOrThrow(schema))
+        }
+      }
+      assert.isAbove(read, 300)
+      assert.isAbove(refused, 50)
+    }))
 
   it("list rows tolerate null and missing optional fields", () => {
     const rows = Result.getOrThrow(interpretList({
