@@ -322,7 +322,8 @@ const readPod = readStruct<Pod>([
 
 /**
  * A served Pod (parsed JSON; the apiserver's `null`s may be left in, they read as absent) → the
- * slim Pod; None when it is not one.
+ * slim Pod; None when it is not one. A Pod of another shape goes to the Schema after `dropNulls`,
+ * which drops its `null`s in place: pass only a value just parsed that nothing else holds.
  */
 export const decodePod = (json: unknown): Option.Option<Pod> => {
   const pod = readPod(json)
