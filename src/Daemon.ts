@@ -53,7 +53,7 @@ import * as ProcessMetrics from "./Programs/Observability/ProcessMetrics.ts"
 import { BuildInfo } from "./Services/BuildInfo.ts"
 import { instrumentKube, instrumentSandboxd } from "./Programs/Observability/Instrument.ts"
 import * as Metrics from "./Services/Metrics.ts"
-import { claimsByState, claimsHeld, commitDuration, quarantinedClaims } from "./Services/Metrics.ts"
+import { claimsByState, claimsHeld, commitDuration, labelled, quarantinedClaims } from "./Services/Metrics.ts"
 import * as PodController from "./Programs/PodController/PodController.ts"
 import { startClaims } from "./Programs/Provider/Startup.ts"
 
@@ -196,7 +196,7 @@ const HealthLayer = Layer.unwrap(
         yield* Metric.update(quarantinedClaims, byState.quarantined)
         // Claims in doubt are not rows (no token is known): vk_sandbox_claims_in_doubt counts them.
         for (const [state, value] of Object.entries(byState)) {
-          yield* Metric.update(Metric.withAttributes(claimsByState, { state }), value)
+          yield* Metric.update(labelled(claimsByState, { state }), value)
         }
       })
     })

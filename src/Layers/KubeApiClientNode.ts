@@ -149,10 +149,10 @@ const PodListBody = Schema.Struct({
 })
 const decodePodListBody = Schema.decodeUnknownOption(PodListBody)
 
-/** JSON text → value with the apiserver's `null`s left out (the slim Pod's form); None when not JSON. */
+/** JSON text → value, `null`s as sent (`decodePod` reads them as absent); None when not JSON. */
 const parseJson = (text: string): Option.Option<unknown> => {
   try {
-    return Option.some(dropNulls(JSON.parse(text)))
+    return Option.some(JSON.parse(text))
   } catch {
     return Option.none()
   }
@@ -343,8 +343,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       raw("podsResourceVersion", {
         method: HttpMethod.GET,
         path: "/api/v1/pods",
-        query: { fieldSelector: nodeSelector(nodeName), limit: "1" },
-        dropNulls: true
+        query: { fieldSelector: nodeSelector(nodeName), limit: "1" }
       }).pipe(
         Effect.flatMap((body) =>
           Option.match(decodePodListBody(body), {
@@ -375,7 +374,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
             : Effect.succeed([{ type, resourceVersion: bookmark.value.metadata.resourceVersion }])
         }
         case "ERROR": {
-          const status = Option.getOrUndefined(parseStatus(object))
+          // A Status: its unset fields may be sent as `null`, which its Schema reads as absent only when left out.
+          const status = Option.getOrUndefined(parseStatus(dropNulls(object)))
           const message = status?.message ?? "watch ERROR event"
           return Effect.fail(
             status?.code === 410 || isTooLargeResourceVersion(status?.code ?? 0, status)
@@ -449,7 +449,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
     const podPath = (namespace: string, name: string) => `/api/v1/namespaces/${segment(namespace)}/pods/${segment(name)}`
 
     const getPod = (namespace: string, name: string) =>
-      raw("getPod", { method: HttpMethod.GET, path: podPath(namespace, name), dropNulls: true }).pipe(
+      raw("getPod", { method: HttpMethod.GET, path: podPath(namespace, name) }).pipe(
         Effect.flatMap(slim("getPod"))
       )
 
@@ -464,8 +464,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       return raw("replacePodStatus", {
         method: HttpMethod.PUT,
         path: `${podPath(namespace, name)}/status`,
-        body: body.value,
-        dropNulls: true
+        body: body.value
       }).pipe(Effect.flatMap(slim("replacePodStatus")))
     }
 

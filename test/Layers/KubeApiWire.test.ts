@@ -365,6 +365,35 @@ describe("KubeApiClientNode on the wire", () => {
       assert.include(error.message, "cannot read")
     }))
 
+  it.effect("a watch event, a read and a status write's reply carrying the apiserver's nulls read them as absent", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      const served = {
+        kind: "Pod",
+        metadata: { name: "a", namespace: "x", resourceVersion: "9", deletionTimestamp: null, labels: null },
+        spec: { containers: [{ name: "main", image: "python" }], tolerations: null },
+        status: { phase: "Running", startTime: null, conditions: [{ type: "Ready", status: "True", lastProbeTime: null }] }
+      }
+      const slim = {
+        kind: "Pod",
+        metadata: { name: "a", namespace: "x", resourceVersion: "9" },
+        spec: { containers: [{ name: "main", image: "python" }] },
+        status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] }
+      }
+      rec.setHandler(() => ({ status: 200, hold: true, body: `${JSON.stringify({ type: "MODIFIED", object: served })}\n` }))
+      const [event] = yield* kube.watchPods("vk", "8").pipe(Stream.take(1), Stream.runCollect)
+      assert.deepStrictEqual(event, { type: "MODIFIED", object: slim })
+      rec.setHandler(() => json(200, served))
+      assert.deepStrictEqual(yield* kube.getPod("x", "a"), slim)
+      assert.deepStrictEqual(yield* kube.replacePodStatus(slim), slim)
+      // an ERROR event's Status with nulls in it is still read: 410 ends the watch as KubeGone
+      const status = { kind: "Status", code: 410, reason: "Expired", message: "too old", details: null, metadata: {} }
+      rec.setHandler(() => ({ status: 200, body: `${JSON.stringify({ type: "ERROR", object: status })}\n` }))
+      const gone = yield* Effect.flip(Stream.runCollect(kube.watchPods("vk", "1")))
+      assert.strictEqual(gone._tag, "KubeGone")
+      assert.strictEqual(gone.message, "too old")
+    }))
+
   it.effect("podsResourceVersion asks for at most one of the node's Pods and returns the list resourceVersion", () =>
     Effect.gen(function*() {
       const { kube, rec } = yield* setup

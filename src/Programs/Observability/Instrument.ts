@@ -6,11 +6,11 @@
 import { Clock, Duration, Effect, Exit, Layer, Metric, Option, Stream } from "effect"
 import { KubeApi, type KubeError } from "../../Services/KubeApi.ts"
 import { SandboxdClient } from "../../Services/SandboxdClient.ts"
-import { apiserverRequestDuration, apiserverRequests, count, sandboxdErrors, sandboxdRequestDuration } from "../../Services/Metrics.ts"
+import { apiserverRequestDuration, apiserverRequests, count, labelled, sandboxdErrors, sandboxdRequestDuration } from "../../Services/Metrics.ts"
 
 const timed = <A, E extends { readonly _tag: string }, R>(operation: string, effect: Effect.Effect<A, E, R>) =>
   effect.pipe(
-    Effect.trackDuration(Metric.withAttributes(sandboxdRequestDuration, { operation }), (d) => Duration.toMillis(d) / 1000),
+    Effect.trackDuration(labelled(sandboxdRequestDuration, { operation }), (d) => Duration.toMillis(d) / 1000),
     Effect.tapError((error) => count(sandboxdErrors, { operation, tag: error._tag }))
   )
 
@@ -64,7 +64,7 @@ const counted = <A, R>(what: Call, effect: Effect.Effect<A, KubeError, R>) =>
       code: Exit.isSuccess(exit) ? what.ok : Option.match(Exit.findErrorOption(exit), { onNone: () => "error", onSome: codeOf })
     }
     yield* count(apiserverRequests, labels)
-    yield* Metric.update(Metric.withAttributes(apiserverRequestDuration, labels), (finished - started) / 1000)
+    yield* Metric.update(labelled(apiserverRequestDuration, labels), (finished - started) / 1000)
     return yield* exit
   })
 

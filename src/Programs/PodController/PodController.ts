@@ -97,7 +97,7 @@ export const make = (
       // One span per reconcile of a key: its create, claim, commit and release spans nest under it.
       (key) =>
         reconcileSpan(queueStage(key).pipe(Effect.andThen(reconciler.reconcile(key))), key).pipe(
-          Effect.annotateLogs({ node: nodeName })
+          Effect.annotateLogs({ node: nodeName, pod: key })
         ),
       retry,
       Backoff.slowSchedule(options.backoff),

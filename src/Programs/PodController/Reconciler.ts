@@ -204,14 +204,14 @@ export const make = (
       }
     }
 
+    /** One run for `key`; its span and its logs' `pod` annotation are the controller's (`PodController.ts`). */
     const reconcile = (key: PodKey): Effect.Effect<RunOutcome> =>
       Effect.gen(function*() {
         const cached = yield* informer.get(key)
         if (Option.isNone(cached)) createFailed.delete(key)
         const held = yield* provider.getPod(key)
         return yield* execute(key, decide(cached, held, createFailed.has(key)))
-      // The span of the run is the controller's `PodController.reconcile` around this (one, not two nested).
-      }).pipe(Effect.annotateLogs({ pod: key }))
+      })
 
     return { reconcile, retainedKeys: Effect.sync(() => new Set(createFailed)) }
   })
