@@ -17,7 +17,7 @@
  * then loops, node loops (the Node and Lease are left in place) and servers close. Every
  * finalizer is time-boxed, and a watchdog ends the process if the whole bound is exceeded.
  */
-import { Deferred, Duration, Effect, Layer, Metric, Option } from "effect"
+import { Deferred, Duration, Effect, Layer, Metric, Option, References } from "effect"
 import { StartupError } from "./Cli/Errors.ts"
 import * as ClaimsStoreFile from "./Layers/ClaimsStoreFile.ts"
 import { ClaimTableRefLayer } from "./Layers/ClaimTableRef.ts"
@@ -283,10 +283,14 @@ export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Eff
   )
 })
 
-/** The OTLP trace exporter when `--otlp-endpoint` is set; otherwise nothing, and its modules are never loaded. */
-const tracingLayer = (config: AppConfigShape) =>
+/**
+ * The OTLP trace exporter when `--otlp-endpoint` is set, and its modules are loaded only then.
+ * Without it nothing reads a span (logs carry none), so the tracer is switched off: the spans the
+ * code names are then no-ops instead of objects made, timed and dropped several times per Pod.
+ */
+export const tracingLayer = (config: Pick<AppConfigShape, "otlpEndpoint" | "nodeName">) =>
   Effect.gen(function*() {
-    if (config.otlpEndpoint === "") return Layer.empty
+    if (config.otlpEndpoint === "") return Layer.succeed(References.TracerEnabled, false)
     const build = yield* BuildInfo
     const Tracing = yield* Effect.promise(() => import("./Programs/Observability/Tracing.ts"))
     return Tracing.layer(config.otlpEndpoint, build, config.nodeName)

@@ -4,10 +4,12 @@
  * and a URL that is not http(s) is a usage error.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { spawn } from "node:child_process"
 import * as http from "node:http"
+import { tracingLayer } from "../../../src/Daemon.ts"
 import { tracesUrl } from "../../../src/Programs/Observability/Tracing.ts"
+import { BuildInfo } from "../../../src/Services/BuildInfo.ts"
 import { binary, createPod, getPod, spawnDaemon, startCluster, waitFor } from "../../../testkit/Demo/Harness.ts"
 
 interface ExportedSpan {
@@ -108,4 +110,16 @@ describe("OTLP traces", () => {
       assert.strictEqual(result.code, 2)
       assert.match(result.stderr, /^vk-sandbox: .*otlp-endpoint.*\n$/)
     }), { timeout: 30_000 })
+
+  it.effect("without --otlp-endpoint the tracer is off: a named span is a no-op, not recorded", () =>
+    Effect.gen(function*() {
+      const named = Effect.withSpan(Effect.currentSpan, "PodController.reconcile", { attributes: { pod: "ns/p" } })
+      const traced = yield* named
+      assert.notStrictEqual(traced.spanId, "noop", "with the tracer on (the default), the span is real")
+      const layer = yield* tracingLayer({ otlpEndpoint: "", nodeName: "n" }).pipe(
+        Effect.provide(Layer.succeed(BuildInfo, { version: "test", revision: "test", builtAt: "test" }))
+      )
+      const off = yield* Effect.option(named.pipe(Effect.provide(layer)))
+      assert.isTrue(Option.isNone(off) || off.value.spanId === "noop")
+    }))
 })
