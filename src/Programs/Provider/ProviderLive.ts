@@ -3,7 +3,7 @@
  * sandboxd, the config and the provider's event channels; the daemon runs
  * `Programs/Provider/Startup.ts` before the pod controller starts calling it.
  */
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../../Services/Config.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimDoubts } from "../../Services/ClaimDoubts.ts"
@@ -23,14 +23,21 @@ export const ProviderLiveLayer: Layer.Layer<
 > = Layer.effect(
   Provider,
   Effect.gen(function*() {
-    const context = yield* Effect.context<AppConfig | ClaimsStore | ClaimTable | ClaimDoubts | ProviderEvents | SandboxdClient | OwnerResolver | EventRecorder>()
+    // Each call is provided what the programs need: these eight services, not the whole context
+    // the layer was built in (providing a context copies the caller's context and then every
+    // entry of the provided one, per call; per Pod that was a reconcile's largest allocation).
+    const context = Context.pick(AppConfig, ClaimsStore, ClaimTable, ClaimDoubts, ProviderEvents, SandboxdClient, OwnerResolver, EventRecorder)(
+      yield* Effect.context<AppConfig | ClaimsStore | ClaimTable | ClaimDoubts | ProviderEvents | SandboxdClient | OwnerResolver | EventRecorder>()
+    )
+    const table = yield* ClaimTable
     const events = yield* ProviderEvents
     return Provider.of({
       createPod: (pod) => Effect.provide(createPod(pod), context),
       updatePod: (pod) => Effect.provide(updatePod(pod), context),
       deletePod: (pod) => Effect.provide(deletePod(pod), context),
-      getPod: (namespace, name) => Effect.provide(getPod(namespace, name), context),
-      getPods: Effect.provide(getPods, context),
+      // memory-only reads of the table, once per reconcile: the one service they use, added alone
+      getPod: (namespace, name) => Effect.provideService(getPod(namespace, name), ClaimTable, table),
+      getPods: Effect.provideService(getPods, ClaimTable, table),
       getPodStatus: (namespace, name) => Effect.provide(getPodStatus(namespace, name), context),
       statusPushes: events.statusPushes,
       unquarantined: events.unquarantined
