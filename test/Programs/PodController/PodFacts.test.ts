@@ -1,9 +1,12 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Option, Redacted, Schema } from "effect"
+import fc from "fast-check"
 import {
+  canonical,
   mergeProviderMap,
   pushedOf,
+  sameCanonical,
   statusWriteBody as bodyOption,
   statusWriteIsNoop,
   wireStatus
@@ -188,5 +191,38 @@ describe("PodFacts pushed facts", () => {
 
   it("a push without a readable status has no facts to keep", () => {
     assert.isTrue(Option.isNone(pushedOf({ metadata: { uid: "u1" }, status: { phase: 3 } as unknown as NonNullable<V1Pod["status"]> })))
+  })
+})
+
+describe("PodFacts sameCanonical", () => {
+  const time = fc.date({ min: new Date("1990-01-01T00:00:00Z"), max: new Date("2090-01-01T00:00:00Z"), noInvalidDate: true })
+  const value = fc.oneof(
+    fc.anything({ withDate: true, withSparseArray: true, withNullPrototype: true }),
+    time,
+    time.map((d) => d.toISOString()),
+    time.map((d) => d.toISOString().replace(/\.\d+Z$/, "Z")),
+    fc.constantFrom(NaN, Infinity, -0, 0, null, undefined, "t1700000000", "2026-02-30T00:00:00Z")
+  )
+  /** Values `canonical` holds equal to `a` and others it does not: its JSON read back, a shuffled copy, or anything. */
+  const pair = value.chain((a) =>
+    fc.oneof(
+      fc.constant([a, a] as const),
+      fc.constant([a, a === undefined ? undefined : JSON.parse(JSON.stringify(a) ?? "null")] as const),
+      fc.tuple(fc.constant(a), value)
+    )
+  )
+
+  it("agrees with comparing the canonical strings", () => {
+    fc.assert(
+      fc.property(pair, ([a, b]) => {
+        assert.strictEqual(sameCanonical(a, b), canonical(a) === canonical(b))
+      }),
+      { numRuns: 3000 }
+    )
+    // times compare at whole seconds, as text or as Date; keys in any order; undefined members left out
+    assert.isTrue(sameCanonical({ t: new Date("2026-11-29T09:00:01.734Z"), a: 1 }, { a: 1, t: "2026-11-29T09:00:01Z", u: undefined }))
+    assert.isFalse(sameCanonical({ t: new Date("2026-11-29T09:00:02.001Z") }, { t: "2026-11-29T09:00:01Z" }))
+    assert.isTrue(sameCanonical([undefined], [null]))
+    assert.isFalse(sameCanonical({ a: undefined }, { a: null }))
   })
 })
