@@ -69,6 +69,8 @@ export interface StatusWriter {
   /** The Pod is gone: drop all state for it; a write waiting for a retry ends now. */
   readonly forget: (key: PodKey) => Effect.Effect<void>
   readonly drain: (timeout: Duration.Duration) => Effect.Effect<void>
+  /** What is kept of the last push written for `key` (the status repair's reference). */
+  readonly lastPush: (key: PodKey) => Effect.Effect<Option.Option<Pushed>>
   /** Keys holding state (pending and last pushes, handed Pods, the queue): a leak check. */
   readonly retainedKeys: Effect.Effect<ReadonlySet<PodKey>>
   readonly queued: Effect.Effect<number>
@@ -226,7 +228,13 @@ export const make = (
         const pushed = lastPushed.get(key)
         if (pushed === undefined || pushed.uid !== uidOf(pod) || isTerminal(pod)) return
         const version = pod.metadata?.resourceVersion
-        if (version !== undefined && lastPushedVersion.get(key) === version) return
+        if (version !== undefined && lastPushedVersion.get(key) === version) {
+          // Exactly what that write stored, and the Pod the informer now holds: its status stands
+          // for the push from here on (the same status as the server keeps it), so the key keeps
+          // no status object of its own.
+          if (pod.status !== undefined && pod.status !== pushed.status) lastPushed.set(key, { ...pushed, status: pod.status })
+          return
+        }
         if (statusWriteIsNoop(pod, pushedBody(pushed, pod, baseFor(key, pushed)))) return
         if (!pending.has(key)) pending.set(key, pushed)
         yield* queue.enqueue(key, "resync")
@@ -250,6 +258,7 @@ export const make = (
           return pending.has(key) ? queue.enqueue(key, "change") : Effect.void
         }),
       drain: queue.drain,
+      lastPush: (key) => Effect.sync(() => Option.fromNullishOr(lastPushed.get(key))),
       retainedKeys: Effect.sync(() =>
         new Set([...pending.keys(), ...lastPushed.keys(), ...lastPushedVersion.keys(), ...handedPods.keys()])
       ),

@@ -1,0 +1,61 @@
+/**
+ * The status writer's per-key state, over the in-memory apiserver model: what it keeps of a push
+ * once the push is written.
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Option, Result } from "effect"
+import * as Backoff from "../../../src/Programs/PodController/Backoff.ts"
+import * as Informer from "../../../src/Programs/PodController/Informer.ts"
+import * as PodController from "../../../src/Programs/PodController/PodController.ts"
+import * as StatusWriter from "../../../src/Programs/PodController/StatusWriter.ts"
+import { type PodKey, podKeyOfPod } from "../../../src/Schemas/Ids.ts"
+import { KubeApi } from "../../../src/Services/KubeApi.ts"
+import * as KubeApiMemory from "../../../testkit/Layers/KubeApiMemory.ts"
+import { ClusterModel } from "../../../testkit/Simulators/Apiserver/Model.ts"
+import { Pods } from "../../../testkit/Simulators/Apiserver/Resources.ts"
+
+/** Lets forked fibers run to their next suspension point. */
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 50 }))
+
+describe("StatusWriter", () => {
+  it.effect("once the watch brings back what a push's write stored, the key keeps the informer's status, not a copy of its own", () => {
+    const model = new ClusterModel()
+    return Effect.gen(function*() {
+      assert.isTrue(Result.isSuccess(model.create(Pods, "default", {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "web" },
+        spec: { nodeName: "n1", containers: [{ name: "main", image: "python" }] }
+      })))
+      const kube = yield* KubeApi
+      const informer = yield* Informer.make("n1", PodController.defaultOptions, Backoff.schedule(Backoff.defaultBackoff))
+      const status = yield* StatusWriter.make(informer, Backoff.schedule(Backoff.defaultBackoff), () => Effect.void)
+      const created = yield* kube.getPod("default", "web")
+      yield* informer.observe(created)
+      const key: PodKey = podKeyOfPod(created)
+      yield* status.handed(key, created)
+      const push: V1Pod = {
+        ...created,
+        metadata: { ...created.metadata, annotations: { "claim-id": "sb_1" } },
+        status: { phase: "Running", podIP: "10.0.0.1", startTime: new Date("2026-11-29T09:00:01Z") }
+      }
+      yield* status.push(push)
+      yield* settle
+      const written = yield* status.lastPush(key)
+      assert.isTrue(Option.isSome(written))
+      assert.strictEqual(Option.getOrThrow(written).status.phase, "Running")
+
+      // the watch delivers the written Pod, decoded afresh: the informer keeps it, and so does the key
+      const stored = yield* kube.getPod("default", "web")
+      yield* informer.observe(stored)
+      yield* status.repair(stored)
+      const kept = Option.getOrThrow(yield* status.lastPush(key))
+      assert.strictEqual(kept.status, stored.status)
+      assert.strictEqual(kept.uid, Option.getOrThrow(written).uid)
+      assert.deepStrictEqual(kept.annotations, { "claim-id": "sb_1" })
+      // nothing to repair: the stored status is the pushed one
+      assert.strictEqual(yield* status.queued, 0)
+    }).pipe(Effect.scoped, Effect.provide(KubeApiMemory.layer(model)))
+  })
+})
