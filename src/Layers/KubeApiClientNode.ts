@@ -12,6 +12,7 @@
  */
 import { HttpMethod, type KubeConfig, PatchStrategy } from "@kubernetes/client-node"
 import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
+import { BuildInfo } from "../Services/BuildInfo.ts"
 import { AppConfig } from "../Services/Config.ts"
 import { decodeEvent, encodeEvent, type Event } from "../Schemas/Event.ts"
 import { decodeLease, encodeLease, type Lease } from "../Schemas/Lease.ts"
@@ -37,6 +38,8 @@ import * as PooledAuthentication from "../Kube/PooledAuthentication.ts"
 import * as KubeConfigLoader from "../Kube/KubeConfigLoader.ts"
 import * as TokenBucket from "../Kube/TokenBucket.ts"
 import type { Dispatcher } from "undici"
+import * as Util from "node:util"
+import * as Zlib from "node:zlib"
 
 export const leaseNamespace = "kube-node-lease"
 export const fieldManager = "vk-sandbox"
@@ -135,6 +138,8 @@ export interface ClientOptions {
   readonly watchIdleTimeout: Duration.Input
   /** `timeoutSeconds` sent with a watch: the server ends it cleanly after this. */
   readonly watchTimeoutSeconds: number
+  /** Sent as `User-Agent`, so the apiserver's audit log and metrics name the daemon. */
+  readonly userAgent?: string
 }
 
 export const defaultOptions = { callTimeout: "30 seconds", watchIdleTimeout: "330 seconds", watchTimeoutSeconds: 300 } as const
@@ -177,6 +182,14 @@ const segment = encodeURIComponent
 
 const spanned = (operation: string) => Effect.withSpan(`KubeApi.${operation}`)
 type Spanned = ReturnType<typeof spanned>
+
+const gunzip = Util.promisify(Zlib.gunzip)
+
+/** A reply's text, unzipped when the server gzipped it (off the event loop, in zlib's thread pool). */
+const bodyText = async (response: Dispatcher.ResponseData): Promise<string> =>
+  response.headers["content-encoding"] === "gzip"
+    ? (await gunzip(Buffer.from(await response.body.arrayBuffer()))).toString("utf8")
+    : response.body.text()
 
 /** A response body's bytes as they arrive (undici's body is a Node stream of Buffers). */
 async function* chunksOf(body: AsyncIterable<Buffer>): AsyncGenerator<Uint8Array> {
@@ -238,7 +251,11 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       readonly contentType?: string
       /** Parse the reply with the apiserver's `null`s left out (Pods). */
       readonly dropNulls?: boolean
+      /** A watch: its reply is a stream, and is not asked for gzip. */
+      readonly stream?: boolean
     }
+
+    const userAgent = options.userAgent ?? "vk-sandbox"
 
     /**
      * One request on the pooled dispatcher with undici's `request` (no fetch: no WHATWG Request,
@@ -254,9 +271,15 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
         origin,
         path,
         method: spec.method,
-        headers: body === undefined
-          ? { ...headers, Accept: "application/json" }
-          : { ...headers, Accept: "application/json", "Content-Type": spec.contentType ?? "application/json" },
+        headers: {
+          ...headers,
+          Accept: "application/json",
+          "User-Agent": userAgent,
+          // A large reply (a node's Pod list) gzipped is a fraction of its size on the wire, as the
+          // apiserver compresses replies to clients that ask; a watch is read as a stream and is not asked.
+          ...(spec.stream === true ? {} : { "Accept-Encoding": "gzip" }),
+          ...(body === undefined ? {} : { "Content-Type": spec.contentType ?? "application/json" })
+        },
         ...(body === undefined ? {} : { body }),
         signal
       })
@@ -285,7 +308,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
         Effect.tryPromise({
           try: async (signal) => {
             const response = await send(spec, signal)
-            return { status: response.statusCode, text: await response.body.text() }
+            return { status: response.statusCode, text: await bodyText(response) }
           },
           catch: transport(operation)
         }).pipe(
@@ -400,7 +423,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
           ...(resourceVersion === "" ? {} : { resourceVersion }),
           allowWatchBookmarks: "true",
           timeoutSeconds: String(options.watchTimeoutSeconds)
-        }
+        },
+        stream: true
       }
       const start = Effect.gen(function*() {
         if (serverHasCredentials) return yield* refusedForCredentials(operation, spec)
@@ -651,7 +675,9 @@ export const layer = Layer.effect(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const { kubeConfig } = yield* KubeConfigLoader.load(config.kubeconfig)
-    return yield* make(kubeConfig, { ...defaultOptions, qps: config.kubeApiQps, burst: config.kubeApiBurst }).pipe(
+    const build = yield* Effect.serviceOption(BuildInfo)
+    const userAgent = Option.match(build, { onNone: () => "vk-sandbox", onSome: (info) => `vk-sandbox/${info.version}` })
+    return yield* make(kubeConfig, { ...defaultOptions, qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent }).pipe(
       // only a kubeconfig without a usable cluster gets here (the loader checks for one)
       Effect.mapError((error) => new KubeConfigMissing({ message: error.message }))
     )

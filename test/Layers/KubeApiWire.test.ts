@@ -9,6 +9,7 @@ import { KubeConfig } from "@kubernetes/client-node"
 import { Deferred, Effect, Exit, Fiber, Option, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as NodeHttp from "node:http"
+import * as Zlib from "node:zlib"
 import type { AddressInfo } from "node:net"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import type { Lease } from "../../src/Schemas/Lease.ts"
@@ -31,6 +32,8 @@ interface Reply {
   readonly hold?: boolean
   /** Write `body`, then cut the connection without ending the chunked response. */
   readonly reset?: boolean
+  /** Send `body` gzipped, with `Content-Encoding: gzip` (as the apiserver answers a client that asks). */
+  readonly gzip?: boolean
 }
 
 type Handler = (request: Recorded) => Reply | "never"
@@ -64,6 +67,11 @@ const recorder = Effect.acquireRelease(
         res.on("close", () => closed.push(recorded.url.pathname))
         const reply = handler(recorded)
         if (reply === "never") return
+        if (reply.gzip === true) {
+          res.writeHead(reply.status, { "content-type": reply.contentType ?? "application/json", "content-encoding": "gzip" })
+          res.end(Zlib.gzipSync(reply.body ?? ""))
+          return
+        }
         res.writeHead(reply.status, { "content-type": reply.contentType ?? "application/json" })
         if (reply.reset === true) {
           res.write(reply.body ?? "", () => setTimeout(() => res.socket?.destroy(), 10))
@@ -532,6 +540,38 @@ describe("KubeApiClientNode on the wire", () => {
       assert.strictEqual(get?.headers["accept"], "application/json")
       assert.strictEqual(watch?.url.pathname, "/k8s/clusters/c-1/api/v1/pods")
       assert.strictEqual(watch?.url.searchParams.get("fieldSelector"), "spec.nodeName=vk")
+    }))
+
+  it.effect("replies are asked for gzip and read unzipped (a watch is not asked); every request names the daemon as User-Agent", () =>
+    Effect.gen(function*() {
+      const rec = yield* recorder
+      const kube = yield* KubeApiClientNode.make(kubeConfigFor(rec.port), {
+        ...KubeApiClientNode.defaultOptions,
+        qps: 1000,
+        burst: 1000,
+        userAgent: "vk-sandbox/9.9.9"
+      })
+      const pod = (name: string) => ({ kind: "Pod", metadata: { name, namespace: "ns", uid: `u-${name}`, resourceVersion: "7" } })
+      rec.setHandler(() => ({ status: 200, gzip: true, body: JSON.stringify({ kind: "PodList", metadata: { resourceVersion: "42" }, items: [pod("a"), pod("b")] }) }))
+      const list = yield* kube.listPods("vk")
+      assert.deepStrictEqual(list.items.map((item) => item.metadata?.name), ["a", "b"])
+      assert.strictEqual(list.resourceVersion, "42")
+      // an error reply gzipped still maps to its typed error, with the Status body's details
+      rec.setHandler(() => ({
+        status: 404,
+        gzip: true,
+        body: JSON.stringify({ kind: "Status", reason: "NotFound", message: "pods \"p\" not found", details: { name: "p", kind: "pods" } })
+      }))
+      const missing = yield* Effect.flip(kube.getPod("ns", "p"))
+      assert.strictEqual(missing._tag, "KubeNotFound")
+      assert.strictEqual(missing.message, "pods \"p\" not found")
+      rec.setHandler(() => ({ status: 200, hold: true, body: `${JSON.stringify({ type: "ADDED", object: pod("a") })}\n` }))
+      yield* Stream.runCollect(kube.watchPods("vk", "7").pipe(Stream.take(1)))
+      const [listed, read, watch] = rec.requests
+      assert.strictEqual(listed?.headers["accept-encoding"], "gzip")
+      assert.strictEqual(read?.headers["accept-encoding"], "gzip")
+      assert.strictEqual(watch?.headers["accept-encoding"], undefined)
+      for (const request of rec.requests) assert.strictEqual(request.headers["user-agent"], "vk-sandbox/9.9.9")
     }))
 
   it.effect("a server URL with a password: nothing is sent, and the error shows the URL without it", () =>

@@ -11,6 +11,7 @@
  * schedule (`Backoff.ts`). A periodic resync re-examines every cached Pod and its last push.
  */
 import { Clock, Duration, Effect, Option, type Scope, Stream } from "effect"
+import type { AppConfigShape } from "../../Schemas/Config.ts"
 import { AppConfig } from "../../Services/Config.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import type { Pod } from "../../Schemas/Pod.ts"
@@ -39,9 +40,9 @@ export interface PodControllerOptions {
   readonly silentWatchCheck: Duration.Duration
   /** The retry schedule every retry waits on; by default `Backoff.schedule(backoff)`. */
   readonly retry?: Backoff.RetrySchedule
-  /** Reconciles in flight at once (`KeyedQueue`); other keys wait their turn without a fiber. */
+  /** Reconciles in flight at once (`KeyedQueue`); other keys wait their turn without a fiber. By default `inFlightBounds`. */
   readonly maxReconciles?: number
-  /** Status writes in flight at once; other keys' pushes wait their turn without a fiber. */
+  /** Status writes in flight at once; other keys' pushes wait their turn without a fiber. By default `inFlightBounds`. */
   readonly maxStatusWrites?: number
   /** The first pod list, asked for before the controller started (see `Informer.InformerOptions`). */
   readonly firstList?: Effect.Effect<PodList, KubeError> | undefined
@@ -53,15 +54,24 @@ export const defaultOptions: PodControllerOptions = {
   rewatchDelay: Duration.millis(100),
   fruitlessWatchesBeforeRelist: 3,
   silentWatchCheck: Duration.seconds(15),
-  // A reconcile or status write in flight holds a fiber of some 20 KB while it waits, and every
-  // Pod of a burst bound at once would otherwise be in flight together (the heap V8 grows for
-  // that peak stays resident after it). The bounds keep the burst's pace: claims reach sandboxd at
-  // most --sandboxd-max-concurrency (64) at a time and the claims-file writes batch whatever
-  // arrives meanwhile, so 256 creates in flight keep both busy; status writes are paced by the
-  // apiserver rate limit (--kube-api-qps), which 64 in flight keep saturated.
-  maxReconciles: 256,
-  maxStatusWrites: 64
 }
+
+/**
+ * How much work is in flight at once (Q-05), from the flags that pace it. A reconcile or status
+ * write in flight holds a fiber of some 20 KB while it waits, and every Pod of a burst bound at
+ * once would otherwise be in flight together (the heap V8 grows for that peak stays resident
+ * after it). Creates reach sandboxd at most `--sandboxd-max-concurrency` at a time and the
+ * claims-file writes batch whatever arrives meanwhile, so four times that many creates in flight
+ * (256 by default) keep both busy. Status writes are paced by `--kube-api-qps`: a quarter second
+ * of that rate in flight (at least 64) keeps it saturated while the apiserver answers within
+ * that time. A flag raised past the defaults raises its bound with it.
+ */
+export const inFlightBounds = (
+  config: Pick<AppConfigShape, "sandboxdMaxConcurrency" | "kubeApiQps">
+): { readonly reconciles: number; readonly statusWrites: number } => ({
+  reconciles: Math.max(256, 4 * config.sandboxdMaxConcurrency),
+  statusWrites: Math.max(64, Math.ceil(config.kubeApiQps / 4))
+})
 
 export type { PodControllerHandle }
 
@@ -73,6 +83,7 @@ export const make = (
     const provider = yield* PodLifecycle
     const nodeName = config.nodeName
     const retry = options.retry ?? Backoff.schedule(options.backoff)
+    const bounds = inFlightBounds(config)
 
     const informer = yield* Informer.make(nodeName, options, retry)
     /** When a key's change reached the queue, until its next run starts: the queue stage of a Pod's start. */
@@ -89,7 +100,7 @@ export const make = (
         changedAt.delete(key)
         return Effect.flatMap(Clock.currentTimeMillis, (now) => Metrics.observeStage("queue", (now - since) / 1000))
       })
-    const status = yield* StatusWriter.make(informer, retry, changed, options.maxStatusWrites)
+    const status = yield* StatusWriter.make(informer, retry, changed, options.maxStatusWrites ?? bounds.statusWrites)
     const reconciler = yield* Reconciler.make(informer, status)
     // Made once, not per run: `Effect.withSpan` captures a stack trace each time it is called.
     const reconcileSpan = Effect.withSpan("PodController.reconcile", (key: PodKey) => ({ attributes: { pod: key, node: nodeName } }))
@@ -101,7 +112,7 @@ export const make = (
         ),
       retry,
       Backoff.slowSchedule(options.backoff),
-      options.maxReconciles
+      options.maxReconciles ?? bounds.reconciles
     )
 
     /** Provider Pods absent from the first complete list are deleted (by namespace/name). */

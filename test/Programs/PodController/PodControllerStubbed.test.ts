@@ -344,9 +344,16 @@ describe("PodController (stubbed)", () => {
       )
     })).pipe(quiet))
 
-  it("the daemon's defaults bound both queues", () => {
-    assert.isTrue(Number.isFinite(PodController.defaultOptions.maxReconciles))
-    assert.isTrue(Number.isFinite(PodController.defaultOptions.maxStatusWrites))
+  it("both queues are bounded by default, and a flag raised past its default raises its bound", () => {
+    assert.deepStrictEqual(PodController.inFlightBounds(testConfig()), { reconciles: 256, statusWrites: 64 })
+    assert.deepStrictEqual(
+      PodController.inFlightBounds(testConfig({ sandboxdMaxConcurrency: 200, kubeApiQps: 1000 })),
+      { reconciles: 800, statusWrites: 250 }
+    )
+    assert.deepStrictEqual(
+      PodController.inFlightBounds(testConfig({ sandboxdMaxConcurrency: 1, kubeApiQps: 0.5 })),
+      { reconciles: 256, statusWrites: 64 }
+    )
   })
 
   it.effect("a failed create is retried although the provider still tracks the unchanged Pod", () =>
