@@ -66,7 +66,7 @@ import { leafPaths, pathKey, sameValue } from "./Fields.ts"
 import { prepareForCreate, terminatingNamespace } from "./Kinds.ts"
 import { type ManagedEntry, managedEntry, recordManager, setManagedFields } from "./ManagedFields.ts"
 import { finalizersOf, listItem, listKind, metaOf, objectKey, randomSuffix, rfc3339, str, withoutResourceVersion } from "./Objects.ts"
-import { listPage, type PageOptions } from "./Paging.ts"
+import { listPage, listPageText, type PageOptions } from "./Paging.ts"
 import { clone, isRecord, jsonMergePatch, jsonPatch, strategicMerge } from "./Patch.ts"
 import { bindPod, isIP, truncatePodTimes } from "./Pods.ts"
 import {
@@ -303,6 +303,21 @@ export class ClusterModel {
   }
 
   list(r: ResourceInfo, ns: string | undefined, options: ListOptions & PageOptions = {}): Outcome<JsonObject> {
+    return Result.flatMap(this.selectForList(r, ns, options), ({ selected, unselective }) =>
+      listPage(r, selected, options, this.store.rv, this.store.compactedRv, unselective))
+  }
+
+  /** The same list as `list`, as the JSON text the server sends (written without copying the objects). */
+  listText(r: ResourceInfo, ns: string | undefined, options: ListOptions & PageOptions = {}): Outcome<string> {
+    return Result.flatMap(this.selectForList(r, ns, options), ({ selected, unselective }) =>
+      listPageText(r, selected, options, this.store.rv, this.store.compactedRv, unselective))
+  }
+
+  private selectForList(
+    r: ResourceInfo,
+    ns: string | undefined,
+    options: ListOptions
+  ): Outcome<{ readonly selected: ReadonlyArray<readonly [string, JsonObject]>; readonly unselective: boolean }> {
     const denied = this.denied.authorize("list", r, undefined, ns, undefined)
     if (denied !== undefined) return Result.fail(denied)
     const selection = parseSelection(r, options)
@@ -310,7 +325,7 @@ export class ClusterModel {
     const selected = [...this.store.bucket(r).entries()]
       .sort(byKey)
       .filter(([, o]) => selects(r, o, ns, selection.success))
-    return listPage(r, selected, options, this.store.rv, this.store.compactedRv, selectsAll(selection.success))
+    return Result.succeed({ selected, unselective: selectsAll(selection.success) })
   }
 
   watch(r: ResourceInfo, ns: string | undefined, options: WatchOptions, sink: WatchSink): Outcome<WatchHandle> {

@@ -229,8 +229,9 @@ interface Ctx {
   readonly watches: Set<http.ServerResponse>
 }
 
-const sendJson = (res: http.ServerResponse, code: number, body: unknown) => {
-  const text = JSON.stringify(body)
+const sendJson = (res: http.ServerResponse, code: number, body: unknown) => sendJsonText(res, code, JSON.stringify(body))
+
+const sendJsonText = (res: http.ServerResponse, code: number, text: string) => {
   res.writeHead(code, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text), "Cache-Control": "no-cache, private" })
   res.end(text)
 }
@@ -321,12 +322,13 @@ const handleResource = (
       const listOptions = { labelSelector: q.get("labelSelector") ?? undefined, fieldSelector: q.get("fieldSelector") ?? undefined }
       if (watch) return startWatch(ctx, req, res, r, t.namespace, q, listOptions)
       const limitText = q.get("limit")
-      return reply(200, model.list(r, t.namespace, {
+      const listed = model.listText(r, t.namespace, {
         ...listOptions,
         limit: limitText !== null && /^\d+$/.test(limitText) ? Number(limitText) : undefined,
         continue: q.get("continue") ?? undefined,
         resourceVersion: q.get("resourceVersion") ?? undefined
-      }))
+      })
+      return Result.isFailure(listed) ? sendStatus(res, listed.failure) : sendJsonText(res, 200, listed.success)
     }
     if (method === "POST" && (t.namespace !== undefined || !r.namespaced)) {
       const body = decodeBody()

@@ -1,5 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { continueTooOld, decodeContinue, encodeContinue, listPage } from "../../../../testkit/Simulators/Apiserver/Paging.ts"
+import * as fc from "fast-check"
+import { Result } from "effect"
+import { continueTooOld, decodeContinue, encodeContinue, listPage, listPageText } from "../../../../testkit/Simulators/Apiserver/Paging.ts"
 import { Pods, Sandboxes } from "../../../../testkit/Simulators/Apiserver/Resources.ts"
 import type { JsonObject } from "../../../../testkit/Simulators/Apiserver/Status.ts"
 import { ok, refused } from "./fixtures.ts"
@@ -41,5 +43,40 @@ describe("list pages", () => {
     const old = refused(listPage(Pods, [], { continue: encodeContinue(3, "default/a") }, 9, 4, true))
     assert.strictEqual(old.code, 410)
     assert.strictEqual(old.message, continueTooOld)
+  })
+
+  it("the text the server sends is the list body's JSON, byte for byte, and leaves the stored objects as they were", () => {
+    const json = fc.letrec((tie) => ({
+      value: fc.oneof({ depthSize: "small" }, fc.string(), fc.integer(), fc.double({ noNaN: true }), fc.boolean(), fc.constant(null), fc.array(tie("value"), { maxLength: 3 }), fc.dictionary(fc.string(), tie("value"), { maxKeys: 4 }))
+    })).value
+    const stored = fc.uniqueArray(
+      fc.record({ name: fc.stringMatching(/^[a-z]{1,6}$/), extra: fc.dictionary(fc.string(), json, { maxKeys: 4 }), kindFirst: fc.boolean() }),
+      { selector: (o) => o.name, maxLength: 8 }
+    ).map((objects) =>
+      objects
+        .map(({ extra, kindFirst, name }): readonly [string, JsonObject] => [
+          `default/${name}`,
+          kindFirst ? { kind: "Pod", apiVersion: "v1", metadata: { name }, ...extra } : { metadata: { name }, ...extra, apiVersion: "v1", kind: "Pod" }
+        ])
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+    )
+    fc.assert(fc.property(stored, fc.nat({ max: 4 }), fc.boolean(), (all, limit, unselective) => {
+      const before = JSON.stringify(all)
+      for (const resource of [Pods, Sandboxes]) {
+        const first = listPage(resource, all, { limit }, 9, 0, unselective)
+        const firstText = listPageText(resource, all, { limit }, 9, 0, unselective)
+        assert.strictEqual(Result.getOrThrow(firstText), JSON.stringify(Result.getOrThrow(first)))
+        const token = listMeta(Result.getOrThrow(first)).continue
+        if (token !== undefined) {
+          assert.strictEqual(
+            Result.getOrThrow(listPageText(resource, all, { limit, continue: token }, 12, 0, unselective)),
+            JSON.stringify(Result.getOrThrow(listPage(resource, all, { limit, continue: token }, 12, 0, unselective)))
+          )
+        }
+      }
+      assert.strictEqual(JSON.stringify(all), before)
+    }))
+    // refusals are the same refusals
+    assert.deepStrictEqual(refused(listPageText(Pods, [], { resourceVersion: "10" }, 9, 0, true)), refused(listPage(Pods, [], { resourceVersion: "10" }, 9, 0, true)))
   })
 })
