@@ -123,8 +123,10 @@ export const makeClaimTable = Effect.gen(function*() {
             if (row === undefined || row.record.id !== id || row.state._tag !== "Quarantined") continue
             const listedDeadline = listed.get(id)
             if (listedDeadline !== undefined) {
-              const deadline = Option.isNone(row.record.deadline) ? listedDeadline : row.record.deadline
-              rows.set(key, { record: { ...row.record, deadline }, state: ClaimState.Durable() })
+              // The record object is kept when nothing in it changes: the claims writer reuses the
+              // encoding of an unchanged record (and the startup write the loaded file's own bytes).
+              const record = Option.isNone(row.record.deadline) ? { ...row.record, deadline: listedDeadline } : row.record
+              rows.set(key, { record, state: ClaimState.Durable() })
               lifted.push(key)
             } else {
               rows.remove(key)

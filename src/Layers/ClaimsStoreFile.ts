@@ -94,6 +94,16 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
         Effect.mapError((e) => new ClaimsLoadError({ path: given, message: `cannot decode ${path}: ${e.message}` }))
       )
       otherMembers = document.unknownMembers
+      if (document.writtenMembers !== undefined) {
+        // The file is the writer's own text of these rows: the encoder starts from it, so the
+        // startup write (PER-9) copies every row the startup left unchanged instead of encoding
+        // it again. Its offsets count characters, which are bytes only in ASCII text (any other
+        // file is encoded in full, as before).
+        const bytes = Buffer.from(text)
+        if (bytes.length === text.length) {
+          encode.seed(bytes, document.rows, document.writtenMembers.starts, document.writtenMembers.ends)
+        }
+      }
       yield* commits.holdLoaded(document.intents)
       return document.rows
     }).pipe(

@@ -265,6 +265,20 @@ export interface ClaimsDocument {
   readonly intents: ReadonlyMap<PodKey, ClaimIntent>
   /** `"name":value,…` (compact), or "" when the file has no other member. */
   readonly unknownMembers: string
+  /**
+   * Present when the text is byte for byte what the writer makes of these rows and intents
+   * (`encodeClaimsFile(rows, membersAfterClaims(intents, ""))`): where each row's member
+   * (`"key":{…}`, exactly `encodeClaimMember(key, record)`) starts and ends in the text, in the
+   * rows' order (sorted by key). The store's encoder starts from these bytes instead of encoding
+   * every row again for the startup write.
+   */
+  readonly writtenMembers?: WrittenMembers
+}
+
+/** Text offsets of each row's member, one entry per row in the rows' order; `[starts[i], ends[i])`. */
+export interface WrittenMembers {
+  readonly starts: ReadonlyArray<number>
+  readonly ends: ReadonlyArray<number>
 }
 
 const decodeIntents = (value: unknown): Result.Result<ReadonlyMap<PodKey, ClaimIntent>, ClaimsFileDecodeError> => {
@@ -333,9 +347,15 @@ export const decodeWrittenFile = (text: string, value: unknown): ClaimsDocument 
     return true
   }
   const rows = new Map<PodKey, ClaimRecord>()
+  const starts: Array<number> = []
+  const ends: Array<number> = []
   const keyOfId = new Set<string>()
   let first = true
+  // The writer sorts the keys; a file in another order is read in full (and written sorted).
+  let previousKey: string | undefined
   for (const key in claims) {
+    if (previousKey !== undefined && compareKeys(previousKey, key) >= 0) return undefined
+    previousKey = key
     const entry = claims[key]
     if (!isObject(entry)) return undefined
     const { address, claimedAt, deadline, id, podUID, token } = entry
@@ -353,7 +373,10 @@ export const decodeWrittenFile = (text: string, value: unknown): ClaimsDocument 
     member += `,"podUID":${goJsonString(podUID)}`
     if (claimedAt !== undefined) member += `,"claimedAt":"${claimedAt}"`
     if (deadline !== undefined) member += `,"deadline":"${deadline}"`
+    const start = first ? at : at + 1
     if (!next(`${member}}`)) return undefined
+    starts.push(start)
+    ends.push(at)
     first = false
     rows.set(key as PodKey, {
       id: id as ClaimId,
@@ -370,7 +393,10 @@ export const decodeWrittenFile = (text: string, value: unknown): ClaimsDocument 
     // The writer leaves the member out when there is no intent.
     if (!isObject(intentsValue) || !next(`,"intents":{`)) return undefined
     first = true
+    previousKey = undefined
     for (const key in intentsValue) {
+      if (previousKey !== undefined && compareKeys(previousKey, key) >= 0) return undefined
+      previousKey = key
       const intent = intentsValue[key]
       if (!isObject(intent)) return undefined
       const { podUID, sentAt } = intent
@@ -383,7 +409,7 @@ export const decodeWrittenFile = (text: string, value: unknown): ClaimsDocument 
     if (first || !next("}")) return undefined
   }
   if (!next("}") || at !== text.length) return undefined
-  return { rows, intents, unknownMembers: "" }
+  return { rows, intents, unknownMembers: "", writtenMembers: { starts, ends } }
 }
 
 const parseClaimsText = (text: string): Result.Result<unknown, ClaimsFileDecodeError> => {

@@ -16,13 +16,39 @@ import type { PodKey } from "../Schemas/Ids.ts"
  * one small copy per row (the per-row copies touch memory scattered over the heap, which is cold
  * after the write's I/O waits). The returned bytes are a view of a buffer that the call after next
  * overwrites: the single writer writes them before it encodes again.
+ *
+ * `seed` starts the encoder from a file the writer wrote (the claims file as loaded), as if that
+ * file had been its last output: the startup write of 10,000 unchanged rows is then one block
+ * copy of the loaded bytes instead of 10,000 encodings, and only rows changed since the load
+ * (a back-filled claimedAt, a lifted row's deadline) are encoded.
  */
-export const makeClaimsEncoder = () => {
+export interface ClaimsEncoder {
+  /**
+   * `otherMembers`: the top-level members that follow `claims` (`"name":value,…`, already
+   * encoded), or "" for the reference's file.
+   */
+  (rows: ReadonlyMap<PodKey, ClaimRecord>, otherMembers?: string): Uint8Array
+  /**
+   * Takes `file` as the last output: `rows` (in key order) are its members, row i at bytes
+   * `[starts[i], ends[i])`, which must be exactly `encodeClaimMember(key, record)` (what
+   * `decodeWrittenFile` checks). Spans that do not lie as the writer lays them out (`{"claims":{`,
+   * then the members one comma apart) are not taken, and the encoder starts empty. The encoder
+   * owns `file` from then on (a later output is written into it).
+   */
+  readonly seed: (file: Buffer<ArrayBuffer>, rows: ReadonlyMap<PodKey, ClaimRecord>, starts: ReadonlyArray<number>, ends: ReadonlyArray<number>) => void
+}
+
+export const makeClaimsEncoder = (): ClaimsEncoder => {
   interface Member {
     readonly key: PodKey
     record: ClaimRecord
-    bytes: Uint8Array
-    /** `bytes.length`, kept here so that an unchanged row costs no look at its bytes. */
+    /**
+     * Its own encoding, read only while the member is not in the last output (offset -1: new or
+     * re-encoded, when it is always set); undefined for a member seeded from a loaded file, whose
+     * bytes are in the last output until its record changes.
+     */
+    bytes: Uint8Array | undefined
+    /** Its encoding's length in bytes, kept here so that an unchanged row costs no look at its bytes. */
     length: number
     /** The call that last saw this key among the rows. */
     seen: number
@@ -57,11 +83,36 @@ export const makeClaimsEncoder = () => {
     return Buffer.from(encodeClaimsFile(rows, otherMembers))
   }
 
-  /**
-   * `otherMembers`: the top-level members that follow `claims` (`"name":value,…`, already
-   * encoded), or "" for the reference's file.
-   */
-  return (rows: ReadonlyMap<PodKey, ClaimRecord>, otherMembers = ""): Uint8Array => {
+  const seed: ClaimsEncoder["seed"] = (file, rows, starts, ends) => {
+    cache.clear()
+    sorted = []
+    iterated = []
+    last = Buffer.alloc(0)
+    spare = Buffer.alloc(0)
+    if (starts.length !== rows.size || ends.length !== rows.size) return
+    const members: Array<Member> = []
+    let expected = open.length
+    let previousKey: PodKey | undefined
+    for (const [key, record] of rows) {
+      const i = members.length
+      const start = starts[i]!
+      const end = ends[i]!
+      // Adjacent members, one comma apart, in key order: the layout every output has.
+      if (start !== expected || end <= start || end > file.length || (i > 0 && file[start - 1] !== comma)) break
+      if (previousKey !== undefined && compareKeys(previousKey, key) >= 0) break
+      previousKey = key
+      expected = end + 1
+      members.push({ key, record, bytes: undefined, length: end - start, seen: call, offset: start, order: i })
+    }
+    if (members.length !== rows.size || file.length < open.length || Buffer.compare(file.subarray(0, open.length), open) !== 0) return
+    for (const member of members) cache.set(member.key, member)
+    sorted = members
+    iterated = members.slice()
+    // The encoder owns `file` from here on: after the next call it is the buffer the one after writes.
+    last = file
+  }
+
+  const encode = (rows: ReadonlyMap<PodKey, ClaimRecord>, otherMembers = ""): Uint8Array => {
     if (otherMembers !== closeFor) {
       closeFor = otherMembers
       close = Buffer.from(`}${trailerOf(otherMembers)}}`)
@@ -142,7 +193,8 @@ export const makeClaimsEncoder = () => {
           runDest = offset
           member.offset = offset
         } else {
-          target.set(member.bytes, offset)
+          // offset -1: new or re-encoded, so its bytes are set
+          target.set(member.bytes!, offset)
           member.offset = offset
           offset += length
         }
@@ -180,4 +232,5 @@ export const makeClaimsEncoder = () => {
     spare = previous
     return target.subarray(0, byteLength)
   }
+  return Object.assign(encode, { seed })
 }

@@ -129,9 +129,10 @@ describe("ClaimTable (Ref layer)", () => {
   it.effect("judgeQuarantined: lifts listed rows (deadline back-filled, never overwritten), drops unlisted, skips changed rows (VER-2)", () =>
     run(Effect.gen(function*() {
       const table = yield* ClaimTable
+      const withDeadline = rec("sb_2", 1_000)
       yield* table.loadQuarantined(new Map([
         [key("listed-no-deadline"), rec("sb_1")],
-        [key("listed-deadline"), rec("sb_2", 1_000)],
+        [key("listed-deadline"), withDeadline],
         [key("gone"), rec("sb_3")],
         [key("replaced"), rec("sb_4")]
       ]))
@@ -155,6 +156,8 @@ describe("ClaimTable (Ref layer)", () => {
         Option.getOrThrow(yield* table.durable(key("listed-deadline"))).deadline,
         Option.some(DateTime.makeUnsafe(1_000))
       )
+      // Lifted without a change, the row keeps the very record loaded: the writer reuses its encoding.
+      assert.strictEqual(Option.getOrThrow(yield* table.durable(key("listed-deadline"))), withDeadline)
       assert.strictEqual(Option.getOrThrow(yield* table.held(key("replaced"))).record.id, "sb_5")
       assert.deepStrictEqual(yield* table.quarantinedKeys, [])
     })))

@@ -8,6 +8,7 @@ import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import { testConfig } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
+import { encodeClaimsFile } from "../../src/Schemas/ClaimsFile.ts"
 import { ClaimsStore } from "../../src/Services/ClaimsStore.ts"
 import { tempDir as makeTempDir } from "../support/TempDir.ts"
 
@@ -209,6 +210,107 @@ describe("ClaimsStoreFile", () => {
       yield* withStore(path, ClaimsStore.use((s) => s.load))
       const left = (yield* listDir(dir)).sort()
       assert.deepStrictEqual(left, [".other.json.tmp-1", "claims.json", "claims.json.lock.keep", "other.json"])
+    }))
+
+  it.effect("the mandatory write of the table as loaded is a full durable write of the file's own bytes (PER-9)", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = NPath.join(dir, "claims.json")
+      yield* Effect.promise(() => NFS.writeFile(path, referenceFile))
+      const rec = recordingOps()
+      yield* withStore(
+        path,
+        Effect.gen(function*() {
+          const store = yield* ClaimsStore
+          const table = yield* TestClaimsTable
+          for (const [k, r] of yield* store.load) yield* table.put(k, r)
+          rec.arm()
+          yield* store.commit(Option.none())
+        }),
+        rec.ops
+      )
+      assert.deepStrictEqual(rec.steps, ["create", "write", "fsync", "close", "rename", "fsyncDir"])
+      assert.deepStrictEqual(rec.written, [referenceFile])
+    }))
+
+  it.effect("the write of rows unchanged since the load copies their loaded bytes: no row is encoded again", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = NPath.join(dir, "claims.json")
+      yield* Effect.promise(() => NFS.writeFile(path, referenceFile))
+      let tokensRead = 0
+      yield* withStore(
+        path,
+        Effect.gen(function*() {
+          const store = yield* ClaimsStore
+          const table = yield* TestClaimsTable
+          for (const [k, r] of yield* store.load) {
+            // The same record object, its token counted when read (encoding a row reads it).
+            const token = r.token
+            Object.defineProperty(r, "token", { get: () => (tokensRead++, token) })
+            yield* table.put(k, r)
+          }
+          yield* store.commit(Option.none())
+        })
+      )
+      assert.strictEqual(yield* readText(path), referenceFile)
+      assert.strictEqual(tokensRead, 0)
+    }))
+
+  it.effect("after the write of the table as loaded, each later write is exactly the table's encoding", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = NPath.join(dir, "claims.json")
+      yield* Effect.promise(() => NFS.writeFile(path, referenceFile))
+      yield* withStore(
+        path,
+        Effect.gen(function*() {
+          const store = yield* ClaimsStore
+          const table = yield* TestClaimsTable
+          const rows = new Map(yield* store.load)
+          for (const [k, r] of rows) yield* table.put(k, r)
+          yield* store.commit(Option.none())
+          const steps: ReadonlyArray<(rows: Map<PodKey, ClaimRecord>) => void> = [
+            (rows) => rows.set(podKeyOf("default", "b"), { ...rows.get(podKeyOf("default", "b"))!, podUID: "uid-b2" }),
+            (rows) => rows.set(podKeyOf("default", "aa"), record(7)),
+            (rows) => rows.delete(podKeyOf("default", "a")),
+            (rows) => rows.set(podKeyOf("zz", "last"), record(8))
+          ]
+          for (const change of steps) {
+            const before = new Set(rows.keys())
+            change(rows)
+            for (const k of before) if (!rows.has(k)) yield* table.remove(k)
+            for (const [k, r] of rows) yield* table.put(k, r)
+            yield* store.commit(Option.none())
+            assert.strictEqual(yield* readText(path), encodeClaimsFile(rows))
+          }
+        })
+      )
+    }))
+
+  it.effect("a table changed before the first write is written as it is then, never as loaded", () =>
+    Effect.gen(function*() {
+      for (const change of ["a row removed", "a row replaced by an equal copy", "a row added"] as const) {
+        const dir = yield* tempDir
+        const path = NPath.join(dir, "claims.json")
+        yield* Effect.promise(() => NFS.writeFile(path, referenceFile))
+        const expected = yield* withStore(
+          path,
+          Effect.gen(function*() {
+            const store = yield* ClaimsStore
+            const table = yield* TestClaimsTable
+            const loaded = new Map(yield* store.load)
+            if (change === "a row removed") loaded.delete(podKeyOf("default", "b"))
+            if (change === "a row replaced by an equal copy") loaded.set(podKeyOf("default", "b"), { ...loaded.get(podKeyOf("default", "b"))! })
+            if (change === "a row added") loaded.set(key(9), record(9))
+            for (const [k, r] of loaded) yield* table.put(k, r)
+            yield* store.commit(Option.none())
+            return encodeClaimsFile(loaded)
+          })
+        )
+        assert.strictEqual(yield* readText(path), expected, change)
+        if (change !== "a row replaced by an equal copy") assert.notStrictEqual(expected, referenceFile, change)
+      }
     }))
 
   it.effect("a write is create(0600) → write → fsync → close → rename → fsync(dir), no temp left", () =>

@@ -10,6 +10,7 @@ import {
   decodeClaimsDocumentInFull,
   decodeClaimsFile,
   decodeWrittenFile,
+  encodeClaimMember,
   encodeClaimsFile,
   formatTimestamp,
   goJsonString,
@@ -299,7 +300,18 @@ describe("ClaimsFile", () => {
       fc.property(written, (text) => {
         const shortcut = decodeWrittenFile(text, JSON.parse(text))
         if (plainKeys(text)) assert.isDefined(shortcut, text)
-        if (shortcut !== undefined) assert.deepStrictEqual(view(Result.succeed(shortcut)), view(decodeClaimsDocumentInFull(text)))
+        if (shortcut !== undefined) {
+          assert.deepStrictEqual(view(Result.succeed(shortcut)), view(decodeClaimsDocumentInFull(text)))
+          // what the store's encoder starts from: each span is exactly its row's encoding
+          assert.strictEqual(encodeClaimsFile(shortcut.rows, membersAfterClaims(shortcut.intents, "")), text)
+          const spans = shortcut.writtenMembers!
+          assert.strictEqual(spans.starts.length, shortcut.rows.size)
+          let i = 0
+          for (const [key, record] of shortcut.rows) {
+            assert.strictEqual(text.slice(spans.starts[i], spans.ends[i]), encodeClaimMember(key, record))
+            i++
+          }
+        }
       }),
       { numRuns: 300 }
     )
@@ -333,7 +345,7 @@ describe("ClaimsFile", () => {
     )
   })
 
-  it("what the shortcut leaves to the full decode: spacing, unknown fields, repeated keys, fractional or zero times, a bad token, one id twice", () => {
+  it("what the shortcut leaves to the full decode: spacing, unknown fields, repeated keys, unsorted keys, fractional or zero times, a bad token, one id twice", () => {
     const row = (id: string, rest = "") => `{"id":"${id}","token":"t","podUID":""${rest}}`
     for (
       const text of [
@@ -346,7 +358,9 @@ describe("ClaimsFile", () => {
         `{"claims":{"ns/a":{"id":"x","token":"","podUID":""}}}`,
         `{"claims":{"ns/a":${row("x")},"ns/b":${row("x")}}}`,
         `{"claims":{"ns/a":{"id":"x","token":"t","address":"","podUID":""}}}`,
-        `{"claims":{},"intents":{}}`
+        `{"claims":{},"intents":{}}`,
+        `{"claims":{"ns/b":${row("x")},"ns/a":${row("y")}}}`,
+        `{"claims":{},"intents":{"ns/b":{"podUID":"","sentAt":"2026-07-27T02:15:00Z"},"ns/a":{"podUID":"","sentAt":"2026-07-27T02:15:00Z"}}}`
       ]
     ) {
       assert.isUndefined(decodeWrittenFile(text, JSON.parse(text)), text)

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Option, Redacted } from "effect"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
-import { encodeClaimsFile } from "../../src/Schemas/ClaimsFile.ts"
+import { decodeWrittenFile, encodeClaimsFile } from "../../src/Schemas/ClaimsFile.ts"
 import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
 import { makeClaimsEncoder } from "../../src/Store/ClaimsEncoder.ts"
 
@@ -74,4 +74,71 @@ describe("ClaimsEncoder", () => {
     }
   })
 
+  /** A file as the writer writes it, decoded by the shortcut: its rows (the records the encoder is seeded with) and spans. */
+  const written = (rows: ReadonlyMap<PodKey, ClaimRecord>) => {
+    const file = encodeClaimsFile(rows)
+    const document = decodeWrittenFile(file, JSON.parse(file))!
+    return { file, rows: document.rows, spans: document.writtenMembers! }
+  }
+
+  it("seeded with a loaded file, an unchanged row is copied from the file's bytes, a changed one encoded", () => {
+    const loaded = written(new Map([[key(1), record(1)], [key(2), record(2)], [key(3), record(3)]]))
+    // Marks the loaded bytes: a row copied from them shows it, a row encoded again does not.
+    const marked = Buffer.from(loaded.file.replaceAll("tok-", "tok_"))
+    const encode = makeClaimsEncoder()
+    encode.seed(marked, loaded.rows, loaded.spans.starts, loaded.spans.ends)
+    const rows = new Map(loaded.rows)
+    rows.set(key(2), { ...rows.get(key(2))! }) // an equal copy is a change: encoded, not copied
+    const out = text(encode(rows))
+    assert.strictEqual(out, encodeClaimsFile(rows).replace("tok-1", "tok_1").replace("tok-3", "tok_3"))
+  })
+
+  it("after a seed, every output equals a fresh encoding of exactly the rows given (random churn)", () => {
+    let seed = 11
+    const rand = (m: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      return seed % m
+    }
+    for (let run = 0; run < 20; run++) {
+      const initial = new Map<PodKey, ClaimRecord>()
+      for (let i = 0; i < rand(40); i++) initial.set(key(rand(80)), record(rand(1000)))
+      const loaded = written(initial)
+      const encode = makeClaimsEncoder()
+      encode.seed(Buffer.from(loaded.file), loaded.rows, loaded.spans.starts, loaded.spans.ends)
+      const rows = new Map(loaded.rows)
+      // The first write: the table as loaded, with the intents member or not.
+      const other = run % 2 === 0 ? "" : `"intents":{"ns/x":{"podUID":"u","sentAt":"2026-07-27T02:15:00Z"}}`
+      assert.strictEqual(text(encode(rows, other)), encodeClaimsFile(rows, other), "as loaded")
+      for (let round = 0; round < 30; round++) {
+        for (let i = 0; i < 1 + rand(4); i++) {
+          const k = key(rand(80))
+          const r = rand(4)
+          if (r === 0) rows.delete(k)
+          else if (r === 1 && rows.has(k)) rows.set(k, { ...rows.get(k)!, podUID: `uid-${rand(5)}` })
+          else rows.set(k, record(rand(1000)))
+        }
+        const view = new Map([...rows].filter(() => rand(10) !== 0))
+        assert.strictEqual(text(encode(view)), encodeClaimsFile(view), `run ${run} round ${round}`)
+      }
+    }
+  })
+
+  it("a seed whose spans are not laid out as the writer writes them is not taken", () => {
+    const two = written(new Map([[key(1), record(1)], [key(2), record(2)]]))
+    const one = written(new Map([[key(1), record(1)]]))
+    const { ends, starts } = two.spans
+    for (
+      const [what, loaded, s, e] of [
+        ["shifted", two, starts.map((n) => n + 1), ends.map((n) => n + 1)],
+        ["the only row shifted", one, one.spans.starts.map((n) => n - 1), one.spans.ends.map((n) => n - 1)],
+        ["a gap between rows", two, [starts[0]!, starts[1]! + 1], [ends[0]!, ends[1]! + 1]],
+        ["one span short", two, [starts[0]!], [ends[0]!]]
+      ] as const
+    ) {
+      const encode = makeClaimsEncoder()
+      // Marked bytes: a seed taken would show them in the output.
+      encode.seed(Buffer.from(loaded.file.replaceAll("tok-", "tok_")), loaded.rows, s, e)
+      assert.strictEqual(text(encode(loaded.rows)), loaded.file, what)
+    }
+  })
 })
