@@ -31,9 +31,11 @@ import {
   KubeUnavailable,
   type OwnerObject,
   type OwnerRef,
+  type PodList,
   type PodWatchEvent,
   type StatusDetails
 } from "../Services/KubeApi.ts"
+import * as ListBody from "../Kube/ListBody.ts"
 import * as PooledAuthentication from "../Kube/PooledAuthentication.ts"
 import * as KubeConfigLoader from "../Kube/KubeConfigLoader.ts"
 import * as TokenBucket from "../Kube/TokenBucket.ts"
@@ -148,8 +150,10 @@ const WatchEnvelope = Schema.Struct({ type: Schema.String, object: Schema.Unknow
 const decodeWatchEnvelope = Schema.decodeUnknownOption(WatchEnvelope)
 
 // `null`s allowed: a list is decoded without the `dropNulls` copy of its items (`decodePod` skips them).
+const ListMetadata = Schema.NullOr(Schema.Struct({ resourceVersion: Schema.optionalKey(Schema.NullOr(Schema.String)) }))
+const decodeListMetadata = Schema.decodeUnknownOption(ListMetadata)
 const PodListBody = Schema.Struct({
-  metadata: Schema.optionalKey(Schema.NullOr(Schema.Struct({ resourceVersion: Schema.optionalKey(Schema.NullOr(Schema.String)) }))),
+  metadata: Schema.optionalKey(ListMetadata),
   items: Schema.Array(Schema.Unknown)
 })
 const decodePodListBody = Schema.decodeUnknownOption(PodListBody)
@@ -185,11 +189,11 @@ type Spanned = ReturnType<typeof spanned>
 
 const gunzip = Util.promisify(Zlib.gunzip)
 
-/** A reply's text, unzipped when the server gzipped it (off the event loop, in zlib's thread pool). */
-const bodyText = async (response: Dispatcher.ResponseData): Promise<string> =>
-  response.headers["content-encoding"] === "gzip"
-    ? (await gunzip(Buffer.from(await response.body.arrayBuffer()))).toString("utf8")
-    : response.body.text()
+/** A reply's bytes, unzipped when the server gzipped it (off the event loop, in zlib's thread pool). */
+const bodyBytes = async (response: Dispatcher.ResponseData): Promise<Buffer> => {
+  const bytes = Buffer.from(await response.body.arrayBuffer())
+  return response.headers["content-encoding"] === "gzip" ? gunzip(bytes) : bytes
+}
 
 /** A response body's bytes as they arrive (undici's body is a Node stream of Buffers). */
 async function* chunksOf(body: AsyncIterable<Buffer>): AsyncGenerator<Uint8Array> {
@@ -301,27 +305,39 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
         })
       )
 
-    /** A request built here: the parsed JSON body on 2xx, the typed error from the raw body otherwise. */
-    const raw = (operation: string, spec: RawRequest): Effect.Effect<unknown, KubeError> =>
+    /** A request built here: the status and body bytes on 2xx, the typed error from the raw body otherwise. */
+    const exchange = (operation: string, spec: RawRequest): Effect.Effect<{ readonly status: number; readonly bytes: Buffer }, KubeError> =>
       serverHasCredentials ? refusedForCredentials(operation, spec) : request(
         operation,
         Effect.tryPromise({
           try: async (signal) => {
             const response = await send(spec, signal)
-            return { status: response.statusCode, text: await bodyText(response) }
+            return { status: response.statusCode, bytes: await bodyBytes(response) }
           },
           catch: transport(operation)
         }).pipe(
-          Effect.flatMap(({ status, text }) => {
-            if (status < 200 || status > 299) return Effect.fail(errorFromResponse(operation, status, text))
-            return Effect.try({
-              try: (): unknown => {
-                if (text === "") return undefined
-                const parsed: unknown = JSON.parse(text)
-                return spec.dropNulls === true ? dropNulls(parsed) : parsed
-              },
-              catch: () => new KubeUnavailable({ operation, status, message: `response is not JSON: ${firstLine(text)}` })
-            })
+          Effect.flatMap((reply) =>
+            reply.status < 200 || reply.status > 299
+              ? Effect.fail(errorFromResponse(operation, reply.status, reply.bytes.toString("utf8")))
+              : Effect.succeed(reply)
+          )
+        )
+      )
+
+    const notJson = (operation: string, status: number, bytes: Buffer) =>
+      new KubeUnavailable({ operation, status, message: `response is not JSON: ${firstLine(bytes.toString("utf8", 0, 4096))}` })
+
+    /** A request built here: the parsed JSON body on 2xx, the typed error from the raw body otherwise. */
+    const raw = (operation: string, spec: RawRequest): Effect.Effect<unknown, KubeError> =>
+      exchange(operation, spec).pipe(
+        Effect.flatMap(({ bytes, status }) =>
+          Effect.try({
+            try: (): unknown => {
+              if (bytes.length === 0) return undefined
+              const parsed: unknown = JSON.parse(bytes.toString("utf8"))
+              return spec.dropNulls === true ? dropNulls(parsed) : parsed
+            },
+            catch: () => notJson(operation, status, bytes)
           })
         )
       )
@@ -339,27 +355,39 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
     const slim = (operation: string) => (json: unknown): Effect.Effect<Pod, KubeError> =>
       Option.match(decodePod(json), { onNone: () => unreadablePod(operation), onSome: Effect.succeed })
 
+    /**
+     * The body is read one Pod at a time (`Kube/ListBody.ts`): each is parsed, projected to the
+     * slim Pod and dropped before the next, so only the slim Pods outlive the loop.
+     */
     const listPods = (nodeName: string) =>
-      raw("listPods", {
+      exchange("listPods", {
         method: HttpMethod.GET,
         path: "/api/v1/pods",
         query: { fieldSelector: nodeSelector(nodeName) }
       }).pipe(
-        Effect.flatMap((body) =>
-          Option.match(decodePodListBody(body), {
-            onNone: () => Effect.fail(new KubeUnavailable({ operation: "listPods", status: 200, message: "the pod list has no items" })),
-            onSome: (list) => {
-              // A plain loop: one Effect per Pod was a visible part of a 10,000-Pod relist.
-              const items: Array<Pod> = []
-              for (const item of list.items) {
-                const pod = decodePod(item)
-                if (Option.isNone(pod)) return unreadablePod("listPods")
-                items.push(pod.value)
-              }
-              return Effect.succeed({ items, resourceVersion: list.metadata?.resourceVersion ?? "" })
+        Effect.flatMap(({ bytes, status }): Effect.Effect<PodList, KubeError> => {
+          const items: Array<Pod> = []
+          let unparsable = false
+          const read = ListBody.scan(bytes, (text) => {
+            const json = parseJson(text)
+            if (Option.isNone(json)) {
+              unparsable = true
+              return false
             }
+            const pod = decodePod(json.value)
+            if (Option.isNone(pod)) return false
+            items.push(pod.value)
+            return true
           })
-        )
+          if (read._tag === "Malformed" || unparsable) return Effect.fail(notJson("listPods", status, bytes))
+          if (read._tag === "Stopped") return unreadablePod("listPods")
+          const metadata = read.metadata === undefined ? Option.some(null) : parseJson(read.metadata).pipe(Option.flatMap(decodeListMetadata))
+          if (Option.isNone(metadata)) return Effect.fail(notJson("listPods", status, bytes))
+          if (!read.items) {
+            return Effect.fail(new KubeUnavailable({ operation: "listPods", status: 200, message: "the pod list has no items" }))
+          }
+          return Effect.succeed({ items, resourceVersion: metadata.value?.resourceVersion ?? "" })
+        })
       )
 
     const podsResourceVersion = (nodeName: string) =>

@@ -373,6 +373,31 @@ describe("KubeApiClientNode on the wire", () => {
       assert.include(error.message, "cannot read")
     }))
 
+  it.effect("listPods reads a body laid out with whitespace; one cut short is not JSON, one without items says so", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      const body = JSON.stringify({
+        kind: "PodList",
+        metadata: { resourceVersion: "42" },
+        items: [
+          { metadata: { name: "a", namespace: "x", managedFields: [{ manager: "m", fieldsV1: { "f:metadata": {} } }] } },
+          { metadata: { managedFields: null, name: "b", namespace: "x" } }
+        ]
+      }, null, 2)
+      rec.setHandler(() => ({ status: 200, body }))
+      const list = yield* kube.listPods("vk")
+      assert.deepStrictEqual(list.items, [{ metadata: { name: "a", namespace: "x" } }, { metadata: { name: "b", namespace: "x" } }])
+      assert.strictEqual(list.resourceVersion, "42")
+      rec.setHandler(() => ({ status: 200, body: body.slice(0, body.length - 2) }))
+      const cut = yield* Effect.flip(kube.listPods("vk"))
+      assert.strictEqual(cut._tag, "KubeUnavailable")
+      assert.include(cut.message, "response is not JSON")
+      rec.setHandler(() => ({ status: 200, body: `{"items":[{"metadata":{"name":"a"}},{"metadata":{"name":` }))
+      assert.include((yield* Effect.flip(kube.listPods("vk"))).message, "response is not JSON")
+      rec.setHandler(() => json(200, { kind: "PodList", metadata: { resourceVersion: "42" } }))
+      assert.include((yield* Effect.flip(kube.listPods("vk"))).message, "the pod list has no items")
+    }))
+
   it.effect("a watch event, a read and a status write's reply carrying the apiserver's nulls read them as absent", () =>
     Effect.gen(function*() {
       const { kube, rec } = yield* setup
