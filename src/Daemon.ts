@@ -6,7 +6,9 @@
  *   → the first pod list asked for (read only; the pod controller takes it when it starts)
  *   → claims table + durable store (single-writer lock)
  *   → provider (events, owner resolver, status channels)
- *   → claims loaded, quarantined, verified, proven writable     (before the node registers)
+ *   → the startup verification's sandboxd listing asked for (read only; the lock is held)
+ *   → claims loaded, quarantined, verified (on that listing), proven writable
+ *                                                               (before the node registers)
  *   → kubelet HTTPS API (TLS chosen or self-signed; a bad pair or a busy port stops here)
  *   → virtual node registered, status + lease loops
  *   → pod controller (list + watch, reconcile)
@@ -119,7 +121,12 @@ const ProviderLayer = PodLifecycleProviderLayer.pipe(
 )
 
 
-/** PER-8, PER-9, VER-1: loaded, quarantined, verified and written before anything else starts. */
+/**
+ * PER-8, PER-9, VER-1: loaded, quarantined, verified and written before anything else starts.
+ * The verification's listing is asked for first, so sandboxd answers while the file is read and
+ * decoded (CFG-11); the store below already holds the state lock, and nothing above it is built
+ * (no claim, no release) until this is done.
+ */
 const ClaimsStartupLayer = Layer.effect(ClaimsStartup, Effect.map(startClaims, ClaimsStartup.of))
 
 /** A Node event when claims start quarantined (sandboxd could not vouch for them yet). */

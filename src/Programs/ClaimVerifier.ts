@@ -12,75 +12,98 @@ import { AppConfig } from "../Services/Config.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { ClaimTable, type QuarantineJudgement } from "../Services/ClaimTable.ts"
 import { ProviderEvents } from "../Services/Provider.ts"
-import { SandboxdClient } from "../Services/SandboxdClient.ts"
+import { type ListedSandbox, SandboxdClient, type SandboxdListError } from "../Services/SandboxdClient.ts"
 import { confirmAbsence, notePresent } from "./Absence.ts"
 import { declareSandboxLost } from "./SandboxLost.ts"
 
 const nothingJudged: QuarantineJudgement = { lifted: [], dropped: [] }
 
-/**
- * One pass (VER-2). Snapshots (key → id) of the quarantined rows, lists once, then judges
- * only the rows that still carry the snapshotted id. Fails with SandboxdListError when the
- * listing fails, having changed nothing. Lifted keys are published so their Pods are retried.
- */
-export const verifyQuarantinedClaims = Effect.gen(function*() {
-  const table = yield* ClaimTable
+/** A sandboxd listing and the time it was asked for, from which an absence is dated (`Absence.ts`). */
+export interface SandboxListing {
+  readonly listedAt: DateTime.Utc
+  readonly sandboxes: ReadonlyArray<ListedSandbox>
+}
+
+/** Asks sandboxd for its listing now. */
+export const listSandboxesNow: Effect.Effect<SandboxListing, SandboxdListError, SandboxdClient> = Effect.gen(function*() {
   const sandboxd = yield* SandboxdClient
-  const events = yield* ProviderEvents
-  const state = yield* table.state
-  const snapshot = new Map<PodKey, ClaimId>()
-  for (const [key, row] of state.rows) {
-    if (row.state._tag === "Quarantined") snapshot.set(key, row.record.id)
-  }
-  if (snapshot.size === 0) return nothingJudged
   const listedAt = yield* DateTime.now
-  const listing = yield* sandboxd.listSandboxes.pipe(
-    Effect.tapError((err) =>
-      Effect.logWarning("sandboxd list failed; claims stay unverified").pipe(Effect.annotateLogs({ error: err }))
+  const sandboxes = yield* sandboxd.listSandboxes
+  return { listedAt, sandboxes }
+})
+
+/**
+ * One pass (VER-2) judged by `listing`, which the pass runs at most once and only when a row is
+ * quarantined. Snapshots (key → id) of the quarantined rows, then judges only the rows that
+ * still carry the snapshotted id. Fails with SandboxdListError when the listing fails, having
+ * changed nothing. Lifted keys are published so their Pods are retried.
+ *
+ * Every pass but the startup one lists when it runs (`verifyQuarantinedClaims`). The startup one
+ * is handed a listing asked for before the claims file was read (`startClaims`, CFG-11). That
+ * listing can judge the loaded rows: each was written before it was asked for, by an earlier
+ * holder of the state lock this process already holds then, and nothing in this process claims
+ * or releases until startup is done.
+ */
+export const verifyQuarantinedWith = <R>(listing: Effect.Effect<SandboxListing, SandboxdListError, R>) =>
+  Effect.gen(function*() {
+    const table = yield* ClaimTable
+    const events = yield* ProviderEvents
+    const state = yield* table.state
+    const snapshot = new Map<PodKey, ClaimId>()
+    for (const [key, row] of state.rows) {
+      if (row.state._tag === "Quarantined") snapshot.set(key, row.record.id)
+    }
+    if (snapshot.size === 0) return nothingJudged
+    const { listedAt, sandboxes } = yield* listing.pipe(
+      Effect.tapError((err) =>
+        Effect.logWarning("sandboxd list failed; claims stay unverified").pipe(Effect.annotateLogs({ error: err }))
+      )
     )
-  )
-  const listed = new Map(listing.map((row) => [row.id, row.deadline] as const))
-  yield* notePresent(Array.from(snapshot.values()).filter((id) => listed.has(id)))
-  // One listing that leaves an id out proves nothing: only a confirmed absence is judged.
-  const judged = new Map<PodKey, ClaimId>()
-  for (const [key, id] of snapshot) {
-    if (listed.has(id)) {
-      judged.set(key, id)
-      continue
-    }
-    const verdict = yield* confirmAbsence(id, listedAt)
-    switch (verdict._tag) {
-      case "Present":
-        listed.set(id, verdict.sandbox.deadline)
+    const listed = new Map(sandboxes.map((row) => [row.id, row.deadline] as const))
+    yield* notePresent(Array.from(snapshot.values()).filter((id) => listed.has(id)))
+    // One listing that leaves an id out proves nothing: only a confirmed absence is judged.
+    const judged = new Map<PodKey, ClaimId>()
+    for (const [key, id] of snapshot) {
+      if (listed.has(id)) {
         judged.set(key, id)
-        break
-      case "Gone":
-        judged.set(key, id)
-        break
-      case "Unconfirmed":
-        yield* Effect.logInfo("claim not listed; its absence is not confirmed yet, keeping it").pipe(
-          Effect.annotateLogs({ pod: key, claim: id, reason: verdict.reason })
-        )
-        break
+        continue
+      }
+      const verdict = yield* confirmAbsence(id, listedAt)
+      switch (verdict._tag) {
+        case "Present":
+          listed.set(id, verdict.sandbox.deadline)
+          judged.set(key, id)
+          break
+        case "Gone":
+          judged.set(key, id)
+          break
+        case "Unconfirmed":
+          yield* Effect.logInfo("claim not listed; its absence is not confirmed yet, keeping it").pipe(
+            Effect.annotateLogs({ pod: key, claim: id, reason: verdict.reason })
+          )
+          break
+      }
     }
-  }
-  const judgement = yield* table.judgeQuarantined(judged, listed)
-  for (const { id, key } of judgement.dropped) {
-    yield* Effect.logInfo("dropping a claim whose sandbox the node no longer holds").pipe(
-      Effect.annotateLogs({ pod: key, claim: id })
-    )
-    // The generation that last held it ran on it: it has lost its sandbox, and is not silently
-    // given another under the same UID.
-    const record = state.rows.get(key)?.record
-    const current = yield* table.state
-    const pod = Option.fromUndefinedOr(current.pods.get(key))
-    if (record !== undefined && Option.match(pod, { onNone: () => true, onSome: (p) => (p.metadata?.uid ?? "") === record.podUID })) {
-      yield* declareSandboxLost(key, record, Option.filter(pod, (p) => p.status?.phase === "Running"))
+    const judgement = yield* table.judgeQuarantined(judged, listed)
+    for (const { id, key } of judgement.dropped) {
+      yield* Effect.logInfo("dropping a claim whose sandbox the node no longer holds").pipe(
+        Effect.annotateLogs({ pod: key, claim: id })
+      )
+      // The generation that last held it ran on it: it has lost its sandbox, and is not silently
+      // given another under the same UID.
+      const record = state.rows.get(key)?.record
+      const current = yield* table.state
+      const pod = Option.fromUndefinedOr(current.pods.get(key))
+      if (record !== undefined && Option.match(pod, { onNone: () => true, onSome: (p) => (p.metadata?.uid ?? "") === record.podUID })) {
+        yield* declareSandboxLost(key, record, Option.filter(pod, (p) => p.status?.phase === "Running"))
+      }
     }
-  }
-  yield* events.publishUnquarantined(judgement.lifted)
-  return judgement
-}).pipe(Effect.withSpan("ClaimVerifier.pass"))
+    yield* events.publishUnquarantined(judgement.lifted)
+    return judgement
+  }).pipe(Effect.withSpan("ClaimVerifier.pass"))
+
+/** One pass (VER-2) on a listing asked for now. */
+export const verifyQuarantinedClaims = verifyQuarantinedWith(listSandboxesNow)
 
 /**
  * VER-6: a pass every `--claim-verify-interval`, the first one interval after start (startup

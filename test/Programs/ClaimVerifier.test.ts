@@ -5,6 +5,7 @@ import { ClaimsStoreMemoryControl } from "../../testkit/Layers/ClaimsStoreMemory
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import type { PodKey } from "../../src/Schemas/Ids.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
+import { ClaimsStore } from "../../src/Services/ClaimsStore.ts"
 import { Provider } from "../../src/Services/Provider.ts"
 import type { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
@@ -144,6 +145,72 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
       assert.deepStrictEqual(judgement.dropped, [], "the stale pass skips the replaced row")
       assert.deepStrictEqual(Option.getOrThrow(yield* table.durable(keyOf("gone"))).id, fresh.id)
     }).pipe(Effect.provide(world({ seed }), { local: true })))
+})
+
+/**
+ * `startClaims` with its store's load held until `release`; `loading` completes when the load
+ * is asked for (before it reads anything).
+ */
+const startWithLoadHeld = Effect.gen(function*() {
+  const store = yield* ClaimsStore
+  const loading = yield* Deferred.make<void>()
+  const release = yield* Deferred.make<void>()
+  const load = Deferred.succeed(loading, undefined).pipe(Effect.andThen(Deferred.await(release)), Effect.andThen(store.load))
+  const startup = yield* Effect.forkChild(startClaims.pipe(Effect.provideService(ClaimsStore, ClaimsStore.of({ ...store, load }))))
+  return { startup, loading, release: Deferred.succeed(release, undefined) }
+})
+
+const listingsSent = SandboxdSim.use((sim) => Effect.map(sim.audit, (audit) => audit.filter((entry) => entry.route === "list").length))
+
+describe("the startup pass's listing, asked for before the load (CFG-11)", () => {
+  it.effect("is asked for and answered while the claims file is not read yet, and judges the loaded rows", () =>
+    Effect.gen(function*() {
+      const gate = yield* (yield* ListGate).arm
+      const { loading, release, startup } = yield* startWithLoadHeld
+      yield* Deferred.await(loading)
+      // Answered while the load waits: a listing asked for after the load would never get here.
+      yield* Deferred.await(gate.reached)
+      assert.strictEqual(yield* listingsSent, 1)
+      yield* Deferred.succeed(gate.open, undefined)
+      yield* release
+      const summary = yield* Fiber.join(startup)
+      assert.deepStrictEqual(summary, { loaded: 2, backfilled: 1, verified: true, quarantined: 0, intents: 0 })
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable" })
+      assert.strictEqual(yield* listingsSent, 1, "the pass took the early listing: it did not list again")
+    }).pipe(Effect.provide(world({ seed }), { local: true })))
+
+  it.effect("failed, it is the startup pass's failed listing; the next pass lists afresh", () =>
+    Effect.gen(function*() {
+      yield* SandboxdSim.use((sim) => sim.injectFault("list", SimFault.status(503), { times: 1 }))
+      const summary = yield* startClaims
+      assert.isFalse(summary.verified)
+      assert.strictEqual(summary.quarantined, 2)
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Quarantined", [keyOf("gone")]: "Quarantined" })
+      // Not the early answer again: a new listing, which lifts and drops.
+      yield* verifyQuarantinedClaims
+      assert.strictEqual(yield* listingsSent, 2)
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable" })
+    }).pipe(Effect.provide(world({ seed }), { local: true })))
+
+  it.effect("an absence is dated from when it was asked for, not from when the pass used it", () =>
+    Effect.gen(function*() {
+      // No by-id read: an absence is confirmed by listings one --claim-verify-interval (15 s) apart.
+      const gate = yield* (yield* ListGate).arm
+      const { loading, release, startup } = yield* startWithLoadHeld
+      yield* Deferred.await(loading)
+      yield* Deferred.await(gate.reached)
+      // The load takes 10 s after the listing was asked for (t = 0).
+      yield* TestClock.adjust("10 seconds")
+      yield* Deferred.succeed(gate.open, undefined)
+      yield* release
+      const summary = yield* Fiber.join(startup)
+      assert.strictEqual(summary.quarantined, 1, "gone's absence is not confirmed by one listing")
+      // At t = 15 s a listing confirms it: missing since t = 0, not t = 10 s.
+      yield* TestClock.adjust("5 seconds")
+      const judgement = yield* verifyQuarantinedClaims
+      assert.strictEqual(yield* listingsSent, 2)
+      assert.deepStrictEqual(judgement.dropped.map((d) => d.key), [keyOf("gone")])
+    }).pipe(Effect.provide(world({ seed, sim: { revision: { byIdRead: false } } }), { local: true })))
 })
 
 describe("verification loop (VER-6)", () => {

@@ -3,21 +3,29 @@
  * quarantine every loaded row, put the keys of leftover claim intents in doubt, one
  * verification pass, then the mandatory write. A load or
  * that write failing is a startup error: a daemon that cannot persist would leak a VM per claim.
+ *
+ * The verification pass's sandboxd listing is asked for before the load (CFG-11): with 10,000
+ * rows, reading and decoding the file takes a few hundred milliseconds of CPU, and sandboxd's
+ * answer now comes in the meantime instead of being waited for after it. The store already holds
+ * the state lock, so every row the file holds was written before the listing was asked for.
  */
-import { DateTime, Effect, Option } from "effect"
+import { DateTime, Effect, Fiber, Option } from "effect"
 import type { ClaimRecord } from "../../Schemas/Claims.ts"
 import type { PodKey } from "../../Schemas/Ids.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
 import { markInDoubt } from "../ClaimDoubt.ts"
 import type { StartupSummary } from "../../Services/Daemon.ts"
-import { verifyQuarantinedClaims } from "../ClaimVerifier.ts"
+import { listSandboxesNow, verifyQuarantinedWith } from "../ClaimVerifier.ts"
 
 export type { StartupSummary }
 
 export const startClaims = Effect.gen(function*() {
   const store = yield* ClaimsStore
   const table = yield* ClaimTable
+  // Asked for now, used only by the pass below (a later pass lists afresh), and let go when
+  // startup ends: interrupted if no row needed it. Its failure is the pass's failed listing.
+  const listing = yield* Effect.forkScoped(listSandboxesNow)
   const loaded = yield* store.load
   // Held by the store (and written again below) until each one's claim is settled. Each names a
   // claim that may have made a VM no row records: its key is in doubt before any Pod is seen, so
@@ -35,7 +43,7 @@ export const startClaims = Effect.gen(function*() {
     rows.set(key, Option.isNone(record.claimedAt) ? { ...record, claimedAt: Option.some(now) } : record)
   }
   yield* table.loadQuarantined(rows)
-  const verified = yield* verifyQuarantinedClaims.pipe(
+  const verified = yield* verifyQuarantinedWith(Fiber.join(listing)).pipe(
     Effect.as(true),
     Effect.catchTag("SandboxdListError", () => Effect.succeed(false))
   )
@@ -46,4 +54,4 @@ export const startClaims = Effect.gen(function*() {
   )
   const summary: StartupSummary = { loaded: loaded.size, backfilled, verified, quarantined, intents: intents.size }
   return summary
-}).pipe(Effect.withSpan("Provider.startClaims"))
+}).pipe(Effect.scoped, Effect.withSpan("Provider.startClaims"))
