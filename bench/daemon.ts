@@ -184,6 +184,23 @@ const metricSum = (text: string, family: string, match: Readonly<Record<string, 
 const scrape = async (child: Child): Promise<string> => (await fetchText(`${child.metricsUrl}/metrics`))?.body ?? ""
 
 const heapUsed = (metrics: string) => metricSum(metrics, "nodejs_heap_size_used_bytes")
+
+/**
+ * VK_BENCH_MEM_DEBUG=1: a breakdown of the daemon's memory to stderr (heap, external, smaps);
+ * `snap` also sends SIGUSR2, which writes a heap snapshot when the node flags include
+ * --heapsnapshot-signal=SIGUSR2, and waits for it.
+ */
+const memDebug = async (child: Child, label: string) => {
+  if (!process.env["VK_BENCH_MEM_DEBUG"]) return
+  const m = await scrape(child)
+  const rollup = fs.readFileSync(`/proc/${child.pid}/smaps_rollup`, "utf8")
+  const kb = (f: string) => Number(new RegExp(`^${f}:\\s+(\\d+) kB`, "m").exec(rollup)?.[1] ?? "0")
+  process.stderr.write(`MEM ${label} rss=${mb(procMemory(child.pid).rss)} heapTotal=${mb(metricSum(m, "nodejs_heap_size_total_bytes"))} heapUsed=${mb(heapUsed(m))} external=${mb(metricSum(m, "nodejs_external_memory_bytes"))} arrayBuffers=${mb(metricSum(m, "nodejs_array_buffers_bytes"))} anon=${Math.round(kb("Anonymous") / 1024)} file=${Math.round((kb("Rss") - kb("Anonymous")) / 1024)}\n`)
+  if (process.env["VK_BENCH_MEM_DEBUG"] === "snap") {
+    process.kill(child.pid, "SIGUSR2")
+    await sleep(4_000)
+  }
+}
 const apiserverRequests = (metrics: string) =>
   metricSum(metrics, "vk_sandbox_apiserver_requests_total") - metricSum(metrics, "vk_sandbox_apiserver_requests_total", { verb: "WATCH" })
 
@@ -383,6 +400,7 @@ const run = async (): Promise<Figures> => {
       const idle = procMemory(child.pid).rss
       figures["idle_rss_mb"] = mb(idle)
       figures["idle_heap_used_mb"] = mb(heapUsed(await scrape(child)))
+      await memDebug(child, "idle")
 
       const result = await burst(cluster, phases, child, burstN, "burst")
       const floor = (burstN - Math.min(BURST, burstN)) / QPS
@@ -412,6 +430,7 @@ const run = async (): Promise<Figures> => {
       figures["after_burst_rss_mb"] = mb(settled)
       figures["after_burst_heap_used_mb"] = mb(heapUsed(await scrape(child)))
       figures["rss_per_pod_kb"] = round1(perPod / 1024)
+      await memDebug(child, "after_burst")
 
       const writesBefore = metricSum(await scrape(child), "vk_sandbox_apiserver_requests_total", { verb: "PUT", resource: "pods/status" })
       await sleep(steadyS * 1000)

@@ -10,12 +10,16 @@ import type { PodKey } from "../Schemas/Ids.ts"
  * exactly the rows of that call, so a removed or excluded (tentative) row can never come back
  * from it. The key order is kept sorted incrementally.
  *
- * Two output buffers take turns: runs of unchanged members that were adjacent in the previous
- * output are copied from it as one block each, and only new or changed members are copied from
- * their own bytes. A commit that removes one row and adds one costs a few block copies instead of
- * one small copy per row (the per-row copies touch memory scattered over the heap, which is cold
- * after the write's I/O waits). The returned bytes are a view of a buffer that the call after next
- * overwrites: the single writer writes them before it encodes again.
+ * The previous output is the only copy of the unchanged rows' bytes: runs of unchanged members
+ * that were adjacent in it are copied from it as one block each, and only new or changed members
+ * are written from their JSON text, which is dropped once placed. A commit that removes one row
+ * and adds one costs a few block copies instead of one small copy per row (the per-row copies
+ * touch memory scattered over the heap, which is cold after the write's I/O waits). Between
+ * calls the encoder holds one buffer of exactly the file's size and no per-row bytes: a Buffer
+ * per row would cost its own object and keep alive the shared allocation pool slab it was cut
+ * from, several times the row's size per Pod once other short-lived Buffers have come and gone.
+ * Each call writes a fresh buffer, so the bytes it returns stay valid for as long as the caller
+ * holds them.
  *
  * `seed` starts the encoder from a file the writer wrote (the claims file as loaded), as if that
  * file had been its last output: the startup write of 10,000 unchanged rows is then one block
@@ -33,9 +37,14 @@ export interface ClaimsEncoder {
    * `[starts[i], ends[i])`, which must be exactly `encodeClaimMember(key, record)` (what
    * `decodeWrittenFile` checks). Spans that do not lie as the writer lays them out (`{"claims":{`,
    * then the members one comma apart) are not taken, and the encoder starts empty. The encoder
-   * owns `file` from then on (a later output is written into it).
+   * keeps `file` as the source of the unchanged rows' bytes until the next call.
    */
   readonly seed: (file: Buffer<ArrayBuffer>, rows: ReadonlyMap<PodKey, ClaimRecord>, starts: ReadonlyArray<number>, ends: ReadonlyArray<number>) => void
+  /**
+   * What the encoder holds between calls: the bytes of its last output, and how many rows still
+   * hold their own JSON text (none once a call returned).
+   */
+  readonly held: () => { readonly outputBytes: number; readonly rowTexts: number }
 }
 
 export const makeClaimsEncoder = (): ClaimsEncoder => {
@@ -43,11 +52,10 @@ export const makeClaimsEncoder = (): ClaimsEncoder => {
     readonly key: PodKey
     record: ClaimRecord
     /**
-     * Its own encoding, read only while the member is not in the last output (offset -1: new or
-     * re-encoded, when it is always set); undefined for a member seeded from a loaded file, whose
-     * bytes are in the last output until its record changes.
+     * Its JSON while it waits to be placed (offset -1: new or re-encoded, when it is always set);
+     * undefined once its bytes are in the last output (placed, or seeded from a loaded file).
      */
-    bytes: Uint8Array | undefined
+    text: string | undefined
     /** Its encoding's length in bytes, kept here so that an unchanged row costs no look at its bytes. */
     length: number
     /** The call that last saw this key among the rows. */
@@ -63,15 +71,13 @@ export const makeClaimsEncoder = (): ClaimsEncoder => {
   /** Every cached member in the rows' iteration order of the last call. */
   let iterated: Array<Member> = []
   let call = 0
-  /** The last output (read by the next call) and the buffer the next call writes. */
+  /** The last output: the source of the unchanged rows' bytes in the next call. */
   let last = Buffer.alloc(0)
-  let spare = Buffer.alloc(0)
   const open = Buffer.from(`{"claims":{`)
   /** `}` + the top-level members after `claims` + `}`, remade only when those members change. */
   let closeFor = ""
   let close = Buffer.from(`}}`)
   const comma = 0x2c
-  const encodeMember = (key: PodKey, record: ClaimRecord) => Buffer.from(encodeClaimMember(key, record))
 
   const startOver = (rows: ReadonlyMap<PodKey, ClaimRecord>, otherMembers: string): Uint8Array => {
     // Cannot happen (every cached member is in `sorted`); start over rather than write wrong bytes.
@@ -79,7 +85,6 @@ export const makeClaimsEncoder = (): ClaimsEncoder => {
     sorted = []
     iterated = []
     last = Buffer.alloc(0)
-    spare = Buffer.alloc(0)
     return Buffer.from(encodeClaimsFile(rows, otherMembers))
   }
 
@@ -88,7 +93,6 @@ export const makeClaimsEncoder = (): ClaimsEncoder => {
     sorted = []
     iterated = []
     last = Buffer.alloc(0)
-    spare = Buffer.alloc(0)
     if (starts.length !== rows.size || ends.length !== rows.size) return
     const members: Array<Member> = []
     let expected = open.length
@@ -102,13 +106,13 @@ export const makeClaimsEncoder = (): ClaimsEncoder => {
       if (previousKey !== undefined && compareKeys(previousKey, key) >= 0) break
       previousKey = key
       expected = end + 1
-      members.push({ key, record, bytes: undefined, length: end - start, seen: call, offset: start, order: i })
+      members.push({ key, record, text: undefined, length: end - start, seen: call, offset: start, order: i })
     }
     if (members.length !== rows.size || file.length < open.length || Buffer.compare(file.subarray(0, open.length), open) !== 0) return
     for (const member of members) cache.set(member.key, member)
     sorted = members
     iterated = members.slice()
-    // The encoder owns `file` from here on: after the next call it is the buffer the one after writes.
+    // The next call copies the unchanged rows from `file`.
     last = file
   }
 
@@ -139,15 +143,15 @@ export const makeClaimsEncoder = (): ClaimsEncoder => {
         if (member !== undefined) next = member.order + 1
       }
       if (member === undefined) {
-        const bytes = encodeMember(key, record)
-        member = { key, record, bytes, length: bytes.length, seen: current, offset: -1, order: 0 }
+        const text = encodeClaimMember(key, record)
+        member = { key, record, text, length: Buffer.byteLength(text), seen: current, offset: -1, order: 0 }
         cache.set(key, member)
         added.push(member)
       } else {
         if (member.record !== record) {
           member.record = record
-          member.bytes = encodeMember(key, record)
-          member.length = member.bytes.length
+          member.text = encodeClaimMember(key, record)
+          member.length = Buffer.byteLength(member.text)
           member.offset = -1
         }
         member.seen = current
@@ -161,8 +165,8 @@ export const makeClaimsEncoder = (): ClaimsEncoder => {
     if (added.length > 1) added.sort((a, b) => compareKeys(a.key, b.key))
 
     const byteLength = open.length + bodyBytes + Math.max(0, count - 1) + close.length
-    if (spare.length < byteLength) spare = Buffer.alloc(Math.max(byteLength, Math.ceil(last.length * 1.5)))
-    const target = spare
+    // Not from the shared pool (a pool slab could be held by the output for as long as it lives).
+    const target = Buffer.allocUnsafeSlow(byteLength)
     const previous = last
     target.set(open, 0)
     let offset = open.length
@@ -178,6 +182,7 @@ export const makeClaimsEncoder = (): ClaimsEncoder => {
       }
     }
     const out: Array<Member> = []
+    let short = false
     const place = (member: Member) => {
       const length = member.length
       if (runFrom >= 0 && member.offset === runTo + 1) {
@@ -193,10 +198,13 @@ export const makeClaimsEncoder = (): ClaimsEncoder => {
           runDest = offset
           member.offset = offset
         } else {
-          // offset -1: new or re-encoded, so its bytes are set
-          target.set(member.bytes!, offset)
+          // offset -1: new or re-encoded, so its text is set; were it missing, the bytes would
+          // fall short and the check below starts over.
+          const written = target.write(member.text ?? "", offset)
+          if (written !== length) short = true
+          member.text = undefined
           member.offset = offset
-          offset += length
+          offset += written
         }
       }
       out.push(member)
@@ -225,12 +233,18 @@ export const makeClaimsEncoder = (): ClaimsEncoder => {
     }
     while (a < added.length) place(added[a++]!)
     flush()
-    if (out.length !== count || cache.size !== count || offset + close.length !== byteLength) return startOver(rows, otherMembers)
+    if (short || out.length !== count || cache.size !== count || offset + close.length !== byteLength) return startOver(rows, otherMembers)
     target.set(close, offset)
     sorted = out
     last = target
-    spare = previous
-    return target.subarray(0, byteLength)
+    return target
   }
-  return Object.assign(encode, { seed })
+  const held: ClaimsEncoder["held"] = () => {
+    let rowTexts = 0
+    cache.forEach((member) => {
+      if (member.text !== undefined) rowTexts++
+    })
+    return { outputBytes: last.length, rowTexts }
+  }
+  return Object.assign(encode, { seed, held })
 }

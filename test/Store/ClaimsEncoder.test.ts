@@ -91,6 +91,7 @@ describe("ClaimsEncoder", () => {
     rows.set(key(2), { ...rows.get(key(2))! }) // an equal copy is a change: encoded, not copied
     const out = text(encode(rows))
     assert.strictEqual(out, encodeClaimsFile(rows).replace("tok-1", "tok_1").replace("tok-3", "tok_3"))
+    assert.deepStrictEqual(encode.held(), { outputBytes: Buffer.byteLength(out), rowTexts: 0 })
   })
 
   it("after a seed, every output equals a fresh encoding of exactly the rows given (random churn)", () => {
@@ -140,5 +141,32 @@ describe("ClaimsEncoder", () => {
       encode.seed(Buffer.from(loaded.file.replaceAll("tok-", "tok_")), loaded.rows, s, e)
       assert.strictEqual(text(encode(loaded.rows)), loaded.file, what)
     }
+  })
+
+  it("between calls it holds one buffer of the file's size and no bytes or text per row", () => {
+    const encode = makeClaimsEncoder()
+    const rows = new Map<PodKey, ClaimRecord>()
+    for (let n = 0; n < 200; n++) rows.set(key(n), record(n))
+    const first = encode(rows)
+    assert.deepStrictEqual(encode.held(), { outputBytes: first.length, rowTexts: 0 })
+    rows.set(key(7), { ...record(7), address: "10.9.9.9:1" })
+    rows.delete(key(8))
+    rows.set(key(500), record(500))
+    const second = encode(rows)
+    assert.deepStrictEqual(encode.held(), { outputBytes: second.length, rowTexts: 0 })
+    assert.strictEqual(Buffer.from(second).toString("utf8"), encodeClaimsFile(rows))
+  })
+
+  it("the bytes a call returns are never overwritten by later calls", () => {
+    const encode = makeClaimsEncoder()
+    const rows = new Map([[key(1), record(1)], [key(2), record(2)]])
+    const first = encode(rows)
+    const copy = Buffer.from(first).toString("utf8")
+    for (let n = 3; n < 8; n++) {
+      rows.set(key(n), record(n))
+      rows.delete(key(n - 2))
+      encode(rows)
+    }
+    assert.strictEqual(Buffer.from(first).toString("utf8"), copy)
   })
 })
