@@ -366,11 +366,24 @@ const containersOf = (containers: ReadonlyArray<typeof Container.Type>) =>
   containers.map((c) => (c.image === undefined ? { name: c.name } : { name: c.name, image: c.image }))
 
 /**
+ * What the provider keeps of a status it was handed: the phase (the verifier asks whether the Pod
+ * was Running) and the reason and message a Pod without a settled claim reports as its own
+ * (UPD-4). Nothing else: every other status the provider reports is built from the claim
+ * (`Provider/Status.ts`), and the conditions, container statuses, IPs and times of a Running
+ * Pod were about as much memory per Pod as the rest of what the table keeps.
+ */
+export const keptStatusOf = (status: PodStatus): PodStatus =>
+  copyDefined<Pick<PodStatus, "phase" | "reason" | "message">>({
+    phase: status.phase,
+    reason: status.reason,
+    message: status.message
+  })
+
+/**
  * What the provider keeps of a Pod it accepted (the claim table's one Pod per key): identity,
  * labels, annotations, owners and deletion fields; the containers' names and images and the other
- * spec fields an update compares; the status (a Pod without a settled claim reports its own).
- * Nothing else of the Pod it was handed, and a copy (`copyPlain`), so whoever handed it may
- * change theirs.
+ * spec fields an update compares; of the status, `keptStatusOf`. Nothing else of the Pod it was
+ * handed, and a copy (`copyPlain`), so whoever handed it may change theirs.
  */
 export const acceptedPodOf = (pod: Pod): Pod => {
   const m = pod.metadata
@@ -401,6 +414,6 @@ export const acceptedPodOf = (pod: Pod): Pod => {
   return {
     ...(metadata === undefined ? {} : { metadata }),
     ...(spec === undefined ? {} : { spec }),
-    ...(pod.status === undefined ? {} : { status: copyPlain(pod.status) })
+    ...(pod.status === undefined ? {} : { status: keptStatusOf(pod.status) })
   }
 }

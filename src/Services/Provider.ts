@@ -22,7 +22,7 @@ export class Provider extends Context.Service<Provider, {
   readonly deletePod: (pod: V1Pod) => Effect.Effect<DeleteOutcome, ReleaseFailed | ClaimInDoubt>
   /** UPD-2: a copy of the tracked Pod, None when absent. Memory only. */
   readonly getPod: (namespace: string, name: string) => Effect.Effect<Option.Option<V1Pod>>
-  /** UPD-3: copies of every tracked Pod. */
+  /** UPD-3: copies of every tracked Pod, each with the status UPD-4 reports for it. */
   readonly getPods: Effect.Effect<ReadonlyArray<V1Pod>>
   /** UPD-4: the status from memory only. */
   readonly getPodStatus: (namespace: string, name: string) => Effect.Effect<Option.Option<V1PodStatus>>

@@ -211,7 +211,7 @@ describe("ClaimTable (Ref layer)", () => {
           ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: "rs", uid: "o1" }]
         },
         spec: { restartPolicy: "Never", containers: [{ name: "main", image: "python" }] },
-        status: { phase: "Pending", qosClass: "BestEffort" }
+        status: { phase: "Pending" }
       }
       yield* table.storePod(key("a"), full)
       const kept = (yield* table.state).pods.get(key("a"))
@@ -224,5 +224,37 @@ describe("ClaimTable (Ref layer)", () => {
       const handed = Option.getOrThrow(yield* table.pod(key("a")))
       handed.metadata!.labels!["app"] = "mutated"
       assert.deepStrictEqual((yield* table.state).pods.get(key("a")), expected, "handed out as a copy")
+    })))
+
+  it.effect("of a handed status it keeps the phase, reason and message only: never a Running Pod's conditions, containers, IPs or times", () =>
+    run(Effect.gen(function*() {
+      const table = yield* ClaimTable
+      const at = new Date(Date.UTC(2026, 6, 27, 2, 15, 1))
+      const running: V1Pod = {
+        ...pod("a", "u1"),
+        status: {
+          phase: "Running",
+          hostIP: "10.0.0.9",
+          podIP: "10.0.0.9",
+          podIPs: [{ ip: "10.0.0.9" }],
+          startTime: at,
+          qosClass: "BestEffort",
+          conditions: [{ type: "Ready", status: "True", lastTransitionTime: at }],
+          containerStatuses: [{
+            name: "main",
+            ready: true,
+            restartCount: 0,
+            image: "python",
+            imageID: "sandboxd://sb_a",
+            state: { running: { startedAt: at } }
+          }]
+        }
+      }
+      yield* table.storePod(key("a"), running)
+      assert.deepStrictEqual((yield* table.state).pods.get(key("a"))?.status, { phase: "Running" })
+      yield* table.storePod(key("a"), { ...running, status: { phase: "Failed", reason: "ProviderFailed", message: "no capacity", qosClass: "BestEffort" } })
+      assert.deepStrictEqual((yield* table.state).pods.get(key("a"))?.status, { phase: "Failed", reason: "ProviderFailed", message: "no capacity" })
+      yield* table.recordTentative(key("b"), rec("sb_b"), { ...running, metadata: { ...running.metadata, name: "b" } })
+      assert.deepStrictEqual((yield* table.state).pods.get(key("b"))?.status, { phase: "Running" })
     })))
 })

@@ -35,9 +35,10 @@ export const ProviderLiveLayer: Layer.Layer<
       createPod: (pod) => Effect.provide(createPod(pod), context),
       updatePod: (pod) => Effect.provide(updatePod(pod), context),
       deletePod: (pod) => Effect.provide(deletePod(pod), context),
-      // memory-only reads of the table, once per reconcile: the one service they use, added alone
+      // a memory-only read of the table, once per reconcile: the one service it uses, added alone
       getPod: (namespace, name) => Effect.provideService(getPod(namespace, name), ClaimTable, table),
-      getPods: Effect.provideService(getPods, ClaimTable, table),
+      // the statuses it reports resolve each claim's IP (AppConfig, ProviderEvents)
+      getPods: Effect.provide(getPods, context),
       getPodStatus: (namespace, name) => Effect.provide(getPodStatus(namespace, name), context),
       statusPushes: events.statusPushes,
       unquarantined: events.unquarantined

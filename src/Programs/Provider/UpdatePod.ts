@@ -1,9 +1,9 @@
 /** UpdatePod and the memory-only reads (reference UPD-1…UPD-4). None of them calls sandboxd or the apiserver. */
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { DateTime, Effect, Option } from "effect"
-import { podKeyOf } from "../../Schemas/Ids.ts"
+import { type PodKey, podKeyOf } from "../../Schemas/Ids.ts"
 import { copyPlain } from "../../Schemas/Pod.ts"
-import { ClaimTable } from "../../Services/ClaimTable.ts"
+import { ClaimTable, type ClaimTableState } from "../../Services/ClaimTable.ts"
 import { podKeyOfPod } from "./CreatePod.ts"
 import { podIpFor } from "./Push.ts"
 import { leaseExpiredStatus, pendingStatus, runningStatus } from "./Status.ts"
@@ -24,28 +24,43 @@ export const updatePod = Effect.fn("Provider.updatePod")(function*(pod: V1Pod) {
 export const getPod = (namespace: string, name: string) =>
   ClaimTable.use((table) => table.pod(podKeyOf(namespace, name)))
 
-/** Copies of every tracked Pod (UPD-3). */
-export const getPods = ClaimTable.use((table) =>
-  Effect.map(table.state, (state) => Array.from(state.pods.values(), (pod): V1Pod => copyPlain(pod)))
-)
-
 /**
- * UPD-4: no Pod → None; no settled claim → the Pod's own status as Pending; a settled claim
+ * UPD-4 for a tracked Pod: no settled claim → the Pod's own status as Pending; a settled claim
  * strictly past its deadline → lease expired (LEASE-8: at the instant itself still Running);
  * otherwise Running.
  */
+const reportedStatus = Effect.fnUntraced(function*(state: ClaimTableState, key: PodKey, pod: V1Pod) {
+  const row = state.rows.get(key)
+  if (row === undefined || row.state._tag !== "Durable") return pendingStatus(pod)
+  const claim = row.record
+  const now = yield* DateTime.now
+  if (Option.isSome(claim.deadline) && DateTime.isGreaterThan(now, claim.deadline.value)) {
+    return leaseExpiredStatus(pod, claim)
+  }
+  return runningStatus(pod, claim, yield* podIpFor(claim))
+})
+
+/**
+ * Copies of every tracked Pod (UPD-3), each with the status the provider reports for it (UPD-4):
+ * the table keeps only a little of the status a Pod was handed with (`keptStatusOf`), and what the
+ * kubelet `/pods` route shows is the provider's own view, as every other status it reports.
+ */
+export const getPods = Effect.gen(function*() {
+  const table = yield* ClaimTable
+  const state = yield* table.state
+  const out: Array<V1Pod> = []
+  for (const [key, pod] of state.pods) {
+    out.push({ ...copyPlain(pod), status: yield* reportedStatus(state, key, pod) })
+  }
+  return out as ReadonlyArray<V1Pod>
+})
+
+/** UPD-4 from memory only: None when no Pod is tracked. */
 export const getPodStatus = Effect.fn("Provider.getPodStatus")(function*(namespace: string, name: string) {
   const table = yield* ClaimTable
   const key = podKeyOf(namespace, name)
   const state = yield* table.state
   const pod = state.pods.get(key)
   if (pod === undefined) return Option.none<V1PodStatus>()
-  const row = state.rows.get(key)
-  if (row === undefined || row.state._tag !== "Durable") return Option.some(pendingStatus(pod))
-  const claim = row.record
-  const now = yield* DateTime.now
-  if (Option.isSome(claim.deadline) && DateTime.isGreaterThan(now, claim.deadline.value)) {
-    return Option.some(leaseExpiredStatus(pod, claim))
-  }
-  return Option.some(runningStatus(pod, claim, yield* podIpFor(claim)))
+  return Option.some(yield* reportedStatus(state, key, pod))
 })

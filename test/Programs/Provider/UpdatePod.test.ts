@@ -39,6 +39,21 @@ describe("UpdatePod, GetPod, GetPods, GetPodStatus (UPD-1…UPD-4)", () => {
       assert.strictEqual((yield* provider.getPods).length, 1)
     }).pipe(Effect.provide(world(), { local: true })))
 
+  it.effect("GetPods reports each Pod with the provider's status, not the one it was handed (UPD-3)", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      yield* provider.createPod(pod("web"))
+      // the table keeps only the phase of a handed Running status: what GetPods shows is rebuilt
+      const handed = { ...pod("web"), status: { phase: "Running", podIP: "10.9.9.9", qosClass: "BestEffort" } }
+      yield* provider.updatePod(handed)
+      yield* provider.updatePod(pod("other"))
+      const byName = new Map((yield* provider.getPods).map((p) => [p.metadata?.name, p.status]))
+      assert.deepStrictEqual(byName.get("web"), Option.getOrThrow(yield* provider.getPodStatus("default", "web")))
+      assert.strictEqual(byName.get("web")?.podIP, "127.0.0.1")
+      assert.strictEqual(byName.get("web")?.containerStatuses?.[0]?.ready, true)
+      assert.deepStrictEqual(byName.get("other"), { phase: "Pending", message: "waiting" })
+    }).pipe(Effect.provide(world(), { local: true })))
+
   it.effect("GetPodStatus: Running for a durable claim, Pending for a Pod without one", () =>
     Effect.gen(function*() {
       const provider = yield* Provider
