@@ -191,7 +191,17 @@ export const make = (
           // Not for a Pod deleted meanwhile: its state was already forgotten.
           const still = yield* informer.get(key)
           if (Option.isSome(still) && uidOf(still.value) === push.uid) {
-            lastPushed.set(key, push)
+            // The informer holding the Pod at the write's version holds what the write stored
+            // (its reply, or its watch event when that came first and so skipped the repair
+            // below): that status stands for the push from now on, as in `repair`, so the key
+            // keeps no status object of its own.
+            const stored = still.value
+            lastPushed.set(
+              key,
+              version !== undefined && stored.metadata?.resourceVersion === version && stored.status !== undefined
+                ? { ...push, status: stored.status }
+                : push
+            )
             if (version === undefined) lastPushedVersion.delete(key)
             else lastPushedVersion.set(key, version)
           }

@@ -58,4 +58,52 @@ describe("StatusWriter", () => {
       assert.strictEqual(yield* status.queued, 0)
     }).pipe(Effect.scoped, Effect.provide(KubeApiMemory.layer(model)))
   })
+
+  it.effect("once a push is written, the key keeps the status the informer holds at the write's version, whether the reply or the watch event came first", () =>
+    Effect.forEach(["reply first", "watch first"] as const, (order) => {
+      const model = new ClusterModel()
+      return Effect.gen(function*() {
+        assert.isTrue(Result.isSuccess(model.create(Pods, "default", {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name: "web" },
+          spec: { nodeName: "n1", containers: [{ name: "main", image: "python" }] }
+        })))
+        const kube = yield* KubeApi
+        const informer = yield* Informer.make("n1", PodController.defaultOptions, Backoff.schedule(Backoff.defaultBackoff))
+        // "watch first": the watch delivers the written Pod before the write's reply is handled
+        const racing = KubeApi.of({
+          ...kube,
+          replacePodStatus: (pod) =>
+            kube.replacePodStatus(pod).pipe(
+              Effect.tap(() =>
+                order === "watch first"
+                  ? Effect.flatMap(kube.getPod("default", "web"), (fresh) => informer.observe(fresh))
+                  : Effect.void
+              )
+            )
+        })
+        const status = yield* StatusWriter.make(informer, Backoff.schedule(Backoff.defaultBackoff), () => Effect.void).pipe(
+          Effect.provideService(KubeApi, racing)
+        )
+        const created = yield* kube.getPod("default", "web")
+        yield* informer.observe(created)
+        const key: PodKey = podKeyOfPod(created)
+        yield* status.handed(key, created)
+        yield* status.push({
+          ...created,
+          metadata: { ...created.metadata, annotations: { "claim-id": "sb_1" } },
+          status: { phase: "Running", podIP: "10.0.0.1", startTime: new Date("2026-11-29T09:00:01Z") }
+        })
+        yield* settle
+        const cached = Option.getOrThrow(yield* informer.get(key))
+        const kept = Option.getOrThrow(yield* status.lastPush(key))
+        assert.strictEqual(kept.status.phase, "Running", order)
+        assert.strictEqual(kept.status, cached.status, order)
+        assert.deepStrictEqual(kept.annotations, { "claim-id": "sb_1" }, order)
+        // nothing to repair: the stored status is the pushed one
+        yield* status.repair(cached)
+        assert.strictEqual(yield* status.queued, 0, order)
+      }).pipe(Effect.scoped, Effect.provide(KubeApiMemory.layer(model)))
+    }, { discard: true }))
 })
