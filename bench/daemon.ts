@@ -12,6 +12,8 @@
  *   VK_BENCH_SINGLE_N  single Pods created one after the other for create→Running (25)
  *   VK_BENCH_NODE_FLAGS node flags for the daemon (default: the image's own, read from the
  *                      Dockerfile's ENTRYPOINT; "" runs node without flags)
+ *   VK_BENCH_COMPILE_CACHE 0 starts the daemons without the compile cache the image ships (1: one
+ *                      is made first as the Dockerfile's step makes it, with the daemon's flags)
  *   VK_BENCH_MODULE_LOAD 0 skips the module-load figures (1)
  *   VK_BENCH_DAEMON_BUNDLE another build's dist/main.js to run instead of this checkout's
  *   VK_BENCH_RESTART_LIMIT_S how long the restart may take to /readyz 200 before it is reported as not ready (180)
@@ -23,12 +25,13 @@
  */
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { Deferred, Effect, Exit, Scope } from "effect"
 import { type Cluster, spawnDaemon, startCluster } from "../testkit/Demo/Harness.ts"
 import { Pods } from "../testkit/Simulators/Apiserver/Resources.ts"
-import { benchNodeFlags } from "./nodeFlags.ts"
+import { benchNodeFlags, imageCompileCacheStep } from "./nodeFlags.ts"
 import type { BenchSection, Figures } from "./types.ts"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
@@ -38,6 +41,8 @@ const nodeBin = fs.existsSync(node24) ? node24 : process.execPath
 const bundle = process.env["VK_BENCH_DAEMON_BUNDLE"] ?? path.join(root, "dist/main.js")
 
 const nodeFlags = benchNodeFlags(process.env, root)
+/** The daemon's entry: the production build when there is one, as the image runs it. */
+const entryScript = () => (fs.existsSync(bundle) ? bundle : path.join(root, "src/main.ts"))
 
 const envNumber = (name: string, fallback: number) => {
   const raw = process.env[name]
@@ -108,6 +113,32 @@ const moduleLoad = (): Figures => {
   return figures
 }
 
+// ---- the compile cache the image ships -----------------------------------------------------
+
+/** The environment every daemon start gets besides PATH (the compile cache, once made). */
+let daemonEnv: Record<string, string> = {}
+
+/**
+ * Makes the compile cache as the image's build does (the Dockerfile's step: its command with the
+ * daemon's flags, on the entry the bench runs) in a directory of its own, and has every daemon
+ * start use it. Returns the figure that says so, and the directory to remove at the end.
+ */
+const prepareCompileCache = (): { readonly figure: string; readonly dir?: string } => {
+  const step = imageCompileCacheStep(root)
+  if (step === undefined) return { figure: "none in the image" }
+  if (process.env["VK_BENCH_COMPILE_CACHE"] === "0") return { figure: "off (VK_BENCH_COMPILE_CACHE=0)" }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "vk-bench-compile-cache-"))
+  const made = spawnSync(nodeBin, [...nodeFlags, entryScript(), ...step.args], {
+    env: { PATH: process.env["PATH"] ?? "", NODE_COMPILE_CACHE: dir },
+    encoding: "utf8"
+  })
+  const files = fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile())
+  if (made.status !== 0 || files.length === 0) return { figure: `not made (exit ${made.status}: ${made.stderr.trim()})`, dir }
+  daemonEnv = { NODE_COMPILE_CACHE: dir }
+  const bytes = files.reduce((sum, entry) => sum + fs.statSync(path.join(entry.parentPath, entry.name)).size, 0)
+  return { figure: `made at start (${mb(bytes)} MB)`, dir }
+}
+
 // ---- the daemon child ----------------------------------------------------------------------
 
 interface Child {
@@ -117,12 +148,12 @@ interface Child {
 }
 
 const startDaemon = async (cluster: Cluster, nodePods: number, extraNodeFlags: ReadonlyArray<string> = []): Promise<Child> => {
-  const flags = [...nodeFlags, ...extraNodeFlags]
-  const entry = fs.existsSync(bundle) ? [...flags, bundle] : [...flags, path.join(root, "src/main.ts")]
+  const entry = [...nodeFlags, ...extraNodeFlags, entryScript()]
   const scope = await Effect.runPromise(Scope.make())
   const daemon = await Effect.runPromise(Scope.provide(
     spawnDaemon(cluster, {
       command: [nodeBin, ...entry],
+      env: daemonEnv,
       flags: [
         "--node-pods", String(nodePods),
         "--kube-api-qps", String(QPS),
@@ -376,7 +407,7 @@ const withCluster = async <A>(warm: number, run: (cluster: Cluster) => Promise<A
   }
 }
 
-const run = async (): Promise<Figures> => {
+const measure = async (compileCacheFigure: string): Promise<Figures> => {
   const burstN = envNumber("VK_BENCH_BURST_N", 2000)
   const scaleN = envNumber("VK_BENCH_SCALE_N", 10_000)
   const steadyS = envNumber("VK_BENCH_STEADY_S", 130)
@@ -384,6 +415,7 @@ const run = async (): Promise<Figures> => {
   const figures: Record<string, number | string | boolean> = {
     entry: fs.existsSync(bundle) ? `node ${path.relative(root, bundle)}` : "node src/main.ts (no dist/: npm run build)",
     node_flags: nodeFlags.join(" "),
+    compile_cache: compileCacheFigure,
     // VK_BENCH_MODULE_LOAD=0 skips the module-load figures (a dozen Node starts) while iterating
     ...(envNumber("VK_BENCH_MODULE_LOAD", 1) === 0 ? {} : moduleLoad())
   }
@@ -498,6 +530,15 @@ const run = async (): Promise<Figures> => {
     })
   }
   return figures
+}
+
+const run = async (): Promise<Figures> => {
+  const compileCache = prepareCompileCache()
+  try {
+    return await measure(compileCache.figure)
+  } finally {
+    if (compileCache.dir !== undefined) fs.rmSync(compileCache.dir, { recursive: true, force: true })
+  }
 }
 
 export const daemonSection: BenchSection = { name: "daemon", run }

@@ -1,7 +1,9 @@
 /**
- * The node flags the container image starts the daemon with, read from the Dockerfile's final
- * ENTRYPOINT: the bench runs the daemon with the same flags by default, so a bench figure and the
- * image cannot drift apart (test/Packaging/Dockerfile.test.ts holds bin/vk-sandbox to them too).
+ * How the container image starts the daemon, read from the Dockerfile's final stage: the node
+ * flags of its ENTRYPOINT, and the compile cache it ships (the `NODE_COMPILE_CACHE` directory
+ * and the command that fills it at build time). The bench starts the daemon the same way by
+ * default, so a bench figure and the image cannot drift apart (test/Packaging/Dockerfile.test.ts
+ * holds bin/vk-sandbox to the flags, and the cache step to the ENTRYPOINT).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -19,9 +21,53 @@ export const entrypointNodeFlags = (dockerfile: string): ReadonlyArray<string> =
   return words.slice(1, -1).map(String)
 }
 
+/** The final stage's instructions, `\` continuations joined and comments dropped. */
+const finalStage = (dockerfile: string): ReadonlyArray<string> => {
+  const lines = dockerfile
+    .split("\n")
+    .filter((line) => !/^\s*#/.test(line))
+    .join("\n")
+    .replace(/\\\n/g, " ")
+    .split("\n")
+    .map((line) => line.trim())
+  const from = lines.findLastIndex((line) => /^FROM\s/i.test(line))
+  return lines.slice(from + 1).filter((line) => line !== "")
+}
+
+/** What the image's build runs to fill its compile cache: `node <flags> <script> <args>`. */
+export interface CompileCacheStep {
+  /** the value of `ENV NODE_COMPILE_CACHE=` in the final stage */
+  readonly dir: string
+  readonly flags: ReadonlyArray<string>
+  readonly script: string
+  readonly args: ReadonlyArray<string>
+}
+
+/**
+ * The final stage's compile-cache step: its `ENV NODE_COMPILE_CACHE=<dir>` and the first command
+ * of the first shell-form RUN after it that starts with `node` (up to a redirection or `&&`).
+ * Undefined when the image ships no compile cache.
+ */
+export const compileCacheStep = (dockerfile: string): CompileCacheStep | undefined => {
+  const stage = finalStage(dockerfile)
+  const envAt = stage.findIndex((line) => /^ENV\s+NODE_COMPILE_CACHE=\S+$/i.test(line))
+  if (envAt < 0) return undefined
+  const dir = stage[envAt]!.replace(/^ENV\s+NODE_COMPILE_CACHE=/i, "")
+  const run = stage.slice(envAt + 1).find((line) => /^RUN\s+node\s/i.test(line))
+  if (run === undefined) return undefined
+  const words = run.replace(/^RUN\s+/i, "").split(/\s+(?:>|&&)/)[0]!.split(/\s+/).slice(1)
+  const scriptAt = words.findIndex((word) => !word.startsWith("-"))
+  if (scriptAt < 0) return undefined
+  return { dir, flags: words.slice(0, scriptAt), script: words[scriptAt]!, args: words.slice(scriptAt + 1) }
+}
+
+const dockerfileOf = (root: string) => fs.readFileSync(path.join(root, "Dockerfile"), "utf8")
+
 /** The image's node flags, from the Dockerfile at the repository root `root`. */
-export const imageNodeFlags = (root: string): ReadonlyArray<string> =>
-  entrypointNodeFlags(fs.readFileSync(path.join(root, "Dockerfile"), "utf8"))
+export const imageNodeFlags = (root: string): ReadonlyArray<string> => entrypointNodeFlags(dockerfileOf(root))
+
+/** The image's compile-cache step, from the Dockerfile at the repository root `root`. */
+export const imageCompileCacheStep = (root: string): CompileCacheStep | undefined => compileCacheStep(dockerfileOf(root))
 
 /** The bench's node flags for the daemon: `VK_BENCH_NODE_FLAGS` when set (even ""), else the image's. */
 export const benchNodeFlags = (env: Readonly<Record<string, string | undefined>>, root: string): ReadonlyArray<string> => {

@@ -1,18 +1,20 @@
 /**
  * The Dockerfile, checked without a container engine: it is parsed into stages and instructions,
  * and the final stage is held to what the image promises (no npm, a non-root user matching the
- * Helm chart, the compiled entry). The stamp stage's command is run as written, and the daemon's
- * real `--version` reads what it wrote.
+ * Helm chart, the compiled entry, a compile cache made by the entry's own command). The stamp
+ * stage's command is run as written, and the daemon's real `--version` reads what it wrote; the
+ * compile-cache step is run on a copy of the image's layout and a start is checked to use it.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { execFileSync, spawnSync } from "node:child_process"
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs"
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import { parse } from "yaml"
-import { benchNodeFlags, imageNodeFlags } from "../../bench/nodeFlags.ts"
+import { benchNodeFlags, compileCacheStep, imageCompileCacheStep, imageNodeFlags } from "../../bench/nodeFlags.ts"
 
 const root = resolve(import.meta.dirname, "..", "..")
+const nodeBin = join(root, "node_modules", ".bin", "node")
 
 interface Instruction {
   readonly keyword: string
@@ -111,10 +113,9 @@ describe("the Dockerfile (linted: no container engine is needed)", () => {
 
   it("the daemon's node flags are the same in the image, bin/vk-sandbox (the systemd unit's) and the bench's default", () => {
     const flags = imageNodeFlags(root)
-    // the young generation is capped and the heap grows in small steps: 2000 Pods bound at once
-    // otherwise lift the peak RSS by ~180 MB of short-lived garbage
+    // the young generation is capped: 2000 Pods bound at once otherwise lift the peak RSS by
+    // ~180 MB of short-lived garbage (the heap's growth step is set by the daemon itself)
     assert.isTrue(flags.some((f) => /^--max-semi-space-size=\d+$/.test(f)))
-    assert.isTrue(flags.some((f) => /^--heap-growing-percent=\d+$/.test(f)))
     // never a cap on the old generation: the live set of 10,000 Pods must fit
     assert.isFalse(flags.some((f) => f.startsWith("--max-old-space-size")))
     const exec = readFileSync(join(root, "bin", "vk-sandbox"), "utf8").split("\n").find((line) => line.startsWith("exec "))
@@ -122,5 +123,104 @@ describe("the Dockerfile (linted: no container engine is needed)", () => {
     assert.deepStrictEqual(benchNodeFlags({}, root), flags)
     assert.deepStrictEqual(benchNodeFlags({ VK_BENCH_NODE_FLAGS: "" }, root), [])
     assert.deepStrictEqual(benchNodeFlags({ VK_BENCH_NODE_FLAGS: "--a  --b" }, root), ["--a", "--b"])
+  })
+
+  it("the image's node flags leave V8's code-cache tag as it is, so Node's own code cache and the image's are used", () => {
+    // V8 takes a code cache only when made under the same flag values; Node's built-in modules
+    // come with one made under V8's defaults. A flag in the tag (--heap-growing-percent is one)
+    // makes every start compile ~150 of Node's modules from source.
+    const tag = (flags: ReadonlyArray<string>) =>
+      execFileSync(nodeBin, [...flags, "-p", "require('node:v8').cachedDataVersionTag()"], { env: { PATH: process.env["PATH"] ?? "" }, encoding: "utf8" })
+    assert.strictEqual(tag(imageNodeFlags(root)), tag([]))
+    assert.notStrictEqual(tag(["--heap-growing-percent=50"]), tag([]), "the check can tell")
+  })
+
+  it("the compile cache is made at build time by the entrypoint's command, flags and user, into a directory that user owns", () => {
+    const step = imageCompileCacheStep(root)
+    assert.isDefined(step)
+    if (step === undefined) return
+    const entrypoint = JSON.parse(all(final, "ENTRYPOINT").at(-1)?.args ?? "[]") as Array<string>
+    // Node files the cache under the Node version, V8's flag tag and the uid, and each entry
+    // under the file's path and content: the start finds it only if all of them match.
+    assert.deepStrictEqual(["node", ...step.flags, step.script], entrypoint)
+    assert.deepStrictEqual(step.args, ["--version"])
+    assert.match(step.dir, /^\/app\/[\w.-]+$/)
+    const at = (test: (i: Instruction) => boolean) => final.instructions.findIndex(test)
+    const lastAt = (test: (i: Instruction) => boolean) => final.instructions.findLastIndex(test)
+    const user = lastAt((i) => i.keyword === "USER")
+    const warm = at((i) => i.keyword === "RUN" && i.args.startsWith("node "))
+    assert.isAbove(warm, user, "made as the user the daemon runs as")
+    assert.isAbove(warm, at((i) => i.keyword === "COPY" && i.args.startsWith("--from=build /app/dist ")), "made from the files the image ships")
+    assert.isAbove(warm, at((i) => i.keyword === "COPY" && i.args.startsWith("--from=stamp ")), "no file the start reads changes after it")
+    assert.isBelow(at((i) => i.keyword === "ENV" && i.args === `NODE_COMPILE_CACHE=${step.dir}`), warm)
+    const made = at((i) => i.keyword === "RUN" && i.args.includes(`chown ${final.instructions[user]!.args} ${step.dir}`))
+    assert.isTrue(made >= 0 && made < user, "the directory is made and handed to that user before it")
+    assert.isAtLeast(lastAt((i) => i.keyword === "RUN" && i.args.includes(`chmod -R a-w ${step.dir}`)), warm, "read-only afterwards")
+  })
+
+  it("the compile-cache step, run on the image's layout, makes a cache the entrypoint's start uses; a start that cannot use or write one still starts", () => {
+    const step = imageCompileCacheStep(root)
+    assert.isDefined(step)
+    if (step === undefined) return
+    const warmRun = final.instructions.find((i) => i.keyword === "RUN" && i.args.startsWith("node "))?.args ?? ""
+    const entrypoint = JSON.parse(all(final, "ENTRYPOINT").at(-1)?.args ?? "[]") as Array<string>
+    const work = mkdtempSync(join(tmpdir(), "vk-compile-cache-"))
+    // the image's /app: its entry (here one that loads the sources: no build is needed) and the cache directory
+    const rebase = (text: string) => text.replaceAll("/app/", `${work}/`)
+    mkdirSync(join(work, "dist"))
+    writeFileSync(join(work, "dist", "main.js"), `import ${JSON.stringify(join(root, "src", "main.ts"))}\n`)
+    const cacheDir = rebase(step.dir)
+    mkdirSync(cacheDir)
+    const files = () =>
+      readdirSync(cacheDir, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => `${entry.parentPath}/${entry.name} ${statSync(join(entry.parentPath, entry.name)).mtimeMs}`)
+        .sort()
+    // node from the development install (Node 24) first, as `node` in the image is its Node
+    const env = { PATH: `${dirname(nodeBin)}:${process.env["PATH"] ?? ""}`, NODE_COMPILE_CACHE: cacheDir }
+    try {
+      // the build's RUN, as written
+      execFileSync("sh", ["-c", rebase(warmRun)], { env })
+      const made = files()
+      assert.isNotEmpty(made)
+      // writable again, so that a start which could not use the cache would write a new one here
+      execFileSync("chmod", ["-R", "u+w", cacheDir])
+      // the image's start on the same files with the same flags and user: every module's cache is
+      // taken, so nothing is written (a cache it could not use is replaced at exit)
+      const started = spawnSync("node", [...entrypoint.slice(1).map(rebase), "--version"], { env, encoding: "utf8" })
+      assert.strictEqual(started.status, 0, started.stderr)
+      assert.deepStrictEqual(files(), made)
+      assert.strictEqual(readdirSync(cacheDir).length, 1, "one Node version, flag tag and uid")
+
+      // no usable cache and nowhere to write one (here: a path below a file): it starts as before,
+      // with nothing on stderr
+      const blocked = join(work, "not-a-directory")
+      writeFileSync(blocked, "")
+      const withoutCache = spawnSync("node", [...entrypoint.slice(1).map(rebase), "--version"], {
+        env: { ...env, NODE_COMPILE_CACHE: join(blocked, "cache") },
+        encoding: "utf8"
+      })
+      assert.strictEqual(withoutCache.status, 0, withoutCache.stderr)
+      assert.strictEqual(withoutCache.stderr, "")
+      assert.match(withoutCache.stdout, /^vk-sandbox \S+ \(rev=\S+ built=\S+\)\n$/)
+    } finally {
+      execFileSync("chmod", ["-R", "u+w", work])
+      rmSync(work, { recursive: true, force: true })
+    }
+  })
+
+  it("the compile-cache step is read as the bench reads it", () => {
+    const dockerfile = [
+      "FROM a AS b",
+      "ENV NODE_COMPILE_CACHE=/x/y",
+      "FROM c",
+      "ENV NODE_COMPILE_CACHE=/app/cc",
+      "RUN mkdir /app/cc",
+      "RUN node --a=1 --b /app/dist/main.js --version > /dev/null \\",
+      " && chmod -R a-w /app/cc",
+      "ENTRYPOINT [\"node\", \"--a=1\", \"--b\", \"/app/dist/main.js\"]"
+    ].join("\n")
+    assert.deepStrictEqual(compileCacheStep(dockerfile), { dir: "/app/cc", flags: ["--a=1", "--b"], script: "/app/dist/main.js", args: ["--version"] })
+    assert.isUndefined(compileCacheStep("FROM a\nENV NODE_COMPILE_CACHE=/c\nFROM b\nRUN node x.js"))
   })
 })
