@@ -186,6 +186,42 @@ export const make = (
       Effect.catch(() => listOnce)
     )
 
+    /**
+     * Lists and applies the list; returns its resourceVersion. A function of its own so that the
+     * list is let go once applied: held by the watch loop that follows, its items (every Pod of
+     * the node, 10,000 after a restart) outlived the cache entries the watch replaced.
+     */
+    const listAndApply = (hooks: InformerHooks, backwardsCounted: boolean): Effect.Effect<string> =>
+      Effect.gen(function*() {
+        const list = yield* listOnce
+        if (resourceVersionOlder(list.resourceVersion, newestSeen)) {
+          // Restored from a backup or restarted on an empty store: the list is the truth now, and
+          // every Pod the cache had but the list lacks is removed (its status writes end).
+          if (!backwardsCounted) yield* Metrics.count(Metrics.watchRestarts, { reason: "backwards" })
+          yield* Effect.logWarning("the apiserver's resourceVersion went backwards; the list replaces the cache").pipe(
+            Effect.annotateLogs({ list: list.resourceVersion, cache: newestSeen })
+          )
+        }
+        newestSeen = list.resourceVersion
+        if (yield* Ref.get(synced)) {
+          yield* applyList(hooks, list.items)
+        } else {
+          // The first list fills the cache, and the dangling sweep runs on it, before any key is
+          // reconciled: `synced` (readiness) then waits for the list, not for the work it starts
+          // (a restart with 10,000 Pods adopts 10,000 claims). Only after a successful complete
+          // list: never sweep on a failed or partial one (DG-03).
+          const changed = list.items.map(store)
+          yield* hooks.firstSync
+          yield* Ref.set(synced, true)
+          yield* Effect.logInfo("pod controller synced").pipe(Effect.annotateLogs({ pods: list.items.length }))
+          for (const [i, pod] of list.items.entries()) {
+            if (changed[i] === true) yield* hooks.changed(podKeyOfPod(pod))
+            yield* hooks.observed(pod)
+          }
+        }
+        return list.resourceVersion
+      })
+
     const run = (hooks: InformerHooks): Effect.Effect<never> =>
       Effect.gen(function*() {
         // The wait after watches that failed or closed at once; kept across relists, so a server
@@ -194,34 +230,8 @@ export const make = (
         // The silent-watch check already counted the server going backwards.
         let backwardsCounted = false
         while (true) {
-          const list = yield* listOnce
-          if (resourceVersionOlder(list.resourceVersion, newestSeen)) {
-            // Restored from a backup or restarted on an empty store: the list is the truth now, and
-            // every Pod the cache had but the list lacks is removed (its status writes end).
-            if (!backwardsCounted) yield* Metrics.count(Metrics.watchRestarts, { reason: "backwards" })
-            yield* Effect.logWarning("the apiserver's resourceVersion went backwards; the list replaces the cache").pipe(
-              Effect.annotateLogs({ list: list.resourceVersion, cache: newestSeen })
-            )
-          }
+          let rv = yield* listAndApply(hooks, backwardsCounted)
           backwardsCounted = false
-          newestSeen = list.resourceVersion
-          if (yield* Ref.get(synced)) {
-            yield* applyList(hooks, list.items)
-          } else {
-            // The first list fills the cache, and the dangling sweep runs on it, before any key is
-            // reconciled: `synced` (readiness) then waits for the list, not for the work it starts
-            // (a restart with 10,000 Pods adopts 10,000 claims). Only after a successful complete
-            // list: never sweep on a failed or partial one (DG-03).
-            const changed = list.items.map(store)
-            yield* hooks.firstSync
-            yield* Ref.set(synced, true)
-            yield* Effect.logInfo("pod controller synced").pipe(Effect.annotateLogs({ pods: list.items.length }))
-            for (const [i, pod] of list.items.entries()) {
-              if (changed[i] === true) yield* hooks.changed(podKeyOfPod(pod))
-              yield* hooks.observed(pod)
-            }
-          }
-          let rv = list.resourceVersion
           // Watches in a row from this same resourceVersion that delivered nothing.
           let fruitless = 0
           while (true) {

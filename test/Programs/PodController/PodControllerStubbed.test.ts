@@ -27,9 +27,18 @@ import {
   KubeUnavailable
 } from "../../../src/Services/KubeApi.ts"
 import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
+import * as V8 from "node:v8"
+import * as Vm from "node:vm"
 import { quiet } from "./harness.ts"
 
 const NODE = "vk-sandboxd"
+
+/** A full collection now (V8's `gc`, made callable at run time for the test that needs it). */
+const collectGarbage = (): void => {
+  V8.setFlagsFromString("--expose-gc")
+  const gc: unknown = Vm.runInNewContext("gc")
+  if (typeof gc === "function") gc()
+}
 
 const pod = (name: string, uid: string): V1Pod => ({
   apiVersion: "v1",
@@ -266,6 +275,25 @@ describe("PodController (stubbed)", () => {
       assert.strictEqual(counts.lists, 0, "the controller did not list again")
       assert.deepStrictEqual((yield* handle.cachedPods).map((p) => p.metadata?.name), ["early"])
       assert.deepStrictEqual(creates, ["early"])
+    })).pipe(quiet))
+
+  it.effect("a list is let go once applied: the watch that follows does not hold its items", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([])
+      // Only the list itself holds this array (the cache and the provider hold the Pods in it).
+      let listed: WeakRef<object> | undefined
+      const firstList = Effect.sync(() => {
+        const items = [pod("a", "u1"), pod("b", "u2")]
+        listed = new WeakRef(items)
+        return { items, resourceVersion: "7" }
+      })
+      const { handle } = yield* start(pods, () => Stream.never, {}, { ...PodController.defaultOptions, firstList })
+      yield* advance(20)
+      assert.isTrue(yield* handle.synced, "watching from the list's resourceVersion")
+      // A WeakRef's target stays alive until the current job ends: collect on a later turn.
+      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      collectGarbage()
+      assert.isUndefined(listed?.deref(), "the list's items are unreachable")
     })).pipe(quiet))
 
   it.effect("a first list that failed is followed by the controller's own list, on the retry schedule", () =>
