@@ -10,7 +10,7 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Context, Effect, Layer, Option, Ref } from "effect"
-import { type ClaimRecord, type ClaimRow, ClaimState } from "../Schemas/Claims.ts"
+import { type ClaimRecord, type ClaimRow, claimStates } from "../Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { PersistentMap } from "../Schemas/PersistentMap.ts"
 import { acceptedPodOf, copyPlain, type Pod } from "../Schemas/Pod.ts"
@@ -81,12 +81,12 @@ export const makeClaimTable = Effect.gen(function*() {
       Ref.update(ref, (s) => ({
         ...s,
         rows: PersistentMap.fromIterable(
-          Array.from(loaded, ([key, record]): [PodKey, ClaimRow] => [key, { record, state: ClaimState.Quarantined() }])
+          Array.from(loaded, ([key, record]): [PodKey, ClaimRow] => [key, { record, state: claimStates.Quarantined }])
         )
       })),
 
     recordTentative: (key, record, pod) =>
-      Ref.update(ref, (s) => withPod(withRow(s, key, { record, state: ClaimState.Tentative() }), key, keptPod(pod))),
+      Ref.update(ref, (s) => withPod(withRow(s, key, { record, state: claimStates.Tentative }), key, keptPod(pod))),
 
     adopt: (key, pod, now) =>
       modify((s) => {
@@ -126,7 +126,7 @@ export const makeClaimTable = Effect.gen(function*() {
               // The record object is kept when nothing in it changes: the claims writer reuses the
               // encoding of an unchanged record (and the startup write the loaded file's own bytes).
               const record = Option.isNone(row.record.deadline) ? { ...row.record, deadline: listedDeadline } : row.record
-              rows.set(key, { record, state: ClaimState.Durable() })
+              rows.set(key, { record, state: claimStates.Durable })
               lifted.push(key)
             } else {
               rows.remove(key)
@@ -162,7 +162,7 @@ export const makeClaimTable = Effect.gen(function*() {
           for (const [key, id] of written) {
             const row = rows.get(key)
             if (row !== undefined && row.state._tag === "Tentative" && row.record.id === id) {
-              rows.set(key, { record: row.record, state: ClaimState.Durable() })
+              rows.set(key, { record: row.record, state: claimStates.Durable })
             }
           }
         })

@@ -35,7 +35,7 @@
  */
 import { Cause, DateTime, Duration, Effect, Exit, Metric, Option } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
-import { ClaimState } from "../Schemas/Claims.ts"
+import { claimStates } from "../Schemas/Claims.ts"
 import { effectiveSettleTime } from "../Schemas/Config.ts"
 import { AppConfig } from "../Services/Config.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
@@ -74,7 +74,7 @@ const recordDurably = (key: PodKey, record: ClaimRecord) =>
     const store = yield* ClaimsStore
     const inserted = yield* table.modify((s) => {
       if (s.rows.has(key)) return [false, s] as const
-      return [true, { ...s, rows: s.rows.with(key, { record, state: ClaimState.Tentative() }) }] as const
+      return [true, { ...s, rows: s.rows.with(key, { record, state: claimStates.Tentative }) }] as const
     })
     if (!inserted) return false
     const committed = yield* Effect.exit(store.commit(Option.some(key)))

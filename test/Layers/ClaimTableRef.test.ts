@@ -5,7 +5,7 @@ import { ClaimTableRefLayer } from "../../src/Layers/ClaimTableRef.ts"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../../src/Schemas/Ids.ts"
 import { ClaimsSnapshot } from "../../src/Services/ClaimsStore.ts"
-import { ClaimTable } from "../../src/Services/ClaimTable.ts"
+import { ClaimTable, type ClaimTableState } from "../../src/Services/ClaimTable.ts"
 import { KnownSecrets } from "../../src/Services/KnownSecrets.ts"
 
 const key = (name: string) => `ns/${name}` as PodKey
@@ -59,6 +59,26 @@ describe("ClaimTable (Ref layer)", () => {
       assert.isTrue(Option.isNone(yield* table.durable(key("q"))), "quarantined is not durable")
       const afterLanding = yield* snapshot.rowsForWrite(new Set())
       assert.deepStrictEqual([...afterLanding.keys()].sort(), [key("a"), key("q")])
+    })))
+
+  it.effect("rows in the same state share one state value: no row owns an object for it", () =>
+    run(Effect.gen(function*() {
+      const table = yield* ClaimTable
+      const snapshot = yield* ClaimsSnapshot
+      yield* table.loadQuarantined(new Map([[key("q"), rec("sb_q")], [key("r"), rec("sb_r")]]))
+      yield* table.recordTentative(key("a"), rec("sb_a"), pod("a", "ua"))
+      yield* table.recordTentative(key("b"), rec("sb_b"), pod("b", "ub"))
+      yield* table.recordTentative(key("c"), rec("sb_c"), pod("c", "uc"))
+      const stateOf = (s: ClaimTableState, name: string) => s.rows.get(key(name))?.state
+      const before = yield* table.state
+      assert.strictEqual(stateOf(before, "q"), stateOf(before, "r"))
+      assert.strictEqual(stateOf(before, "a"), stateOf(before, "b"))
+      yield* snapshot.landed(new Map([[key("a"), "sb_a" as ClaimId], [key("b"), "sb_b" as ClaimId]]))
+      yield* table.judgeQuarantined(new Map([[key("q"), "sb_q" as ClaimId]]), new Map([["sb_q" as ClaimId, Option.none()]]))
+      const after = yield* table.state
+      assert.strictEqual(stateOf(after, "a")?._tag, "Durable")
+      assert.strictEqual(stateOf(after, "a"), stateOf(after, "b"))
+      assert.strictEqual(stateOf(after, "a"), stateOf(after, "q"))
     })))
 
   it.effect("rowsForWrite is a snapshot: changes made after it (even while a write is in flight) are not in it", () =>

@@ -26,7 +26,7 @@ import * as Metrics from "../../Services/Metrics.ts"
 import type * as Backoff from "./Backoff.ts"
 import type { Informer } from "./Informer.ts"
 import * as KeyedQueue from "./KeyedQueue.ts"
-import { isTerminal, type Pushed, pushedBody, pushedOf, statusWriteIsNoop, uidOf } from "./PodFacts.ts"
+import { isTerminal, type Pushed, pushedBody, pushedOf, sameCanonical, statusWriteIsNoop, uidOf } from "./PodFacts.ts"
 
 /** What the merge needs of a Pod handed to the provider. */
 interface Handed {
@@ -51,6 +51,23 @@ const asBase = (handed: Handed): Pod => ({
     ...(handed.annotations === undefined ? {} : { annotations: handed.annotations })
   }
 })
+
+/**
+ * `push` as kept once `stored`, the Pod at the version its write got, is what the write stored:
+ * that Pod's status stands for the push (the same status as the server keeps it), and so do its
+ * labels and annotations where they equal the push's, so the key keeps no objects of its own
+ * next to the informer's.
+ */
+const keptAs = (push: Pushed, stored: Pod): Pushed => {
+  const labels = stored.metadata?.labels
+  const annotations = stored.metadata?.annotations
+  return {
+    ...push,
+    status: stored.status ?? push.status,
+    labels: labels !== undefined && sameCanonical(labels, push.labels) ? labels : push.labels,
+    annotations: annotations !== undefined && sameCanonical(annotations, push.annotations) ? annotations : push.annotations
+  }
+}
 
 export type WriteResult = "Written" | "Skipped" | "Gone" | "Conflicted"
 
@@ -193,15 +210,9 @@ export const make = (
           if (Option.isSome(still) && uidOf(still.value) === push.uid) {
             // The informer holding the Pod at the write's version holds what the write stored
             // (its reply, or its watch event when that came first and so skipped the repair
-            // below): that status stands for the push from now on, as in `repair`, so the key
-            // keeps no status object of its own.
+            // below): kept as in `repair`.
             const stored = still.value
-            lastPushed.set(
-              key,
-              version !== undefined && stored.metadata?.resourceVersion === version && stored.status !== undefined
-                ? { ...push, status: stored.status }
-                : push
-            )
+            lastPushed.set(key, version !== undefined && stored.metadata?.resourceVersion === version ? keptAs(push, stored) : push)
             if (version === undefined) lastPushedVersion.delete(key)
             else lastPushedVersion.set(key, version)
           }
@@ -239,10 +250,8 @@ export const make = (
         if (pushed === undefined || pushed.uid !== uidOf(pod) || isTerminal(pod)) return
         const version = pod.metadata?.resourceVersion
         if (version !== undefined && lastPushedVersion.get(key) === version) {
-          // Exactly what that write stored, and the Pod the informer now holds: its status stands
-          // for the push from here on (the same status as the server keeps it), so the key keeps
-          // no status object of its own.
-          if (pod.status !== undefined && pod.status !== pushed.status) lastPushed.set(key, { ...pushed, status: pod.status })
+          // Exactly what that write stored, and the Pod the informer now holds (`keptAs`).
+          if (pod.status !== undefined && pod.status !== pushed.status) lastPushed.set(key, keptAs(pushed, pod))
           return
         }
         if (statusWriteIsNoop(pod, pushedBody(pushed, pod, baseFor(key, pushed)))) return

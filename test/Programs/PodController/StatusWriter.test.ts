@@ -101,6 +101,8 @@ describe("StatusWriter", () => {
         assert.strictEqual(kept.status.phase, "Running", order)
         assert.strictEqual(kept.status, cached.status, order)
         assert.deepStrictEqual(kept.annotations, { "claim-id": "sb_1" }, order)
+        // equal labels and annotations are the informer's objects too
+        assert.strictEqual(kept.annotations, cached.metadata?.annotations, order)
         // nothing to repair: the stored status is the pushed one
         yield* status.repair(cached)
         assert.strictEqual(yield* status.queued, 0, order)
