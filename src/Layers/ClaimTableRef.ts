@@ -16,6 +16,7 @@ import { PersistentMap } from "../Schemas/PersistentMap.ts"
 import { acceptedPodOf, copyPlain, type Pod } from "../Schemas/Pod.ts"
 import { ClaimsSnapshot } from "../Services/ClaimsStore.ts"
 import {
+  type Adoption,
   ClaimTable,
   type ClaimTableState,
   podUidIsCurrent,
@@ -91,13 +92,22 @@ export const makeClaimTable = Effect.gen(function*() {
     adopt: (key, pod, now) =>
       modify((s) => {
         const row = s.rows.get(key)
-        if (row === undefined || row.state._tag !== "Durable") return [Option.none<ClaimRecord>(), s]
+        if (row === undefined || row.state._tag !== "Durable") return [Option.none<Adoption>(), s]
+        const podUID = pod.metadata?.uid ?? ""
+        const previousPodUID = row.record.podUID
+        if (previousPodUID === podUID && Option.isSome(row.record.claimedAt)) {
+          // Nothing in the record changes: it is kept (the claims writer reuses its encoding).
+          return [Option.some({ record: row.record, previousPodUID, changed: false }), withPod(s, key, keptPod(pod))]
+        }
         const record: ClaimRecord = {
           ...row.record,
-          podUID: pod.metadata?.uid ?? "",
+          podUID,
           claimedAt: Option.isSome(row.record.claimedAt) ? row.record.claimedAt : Option.some(now)
         }
-        return [Option.some(record), withPod(withRow(s, key, { record, state: row.state }), key, keptPod(pod))]
+        return [
+          Option.some({ record, previousPodUID, changed: true }),
+          withPod(withRow(s, key, { record, state: row.state }), key, keptPod(pod))
+        ]
       }),
 
     withdraw: (key, id) =>

@@ -30,6 +30,22 @@ export interface QuarantineJudgement {
 
 export type StorePodOutcome = "Stored" | "StaleUid"
 
+/** What one adoption did (CRT-4). */
+export interface Adoption {
+  /** The claim as the row now holds it. */
+  readonly record: ClaimRecord
+  /**
+   * The row's Pod UID before: the Pod's own when the same Pod is re-attached (its row loaded
+   * again after a restart, or a create repeated), another Pod's when a replacement takes over.
+   */
+  readonly previousPodUID: string
+  /**
+   * False when nothing in the record changed (the same Pod UID, claimedAt already set): the row
+   * keeps its very record object, and there is nothing for a write to carry.
+   */
+  readonly changed: boolean
+}
+
 export class ClaimTable extends Context.Service<ClaimTable, {
   /** An immutable snapshot of the whole state. */
   readonly state: Effect.Effect<ClaimTableState>
@@ -48,9 +64,9 @@ export class ClaimTable extends Context.Service<ClaimTable, {
   readonly recordTentative: (key: PodKey, record: ClaimRecord, pod: V1Pod) => Effect.Effect<void>
   /**
    * CRT-4 adoption: only a Durable row is adopted. Rebinds podUID, fills a missing claimedAt
-   * with `now`, and tracks `pod`. Returns the adopted claim, or None when not adoptable.
+   * with `now`, and tracks `pod`. Returns what it did, or None when not adoptable.
    */
-  readonly adopt: (key: PodKey, pod: V1Pod, now: DateTime.Utc) => Effect.Effect<Option.Option<ClaimRecord>>
+  readonly adopt: (key: PodKey, pod: V1Pod, now: DateTime.Utc) => Effect.Effect<Option.Option<Adoption>>
   /**
    * CRT-13 withdrawal: when the row still carries `id`, remove it and the tracked Pod. A row
    * that changed hands is left alone (its tentative marker belongs to the newer claim).

@@ -123,12 +123,37 @@ describe("ClaimTable (Ref layer)", () => {
       assert.isTrue(Option.isNone(yield* table.adopt(key("a"), pod("a", "u2"), now)))
       yield* snapshot.landed(new Map([[key("a"), "sb_a" as ClaimId]]))
       const adopted = Option.getOrThrow(yield* table.adopt(key("a"), pod("a", "u2"), now))
-      assert.strictEqual(adopted.id, "sb_a")
-      assert.strictEqual(adopted.podUID, "u2")
-      assert.deepStrictEqual(adopted.claimedAt, Option.some(now))
+      assert.strictEqual(adopted.record.id, "sb_a")
+      assert.strictEqual(adopted.record.podUID, "u2")
+      assert.strictEqual(adopted.previousPodUID, rec("sb_a").podUID)
+      assert.isTrue(adopted.changed)
+      assert.deepStrictEqual(adopted.record.claimedAt, Option.some(now))
       const again = Option.getOrThrow(yield* table.adopt(key("a"), pod("a", "u3"), DateTime.makeUnsafe(9_000)))
-      assert.deepStrictEqual(again.claimedAt, Option.some(now), "a known claimedAt is kept")
+      assert.deepStrictEqual(again.record.claimedAt, Option.some(now), "a known claimedAt is kept")
+      assert.strictEqual(again.previousPodUID, "u2")
       assert.strictEqual(Option.getOrThrow(yield* table.pod(key("a"))).metadata?.uid, "u3")
+    })))
+
+  it.effect("adopt: the same Pod re-attached keeps the very record (nothing changed); a missing claimedAt is still filled", () =>
+    run(Effect.gen(function*() {
+      const table = yield* ClaimTable
+      const snapshot = yield* ClaimsSnapshot
+      const now = DateTime.makeUnsafe(5_000)
+      const record: ClaimRecord = { ...rec("sb_a"), claimedAt: Option.some(DateTime.makeUnsafe(1_000)) }
+      yield* table.recordTentative(key("a"), record, pod("a", record.podUID))
+      yield* snapshot.landed(new Map([[key("a"), "sb_a" as ClaimId]]))
+      const same = Option.getOrThrow(yield* table.adopt(key("a"), pod("a", record.podUID), now))
+      assert.isFalse(same.changed)
+      assert.strictEqual(same.record, record)
+      assert.strictEqual(same.previousPodUID, record.podUID)
+      assert.strictEqual(Option.getOrThrow(yield* table.durable(key("a"))), record)
+      // Same UID but no claimedAt (a row written without one): filled, so changed.
+      const bare = rec("sb_b")
+      yield* table.recordTentative(key("b"), bare, pod("b", bare.podUID))
+      yield* snapshot.landed(new Map([[key("b"), "sb_b" as ClaimId]]))
+      const filled = Option.getOrThrow(yield* table.adopt(key("b"), pod("b", bare.podUID), now))
+      assert.isTrue(filled.changed)
+      assert.deepStrictEqual(filled.record.claimedAt, Option.some(now))
     })))
 
   it.effect("withdraw, refreshDeadline and dropClaim act only on the row that still carries the id", () =>

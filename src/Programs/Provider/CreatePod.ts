@@ -338,21 +338,38 @@ export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
   }
   // A Pod that lost its sandbox stays Failed: no silent replacement under the same UID.
   yield* refuseLost(key, pod)
+  // The row's record before steps 2-3, which may change it (a lifted row's back-filled deadline,
+  // a refreshed one): an adoption writes when they or it changed something (step 4).
+  const heldBefore = Option.map(yield* table.held(key), (row) => row.record)
   // 2. a claim loaded from disk is judged before it is adopted or replaced.
   yield* resolveQuarantined(key)
   // 2b. a claim whose outcome is unknown is settled before the key claims again.
   yield* settleDoubt(key)
   // 3. a settled claim past its deadline: refreshed when still listed, dropped when not.
   yield* settleExpiredClaim(key)
-  // 4. adopt in place: the same VM for the replacement Pod (no template/TTL checks here).
+  // 4. adopt in place: the same VM for the replacement Pod (no template/TTL checks here), or the
+  // same Pod re-attached to its own (every Pod whose row was loaded, on a restart).
   const adopted = yield* table.adopt(key, pod, yield* DateTime.now)
   if (Option.isSome(adopted)) {
-    yield* saveState
-    yield* Effect.logInfo("adopted preserved sandbox for replacement pod").pipe(
-      Effect.annotateLogs({ pod: key, claim: adopted.value.id })
-    )
-    yield* pushRunning(pod, adopted.value)
-    const outcome: CreatePodOutcome = { _tag: "Adopted", claimId: adopted.value.id }
+    const { changed, previousPodUID, record } = adopted.value
+    // PER-7: the write carries what this create changed. A row it left as it was needs none (on a
+    // restart, 10,000 re-attached Pods made as many writes of an unchanged table): its record is
+    // the one written when it was made, adopted or loaded (the startup write). A deadline a later
+    // verification pass back-filled waits for the next write; it is a copy of sandboxd's, which
+    // a restart back-fills again.
+    const unchanged = !changed && Option.isSome(heldBefore) && heldBefore.value === record
+    if (!unchanged) yield* saveState
+    if (previousPodUID === (pod.metadata?.uid ?? "")) {
+      yield* Effect.logDebug("re-attached pod to the sandbox it holds (same pod UID)").pipe(
+        Effect.annotateLogs({ pod: key, claim: record.id })
+      )
+    } else {
+      yield* Effect.logInfo("adopted preserved sandbox for replacement pod").pipe(
+        Effect.annotateLogs({ pod: key, claim: record.id, previousPodUid: previousPodUID })
+      )
+    }
+    yield* pushRunning(pod, record)
+    const outcome: CreatePodOutcome = { _tag: "Adopted", claimId: record.id }
     return outcome
   }
   // 5. an earlier create's in-memory-only claim is returned before the key is reused.

@@ -1,8 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, Duration, Effect, Fiber, Option, Redacted } from "effect"
+import { DateTime, Duration, Effect, Fiber, Option, Redacted, References } from "effect"
 import { TestClock } from "effect/testing"
 import { createPod } from "../../../src/Programs/Provider/CreatePod.ts"
+import { startClaims } from "../../../src/Programs/Provider/Startup.ts"
+import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
+import type { ClaimId, PodKey } from "../../../src/Schemas/Ids.ts"
 import { ClaimsStore } from "../../../src/Services/ClaimsStore.ts"
+import type { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
+import { makeLogCapture } from "../../support/Logs.ts"
 import { SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import {
   claimBodies,
@@ -14,6 +19,7 @@ import {
   inWorld,
   keyOf,
   pod,
+  record,
   releasePaths,
   rowState,
   simClaimIds,
@@ -22,6 +28,18 @@ import {
 } from "./harness.ts"
 
 const notPersisted = failsWith("ClaimNotPersisted")
+
+/** A "previous run" left one claim on disk, for Pod default/web with the UID `pod("web")` has. */
+const seedWeb = (client: SandboxdClient["Service"]) =>
+  Effect.map(
+    client.claim({ template: Template, net: "", size: "", ttlSeconds: 3600, claimRef: "default/web" }),
+    (claimed) =>
+      new Map<PodKey, ClaimRecord>([[keyOf("web"), {
+        ...record(claimed.id, { claimedAt: DateTime.makeUnsafe(0), address: claimed.ownerAddr }),
+        token: claimed.token,
+        podUID: "uid-web"
+      }]])
+  )
 
 describe("CreatePod", () => {
   it.effect("fresh claim: claim_ref = pod key, TTL 86400 by default, row durable on disk, Running pushed with the claim-id", () =>
@@ -286,6 +304,47 @@ describe("CreatePod", () => {
       assert.deepStrictEqual(second.status?.startTime, first.status?.startTime)
       assert.strictEqual((yield* control.disk).get(keyOf("web"))?.podUID, "uid-2", "the rebind was saved")
     })))
+
+  it.effect("a restart: the same Pod re-attached writes nothing and says so; a replacement Pod writes its UID and says so (PER-7)", () =>
+    inWorld(({ control, provider, sim }) => Effect.gen(function*() {
+      const logs = makeLogCapture()
+      yield* startClaims
+      const writes = yield* control.writeCount
+      const pushes = yield* subscribePushes
+      // The Pod whose row was loaded, with the same UID: re-attached, nothing written.
+      const outcome = yield* provider.createPod(pod("web")).pipe(
+        Effect.provide(logs.layer),
+        Effect.provideService(References.MinimumLogLevel, "Debug")
+      )
+      const [claim] = yield* sim.claims
+      assert.deepStrictEqual(outcome, { _tag: "Adopted", claimId: claim.id })
+      assert.strictEqual(yield* control.writeCount, writes, "no write for a row nothing changed")
+      const [pushed] = yield* drain(pushes)
+      assert.strictEqual(pushed.status?.phase, "Running")
+      assert.deepStrictEqual(logs.lines.map((line) => line.message), ["re-attached pod to the sandbox it holds (same pod UID)"])
+      // A replacement Pod (another UID) takes the claim over: its UID is written.
+      logs.lines.length = 0
+      yield* provider.createPod(pod("web", { uid: "uid-web-2" })).pipe(Effect.provide(logs.layer))
+      assert.strictEqual(yield* control.writeCount, writes + 1)
+      assert.strictEqual((yield* control.disk).get(keyOf("web"))?.podUID, "uid-web-2")
+      assert.deepStrictEqual(logs.lines.map((line) => [line.message, line.annotations["previousPodUid"]]), [
+        ["adopted preserved sandbox for replacement pod", "uid-web"]
+      ])
+    }), { seed: seedWeb }))
+
+  it.effect("the same Pod re-attached after this create refreshed its expired deadline: the refresh is written", () =>
+    inWorld(({ control, provider, sim, table }) => Effect.gen(function*() {
+      yield* startClaims
+      const [claim] = yield* sim.claims
+      // The cached deadline has passed: step 3 lists and takes sandboxd's deadline.
+      yield* table.refreshDeadline(keyOf("web"), claim.id as ClaimId, Option.some(DateTime.makeUnsafe(0)))
+      const writes = yield* control.writeCount
+      yield* provider.createPod(pod("web"))
+      assert.strictEqual(yield* control.writeCount, writes + 1)
+      const onDisk = (yield* control.disk).get(keyOf("web"))
+      assert.strictEqual(onDisk?.podUID, "uid-web")
+      assert.strictEqual(DateTime.toEpochMillis(Option.getOrThrow(onDisk!.deadline)), new Date(claim.deadline).getTime())
+    }), { seed: seedWeb }))
 
   it.effect("CreatePod applies no stale-UID guard: with the old generation still tracked, the new Pod adopts (ST-4)", () =>
     inWorld(({ provider }) => Effect.gen(function*() {
