@@ -189,7 +189,13 @@ type Spanned = ReturnType<typeof spanned>
 
 const gunzip = Util.promisify(Zlib.gunzip)
 
-/** A reply's bytes, unzipped when the server gzipped it (off the event loop, in zlib's thread pool). */
+/** A reply's text, unzipped when the server gzipped it (off the event loop, in zlib's thread pool). */
+const bodyText = async (response: Dispatcher.ResponseData): Promise<string> =>
+  response.headers["content-encoding"] === "gzip"
+    ? (await gunzip(Buffer.from(await response.body.arrayBuffer()))).toString("utf8")
+    : response.body.text()
+
+/** A reply's bytes, unzipped likewise (a list, read item by item from them). */
 const bodyBytes = async (response: Dispatcher.ResponseData): Promise<Buffer> => {
   const bytes = Buffer.from(await response.body.arrayBuffer())
   return response.headers["content-encoding"] === "gzip" ? gunzip(bytes) : bytes
@@ -305,39 +311,47 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
         })
       )
 
-    /** A request built here: the status and body bytes on 2xx, the typed error from the raw body otherwise. */
-    const exchange = (operation: string, spec: RawRequest): Effect.Effect<{ readonly status: number; readonly bytes: Buffer }, KubeError> =>
+    /**
+     * A request built here: on 2xx its status and the body as `read` gives it (text, or bytes for
+     * a list), the typed error from the raw body otherwise.
+     */
+    const exchange = <A>(
+      operation: string,
+      spec: RawRequest,
+      read: (response: Dispatcher.ResponseData) => Promise<A>,
+      text: (body: A) => string
+    ): Effect.Effect<{ readonly status: number; readonly body: A }, KubeError> =>
       serverHasCredentials ? refusedForCredentials(operation, spec) : request(
         operation,
         Effect.tryPromise({
           try: async (signal) => {
             const response = await send(spec, signal)
-            return { status: response.statusCode, bytes: await bodyBytes(response) }
+            return { status: response.statusCode, body: await read(response) }
           },
           catch: transport(operation)
         }).pipe(
           Effect.flatMap((reply) =>
             reply.status < 200 || reply.status > 299
-              ? Effect.fail(errorFromResponse(operation, reply.status, reply.bytes.toString("utf8")))
+              ? Effect.fail(errorFromResponse(operation, reply.status, text(reply.body)))
               : Effect.succeed(reply)
           )
         )
       )
 
-    const notJson = (operation: string, status: number, bytes: Buffer) =>
-      new KubeUnavailable({ operation, status, message: `response is not JSON: ${firstLine(bytes.toString("utf8", 0, 4096))}` })
+    const notJson = (operation: string, status: number, text: string) =>
+      new KubeUnavailable({ operation, status, message: `response is not JSON: ${firstLine(text)}` })
 
     /** A request built here: the parsed JSON body on 2xx, the typed error from the raw body otherwise. */
     const raw = (operation: string, spec: RawRequest): Effect.Effect<unknown, KubeError> =>
-      exchange(operation, spec).pipe(
-        Effect.flatMap(({ bytes, status }) =>
+      exchange(operation, spec, bodyText, (text) => text).pipe(
+        Effect.flatMap(({ body: text, status }) =>
           Effect.try({
             try: (): unknown => {
-              if (bytes.length === 0) return undefined
-              const parsed: unknown = JSON.parse(bytes.toString("utf8"))
+              if (text === "") return undefined
+              const parsed: unknown = JSON.parse(text)
               return spec.dropNulls === true ? dropNulls(parsed) : parsed
             },
-            catch: () => notJson(operation, status, bytes)
+            catch: () => notJson(operation, status, text)
           })
         )
       )
@@ -364,8 +378,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
         method: HttpMethod.GET,
         path: "/api/v1/pods",
         query: { fieldSelector: nodeSelector(nodeName) }
-      }).pipe(
-        Effect.flatMap(({ bytes, status }): Effect.Effect<PodList, KubeError> => {
+      }, bodyBytes, (bytes) => bytes.toString("utf8")).pipe(
+        Effect.flatMap(({ body: bytes, status }): Effect.Effect<PodList, KubeError> => {
           const items: Array<Pod> = []
           let unparsable = false
           const read = ListBody.scan(bytes, (text) => {
@@ -379,10 +393,10 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
             items.push(pod.value)
             return true
           })
-          if (read._tag === "Malformed" || unparsable) return Effect.fail(notJson("listPods", status, bytes))
+          if (read._tag === "Malformed" || unparsable) return Effect.fail(notJson("listPods", status, bytes.toString("utf8", 0, 4096)))
           if (read._tag === "Stopped") return unreadablePod("listPods")
           const metadata = read.metadata === undefined ? Option.some(null) : parseJson(read.metadata).pipe(Option.flatMap(decodeListMetadata))
-          if (Option.isNone(metadata)) return Effect.fail(notJson("listPods", status, bytes))
+          if (Option.isNone(metadata)) return Effect.fail(notJson("listPods", status, bytes.toString("utf8", 0, 4096)))
           if (!read.items) {
             return Effect.fail(new KubeUnavailable({ operation: "listPods", status: 200, message: "the pod list has no items" }))
           }
