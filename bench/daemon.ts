@@ -31,7 +31,7 @@ import { fileURLToPath } from "node:url"
 import { Deferred, Effect, Exit, Scope } from "effect"
 import { type Cluster, spawnDaemon, startCluster } from "../testkit/Demo/Harness.ts"
 import { Pods } from "../testkit/Simulators/Apiserver/Resources.ts"
-import { benchNodeFlags, imageCompileCacheStep } from "./nodeFlags.ts"
+import { benchMallocEnv, benchNodeFlags, imageCompileCacheStep } from "./nodeFlags.ts"
 import type { BenchSection, Figures } from "./types.ts"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
@@ -41,6 +41,8 @@ const nodeBin = fs.existsSync(node24) ? node24 : process.execPath
 const bundle = process.env["VK_BENCH_DAEMON_BUNDLE"] ?? path.join(root, "dist/main.js")
 
 const nodeFlags = benchNodeFlags(process.env, root)
+/** The image's malloc arena limit (or VK_BENCH_MALLOC_ARENA_MAX's), for every daemon start. */
+const mallocEnv = benchMallocEnv(process.env, root)
 /** The daemon's entry: the production build when there is one, as the image runs it. */
 const entryScript = () => (fs.existsSync(bundle) ? bundle : path.join(root, "src/main.ts"))
 
@@ -153,7 +155,7 @@ const startDaemon = async (cluster: Cluster, nodePods: number, extraNodeFlags: R
   const daemon = await Effect.runPromise(Scope.provide(
     spawnDaemon(cluster, {
       command: [nodeBin, ...entry],
-      env: daemonEnv,
+      env: { ...mallocEnv, ...daemonEnv },
       flags: [
         "--node-pods", String(nodePods),
         "--kube-api-qps", String(QPS),
@@ -415,6 +417,7 @@ const measure = async (compileCacheFigure: string): Promise<Figures> => {
   const figures: Record<string, number | string | boolean> = {
     entry: fs.existsSync(bundle) ? `node ${path.relative(root, bundle)}` : "node src/main.ts (no dist/: npm run build)",
     node_flags: nodeFlags.join(" "),
+    malloc_arena_max: mallocEnv["MALLOC_ARENA_MAX"] ?? "unset",
     compile_cache: compileCacheFigure,
     // VK_BENCH_MODULE_LOAD=0 skips the module-load figures (a dozen Node starts) while iterating
     ...(envNumber("VK_BENCH_MODULE_LOAD", 1) === 0 ? {} : moduleLoad())

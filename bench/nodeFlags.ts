@@ -69,6 +69,21 @@ export const imageNodeFlags = (root: string): ReadonlyArray<string> => entrypoin
 /** The image's compile-cache step, from the Dockerfile at the repository root `root`. */
 export const imageCompileCacheStep = (root: string): CompileCacheStep | undefined => compileCacheStep(dockerfileOf(root))
 
+/** The final stage's `ENV MALLOC_ARENA_MAX=<n>`, or undefined when the image sets none. */
+export const mallocArenaMax = (dockerfile: string): string | undefined => {
+  const line = finalStage(dockerfile).findLast((l) => /^ENV\s+MALLOC_ARENA_MAX=\S+$/i.test(l))
+  return line?.replace(/^ENV\s+MALLOC_ARENA_MAX=/i, "")
+}
+
+/**
+ * The environment the bench adds for the daemon besides the compile cache: the image's
+ * `MALLOC_ARENA_MAX`, or `VK_BENCH_MALLOC_ARENA_MAX` when set ("" leaves it unset).
+ */
+export const benchMallocEnv = (env: Readonly<Record<string, string | undefined>>, root: string): Readonly<Record<string, string>> => {
+  const value = env["VK_BENCH_MALLOC_ARENA_MAX"] ?? mallocArenaMax(dockerfileOf(root))
+  return value === undefined || value === "" ? {} : { MALLOC_ARENA_MAX: value }
+}
+
 /** The bench's node flags for the daemon: `VK_BENCH_NODE_FLAGS` when set (even ""), else the image's. */
 export const benchNodeFlags = (env: Readonly<Record<string, string | undefined>>, root: string): ReadonlyArray<string> => {
   const given = env["VK_BENCH_NODE_FLAGS"]

@@ -11,7 +11,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, stat
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { parse } from "yaml"
-import { benchNodeFlags, compileCacheStep, imageCompileCacheStep, imageNodeFlags } from "../../bench/nodeFlags.ts"
+import { benchMallocEnv, benchNodeFlags, compileCacheStep, imageCompileCacheStep, imageNodeFlags, mallocArenaMax } from "../../bench/nodeFlags.ts"
 
 const root = resolve(import.meta.dirname, "..", "..")
 const nodeBin = join(root, "node_modules", ".bin", "node")
@@ -123,6 +123,19 @@ describe("the Dockerfile (linted: no container engine is needed)", () => {
     assert.deepStrictEqual(benchNodeFlags({}, root), flags)
     assert.deepStrictEqual(benchNodeFlags({ VK_BENCH_NODE_FLAGS: "" }, root), [])
     assert.deepStrictEqual(benchNodeFlags({ VK_BENCH_NODE_FLAGS: "--a  --b" }, root), ["--a", "--b"])
+  })
+
+  it("one malloc arena in the image, bin/vk-sandbox and the bench's default (extra arenas kept ~15 MB after a burst)", () => {
+    const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8")
+    assert.strictEqual(mallocArenaMax(dockerfile), "1")
+    assert.deepStrictEqual(all(final, "ENV").filter((e) => e.args.startsWith("MALLOC_ARENA_MAX=")).map((e) => e.args), ["MALLOC_ARENA_MAX=1"])
+    const launcher = readFileSync(join(root, "bin", "vk-sandbox"), "utf8").split("\n")
+    assert.include(launcher, "MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-1}")
+    assert.include(launcher, "export MALLOC_ARENA_MAX")
+    assert.isTrue(launcher.indexOf("export MALLOC_ARENA_MAX") < launcher.findIndex((line) => line.startsWith("exec ")))
+    assert.deepStrictEqual(benchMallocEnv({}, root), { MALLOC_ARENA_MAX: "1" })
+    assert.deepStrictEqual(benchMallocEnv({ VK_BENCH_MALLOC_ARENA_MAX: "" }, root), {})
+    assert.deepStrictEqual(benchMallocEnv({ VK_BENCH_MALLOC_ARENA_MAX: "4" }, root), { MALLOC_ARENA_MAX: "4" })
   })
 
   it("the image's node flags leave V8's code-cache tag as it is, so Node's own code cache and the image's are used", () => {
