@@ -21,17 +21,21 @@ export const entrypointNodeFlags = (dockerfile: string): ReadonlyArray<string> =
   return words.slice(1, -1).map(String)
 }
 
-/** The final stage's instructions, `\` continuations joined and comments dropped. */
-const finalStage = (dockerfile: string): ReadonlyArray<string> => {
-  const lines = dockerfile
+/** A Dockerfile's instructions, one per line: comments dropped, `\` continuations joined, trimmed. */
+export const dockerfileInstructions = (dockerfile: string): ReadonlyArray<string> =>
+  dockerfile
     .split("\n")
     .filter((line) => !/^\s*#/.test(line))
     .join("\n")
     .replace(/\\\n/g, " ")
     .split("\n")
     .map((line) => line.trim())
-  const from = lines.findLastIndex((line) => /^FROM\s/i.test(line))
-  return lines.slice(from + 1).filter((line) => line !== "")
+    .filter((line) => line !== "")
+
+/** The final stage's instructions. */
+const finalStage = (dockerfile: string): ReadonlyArray<string> => {
+  const lines = dockerfileInstructions(dockerfile)
+  return lines.slice(lines.findLastIndex((line) => /^FROM\s/i.test(line)) + 1)
 }
 
 /** What the image's build runs to fill its compile cache: `node <flags> <script> <args>`. */

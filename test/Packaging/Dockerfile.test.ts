@@ -11,7 +11,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, stat
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { parse } from "yaml"
-import { benchMallocEnv, benchNodeFlags, compileCacheStep, imageCompileCacheStep, imageNodeFlags, mallocArenaMax } from "../../bench/nodeFlags.ts"
+import { benchMallocEnv, benchNodeFlags, compileCacheStep, dockerfileInstructions, imageCompileCacheStep, imageNodeFlags, mallocArenaMax } from "../../bench/nodeFlags.ts"
 
 const root = resolve(import.meta.dirname, "..", "..")
 const nodeBin = join(root, "node_modules", ".bin", "node")
@@ -26,16 +26,9 @@ interface Stage {
   readonly instructions: ReadonlyArray<Instruction>
 }
 
-/** Instructions with `\` continuations joined and comments dropped, grouped by FROM. */
+/** The Dockerfile's instructions (bench/nodeFlags.ts reads them the same way), grouped by FROM. */
 const parseDockerfile = (text: string): ReadonlyArray<Stage> => {
-  const logical = text
-    .split("\n")
-    .filter((line) => !/^\s*#/.test(line))
-    .join("\n")
-    .replace(/\\\n/g, " ")
-    .split("\n")
-    .map((line) => line.trim())
-    .filter((line) => line !== "")
+  const logical = dockerfileInstructions(text)
   const stages: Array<{ from: string; name: string; instructions: Array<Instruction> }> = []
   for (const line of logical) {
     const [keyword = "", ...rest] = line.split(/\s+/)
