@@ -412,6 +412,196 @@ export const decodeWrittenFile = (text: string, value: unknown): ClaimsDocument 
   return { rows, intents, unknownMembers: "", writtenMembers: { starts, ends } }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The file as it is written, read from its text alone. `decodeWrittenFile` above still costs a
+// JSON.parse of the whole file and an encoding of every row to compare with. The writer's text
+// has one layout only, so this reads it straight: the fixed punctuation and field names at their
+// places, each string up to its closing quote. A string is taken only when it holds nothing the
+// writer escapes (`"`, `\`, control characters, `<`, `>`, `&`, U+2028, U+2029, surrogates), so
+// its encoding is the text between its quotes, and the text read is exactly the writer's output
+// for the rows read: what `decodeWrittenFile` accepts for the same text, with the same checks
+// (keys sorted, tokens printable, one key per id, timestamps as written). Anything else (an
+// escape, a space, an unknown field, a `__proto__` key) returns undefined and the file takes the
+// path above. test/Schemas/ClaimsFile.test.ts holds this to the full decode.
+
+const QUOTE = 0x22
+
+/** Where the string whose opening quote is at `at` closes, when it holds nothing the writer escapes; -1 otherwise. */
+const plainStringEnd = (text: string, at: number): number => {
+  if (text.charCodeAt(at) !== QUOTE) return -1
+  for (let i = at + 1; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === QUOTE) return i
+    if (c < 0x20 || c === 0x5c || c === 0x3c || c === 0x3e || c === 0x26) return -1
+    if (c >= 0x2028 && (c <= 0x2029 || (c >= 0xd800 && c <= 0xdfff))) return -1
+  }
+  return -1
+}
+
+/** Whether `text[from, to)` is a token the file may hold: non-empty, visible ASCII. */
+const printableSpan = (text: string, from: number, to: number): boolean => {
+  if (from === to) return false
+  for (let i = from; i < to; i++) {
+    const c = text.charCodeAt(i)
+    if (c < 0x21 || c > 0x7e) return false
+  }
+  return true
+}
+
+const digitsAt = (text: string, at: number, n: number): number => {
+  let value = 0
+  for (let i = at; i < at + n; i++) {
+    const d = text.charCodeAt(i) - 0x30
+    if (d < 0 || d > 9) return -1
+    value = value * 10 + d
+  }
+  return value
+}
+
+const isLeapYear = (year: number) => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0
+const daysBeforeMonth: ReadonlyArray<number> = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334]
+const monthLength: ReadonlyArray<number> = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+
+/** Days from 1970-01-01 to January 1st of `year` (proleptic Gregorian, as Date counts). */
+const daysBeforeYear = (year: number): number => {
+  const y = year - 1
+  return 365 * (year - 1970) + (Math.floor(y / 4) - Math.floor(y / 100) + Math.floor(y / 400)) - 477
+}
+
+/**
+ * The instant of the 20 characters `YYYY-MM-DDTHH:MM:SSZ` at `at` in milliseconds, as
+ * `parseTimestamp` reads them; NaN when they are not a valid timestamp in that form.
+ */
+export const writtenTimeAt = (text: string, at: number): number => {
+  if (
+    text.charCodeAt(at + 4) !== 0x2d || text.charCodeAt(at + 7) !== 0x2d || text.charCodeAt(at + 10) !== 0x54 ||
+    text.charCodeAt(at + 13) !== 0x3a || text.charCodeAt(at + 16) !== 0x3a || text.charCodeAt(at + 19) !== 0x5a
+  ) return NaN
+  const year = digitsAt(text, at, 4)
+  const month = digitsAt(text, at + 5, 2)
+  const day = digitsAt(text, at + 8, 2)
+  const hour = digitsAt(text, at + 11, 2)
+  const minute = digitsAt(text, at + 14, 2)
+  const second = digitsAt(text, at + 17, 2)
+  if (year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) {
+    return NaN
+  }
+  const leap = month === 2 && isLeapYear(year) ? 1 : 0
+  if (day > monthLength[month - 1]! + leap) return NaN
+  const days = daysBeforeYear(year) + daysBeforeMonth[month - 1]! + (month > 2 && isLeapYear(year) ? 1 : 0) + day - 1
+  return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000
+}
+
+/**
+ * The rows and intents of `text` when it is exactly the file the writer makes of them and every
+ * string in it is written as is (see above); undefined otherwise.
+ */
+export const readWrittenText = (text: string): ClaimsDocument | undefined => {
+  let at = 0
+  /** Consumes `expected` at the cursor; false when the text differs there. */
+  const next = (expected: string): boolean => {
+    if (!text.startsWith(expected, at)) return false
+    at += expected.length
+    return true
+  }
+  /** The plain string at the cursor, the cursor moved past it; undefined when it is not one. */
+  const string = (): string | undefined => {
+    const end = plainStringEnd(text, at)
+    if (end < 0) return undefined
+    const value = text.slice(at + 1, end)
+    at = end + 1
+    return value
+  }
+  // Rows of one claim run share their times: each instant is made once.
+  const times = new Map<number, Option.Some<DateTime.Utc>>()
+  /** `"YYYY-MM-DDTHH:MM:SSZ"` at the cursor, the cursor moved past it; undefined when not that. */
+  const time = (): Option.Some<DateTime.Utc> | undefined => {
+    if (text.charCodeAt(at) !== QUOTE || text.charCodeAt(at + 21) !== QUOTE) return undefined
+    const millis = writtenTimeAt(text, at + 1)
+    // The zero time reads as none, which the writer leaves out: not as written.
+    if (Number.isNaN(millis) || millis === goZeroTimeMillis) return undefined
+    at += 22
+    const known = times.get(millis)
+    if (known !== undefined) return known
+    const made = Option.some(DateTime.makeUnsafe(millis)) as Option.Some<DateTime.Utc>
+    times.set(millis, made)
+    return made
+  }
+  if (!next(`{"claims":{`)) return undefined
+  const rows = new Map<PodKey, ClaimRecord>()
+  const starts: Array<number> = []
+  const ends: Array<number> = []
+  const ids = new Set<string>()
+  let previousKey: string | undefined
+  if (text.charCodeAt(at) !== 0x7d) {
+    while (true) {
+      const start = at
+      const key = string()
+      // The writer sorts the keys; a file in another order is read in full (and written sorted).
+      if (key === undefined || key === "__proto__" || (previousKey !== undefined && compareKeys(previousKey, key) >= 0)) {
+        return undefined
+      }
+      previousKey = key
+      if (!next(`:{"id":`)) return undefined
+      const id = string()
+      if (id === undefined || ids.has(id) || !next(`,"token":`)) return undefined
+      ids.add(id)
+      const tokenAt = at
+      const token = string()
+      if (token === undefined || !printableSpan(text, tokenAt + 1, at - 1)) return undefined
+      let address = ""
+      if (next(`,"address":`)) {
+        const written = string()
+        // The writer leaves an empty address out.
+        if (written === undefined || written === "") return undefined
+        address = written
+      }
+      if (!next(`,"podUID":`)) return undefined
+      const podUID = string()
+      if (podUID === undefined) return undefined
+      let claimedAt: Option.Option<DateTime.Utc> = Option.none()
+      if (next(`,"claimedAt":`)) {
+        const written = time()
+        if (written === undefined) return undefined
+        claimedAt = written
+      }
+      let deadline: Option.Option<DateTime.Utc> = Option.none()
+      if (next(`,"deadline":`)) {
+        const written = time()
+        if (written === undefined) return undefined
+        deadline = written
+      }
+      if (!next("}")) return undefined
+      starts.push(start)
+      ends.push(at)
+      rows.set(key as PodKey, { id: id as ClaimId, token: Redacted.make(token), address, podUID, claimedAt, deadline })
+      if (!next(",")) break
+    }
+  }
+  if (!next("}")) return undefined
+  const intents = new Map<PodKey, ClaimIntent>()
+  if (next(`,"intents":{`)) {
+    // The writer leaves the member out when there is no intent.
+    previousKey = undefined
+    do {
+      const key = string()
+      if (key === undefined || key === "__proto__" || (previousKey !== undefined && compareKeys(previousKey, key) >= 0)) {
+        return undefined
+      }
+      previousKey = key
+      if (!next(`:{"podUID":`)) return undefined
+      const podUID = string()
+      if (podUID === undefined || !next(`,"sentAt":`)) return undefined
+      const sentAt = time()
+      if (sentAt === undefined || !next("}")) return undefined
+      intents.set(key as PodKey, { key: key as PodKey, podUID, sentAt: sentAt.value })
+    } while (next(","))
+    if (!next("}")) return undefined
+  }
+  if (!next("}") || at !== text.length) return undefined
+  return { rows, intents, unknownMembers: "", writtenMembers: { starts, ends } }
+}
+
 const parseClaimsText = (text: string): Result.Result<unknown, ClaimsFileDecodeError> => {
   try {
     return Result.succeed(JSON.parse(text))
@@ -420,8 +610,18 @@ const parseClaimsText = (text: string): Result.Result<unknown, ClaimsFileDecodeE
   }
 }
 
-/** Decodes the file's text. Empty text, truncated JSON and a top-level array are errors. */
-export const decodeClaimsDocument = (text: string): Result.Result<ClaimsDocument, ClaimsFileDecodeError> =>
+/**
+ * Decodes the file's text. Empty text, truncated JSON and a top-level array are errors. Three
+ * readings give one result: the writer's own text read as text (`readWrittenText`), else parsed
+ * and compared with the writer's encoding (`decodeWrittenFile`), else the full decode.
+ */
+export const decodeClaimsDocument = (text: string): Result.Result<ClaimsDocument, ClaimsFileDecodeError> => {
+  const read = readWrittenText(text)
+  return read !== undefined ? Result.succeed(read) : decodeParsed(text)
+}
+
+/** `decodeClaimsDocument` past the text-only reading. */
+const decodeParsed = (text: string): Result.Result<ClaimsDocument, ClaimsFileDecodeError> =>
   Result.flatMap(parseClaimsText(text), (value) => {
     const written = decodeWrittenFile(text, value)
     return written === undefined ? decodeInFull(text, value) : Result.succeed(written)

@@ -15,7 +15,9 @@ import {
   formatTimestamp,
   goJsonString,
   membersAfterClaims,
-  parseTimestamp
+  parseTimestamp,
+  readWrittenText,
+  writtenTimeAt
 } from "../../src/Schemas/ClaimsFile.ts"
 import type { ClaimId, PodKey } from "../../src/Schemas/Ids.ts"
 
@@ -317,12 +319,80 @@ describe("ClaimsFile", () => {
     )
   })
 
+  /** Strings the writer escapes somewhere in the text, or a `__proto__` key: left to the paths that parse JSON. */
+  const escapesOrProto = (text: string) => /[\\\u0000-\u001f<>&\u2028\u2029\ud800-\udfff]|"__proto__":/.test(text)
+  // Keys, podUIDs and addresses from every UTF-16 code unit (control characters, lone surrogates).
+  const anyUnitTable = fc.uniqueArray(
+    fc.record({
+      key: fc.string({ unit: "binary", maxLength: 8 }),
+      podUID: fc.string({ unit: "binary", maxLength: 8 }),
+      address: fc.string({ unit: "binary", maxLength: 8 }),
+      claimedAt: fc.option(wholeSecond, { nil: undefined })
+    }),
+    { selector: (row) => row.key, maxLength: 5 }
+  ).map((rows) =>
+    new Map<PodKey, ClaimRecord>(rows.map((row, i) => [row.key as PodKey, {
+      id: `sb_${i}` as ClaimId,
+      token: Redacted.make(`tok-${i}`),
+      address: row.address,
+      podUID: row.podUID,
+      claimedAt: Option.fromUndefinedOr(row.claimedAt),
+      deadline: Option.none()
+    }]))
+  )
+
+  it("a written file with nothing escaped is read from its text alone, to what the full decode gives, each row's span its encoding", () => {
+    fc.assert(
+      fc.property(fc.oneof(written, fc.tuple(anyUnitTable, intents).map(([rows, held]) => encodeClaimsFile(rows, membersAfterClaims(held, "")))), (text) => {
+        const read = readWrittenText(text)
+        assert.strictEqual(read === undefined, escapesOrProto(text), text)
+        if (read === undefined) return
+        assert.deepStrictEqual(view(Result.succeed(read)), view(decodeClaimsDocumentInFull(text)))
+        assert.strictEqual(encodeClaimsFile(read.rows, membersAfterClaims(read.intents, "")), text)
+        const spans = read.writtenMembers!
+        assert.strictEqual(spans.starts.length, read.rows.size)
+        let i = 0
+        for (const [key, record] of read.rows) {
+          assert.strictEqual(text.slice(spans.starts[i], spans.ends[i]), encodeClaimMember(key, record))
+          i++
+        }
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("a written timestamp is read by position as parseTimestamp reads it, and refused where it refuses", () => {
+    const zeroTime = new Date(0).setUTCFullYear(1, 0, 1)
+    const pad = (n: number, w: number) => String(n).padStart(w, "0")
+    const stamp = fc.tuple(
+      fc.oneof(fc.integer({ min: 0, max: 9999 }), fc.constantFrom(1, 1900, 1970, 2000, 2100, 2400)),
+      fc.integer({ min: 0, max: 13 }),
+      fc.integer({ min: 0, max: 32 }),
+      fc.integer({ min: 0, max: 25 }),
+      fc.integer({ min: 0, max: 61 }),
+      fc.integer({ min: 0, max: 61 })
+    ).map(([y, mo, d, h, mi, s]) => `${pad(y, 4)}-${pad(mo, 2)}-${pad(d, 2)}T${pad(h, 2)}:${pad(mi, 2)}:${pad(s, 2)}Z`)
+    const changed = fc.tuple(stamp, fc.nat(19), fc.string({ unit: "binary", minLength: 1, maxLength: 1 }))
+      .map(([text, i, c]) => text.slice(0, i) + c + text.slice(i + 1))
+    fc.assert(
+      fc.property(fc.oneof(stamp, changed), fc.string({ maxLength: 3 }), (text, before) => {
+        const expected = parseTimestamp(text)
+        const got = writtenTimeAt(before + text + `"`, before.length)
+        if (Result.isFailure(expected)) assert.isNaN(got, text)
+        else assert.strictEqual(got, Option.match(expected.success, { onNone: () => zeroTime, onSome: DateTime.toEpochMillis }), text)
+      }),
+      { numRuns: 5000 }
+    )
+  })
+
   it("any change to a written file: the decode gives what the full decode gives (the same rows, or the same error)", () => {
     const edit = fc.oneof(
       // anything inserted anywhere (a space, a member, a key written twice, a stray byte)
       fc.tuple(fc.nat(), fc.oneof(
         fc.constantFrom(" ", "\n", ",", "}", `"x":1,`, `"id":"sb_9",`, `"token":"",`, `"claimedAt":"2026-07-27T02:15:00.5Z",`, `"ns/a":{"id":"sb_1","token":"t","podUID":""},`),
-        fc.string({ maxLength: 3 })
+        fc.string({ maxLength: 3 }),
+        // what the writer escapes, written raw
+        fc.constantFrom("<", ">", "&", "\u2028", "\u2029", "\u0001", "\ud800", "\udc00")
       )).map(([at, insert]) => (text: string) => text.slice(0, at % (text.length + 1)) + insert + text.slice(at % (text.length + 1))),
       // a span removed, or a span written twice
       fc.tuple(fc.nat(), fc.nat({ max: 80 }), fc.boolean()).map(([at, length, twice]) => (text: string) => {
@@ -339,7 +409,18 @@ describe("ClaimsFile", () => {
     fc.assert(
       fc.property(written, fc.array(edit, { minLength: 1, maxLength: 3 }), (text, edits) => {
         const changed = edits.reduce((t, f) => f(t), text)
-        assert.deepStrictEqual(view(decodeClaimsDocument(changed)), view(decodeClaimsDocumentInFull(changed)), changed)
+        const decoded = decodeClaimsDocument(changed)
+        assert.deepStrictEqual(view(decoded), view(decodeClaimsDocumentInFull(changed)), changed)
+        // The spans handed to the store's encoder are each row's own encoding, or not given.
+        const spans = Result.isSuccess(decoded) ? decoded.success.writtenMembers : undefined
+        if (spans !== undefined && Result.isSuccess(decoded)) {
+          assert.strictEqual(encodeClaimsFile(decoded.success.rows, membersAfterClaims(decoded.success.intents, "")), changed)
+          let i = 0
+          for (const [key, record] of decoded.success.rows) {
+            assert.strictEqual(changed.slice(spans.starts[i], spans.ends[i]), encodeClaimMember(key, record), changed)
+            i++
+          }
+        }
       }),
       { numRuns: 2000 }
     )
@@ -360,10 +441,20 @@ describe("ClaimsFile", () => {
         `{"claims":{"ns/a":{"id":"x","token":"t","address":"","podUID":""}}}`,
         `{"claims":{},"intents":{}}`,
         `{"claims":{"ns/b":${row("x")},"ns/a":${row("y")}}}`,
-        `{"claims":{},"intents":{"ns/b":{"podUID":"","sentAt":"2026-07-27T02:15:00Z"},"ns/a":{"podUID":"","sentAt":"2026-07-27T02:15:00Z"}}}`
+        `{"claims":{},"intents":{"ns/b":{"podUID":"","sentAt":"2026-07-27T02:15:00Z"},"ns/a":{"podUID":"","sentAt":"2026-07-27T02:15:00Z"}}}`,
+        // what the writer escapes, written raw (JSON allows it; the writer never writes it so)
+        ...["<", ">", "&", "\u2028", "\u2029", "\ud800"].flatMap((c) => [
+          `{"claims":{"ns/a${c}":${row("x")}}}`,
+          `{"claims":{"ns/a":${row(`x${c}`)}}}`,
+          `{"claims":{"ns/a":{"id":"x","token":"t","address":"${c}","podUID":""}}}`,
+          `{"claims":{"ns/a":${row("x")}},"intents":{"ns/a":{"podUID":"${c}","sentAt":"2026-07-27T02:15:00Z"}}}`
+        ])
       ]
     ) {
       assert.isUndefined(decodeWrittenFile(text, JSON.parse(text)), text)
+      assert.isUndefined(readWrittenText(text), text)
+      const decoded = decodeClaimsDocument(text)
+      assert.isUndefined(Result.isSuccess(decoded) ? decoded.success.writtenMembers : undefined, text)
       assert.deepStrictEqual(view(decodeClaimsDocument(text)), view(decodeClaimsDocumentInFull(text)), text)
     }
   })
