@@ -21,6 +21,7 @@
  * `claims`, `"intents":{"<ns>/<name>":{"podUID":…,"sentAt":…}}`, written only while there is one
  * (a file without claims in flight is byte for byte the reference's); the reference ignores it.
  */
+import { civilMillis, digitsAt, isCivilTime } from "./CivilTime.ts"
 import { invalidJsonMessage } from "./Json.ts"
 import { DateTime, Effect, Option, Redacted, Result, Schema } from "effect"
 import type { ClaimIntent, ClaimRecord } from "./Claims.ts"
@@ -448,26 +449,6 @@ const printableSpan = (text: string, from: number, to: number): boolean => {
   return true
 }
 
-const digitsAt = (text: string, at: number, n: number): number => {
-  let value = 0
-  for (let i = at; i < at + n; i++) {
-    const d = text.charCodeAt(i) - 0x30
-    if (d < 0 || d > 9) return -1
-    value = value * 10 + d
-  }
-  return value
-}
-
-const isLeapYear = (year: number) => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0
-const daysBeforeMonth: ReadonlyArray<number> = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334]
-const monthLength: ReadonlyArray<number> = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-
-/** Days from 1970-01-01 to January 1st of `year` (proleptic Gregorian, as Date counts). */
-const daysBeforeYear = (year: number): number => {
-  const y = year - 1
-  return 365 * (year - 1970) + (Math.floor(y / 4) - Math.floor(y / 100) + Math.floor(y / 400)) - 477
-}
-
 /**
  * The instant of the 20 characters `YYYY-MM-DDTHH:MM:SSZ` at `at` in milliseconds, as
  * `parseTimestamp` reads them; NaN when they are not a valid timestamp in that form.
@@ -483,13 +464,8 @@ export const writtenTimeAt = (text: string, at: number): number => {
   const hour = digitsAt(text, at + 11, 2)
   const minute = digitsAt(text, at + 14, 2)
   const second = digitsAt(text, at + 17, 2)
-  if (year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) {
-    return NaN
-  }
-  const leap = month === 2 && isLeapYear(year) ? 1 : 0
-  if (day > monthLength[month - 1]! + leap) return NaN
-  const days = daysBeforeYear(year) + daysBeforeMonth[month - 1]! + (month > 2 && isLeapYear(year) ? 1 : 0) + day - 1
-  return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000
+  if (!isCivilTime(year, month, day, hour, minute, second)) return NaN
+  return civilMillis(year, month, day, hour, minute, second, 0)
 }
 
 /**

@@ -6,6 +6,7 @@
  * `sandboxes` array is a decode failure, never an empty listing (VER-4).
  */
 import { DateTime, Option, Schema } from "effect"
+import { civilMillis, daysInMonth, digitsAt, isCivilTime } from "./CivilTime.ts"
 
 // ---- shared pieces -----------------------------------------------------------------------------
 
@@ -181,38 +182,85 @@ export const ZERO_TIME = "0001-01-01T00:00:00Z"
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/
 
-const monthDays: ReadonlyArray<number> = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-const daysInMonth = (year: number, month: number): number =>
-  month === 2 && ((year % 4 === 0 && year % 100 !== 0) || year % 400 === 0) ? 29 : monthDays[month - 1]!
-
 /**
  * Parses an RFC 3339 instant with any offset and up to 9 fractional digits (truncated to the
  * millisecond). `None` for absent, empty, unparsable, or Go's zero time: "no known expiry".
  */
 export const parseDeadline = (text: string | null | undefined): Option.Option<DateTime.Utc> => {
   if (text === null || text === undefined || text === "") return Option.none()
+  const epochMillis = deadlineMillisByPosition(text) ?? deadlineMillisByPattern(text)
+  if (epochMillis === undefined || epochMillis === ZERO_TIME_EPOCH_MILLIS) return Option.none()
+  return Option.some(DateTime.makeUnsafe(epochMillis))
+}
+
+/**
+ * The usual shape, as Go writes it (`2026-07-27T02:15:00.123456789Z`, `…+02:00`), read by
+ * position: a listing of 10,000 sandboxes has 20,000 of these at a restart. Undefined for
+ * anything else, which the pattern below then reads (or refuses); the two are held to the same
+ * result in test/Schemas/Sandboxd.test.ts.
+ */
+const deadlineMillisByPosition = (text: string): number | undefined => {
+  const n = text.length
+  if (
+    n < 20 || text.charCodeAt(4) !== 0x2d || text.charCodeAt(7) !== 0x2d || text.charCodeAt(10) !== 0x54 ||
+    text.charCodeAt(13) !== 0x3a || text.charCodeAt(16) !== 0x3a
+  ) return undefined
+  const year = digitsAt(text, 0, 4)
+  const month = digitsAt(text, 5, 2)
+  const day = digitsAt(text, 8, 2)
+  const hour = digitsAt(text, 11, 2)
+  const minute = digitsAt(text, 14, 2)
+  const second = digitsAt(text, 17, 2)
+  if (!isCivilTime(year, month, day, hour, minute, second)) return undefined
+  let i = 19
+  let millis = 0
+  if (text.charCodeAt(i) === 0x2e) {
+    const from = ++i
+    for (; i < n && i < from + 10; i++) {
+      const d = text.charCodeAt(i) - 0x30
+      if (!(d >= 0 && d <= 9)) break
+      if (i < from + 3) millis = millis * 10 + d
+    }
+    const digits = i - from
+    if (digits === 0 || digits > 9) return undefined
+    for (let k = digits; k < 3; k++) millis *= 10
+  }
+  const zone = text.charCodeAt(i)
+  let offsetMinutes = 0
+  if (zone === 0x5a) {
+    if (i + 1 !== n) return undefined
+  } else if ((zone === 0x2b || zone === 0x2d) && i + 6 === n && text.charCodeAt(i + 3) === 0x3a) {
+    const offsetHours = digitsAt(text, i + 1, 2)
+    const minutes = digitsAt(text, i + 4, 2)
+    if (offsetHours < 0 || offsetHours > 23 || minutes < 0 || minutes > 59) return undefined
+    offsetMinutes = (zone === 0x2d ? -1 : 1) * (offsetHours * 60 + minutes)
+  } else {
+    return undefined
+  }
+  return civilMillis(year, month, day, hour, minute, second, millis) - offsetMinutes * 60_000
+}
+
+/** The definition: every shape RFC 3339 allows here, by pattern. Undefined when unparsable. */
+export const deadlineMillisByPattern = (text: string): number | undefined => {
   const m = RFC3339.exec(text)
-  if (m === null) return Option.none()
-  // One by one: a listing of 10,000 sandboxes parses 20,000 of these at a restart.
+  if (m === null) return undefined
   const year = Number(m[1])
   const month = Number(m[2])
   const day = Number(m[3])
   const hour = Number(m[4])
   const minute = Number(m[5])
   const second = Number(m[6])
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return Option.none()
-  if (hour > 23 || minute > 59 || second > 59) return Option.none()
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined
+  if (hour > 23 || minute > 59 || second > 59) return undefined
   const offsetHours = m[10] === undefined ? 0 : Number(m[10])
   const offsetMinutes = m[11] === undefined ? 0 : Number(m[11])
-  if (offsetHours > 23 || offsetMinutes > 59) return Option.none()
+  if (offsetHours > 23 || offsetMinutes > 59) return undefined
   const millis = m[7] === undefined ? 0 : Number(m[7].padEnd(9, "0").slice(0, 3))
   // Date.UTC maps years 0–99 onto the 1900s; setUTCFullYear keeps the real year.
   const date = new Date(Date.UTC(2000, month - 1, day, hour, minute, second, millis))
   date.setUTCFullYear(year)
   const sign = m[9] === "-" ? -1 : 1
-  const epochMillis = date.getTime() - sign * (offsetHours * 60 + offsetMinutes) * 60_000
-  if (epochMillis === ZERO_TIME_EPOCH_MILLIS) return Option.none()
-  return Option.some(DateTime.makeUnsafe(epochMillis))
+  return date.getTime() - sign * (offsetHours * 60 + offsetMinutes) * 60_000
 }
 
 const ZERO_TIME_EPOCH_MILLIS = (() => {

@@ -285,7 +285,8 @@ describe("ClaimsFile", () => {
           claimedAt: Option.map(r.claimedAt, DateTime.toEpochMillis),
           deadline: Option.map(r.deadline, DateTime.toEpochMillis)
         })),
-        intents: [...document.intents].map(([key, i]) => ({ ...i, key, sentAt: DateTime.toEpochMillis(i.sentAt) })),
+        // In key order: the full decode lists them in JSON.parse's order (array-index keys first), the others in the file's.
+        intents: [...document.intents].sort(([a], [b]) => compareKeys(a, b)).map(([key, i]) => ({ ...i, key, sentAt: DateTime.toEpochMillis(i.sentAt) })),
         unknownMembers: document.unknownMembers
       })
     })

@@ -1,6 +1,7 @@
 /** Wire schemas, deadline parsing/formatting and the pod annotation rules (CRT-1, CRT-2, CRT-6). */
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, DateTime, Effect, Option, Result, Schema } from "effect"
+import * as fc from "fast-check"
 import { interpretClaim, interpretInfo, interpretList } from "../../src/Layers/SandboxdClientHttp.ts"
 import {
   annotationValue,
@@ -11,6 +12,7 @@ import {
 } from "../../src/Schemas/PodAnnotations.ts"
 import {
   claimRequestBody,
+  deadlineMillisByPattern,
   formatDeadline,
   ListResponseWire,
   parseDeadline,
@@ -46,6 +48,41 @@ describe("parseDeadline", () => {
 
   it("a real year-1 instant other than the zero time is a deadline", () => {
     assert.isTrue(Option.isSome(parseDeadline("0001-01-01T00:00:01Z")))
+  })
+
+  it("read by position as the RFC 3339 pattern reads it: Go's output in any offset, and any change to it", () => {
+    const zeroTime = deadlineMillisByPattern("0001-01-01T00:00:00Z")
+    const pad = (n: number, w: number) => String(n).padStart(w, "0")
+    // Fields past their ranges too (month 13, February 30th, hour 24, offset 24:00).
+    const fields = fc.tuple(
+      fc.oneof(fc.integer({ min: 0, max: 9999 }), fc.constantFrom(1, 1900, 1970, 2000, 2024, 2100)),
+      fc.integer({ min: 0, max: 13 }),
+      fc.integer({ min: 0, max: 32 }),
+      fc.integer({ min: 0, max: 25 }),
+      fc.integer({ min: 0, max: 61 }),
+      fc.integer({ min: 0, max: 61 }),
+      fc.option(fc.stringMatching(/^[0-9]{0,11}$/), { nil: undefined }),
+      fc.oneof(fc.constantFrom("Z", "z", "+00:00", "-00:00"), fc.tuple(fc.constantFrom("+", "-"), fc.integer({ min: 0, max: 24 }), fc.integer({ min: 0, max: 60 })).map(([sign, h, m]) => `${sign}${pad(h, 2)}:${pad(m, 2)}`)),
+      fc.constantFrom("T", "t")
+    ).map(([y, mo, d, h, mi, s, fraction, zone, t]) =>
+      `${pad(y, 4)}-${pad(mo, 2)}-${pad(d, 2)}${t}${pad(h, 2)}:${pad(mi, 2)}:${pad(s, 2)}${fraction === undefined ? "" : `.${fraction}`}${zone}`
+    )
+    const goWrites = fc.tuple(fc.bigInt({ min: -62_135_596_800_000_000_000n, max: 253_402_300_799_999_999_999n }), fc.integer({ min: -1439, max: 1439 }))
+      .map(([nanos, offset]) => formatDeadline(nanos, offset))
+    const texts = fc.oneof(fields, goWrites)
+    const changed = fc.tuple(texts, fc.nat(), fc.string({ unit: "binary", maxLength: 2 }), fc.nat(2))
+      .map(([text, at, insert, removed]) => {
+        const i = at % (text.length + 1)
+        return text.slice(0, i) + insert + text.slice(i + removed)
+      })
+    fc.assert(
+      fc.property(fc.oneof(texts, changed), (text) => {
+        const byPattern = deadlineMillisByPattern(text)
+        const expected = byPattern === undefined || byPattern === zeroTime ? Option.none() : Option.some(byPattern)
+        assert.deepStrictEqual(millis(text), expected, text)
+      }),
+      { numRuns: 20_000 }
+    )
   })
 })
 
