@@ -3,10 +3,10 @@
  * can refuse to start does so before the node registers), and run until SIGTERM/SIGINT.
  *
  *   sandboxd client, KubeApi (instrumented)
- *   → the first pod list asked for (read only; the pod controller takes it when it starts)
  *   → claims table + durable store (single-writer lock)
  *   → provider (events, owner resolver, status channels)
  *   → the startup verification's sandboxd listing asked for (read only; the lock is held)
+ *   → the first pod list asked for (read only; the pod controller takes it when it starts)
  *   → claims loaded, quarantined, verified (on that listing), proven writable
  *                                                               (before the node registers)
  *   → kubelet HTTPS API (TLS chosen or self-signed; a bad pair or a busy port stops here)
@@ -19,7 +19,7 @@
  * then loops, node loops (the Node and Lease are left in place) and servers close. Every
  * finalizer is time-boxed, and a watchdog ends the process if the whole bound is exceeded.
  */
-import { Deferred, Duration, Effect, Layer, Metric, Option, References } from "effect"
+import { Context, Deferred, Duration, Effect, Fiber, Layer, Metric, Option, References } from "effect"
 import { StartupError } from "./Cli/Errors.ts"
 import * as ClaimsStoreFile from "./Layers/ClaimsStoreFile.ts"
 import { ClaimTableRefLayer } from "./Layers/ClaimTableRef.ts"
@@ -57,7 +57,8 @@ import { instrumentKube, instrumentSandboxd } from "./Programs/Observability/Ins
 import * as Metrics from "./Services/Metrics.ts"
 import { claimsByState, claimsHeld, commitDuration, labelled, quarantinedClaims } from "./Services/Metrics.ts"
 import * as PodController from "./Programs/PodController/PodController.ts"
-import { startClaims } from "./Programs/Provider/Startup.ts"
+import { startClaimsWith } from "./Programs/Provider/Startup.ts"
+import { listSandboxesNow } from "./Programs/ClaimVerifier.ts"
 
 
 
@@ -78,32 +79,30 @@ const WireLayer = Layer.mergeAll(
 )
 
 /**
- * The first pod list, started before the claims load: on a restart with 10,000 Pods the
- * apiserver's answer (tens of MB) was waited for after the claims were loaded, verified and
- * written, and the node registered; now that time overlaps them. The answer is only held here.
+ * The node's first pod list, asked for now and only held here: on a restart with 10,000 Pods the
+ * apiserver's answer (tens of MB) comes while the claims load and verify, and the node registers,
+ * instead of being waited for after them.
  */
-const EarlyPodListLayer = Layer.effect(
-  EarlyPodList,
-  Effect.gen(function*() {
-    const config = yield* AppConfig
-    const kube = yield* KubeApi
-    // Handed over once and then let go: kept here, the list would pin every Pod it holds (all
-    // 10,000 after a restart) long after the watch replaced them.
-    const held: { answer: Deferred.Deferred<PodList, KubeError> | undefined } = { answer: yield* Deferred.make<PodList, KubeError>() }
-    yield* kube.listPods(config.nodeName).pipe(
-      Effect.exit,
-      Effect.flatMap((exit) => (held.answer === undefined ? Effect.void : Deferred.done(held.answer, exit))),
-      Effect.forkScoped
-    )
-    return EarlyPodList.of({
-      list: Effect.suspend(() => {
-        const answer = held.answer
-        if (answer === undefined) return kube.listPods(config.nodeName)
-        return Deferred.await(answer).pipe(Effect.ensuring(Effect.sync(() => void (held.answer = undefined))))
-      })
+const askForPodList = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const kube = yield* KubeApi
+  // Handed over once and then let go: kept here, the list would pin every Pod it holds (all
+  // 10,000 after a restart) long after the watch replaced them.
+  const held: { answer: Deferred.Deferred<PodList, KubeError> | undefined } = { answer: yield* Deferred.make<PodList, KubeError>() }
+  yield* kube.listPods(config.nodeName).pipe(
+    Effect.exit,
+    Effect.flatMap((exit) => (held.answer === undefined ? Effect.void : Deferred.done(held.answer, exit))),
+    // Sent now, before whatever this fiber does next (the claims load), not on a later turn.
+    Effect.forkScoped({ startImmediately: true })
+  )
+  return EarlyPodList.of({
+    list: Effect.suspend(() => {
+      const answer = held.answer
+      if (answer === undefined) return kube.listPods(config.nodeName)
+      return Deferred.await(answer).pipe(Effect.ensuring(Effect.sync(() => void (held.answer = undefined))))
     })
   })
-)
+})
 
 /** The durable store, its commits timed as the caller sees them (queueing in the group commit included). */
 const ClaimsLayer = Layer.effect(
@@ -122,12 +121,23 @@ const ProviderLayer = PodLifecycleProviderLayer.pipe(
 
 
 /**
- * PER-8, PER-9, VER-1: loaded, quarantined, verified and written before anything else starts.
- * The verification's listing is asked for first, so sandboxd answers while the file is read and
- * decoded (CFG-11); the store below already holds the state lock, and nothing above it is built
- * (no claim, no release) until this is done.
+ * PER-8, PER-9, VER-1: loaded, quarantined, verified and written before anything else starts;
+ * the store below already holds the state lock, and nothing above this is built (no claim, no
+ * release) until it is done. Two reads are asked for first, in this order (CFG-11), and answered
+ * while the claims file is read and decoded: sandboxd's listing, which the verification waits
+ * for and everything else waits for the verification; then the node's first pod list, which only
+ * the pod controller reads, at the end. A server answering both one after the other (the bench's
+ * simulators share one event loop) then answers the listing first.
  */
-const ClaimsStartupLayer = Layer.effect(ClaimsStartup, Effect.map(startClaims, ClaimsStartup.of))
+export const startupLayer = Layer.effectContext(
+  Effect.gen(function*() {
+    const listing = yield* Effect.forkScoped(listSandboxesNow, { startImmediately: true })
+    const podList = yield* askForPodList
+    // Let go once startup is done: interrupted if no row needed it.
+    const summary = yield* startClaimsWith(Fiber.join(listing)).pipe(Effect.ensuring(Fiber.interrupt(listing)))
+    return Context.make(ClaimsStartup, ClaimsStartup.of(summary)).pipe(Context.add(EarlyPodList, podList))
+  })
+)
 
 /** A Node event when claims start quarantined (sandboxd could not vouch for them yet). */
 const QuarantineEventLayer = Layer.effectDiscard(
@@ -225,10 +235,9 @@ export const daemonLayer = (config: AppConfigShape) =>
     Layer.provideMerge(NodeControllerLive.layer().pipe(Layer.provide(NodeHealthLayer))),
     Layer.provideMerge(LoopsLayer),
     Layer.provideMerge(KubeletLayer),
-    Layer.provideMerge(ClaimsStartupLayer),
+    Layer.provideMerge(startupLayer),
     Layer.provideMerge(ProviderLayer),
     Layer.provideMerge(ClaimsLayer),
-    Layer.provideMerge(EarlyPodListLayer),
     Layer.provideMerge(WireLayer),
     // Below the wire: the sandboxd client scrubs its error text of the claim tokens the table holds.
     Layer.provideMerge(ClaimTableRefLayer),

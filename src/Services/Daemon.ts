@@ -38,9 +38,9 @@ export class RunningPodController extends Context.Service<RunningPodController, 
 ) {}
 
 /**
- * The node's first pod list, asked for as soon as the apiserver client exists: on a restart with
- * thousands of Pods, the apiserver's answer then comes while the claims load and verify instead of
- * after. Only read: the pod controller takes it as its first list once it starts (after the claims
+ * The node's first pod list, asked for before the claims file is read (right after the startup
+ * verification's sandboxd listing, CFG-11): on a restart with thousands of Pods, the apiserver's
+ * answer then comes while the claims load and verify instead of after. Only read: the pod controller takes it as its first list once it starts (after the claims
  * and the node), and nothing acts on a Pod before that. `list` gives that answer once (waiting for
  * it if need be) and lists afresh after.
  */

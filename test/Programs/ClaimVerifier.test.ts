@@ -1,13 +1,18 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, DateTime, Deferred, Effect, Fiber, Option, PubSub } from "effect"
+import { Clock, Context, DateTime, Deferred, Effect, Fiber, Layer, Option, PubSub } from "effect"
 import { TestClock } from "effect/testing"
 import { ClaimsStoreMemoryControl } from "../../testkit/Layers/ClaimsStoreMemory.ts"
+import * as KubeApiMemory from "../../testkit/Layers/KubeApiMemory.ts"
+import { ClusterModel } from "../../testkit/Simulators/Apiserver/Model.ts"
+import { startupLayer } from "../../src/Daemon.ts"
+import { ClaimsStartup, EarlyPodList } from "../../src/Services/Daemon.ts"
+import { KubeApi } from "../../src/Services/KubeApi.ts"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import type { PodKey } from "../../src/Schemas/Ids.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { ClaimsStore } from "../../src/Services/ClaimsStore.ts"
 import { Provider } from "../../src/Services/Provider.ts"
-import type { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
+import { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { runClaimVerification, verifyQuarantinedClaims } from "../../src/Programs/ClaimVerifier.ts"
 import { startClaims } from "../../src/Programs/Provider/Startup.ts"
@@ -177,6 +182,46 @@ describe("the startup pass's listing, asked for before the load (CFG-11)", () =>
       assert.deepStrictEqual(summary, { loaded: 2, backfilled: 1, verified: true, quarantined: 0, intents: 0 })
       assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable" })
       assert.strictEqual(yield* listingsSent, 1, "the pass took the early listing: it did not list again")
+    }).pipe(Effect.provide(world({ seed }), { local: true })))
+
+  it.effect("the daemon asks for it first, then the node's first pod list, then reads the claims file; each answer is used once", () =>
+    Effect.gen(function*() {
+      // Call order, recorded where each is asked for (the simulators answer them).
+      const asked: Array<string> = []
+      const client = yield* SandboxdClient
+      const store = yield* ClaimsStore
+      const kube = KubeApiMemory.make(new ClusterModel())
+      const startup = yield* Layer.build(startupLayer).pipe(
+        Effect.provideService(SandboxdClient, SandboxdClient.of({
+          ...client,
+          listSandboxes: Effect.suspend(() => {
+            asked.push("sandboxd listing")
+            return client.listSandboxes
+          })
+        })),
+        Effect.provideService(KubeApi, KubeApi.of({
+          ...kube,
+          listPods: (node) =>
+            Effect.suspend(() => {
+              asked.push("pod list")
+              return kube.listPods(node)
+            })
+        })),
+        Effect.provideService(ClaimsStore, ClaimsStore.of({
+          ...store,
+          load: Effect.suspend(() => {
+            asked.push("claims load")
+            return store.load
+          })
+        }))
+      )
+      // The listing gates the verification, which gates everything else; the pod list is read last.
+      assert.deepStrictEqual(asked, ["sandboxd listing", "pod list", "claims load"])
+      assert.deepStrictEqual(Context.get(startup, ClaimsStartup), { loaded: 2, backfilled: 1, verified: true, quarantined: 0, intents: 0 })
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable" })
+      assert.strictEqual(yield* listingsSent, 1, "the pass took the early listing")
+      yield* Context.get(startup, EarlyPodList).list
+      assert.deepStrictEqual(asked.filter((what) => what === "pod list"), ["pod list"], "the controller takes the early pod list")
     }).pipe(Effect.provide(world({ seed }), { local: true })))
 
   it.effect("failed, it is the startup pass's failed listing; the next pass lists afresh", () =>

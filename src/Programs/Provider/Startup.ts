@@ -8,6 +8,8 @@
  * rows, reading and decoding the file takes a few hundred milliseconds of CPU, and sandboxd's
  * answer now comes in the meantime instead of being waited for after it. The store already holds
  * the state lock, so every row the file holds was written before the listing was asked for.
+ * `startClaims` asks for it itself; the daemon asks for it before its first pod list and hands
+ * it to `startClaimsWith` (`src/Daemon.ts`).
  */
 import { DateTime, Effect, Fiber, Option } from "effect"
 import type { ClaimRecord } from "../../Schemas/Claims.ts"
@@ -16,16 +18,19 @@ import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
 import { markInDoubt } from "../ClaimDoubt.ts"
 import type { StartupSummary } from "../../Services/Daemon.ts"
-import { listSandboxesNow, verifyQuarantinedWith } from "../ClaimVerifier.ts"
+import { listSandboxesNow, type SandboxListing, verifyQuarantinedWith } from "../ClaimVerifier.ts"
+import type { SandboxdListError } from "../../Services/SandboxdClient.ts"
 
 export type { StartupSummary }
 
-export const startClaims = Effect.gen(function*() {
+/**
+ * The startup with `listing`, a sandboxd listing already asked for (with the state lock held):
+ * only the pass below reads it (a later pass lists afresh), and only if a row is quarantined. Its
+ * failure is the pass's failed listing. The caller lets go of it once this is done.
+ */
+export const startClaimsWith = (listing: Effect.Effect<SandboxListing, SandboxdListError>) => Effect.gen(function*() {
   const store = yield* ClaimsStore
   const table = yield* ClaimTable
-  // Asked for now, used only by the pass below (a later pass lists afresh), and let go when
-  // startup ends: interrupted if no row needed it. Its failure is the pass's failed listing.
-  const listing = yield* Effect.forkScoped(listSandboxesNow)
   const loaded = yield* store.load
   // Held by the store (and written again below) until each one's claim is settled. Each names a
   // claim that may have made a VM no row records: its key is in doubt before any Pod is seen, so
@@ -43,7 +48,7 @@ export const startClaims = Effect.gen(function*() {
     rows.set(key, Option.isNone(record.claimedAt) ? { ...record, claimedAt: Option.some(now) } : record)
   }
   yield* table.loadQuarantined(rows)
-  const verified = yield* verifyQuarantinedWith(Fiber.join(listing)).pipe(
+  const verified = yield* verifyQuarantinedWith(listing).pipe(
     Effect.as(true),
     Effect.catchTag("SandboxdListError", () => Effect.succeed(false))
   )
@@ -54,4 +59,13 @@ export const startClaims = Effect.gen(function*() {
   )
   const summary: StartupSummary = { loaded: loaded.size, backfilled, verified, quarantined, intents: intents.size }
   return summary
-}).pipe(Effect.scoped, Effect.withSpan("Provider.startClaims"))
+}).pipe(Effect.withSpan("Provider.startClaims"))
+
+/**
+ * The startup asking for its own listing first, and letting go of it when startup ends
+ * (interrupted if no row needed it).
+ */
+export const startClaims = Effect.gen(function*() {
+  const listing = yield* Effect.forkScoped(listSandboxesNow)
+  return yield* startClaimsWith(Fiber.join(listing))
+}).pipe(Effect.scoped)
