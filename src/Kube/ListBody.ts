@@ -183,11 +183,25 @@ const scanItem = (b: Buffer, i: number, out: ItemExtent): void => {
   }
 }
 
-/** The item [start, end) as text, its managedFields value (if found) as `null`. */
-const itemText = (b: Buffer, start: number, extent: ItemExtent): string =>
-  extent.cutStart < 0
-    ? b.toString("utf8", start, extent.end)
-    : b.toString("utf8", start, extent.cutStart) + "null" + b.toString("utf8", extent.cutEnd, extent.end)
+const NULL = Buffer.from("null")
+
+/**
+ * The item [start, end) as text, its managedFields value (if found) as `null`. The bytes around
+ * the cut are put together in `scratch` first (grown as needed, returned for the next item), so
+ * the text is one string: three decoded pieces joined would be a rope that `JSON.parse` copies
+ * flat again, four strings per Pod where one does.
+ */
+const itemText = (b: Buffer, start: number, extent: ItemExtent, scratch: { bytes: Buffer }): string => {
+  if (extent.cutStart < 0) return b.toString("utf8", start, extent.end)
+  const head = extent.cutStart - start
+  const length = head + NULL.length + extent.end - extent.cutEnd
+  if (scratch.bytes.length < length) scratch.bytes = Buffer.allocUnsafe(Math.max(length, scratch.bytes.length * 2))
+  const bytes = scratch.bytes
+  b.copy(bytes, 0, start, extent.cutStart)
+  NULL.copy(bytes, head)
+  b.copy(bytes, head + NULL.length, extent.cutEnd, extent.end)
+  return bytes.toString("utf8", 0, length)
+}
 
 /**
  * Reads the list in `body`, handing each element of its `items` array (an object) to `item` as
@@ -197,6 +211,7 @@ const itemText = (b: Buffer, start: number, extent: ItemExtent): string =>
 export const scan = (body: Buffer, item: (text: string) => boolean): ListScan => {
   const malformed: ListScan = { _tag: "Malformed" }
   const extent: ItemExtent = { end: -1, cutStart: -1, cutEnd: -1 }
+  const scratch = { bytes: Buffer.allocUnsafe(4096) }
   let metadata: string | undefined
   let items = false
   let k = skipSpace(body, 0)
@@ -221,7 +236,7 @@ export const scan = (body: Buffer, item: (text: string) => boolean): ListScan =>
             if (body[at] !== OPEN_OBJECT) return malformed
             scanItem(body, at, extent)
             if (extent.end < 0) return malformed
-            if (!item(itemText(body, at, extent))) return { _tag: "Stopped" }
+            if (!item(itemText(body, at, extent, scratch))) return { _tag: "Stopped" }
             at = skipSpace(body, extent.end)
             if (body[at] === CLOSE_ARRAY) break
             if (body[at] !== COMMA) return malformed

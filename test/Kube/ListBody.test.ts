@@ -131,6 +131,17 @@ describe("ListBody.scan", () => {
     }
   })
 
+  it("hands over items larger than its first scratch space, and a small item after a large one whole", () => {
+    const big = (n: number, fill: string) => ({
+      metadata: { name: fill.repeat(n), managedFields: [{ manager: "m".repeat(n) }], labels: { a: "雪".repeat(n) } },
+      spec: { containers: [{ name: "main" }] }
+    })
+    const items = [big(5000, "x"), big(1, "y"), big(20_000, "é"), big(3, "z"), { metadata: { managedFields: {} } }]
+    const { items: read, result } = collect(bodyOf({ items }, 0))
+    assert.deepStrictEqual(read, items.map(expectedItem))
+    assert.strictEqual(result._tag, "Read")
+  })
+
   it("stops at the first item the caller refuses", () => {
     const seen: Array<string> = []
     const result = ListBody.scan(Buffer.from(`{"items":[{"n":1},{"n":2},{"n":3}]}`), (text) => {

@@ -7,6 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Effect, Option, Schema } from "effect"
+import fc from "fast-check"
 import { decodePod, decodePodBySchema, Pod } from "../../src/Schemas/Pod.ts"
 
 /** A small deterministic generator (the mutations must be the same on every run). */
@@ -122,6 +123,35 @@ describe("decodePod", () => {
       })
     )
     assertSame(served)
+  })
+
+  it("reads a time as the Schema does, in range or not: whole seconds, leap days, years before 100, hour 24, second 60", () => {
+    // two digits, biased to the edges of each field's range (and past them)
+    const pair = fc.oneof(
+      fc.integer({ min: 0, max: 99 }),
+      fc.constantFrom(0, 1, 12, 13, 19, 20, 23, 24, 28, 29, 30, 31, 32, 59, 60, 99)
+    ).map((n) => String(n).padStart(2, "0"))
+    const wireTime = fc.tuple(pair, pair, pair, pair, pair, pair, pair).map(([c, y, mo, d, h, mi, s]) => `${c}${y}-${mo}-${d}T${h}:${mi}:${s}Z`)
+    // the fast path's exact shape, or one step from it: a fraction, an offset, lower case, a letter for a digit
+    const nearTime = fc.tuple(wireTime, fc.constantFrom("", ".5Z", "+01:00", "lower", "letter", "short")).map(([t, change]) =>
+      change === "" ? t
+      : change === "lower" ? t.toLowerCase()
+      : change === "letter" ? `${t.slice(0, 6)}x${t.slice(7)}`
+      : change === "short" ? t.slice(1)
+      : `${t.slice(0, -1)}${change}`
+    )
+    fc.assert(
+      fc.property(nearTime, (time) => {
+        const served = { metadata: { creationTimestamp: time }, status: { startTime: time, conditions: [{ type: "Ready", status: "True", lastTransitionTime: time }] } }
+        assertSame(served)
+      }),
+      { numRuns: 3000 }
+    )
+    // the instants themselves, not only agreement: a leap day, the first year the fast path reads, the last second of a year
+    for (const time of ["2024-02-29T23:59:59Z", "0100-03-01T00:00:00Z", "1999-12-31T23:59:59Z", "1969-07-20T20:17:40Z"]) {
+      const pod = decodePod({ metadata: { creationTimestamp: time } })
+      assert.deepStrictEqual(Option.map(pod, (p) => p.metadata?.creationTimestamp?.getTime()), Option.some(new Date(time).getTime()), time)
+    }
   })
 
   it("refuses what the Schema refuses", () => {
