@@ -74,9 +74,13 @@ export const makeClaimTable = Effect.gen(function*() {
         return row !== undefined && row.state._tag === "Durable" ? Option.some(row.record) : Option.none()
       }),
     held: (key) => read((s) => Option.fromUndefinedOr(s.rows.get(key))),
-    quarantinedKeys: read((s) =>
-      Array.from(s.rows).filter(([, row]) => row.state._tag === "Quarantined").map(([key]) => key)
-    ),
+    quarantinedKeys: read((s) => {
+      const keys: Array<PodKey> = []
+      s.rows.forEach((row, key) => {
+        if (row.state._tag === "Quarantined") keys.push(key)
+      })
+      return keys
+    }),
 
     loadQuarantined: (loaded) =>
       Ref.update(ref, (s) => ({

@@ -19,8 +19,7 @@ export type AbsenceVerdict =
   | { readonly _tag: "Unconfirmed"; readonly reason: string }
 
 /** Every id a listing showed: any earlier "missing since" mark is forgotten. */
-export const notePresent = (ids: Iterable<ClaimId>) =>
-  ClaimDoubts.use((doubts) => Effect.forEach(ids, doubts.notePresent, { discard: true }))
+export const notePresent = (ids: Iterable<ClaimId>) => ClaimDoubts.use((doubts) => doubts.notePresent(ids))
 
 /**
  * Judges `id`, which a successful listing taken at `listedAt` did not show (see the module
@@ -36,16 +35,16 @@ export const confirmAbsence = Effect.fnUntraced(function*(id: ClaimId, listedAt:
   }
   switch (lookup.success._tag) {
     case "Found":
-      yield* doubts.notePresent(id)
+      yield* doubts.notePresent([id])
       return { _tag: "Present", sandbox: lookup.success.sandbox } as AbsenceVerdict
     case "Gone":
-      yield* doubts.notePresent(id)
+      yield* doubts.notePresent([id])
       return { _tag: "Gone" } as AbsenceVerdict
     case "RouteUnknown": {
       const since = yield* doubts.noteMissing(id, listedAt)
       const confirmedAt = DateTime.addDuration(since, config.claimVerifyInterval)
       if (DateTime.isGreaterThanOrEqualTo(listedAt, confirmedAt)) {
-        yield* doubts.notePresent(id)
+        yield* doubts.notePresent([id])
         return { _tag: "Gone" } as AbsenceVerdict
       }
       return {

@@ -59,15 +59,23 @@ export const verifyQuarantinedWith = <R>(listing: Effect.Effect<SandboxListing, 
         Effect.logWarning("sandboxd list failed; claims stay unverified").pipe(Effect.annotateLogs({ error: err }))
       )
     )
-    const listed = new Map(sandboxes.map((row) => [row.id, row.deadline] as const))
-    yield* notePresent(Array.from(snapshot.values()).filter((id) => listed.has(id)))
-    // One listing that leaves an id out proves nothing: only a confirmed absence is judged.
+    const listed = new Map<ClaimId, Option.Option<DateTime.Utc>>()
+    for (const row of sandboxes) listed.set(row.id, row.deadline)
+    // Listed pairs are judged as listed; every other one only once its absence is confirmed.
     const judged = new Map<PodKey, ClaimId>()
+    const present: Array<ClaimId> = []
+    const unlisted: Array<readonly [PodKey, ClaimId]> = []
     for (const [key, id] of snapshot) {
       if (listed.has(id)) {
         judged.set(key, id)
-        continue
+        present.push(id)
+      } else {
+        unlisted.push([key, id])
       }
+    }
+    yield* notePresent(present)
+    // One listing that leaves an id out proves nothing: only a confirmed absence is judged.
+    for (const [key, id] of unlisted) {
       const verdict = yield* confirmAbsence(id, listedAt)
       switch (verdict._tag) {
         case "Present":

@@ -49,8 +49,11 @@ export class ClaimDoubts extends Context.Service<ClaimDoubts, {
   readonly noteSeen: (ids: ReadonlyArray<ClaimId>, at: DateTime.Utc) => Effect.Effect<ReadonlyMap<ClaimId, DateTime.Utc>>
   /** `id` was missing from a listing taken at `at`: returns when it was first found missing. */
   readonly noteMissing: (id: ClaimId, at: DateTime.Utc) => Effect.Effect<DateTime.Utc>
-  /** `id` was listed (or is no longer tracked): forget that it was ever missing. */
-  readonly notePresent: (id: ClaimId) => Effect.Effect<void>
+  /**
+   * Each of `ids` was listed (or is no longer tracked): forget that it was ever missing. One
+   * update for all of them: a listing vouches for thousands of ids at once.
+   */
+  readonly notePresent: (ids: Iterable<ClaimId>) => Effect.Effect<void>
 
   /** The Pod generation `podUid` of `key` lost sandbox `id` for good. */
   readonly markLost: (lost: LostSandbox) => Effect.Effect<void>

@@ -5,6 +5,7 @@ import { ClaimTableRefLayer } from "../../src/Layers/ClaimTableRef.ts"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../../src/Schemas/Ids.ts"
 import { ClaimsSnapshot } from "../../src/Services/ClaimsStore.ts"
+import { ClaimDoubts } from "../../src/Services/ClaimDoubts.ts"
 import { ClaimTable, type ClaimTableState } from "../../src/Services/ClaimTable.ts"
 import { KnownSecrets } from "../../src/Services/KnownSecrets.ts"
 
@@ -19,7 +20,7 @@ const rec = (id: string, deadline?: number): ClaimRecord => ({
 })
 const pod = (name: string, uid: string): V1Pod => ({ metadata: { namespace: "ns", name, uid }, spec: { containers: [] } })
 
-const run = <A, E>(effect: Effect.Effect<A, E, ClaimTable | ClaimsSnapshot | KnownSecrets>) =>
+const run = <A, E>(effect: Effect.Effect<A, E, ClaimTable | ClaimsSnapshot | KnownSecrets | ClaimDoubts>) =>
   effect.pipe(Effect.provide(ClaimTableRefLayer, { local: true }))
 
 describe("ClaimTable (Ref layer)", () => {
@@ -205,6 +206,23 @@ describe("ClaimTable (Ref layer)", () => {
       assert.strictEqual(Option.getOrThrow(yield* table.durable(key("listed-deadline"))), withDeadline)
       assert.strictEqual(Option.getOrThrow(yield* table.held(key("replaced"))).record.id, "sb_5")
       assert.deepStrictEqual(yield* table.quarantinedKeys, [])
+    })))
+
+  it.effect("notePresent forgets the missing mark of each listed id, in one update, and only theirs", () =>
+    run(Effect.gen(function*() {
+      const doubts = yield* ClaimDoubts
+      const at = (s: number) => DateTime.makeUnsafe(s * 1000)
+      const id = (n: string) => n as ClaimId
+      yield* doubts.notePresent([id("a")])
+      assert.deepStrictEqual(yield* doubts.noteMissing(id("a"), at(0)), at(0))
+      assert.deepStrictEqual(yield* doubts.noteMissing(id("b"), at(1)), at(1))
+      assert.deepStrictEqual(yield* doubts.noteMissing(id("c"), at(2)), at(2))
+      // Missing since its first absence, until a listing shows it.
+      assert.deepStrictEqual(yield* doubts.noteMissing(id("a"), at(5)), at(0))
+      yield* doubts.notePresent([id("a"), id("x"), id("c")])
+      assert.deepStrictEqual(yield* doubts.noteMissing(id("a"), at(10)), at(10))
+      assert.deepStrictEqual(yield* doubts.noteMissing(id("b"), at(10)), at(1))
+      assert.deepStrictEqual(yield* doubts.noteMissing(id("c"), at(11)), at(11))
     })))
 
   it.effect("storePod applies the stale-UID guard (ST-4) and keeps its own copy", () =>

@@ -81,7 +81,7 @@ describe("parseDeadline", () => {
         const expected = byPattern === undefined || byPattern === zeroTime ? Option.none() : Option.some(byPattern)
         assert.deepStrictEqual(millis(text), expected, text)
       }),
-      { numRuns: 20_000 }
+      { numRuns: 5000 }
     )
   })
 })

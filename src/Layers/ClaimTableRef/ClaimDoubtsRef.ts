@@ -66,12 +66,17 @@ export const makeClaimDoubts = Effect.gen(function*() {
         if (since !== undefined) return [since, s]
         return [at, { ...s, missing: new Map(s.missing).set(id, at) }]
       }),
-    notePresent: (id) =>
+    notePresent: (ids) =>
       Ref.update(ref, (s) => {
-        if (!s.missing.has(id)) return s
-        const missing = new Map(s.missing)
-        missing.delete(id)
-        return { ...s, missing }
+        // Nearly always nothing is missing: the ids are not even looked at then.
+        if (s.missing.size === 0) return s
+        let missing: Map<ClaimId, DateTime.Utc> | undefined
+        for (const id of ids) {
+          if (!(missing ?? s.missing).has(id)) continue
+          missing ??= new Map(s.missing)
+          missing.delete(id)
+        }
+        return missing === undefined ? s : { ...s, missing }
       }),
 
     markLost: (lost) => Ref.update(ref, (s) => ({ ...s, lost: new Map(s.lost).set(lost.key, lost) })),

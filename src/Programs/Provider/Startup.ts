@@ -42,11 +42,11 @@ export const startClaimsWith = (listing: Effect.Effect<SandboxListing, SandboxdL
   // One shared "now" for every back-filled row; the write below makes it the stable start time.
   const now = yield* DateTime.now
   let backfilled = 0
-  const rows = new Map<PodKey, ClaimRecord>()
-  for (const [key, record] of loaded) {
-    if (Option.isNone(record.claimedAt)) backfilled++
-    rows.set(key, Option.isNone(record.claimedAt) ? { ...record, claimedAt: Option.some(now) } : record)
-  }
+  for (const record of loaded.values()) if (Option.isNone(record.claimedAt)) backfilled++
+  // Copied only when a row changes: a file this daemon wrote has claimedAt on every row.
+  const rows = backfilled === 0 ? loaded : new Map<PodKey, ClaimRecord>(
+    Array.from(loaded, ([key, record]) => [key, Option.isNone(record.claimedAt) ? { ...record, claimedAt: Option.some(now) } : record])
+  )
   yield* table.loadQuarantined(rows)
   const verified = yield* verifyQuarantinedWith(listing).pipe(
     Effect.as(true),
