@@ -97,61 +97,6 @@ export const ListResponseWire = Schema.Struct({
 })
 export type ListResponseWire = typeof ListResponseWire.Type
 
-// A listing of 10,000 sandboxes (the verification pass of a restart) spent most of its decode in
-// the Schema walk. For the shape sandboxd writes, the reader below builds the very same value
-// with plain type checks; anything else (a wrong type, a `__proto__` key) returns undefined and
-// the caller decodes with the Schema, which then gives the value or the error. The two are held
-// to the same result in test/Schemas/Sandboxd.test.ts.
-
-const isPlainObject = (u: unknown): u is Record<string, unknown> =>
-  typeof u === "object" && u !== null && !Array.isArray(u) && !Object.hasOwn(u, "__proto__")
-
-/** Copies the optional fields of `names` that hold `null` or `type` into `out`; false on any other value. */
-const copyNullable = (from: Record<string, unknown>, out: Record<string, unknown>, names: ReadonlyArray<string>, type: "string" | "boolean") => {
-  for (const name of names) {
-    const value = from[name]
-    if (value === undefined) continue
-    if (value !== null && typeof value !== type) return false
-    out[name] = value
-  }
-  return true
-}
-
-const readPoolKey = (u: unknown): PoolKeyWire | null | undefined => {
-  if (u === null) return null
-  if (!isPlainObject(u)) return undefined
-  const out: Record<string, unknown> = {}
-  return copyNullable(u, out, ["template", "net", "size"], "string") ? out : undefined
-}
-
-const readListed = (u: unknown): ListedSandboxWire | undefined => {
-  if (!isPlainObject(u) || typeof u["id"] !== "string" || u["id"] === "") return undefined
-  const out: Record<string, unknown> = { id: u["id"] }
-  if (u["key"] !== undefined) {
-    const key = readPoolKey(u["key"])
-    if (key === undefined) return undefined
-    out["key"] = key
-  }
-  // In the Schema's field order (the decoded object's key order).
-  if (!copyNullable(u, out, ["deadline"], "string")) return undefined
-  if (!copyNullable(u, out, ["hibernated", "archived"], "boolean")) return undefined
-  if (!copyNullable(u, out, ["claim_ref", "failed", "claimed_at"], "string")) return undefined
-  return out as ListedSandboxWire
-}
-
-/** A parsed listing as `ListResponseWire` decodes it, when it has the usual shape; undefined otherwise. */
-export const readListResponse = (json: unknown): ListResponseWire | undefined => {
-  if (!isPlainObject(json) || !Array.isArray(json["sandboxes"])) return undefined
-  const rows: Array<unknown> = json["sandboxes"]
-  const sandboxes: Array<ListedSandboxWire> = new Array(rows.length)
-  for (let i = 0; i < rows.length; i++) {
-    const row = readListed(rows[i])
-    if (row === undefined) return undefined
-    sandboxes[i] = row
-  }
-  return { sandboxes }
-}
-
 // ---- GET /v1/info ------------------------------------------------------------------------------
 
 export const PoolInfoWire = Schema.Struct({

@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, DateTime, Effect, Option, Result, Schema } from "effect"
 import * as fc from "fast-check"
-import { interpretClaim, interpretInfo, interpretList } from "../../src/Layers/SandboxdClientHttp.ts"
+import { interpretClaim, interpretInfo, interpretList, listingBySchema, readListing } from "../../src/Layers/SandboxdClientHttp.ts"
 import {
   annotationValue,
   isServedRuntime,
@@ -15,8 +15,7 @@ import {
   deadlineMillisByPattern,
   formatDeadline,
   ListResponseWire,
-  parseDeadline,
-  readListResponse
+  parseDeadline
 } from "../../src/Schemas/Sandboxd.ts"
 import {
   claimFailureKind,
@@ -156,7 +155,6 @@ describe("reply interpretation", () => {
 
   it.effect("the listing's reader gives what the Schema decode gives, on generated listings as sent and changed", () =>
     Effect.gen(function*() {
-      const decode = Schema.decodeUnknownResult(ListResponseWire)
       const listings = yield* Arbitrary.sampleEffect(Arbitrary.schema(ListResponseWire), { count: 200, seed: 18, size: 5 })
       let state = 18
       const random = () => (state = (state * 1664525 + 1013904223) >>> 0) / 2 ** 32
@@ -178,8 +176,8 @@ describe("reply interpretation", () => {
       for (const listing of listings) {
         for (const rate of [0, 0.05, 0.3]) {
           const json = change(JSON.parse(JSON.stringify(listing)), rate)
-          const schema = decode(json)
-          const fast = readListResponse(json)
+          const schema = listingBySchema(json)
+          const fast = readListing(json)
           if (fast === undefined) {
             // left to the Schema, which then decides
             if (rate === 0) assert.fail(`a listing as sent was not read: ${JSON.stringify(json)}`)
@@ -195,6 +193,32 @@ describe("reply interpretation", () => {
       assert.isAbove(read, 300)
       assert.isAbove(refused, 50)
     }))
+
+  it("the listing's reader gives what the Schema decode gives on listings as sandboxd writes them: real times, repeated ids, shared pools", () => {
+    const instant = fc.tuple(fc.bigInt({ min: 0n, max: 4_102_444_800_000_000_000n }), fc.constantFrom(0, 60, -330))
+      .map(([nanos, offset]) => formatDeadline(nanos, offset))
+    const optional = <A>(value: fc.Arbitrary<A>) => fc.option(fc.oneof(value, fc.constant(null)), { nil: undefined })
+    const row = fc.record({
+      id: fc.constantFrom("sb_1", "sb_2", "sb_3", "sb_4"),
+      key: optional(fc.record({ template: optional(fc.constantFrom("python", "node")), net: optional(fc.constant("none")), size: optional(fc.constantFrom("small", "large")) }, { requiredKeys: [] })),
+      deadline: optional(fc.oneof(instant, fc.constantFrom("0001-01-01T00:00:00Z", "soon"))),
+      hibernated: optional(fc.boolean()),
+      archived: optional(fc.boolean()),
+      claim_ref: optional(fc.constantFrom("ns/a", "")),
+      failed: optional(fc.constantFrom("vmm down")),
+      claimed_at: optional(instant)
+    }, { requiredKeys: ["id"] })
+    fc.assert(
+      fc.property(fc.array(row, { maxLength: 8 }), (rows) => {
+        const json = JSON.parse(JSON.stringify({ sandboxes: rows })) as unknown
+        const fast = readListing(json)
+        assert.isDefined(fast)
+        assert.deepStrictEqual(fast, Result.getOrThrow(listingBySchema(json)))
+        assert.strictEqual(JSON.stringify(fast), JSON.stringify(Result.getOrThrow(listingBySchema(json))))
+      }),
+      { numRuns: 500 }
+    )
+  })
 
   it("list rows tolerate null and missing optional fields", () => {
     const rows = Result.getOrThrow(interpretList({
