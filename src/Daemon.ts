@@ -19,7 +19,7 @@
  * then loops, node loops (the Node and Lease are left in place) and servers close. Every
  * finalizer is time-boxed, and a watchdog ends the process if the whole bound is exceeded.
  */
-import { Context, Deferred, Duration, Effect, Fiber, Layer, Metric, Option, References } from "effect"
+import { Context, Deferred, Duration, Effect, Fiber, Layer, Metric, Option, References, Scheduler } from "effect"
 import { StartupError } from "./Cli/Errors.ts"
 import * as ClaimsStoreFile from "./Layers/ClaimsStoreFile.ts"
 import { ClaimTableRefLayer } from "./Layers/ClaimTableRef.ts"
@@ -59,6 +59,7 @@ import { claimsByState, claimsHeld, commitDuration, labelled, quarantinedClaims 
 import * as PodController from "./Programs/PodController/PodController.ts"
 import { startClaimsWith } from "./Programs/Provider/Startup.ts"
 import { listSandboxesNow } from "./Programs/ClaimVerifier.ts"
+import * as EventLoopScheduler from "./Programs/EventLoopScheduler.ts"
 
 
 
@@ -295,9 +296,17 @@ export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Eff
   ).pipe(
     Effect.onInterrupt(() => Effect.logInfo("vk-sandbox exiting")),
     Effect.provide(yield* tracingLayer(config)),
-    Effect.provide(loggingLayer(config))
+    Effect.provide(loggingLayer(config)),
+    onDaemonScheduler
   )
 })
+
+/**
+ * Q-06: every fiber of the daemon shares the event loop in turns, so a storm of work that needs
+ * no I/O (a restart's re-attached Pods) cannot keep sockets and timers waiting.
+ */
+export const onDaemonScheduler = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.provideService(self, Scheduler.Scheduler, EventLoopScheduler.daemonScheduler())
 
 /**
  * The OTLP trace exporter when `--otlp-endpoint` is set, and its modules are loaded only then.
