@@ -4,11 +4,12 @@
  * assert. A section is a `BenchSection` in `sections` below; add new ones there.
  */
 import { daemonSection } from "./daemon.ts"
+import { podListSection } from "./podList.ts"
 import { soakSection } from "./soak.ts"
 import { storeSection } from "./store.ts"
 import type { BenchSection, Figures } from "./types.ts"
 
-const sections: ReadonlyArray<BenchSection> = [storeSection, daemonSection, soakSection]
+const sections: ReadonlyArray<BenchSection> = [storeSection, daemonSection, podListSection, soakSection]
 
 const args = process.argv.slice(2)
 const json = args.includes("--json")

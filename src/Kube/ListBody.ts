@@ -18,6 +18,7 @@
  * on bytes: no byte of a UTF-8 multi-byte sequence is below 0x80, so none is mistaken for a quote,
  * backslash or bracket.
  */
+import { Option } from "effect"
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
@@ -258,4 +259,38 @@ export const scan = (body: Buffer, item: (text: string) => boolean): ListScan =>
     }
   }
   return skipSpace(body, k + 1) === body.length ? { _tag: "Read", metadata, items } : malformed
+}
+
+/** What `readList` found: the decoded items and the list's metadata (JSON text), or why it stopped. */
+export type ListRead<A> =
+  | { readonly _tag: "Read"; readonly items: Array<A>; readonly metadata: string | undefined; readonly hasItems: boolean }
+  /** `decode` refused an item: the list is not one of these. */
+  | { readonly _tag: "Undecodable" }
+  /** Not a JSON object of this shape, or an item that is not JSON. */
+  | { readonly _tag: "Malformed" }
+
+/**
+ * A list body → its items, each parsed and decoded by `decode` and let go before the next one is
+ * cut out (`scan`), so only what `decode` keeps outlives the loop. The daemon's Pod list read, in
+ * one place for the client and for the bench that times it (`bench/podList.ts`).
+ */
+export const readList = <A>(body: Buffer, decode: (json: unknown) => Option.Option<A>): ListRead<A> => {
+  const items: Array<A> = []
+  let unparsable = false
+  const read = scan(body, (text) => {
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch {
+      unparsable = true
+      return false
+    }
+    const item = decode(json)
+    if (Option.isNone(item)) return false
+    items.push(item.value)
+    return true
+  })
+  if (read._tag === "Malformed" || unparsable) return { _tag: "Malformed" }
+  if (read._tag === "Stopped") return { _tag: "Undecodable" }
+  return { _tag: "Read", items, metadata: read.metadata, hasItems: read.items }
 }

@@ -380,27 +380,15 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
         query: { fieldSelector: nodeSelector(nodeName) }
       }, bodyBytes, (bytes) => bytes.toString("utf8")).pipe(
         Effect.flatMap(({ body: bytes, status }): Effect.Effect<PodList, KubeError> => {
-          const items: Array<Pod> = []
-          let unparsable = false
-          const read = ListBody.scan(bytes, (text) => {
-            const json = parseJson(text)
-            if (Option.isNone(json)) {
-              unparsable = true
-              return false
-            }
-            const pod = decodePod(json.value)
-            if (Option.isNone(pod)) return false
-            items.push(pod.value)
-            return true
-          })
-          if (read._tag === "Malformed" || unparsable) return Effect.fail(notJson("listPods", status, bytes.toString("utf8", 0, 4096)))
-          if (read._tag === "Stopped") return unreadablePod("listPods")
+          const read = ListBody.readList(bytes, decodePod)
+          if (read._tag === "Malformed") return Effect.fail(notJson("listPods", status, bytes.toString("utf8", 0, 4096)))
+          if (read._tag === "Undecodable") return unreadablePod("listPods")
           const metadata = read.metadata === undefined ? Option.some(null) : parseJson(read.metadata).pipe(Option.flatMap(decodeListMetadata))
           if (Option.isNone(metadata)) return Effect.fail(notJson("listPods", status, bytes.toString("utf8", 0, 4096)))
-          if (!read.items) {
+          if (!read.hasItems) {
             return Effect.fail(new KubeUnavailable({ operation: "listPods", status: 200, message: "the pod list has no items" }))
           }
-          return Effect.succeed({ items, resourceVersion: metadata.value?.resourceVersion ?? "" })
+          return Effect.succeed({ items: read.items, resourceVersion: metadata.value?.resourceVersion ?? "" })
         })
       )
 

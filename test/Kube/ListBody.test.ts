@@ -5,6 +5,7 @@
  * says Malformed for a body cut short or missing a separator, and stops when told.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Option } from "effect"
 import fc from "fast-check"
 import * as ListBody from "../../src/Kube/ListBody.ts"
 
@@ -150,5 +151,32 @@ describe("ListBody.scan", () => {
     })
     assert.deepStrictEqual(result, { _tag: "Stopped" })
     assert.deepStrictEqual(seen, [`{"n":1}`, `{"n":2}`])
+  })
+})
+
+describe("ListBody.readList", () => {
+  const names = (json: unknown) =>
+    typeof json === "object" && json !== null && "n" in json && typeof json.n === "number" ? Option.some(json.n) : Option.none()
+
+  it("decodes every item in order, with the metadata as text and whether the list had items", () => {
+    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"metadata":{"resourceVersion":"7"},"items":[{"n":1},{"n":2}]}`), names), {
+      _tag: "Read",
+      items: [1, 2],
+      metadata: `{"resourceVersion":"7"}`,
+      hasItems: true
+    })
+    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"kind":"Status"}`), names), {
+      _tag: "Read",
+      items: [],
+      metadata: undefined,
+      hasItems: false
+    })
+  })
+
+  it("an item the decoder refuses is Undecodable; an item that is not JSON, or a body of another shape, is Malformed", () => {
+    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"items":[{"n":1},{"n":"two"},{"n":3}]}`), names), { _tag: "Undecodable" })
+    // balanced and separated, as the scan checks, but not JSON inside: the item's own parse refuses it
+    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"items":[{"n":1},{"n":tru}]}`), names), { _tag: "Malformed" })
+    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"items":[{"n":1}`), names), { _tag: "Malformed" })
   })
 })
