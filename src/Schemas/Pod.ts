@@ -187,6 +187,22 @@ type Out = Record<string, unknown>
 const isPlainRecord = (u: unknown): u is Record<string, unknown> =>
   typeof u === "object" && u !== null && !Array.isArray(u) && !Object.hasOwn(u, "__proto__")
 
+/**
+ * One string for each value of the fields that repeat from Pod to Pod (namespace, node, images,
+ * condition types, phase, QoS class, owner kinds): `JSON.parse` shares a string value only when
+ * it is very short, so every cached Pod kept its own "PodScheduled", "BestEffort" and image name.
+ * Bounded: when full it starts over (the strings already shared stay shared).
+ */
+const shared = new Map<string, string>()
+const SHARED_MAX = 4096
+const share = (text: string): string => {
+  const known = shared.get(text)
+  if (known !== undefined) return known
+  if (shared.size >= SHARED_MAX) shared.clear()
+  shared.set(text, text)
+  return text
+}
+
 /** Absent, or the apiserver's `null` for an unset field: the slim Pod leaves the key out. */
 const isUnset = (u: unknown): u is null | undefined => u === undefined || u === null
 
@@ -279,7 +295,7 @@ const readOwnerReference = (u: unknown): Out | GiveUp => {
   if (typeof apiVersion !== "string" || typeof kind !== "string" || typeof name !== "string" || typeof uid !== "string") {
     return giveUp
   }
-  const out: Out = { apiVersion, kind, name, uid }
+  const out: Out = { apiVersion: share(apiVersion), kind: share(kind), name, uid }
   if (!isUnset(controller)) {
     if (typeof controller !== "boolean") return giveUp
     out.controller = controller
@@ -319,7 +335,7 @@ const readMetadata = (u: unknown): Out | GiveUp => {
   const namespace = u.namespace
   if (!isUnset(namespace)) {
     if (typeof namespace !== "string") return giveUp
-    out.namespace = namespace
+    out.namespace = share(namespace)
   }
   const uid = u.uid
   if (!isUnset(uid)) {
@@ -379,8 +395,8 @@ const readContainer = (u: unknown): Out | GiveUp => {
   if (!isPlainRecord(u)) return giveUp
   const { image, name } = u
   if (typeof name !== "string") return giveUp
-  if (isUnset(image)) return { name }
-  return typeof image === "string" ? { name, image } : giveUp
+  if (isUnset(image)) return { name: share(name) }
+  return typeof image === "string" ? { name: share(name), image: share(image) } : giveUp
 }
 
 const readToleration = (u: unknown): Out | GiveUp => {
@@ -416,12 +432,12 @@ const readSpec = (u: unknown): Out | GiveUp => {
   const nodeName = u.nodeName
   if (!isUnset(nodeName)) {
     if (typeof nodeName !== "string") return giveUp
-    out.nodeName = nodeName
+    out.nodeName = share(nodeName)
   }
   const restartPolicy = u.restartPolicy
   if (!isUnset(restartPolicy)) {
     if (typeof restartPolicy !== "string") return giveUp
-    out.restartPolicy = restartPolicy
+    out.restartPolicy = share(restartPolicy)
   }
   const containers = readList(u.containers, readContainer)
   if (containers === giveUp) return giveUp
@@ -456,7 +472,7 @@ const readCondition = (u: unknown): Out | GiveUp => {
   if (!isPlainRecord(u)) return giveUp
   const { lastProbeTime, lastTransitionTime, message, reason, status, type } = u
   if (typeof type !== "string" || typeof status !== "string") return giveUp
-  const out: Out = { type, status }
+  const out: Out = { type: share(type), status: share(status) }
   if (!isUnset(reason)) {
     if (typeof reason !== "string") return giveUp
     out.reason = reason
@@ -561,14 +577,14 @@ const readContainerStatus = (u: unknown): Out | GiveUp => {
   if (!isPlainRecord(u)) return giveUp
   const { containerID, image, imageID, lastState, name, ready, restartCount, started, state } = u
   if (typeof name !== "string" || typeof ready !== "boolean") return giveUp
-  const out: Out = { name, ready }
+  const out: Out = { name: share(name), ready }
   if (!isUnset(started)) {
     if (typeof started !== "boolean") return giveUp
     out.started = started
   }
   if (typeof restartCount !== "number" || typeof image !== "string" || typeof imageID !== "string") return giveUp
   out.restartCount = restartCount
-  out.image = image
+  out.image = share(image)
   out.imageID = imageID
   if (!isUnset(containerID)) {
     if (typeof containerID !== "string") return giveUp
@@ -599,7 +615,7 @@ const readStatus = (u: unknown): Out | GiveUp => {
   const phase = u.phase
   if (!isUnset(phase)) {
     if (typeof phase !== "string") return giveUp
-    out.phase = phase
+    out.phase = share(phase)
   }
   const reason = u.reason
   if (!isUnset(reason)) {
@@ -648,7 +664,7 @@ const readStatus = (u: unknown): Out | GiveUp => {
   const qosClass = u.qosClass
   if (!isUnset(qosClass)) {
     if (typeof qosClass !== "string") return giveUp
-    out.qosClass = qosClass
+    out.qosClass = share(qosClass)
   }
   const containerStatuses = u.containerStatuses
   if (!isUnset(containerStatuses)) {
