@@ -1,4 +1,4 @@
-import "../../../src/Programs/Kubelet/ReflectMetadata.ts"
+import "../../support/ReflectMetadata.ts"
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import * as x509 from "@peculiar/x509"
@@ -235,6 +235,20 @@ describe("KubeletServer TLS", () => {
         const cert = new X509Certificate(server.tls.certPem)
         assert.strictEqual(cert.subjectAltName, "IP Address:192.168.7.7, IP Address:127.0.0.1")
       })))
+
+  it.live("an IPv6 node IP becomes an IP SAN; the certificate is signed by its own key", () =>
+    Effect.gen(function*() {
+      for (const [nodeIp, shown] of [
+        ["fd00::1", "FD00:0:0:0:0:0:0:1"],
+        ["2001:db8:85a3::8a2e:370:7334", "2001:DB8:85A3:0:0:8A2E:370:7334"],
+        ["::ffff:10.1.2.3", "0:0:0:0:0:FFFF:A01:203"]
+      ] as const) {
+        const cert = new X509Certificate((yield* generateSelfSigned("vk-sandboxd", nodeIp)).certPem)
+        assert.strictEqual(cert.subjectAltName, `DNS:vk-sandboxd, IP Address:${shown}, IP Address:127.0.0.1`)
+        assert.strictEqual(cert.checkIP(nodeIp), nodeIp)
+        assert.isTrue(cert.verify(cert.publicKey))
+      }
+    }))
 
   it.live("serves the --tls-cert/--tls-key pair when both are given", () =>
     Effect.gen(function*() {

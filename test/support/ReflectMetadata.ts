@@ -1,7 +1,8 @@
 /**
- * The few `Reflect` metadata functions that `tsyringe` (a dependency of `@peculiar/x509`) checks
- * for when it loads. `reflect-metadata` is not installed, and x509 only needs metadata storage,
- * so a WeakMap is enough. Import this module before `@peculiar/x509`.
+ * The few `Reflect` metadata functions that `tsyringe` (a dependency of `@peculiar/x509`, which
+ * the tests make certificates with) checks for when it loads. `reflect-metadata` is not
+ * installed, and x509 only needs metadata storage, so a WeakMap is enough. Import this module
+ * before `@peculiar/x509`.
  */
 type MetadataKey = unknown
 const metadata = new WeakMap<object, Map<MetadataKey, unknown>>()
