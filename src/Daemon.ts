@@ -24,6 +24,7 @@ import { StartupError } from "./Cli/Errors.ts"
 import * as ClaimsStoreFile from "./Layers/ClaimsStoreFile.ts"
 import { ClaimTableRefLayer } from "./Layers/ClaimTableRef.ts"
 import * as EventRecorderKube from "./Layers/EventRecorderKube.ts"
+import * as HeapControlV8 from "./Layers/HeapControlV8.ts"
 import * as KubeApiClientNode from "./Layers/KubeApiClientNode.ts"
 import * as OwnerResolverKube from "./Programs/Authorization/OwnerResolverKube.ts"
 import { PodLifecycleProviderLayer } from "./Layers/PodLifecycleProvider.ts"
@@ -234,7 +235,7 @@ export const daemonLayer = (config: AppConfigShape) =>
     Layer.provideMerge(PodControllerLayer),
     Layer.provideMerge(QuarantineEventLayer),
     Layer.provideMerge(NodeControllerLive.layer().pipe(Layer.provide(NodeHealthLayer))),
-    Layer.provideMerge(LoopsLayer),
+    Layer.provideMerge(LoopsLayer.pipe(Layer.provide(HeapControlV8.layer))),
     Layer.provideMerge(KubeletLayer),
     Layer.provideMerge(startupLayer),
     Layer.provideMerge(ProviderLayer),

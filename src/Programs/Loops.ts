@@ -12,11 +12,13 @@ import {
   type BackgroundLoop,
   ClaimVerifierLoop,
   DaemonLoops,
+  HeapTrimLoop,
   InventoryPublisherLoop,
   LeaseWatcherLoop,
   OrphanScannerLoop
 } from "../Services/Loops.ts"
 import { runClaimVerification } from "./ClaimVerifier.ts"
+import { runHeapTrim } from "./HeapTrim.ts"
 import { runPublisher } from "./InventoryPublisher.ts"
 import { runLeaseWatch } from "./LeaseWatcher.ts"
 import * as OrphanScanner from "./OrphanScanner.ts"
@@ -68,6 +70,9 @@ export const InventoryPublisherLayer = Layer.unwrap(
   })
 )
 
+/** Not must-run: without it the daemon works as before, only with more resident memory after a burst. */
+export const HeapTrimLayer = loopLayer(HeapTrimLoop, "heap-trim", false, runHeapTrim())
+
 /** DaemonLoops over the four loop services, whichever layers provide them. */
 export const DaemonLoopsLayer = Layer.effect(
   DaemonLoops,
@@ -84,5 +89,5 @@ export const DaemonLoopsLayer = Layer.effect(
 
 /** Every background loop, started in the layer's scope, and DaemonLoops over them. */
 export const LoopsLayer = DaemonLoopsLayer.pipe(
-  Layer.provideMerge(Layer.mergeAll(ClaimVerifierLayer, LeaseWatcherLayer, OrphanScannerLayer, InventoryPublisherLayer))
+  Layer.provideMerge(Layer.mergeAll(ClaimVerifierLayer, LeaseWatcherLayer, OrphanScannerLayer, InventoryPublisherLayer, HeapTrimLayer))
 )

@@ -36,3 +36,6 @@ export class InventoryPublisherLoop extends Context.Service<InventoryPublisherLo
 export class DaemonLoops extends Context.Service<DaemonLoops, {
   readonly stopped: Effect.Effect<ReadonlyArray<string>>
 }>()("vk-sandbox/DaemonLoops") {}
+
+/** Gives the V8 heap's free memory back to the OS once the daemon is quiet after its heap grew. */
+export class HeapTrimLoop extends Context.Service<HeapTrimLoop, BackgroundLoop>()("vk-sandbox/HeapTrimLoop") {}
