@@ -417,37 +417,23 @@ export const decodeWrittenFile = (text: string, value: unknown): ClaimsDocument 
 // The file as it is written, read from its text alone. `decodeWrittenFile` above still costs a
 // JSON.parse of the whole file and an encoding of every row to compare with. The writer's text
 // has one layout only, so this reads it straight: the fixed punctuation and field names at their
-// places, each string up to its closing quote. A string is taken only when it holds nothing the
-// writer escapes (`"`, `\`, control characters, `<`, `>`, `&`, U+2028, U+2029, surrogates), so
-// its encoding is the text between its quotes, and the text read is exactly the writer's output
-// for the rows read: what `decodeWrittenFile` accepts for the same text, with the same checks
+// places, each string up to its closing quote. The text is taken only when it holds nothing the
+// writer escapes (`\`, control characters, `<`, `>`, `&`, U+2028, U+2029, surrogates), so each
+// string's encoding is the text between its quotes, and the text read is exactly the writer's
+// output for the rows read: what `decodeWrittenFile` accepts for the same text, with the same checks
 // (keys sorted, tokens printable, one key per id, timestamps as written). Anything else (an
 // escape, a space, an unknown field, a `__proto__` key) returns undefined and the file takes the
 // path above. test/Schemas/ClaimsFile.test.ts holds this to the full decode.
 
 const QUOTE = 0x22
 
-/** Where the string whose opening quote is at `at` closes, when it holds nothing the writer escapes; -1 otherwise. */
-const plainStringEnd = (text: string, at: number): number => {
-  if (text.charCodeAt(at) !== QUOTE) return -1
-  for (let i = at + 1; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (c === QUOTE) return i
-    if (c < 0x20 || c === 0x5c || c === 0x3c || c === 0x3e || c === 0x26) return -1
-    if (c >= 0x2028 && (c <= 0x2029 || (c >= 0xd800 && c <= 0xdfff))) return -1
-  }
-  return -1
-}
-
-/** Whether `text[from, to)` is a token the file may hold: non-empty, visible ASCII. */
-const printableSpan = (text: string, from: number, to: number): boolean => {
-  if (from === to) return false
-  for (let i = from; i < to; i++) {
-    const c = text.charCodeAt(i)
-    if (c < 0x21 || c > 0x7e) return false
-  }
-  return true
-}
+/**
+ * What the writer escapes, anywhere in the text. The writer's own text has none of it outside its
+ * strings either (compact JSON, no whitespace), so a text without any of it has only strings the
+ * writer wrote as is. One pattern over the whole text instead of a look at each character: the
+ * reader runs once per process, mostly before the JIT has optimized anything.
+ */
+const escapedByTheWriter = /[\u0000-\u001f\\<>&\u2028\u2029\ud800-\udfff]/
 
 /**
  * The instant of the 20 characters `YYYY-MM-DDTHH:MM:SSZ` at `at` in milliseconds, as
@@ -480,30 +466,33 @@ export const readWrittenText = (text: string): ClaimsDocument | undefined => {
     at += expected.length
     return true
   }
-  /** The plain string at the cursor, the cursor moved past it; undefined when it is not one. */
+  /** The string at the cursor (written as is: see `escapedByTheWriter`), the cursor moved past it. */
   const string = (): string | undefined => {
-    const end = plainStringEnd(text, at)
+    if (text.charCodeAt(at) !== QUOTE) return undefined
+    const end = text.indexOf(`"`, at + 1)
     if (end < 0) return undefined
     const value = text.slice(at + 1, end)
     at = end + 1
     return value
   }
-  // Rows of one claim run share their times: each instant is made once.
-  const times = new Map<number, Option.Some<DateTime.Utc>>()
+  // Rows of one claim run share their times: each distinct text is read once.
+  const times = new Map<string, Option.Some<DateTime.Utc>>()
   /** `"YYYY-MM-DDTHH:MM:SSZ"` at the cursor, the cursor moved past it; undefined when not that. */
   const time = (): Option.Some<DateTime.Utc> | undefined => {
     if (text.charCodeAt(at) !== QUOTE || text.charCodeAt(at + 21) !== QUOTE) return undefined
-    const millis = writtenTimeAt(text, at + 1)
-    // The zero time reads as none, which the writer leaves out: not as written.
-    if (Number.isNaN(millis) || millis === goZeroTimeMillis) return undefined
+    const written = text.slice(at + 1, at + 21)
+    let known = times.get(written)
+    if (known === undefined) {
+      const millis = writtenTimeAt(text, at + 1)
+      // The zero time reads as none, which the writer leaves out: not as written.
+      if (Number.isNaN(millis) || millis === goZeroTimeMillis) return undefined
+      known = Option.some(DateTime.makeUnsafe(millis)) as Option.Some<DateTime.Utc>
+      times.set(written, known)
+    }
     at += 22
-    const known = times.get(millis)
-    if (known !== undefined) return known
-    const made = Option.some(DateTime.makeUnsafe(millis)) as Option.Some<DateTime.Utc>
-    times.set(millis, made)
-    return made
+    return known
   }
-  if (!next(`{"claims":{`)) return undefined
+  if (escapedByTheWriter.test(text) || !next(`{"claims":{`)) return undefined
   const rows = new Map<PodKey, ClaimRecord>()
   const starts: Array<number> = []
   const ends: Array<number> = []
@@ -522,9 +511,8 @@ export const readWrittenText = (text: string): ClaimsDocument | undefined => {
       const id = string()
       if (id === undefined || ids.has(id) || !next(`,"token":`)) return undefined
       ids.add(id)
-      const tokenAt = at
       const token = string()
-      if (token === undefined || !printableSpan(text, tokenAt + 1, at - 1)) return undefined
+      if (token === undefined || !printableToken.test(token)) return undefined
       let address = ""
       if (next(`,"address":`)) {
         const written = string()
