@@ -29,13 +29,31 @@ export interface EventLoopSchedulerOptions {
 
 type Bucket = [priority: number, tasks: Array<() => void>]
 
-/** Adds `tasks` of `priority` after those already there, keeping the buckets sorted. */
-const addTo = (buckets: Array<Bucket>, priority: number, tasks: ReadonlyArray<() => void>) => {
+/**
+ * Adds `tasks[from…]` of `priority` after those already there, keeping the buckets sorted. One
+ * push per task, not `push(...tasks)`: a turn cut short can leave hundreds of thousands queued,
+ * and a spread of that many arguments overflows the stack.
+ */
+const addTo = (buckets: Array<Bucket>, priority: number, tasks: ReadonlyArray<() => void>, from = 0) => {
+  // No empty bucket: a queue that holds one asks for a turn with nothing to run.
+  if (from >= tasks.length) return
   let index = 0
   while (index < buckets.length && buckets[index]![0] < priority) index++
-  const bucket = buckets[index]
-  if (bucket !== undefined && bucket[0] === priority) bucket[1].push(...tasks)
-  else buckets.splice(index, 0, [priority, [...tasks]])
+  let bucket = buckets[index]
+  if (bucket === undefined || bucket[0] !== priority) {
+    bucket = [priority, []]
+    buckets.splice(index, 0, bucket)
+  }
+  const into = bucket[1]
+  for (let i = from; i < tasks.length; i++) into.push(tasks[i]!)
+}
+
+/** Adds one task of `priority` after those already there (no array made for it). */
+const addOne = (buckets: Array<Bucket>, priority: number, task: () => void) => {
+  const last = buckets[buckets.length - 1]
+  // The common case: one priority in use, the new task goes at the end of the last bucket.
+  if (last !== undefined && last[0] === priority) last[1].push(task)
+  else addTo(buckets, priority, [task])
 }
 
 class Dispatcher implements Scheduler.SchedulerDispatcher {
@@ -58,7 +76,7 @@ class Dispatcher implements Scheduler.SchedulerDispatcher {
   }
 
   scheduleTask(task: () => void, priority: number): void {
-    addTo(this.buckets, priority, [task])
+    addOne(this.buckets, priority, task)
     // A task scheduled during a turn runs in it if there is time left, or in the next one.
     if (!this.scheduled && this.deadline === Number.POSITIVE_INFINITY) this.next()
   }
@@ -113,8 +131,8 @@ class Dispatcher implements Scheduler.SchedulerDispatcher {
             // Left over: ahead of whatever this turn scheduled meanwhile.
             const later = this.buckets
             this.buckets = []
-            if (i + 1 < tasks.length) addTo(this.buckets, priority, tasks.slice(i + 1))
-            for (const [p, rest] of batch.slice(b + 1)) addTo(this.buckets, p, rest)
+            addTo(this.buckets, priority, tasks, i + 1)
+            for (let r = b + 1; r < batch.length; r++) addTo(this.buckets, batch[r]![0], batch[r]![1])
             for (const [p, rest] of later) addTo(this.buckets, p, rest)
             return
           }

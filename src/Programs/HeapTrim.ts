@@ -19,8 +19,9 @@
  * would stop the process mid-burst and be undone by the next seconds' garbage. (The loop's busy
  * time rather than the process's CPU: on a loaded machine a daemon still working gets only a few
  * percent of a core and would look quiet by its CPU.)
- * Each trim stops the process for its duration (tens to hundreds of ms, logged), so it is never
- * repeated without new growth.
+ * Each trim stops the process for its duration (tens to hundreds of ms, logged; ~1-2 s with
+ * 10,000 Pods), so it is never repeated without new growth, nor sooner than `pauseFactor` times
+ * its own pause.
  */
 import { Clock, Duration, Effect, Schedule } from "effect"
 import { HeapControl, type HeapSample } from "../Services/HeapControl.ts"
@@ -32,12 +33,19 @@ export interface HeapTrimOptions {
   readonly growthBytes: number
   /** The share of the last interval the event loop may have been busy and the daemon still be quiet. */
   readonly quietShare: number
+  /**
+   * After a trim that stopped the process for P ms, none for `pauseFactor` × P: trims then take at
+   * most about 1/pauseFactor of the daemon's time, however its heap grows (e.g. Pods added a few
+   * at a time up to 10,000, where each trim frees little and stops the process for a second).
+   */
+  readonly pauseFactor: number
 }
 
 export const defaultHeapTrimOptions: HeapTrimOptions = {
   interval: Duration.seconds(1),
   growthBytes: 16 * 1024 * 1024,
-  quietShare: 0.1
+  quietShare: 0.1,
+  pauseFactor: 100
 }
 
 /** A sample and when it was taken (the clock's milliseconds). */
@@ -65,10 +73,12 @@ export const runHeapTrim = (options: HeapTrimOptions = defaultHeapTrimOptions): 
     }))
     // The committed size right after the last trim; zero before the first.
     let floorBytes = 0
+    // No trim before this time (the clock's ms): `pauseFactor` times the last trim's pause after it.
+    let notBeforeMillis = 0
     let previous = yield* observe
     const tick = Effect.gen(function*() {
       const current = yield* observe
-      if (!trimDue(floorBytes, previous, current, options)) {
+      if (current.atMillis < notBeforeMillis || !trimDue(floorBytes, previous, current, options)) {
         previous = current
         return
       }
@@ -78,11 +88,13 @@ export const runHeapTrim = (options: HeapTrimOptions = defaultHeapTrimOptions): 
       previous = after
       // Without a collector nothing shrank: the floor still moves up, so nothing is retried until the heap grows again.
       floorBytes = after.committedBytes
+      const pauseMillis = after.busyMillis - current.busyMillis
+      notBeforeMillis = after.atMillis + options.pauseFactor * pauseMillis
       yield* Effect.logInfo(trimmed ? "heap trimmed: free V8 heap returned to the OS" : "heap trim unavailable in this runtime").pipe(
         Effect.annotateLogs({
           committedBeforeMb: mb(current.committedBytes),
           committedAfterMb: mb(after.committedBytes),
-          pauseMs: Math.round(after.busyMillis - current.busyMillis)
+          pauseMs: Math.round(pauseMillis)
         })
       )
     })

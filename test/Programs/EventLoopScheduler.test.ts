@@ -44,6 +44,34 @@ describe("the daemon's event-loop scheduler (Q-06)", () => {
     assert.strictEqual(pending.length, 0, "nothing queued, no turn asked for")
   })
 
+  it("a turn cut short with hundreds of thousands of tasks queued behind it keeps them all, in order", () => {
+    // Left-over tasks are merged with those scheduled meanwhile: a spread of that many arguments
+    // would overflow the stack (RangeError) and end the process from a setImmediate callback.
+    const { clock, dispatcher, pending, turn } = manual(10)
+    const many = 300_000
+    let ran = 0
+    let inOrder = true
+    // First the task that schedules them, then the one left over from its turn, then 1 … many.
+    const numbered = (n: number) => () => {
+      if (ran !== n + 1) inOrder = false
+      ran++
+    }
+    dispatcher.scheduleTask(() => {
+      for (let n = 1; n <= many; n++) dispatcher.scheduleTask(numbered(n), 0)
+      ran++
+      clock.now += 20
+    }, 0)
+    dispatcher.scheduleTask(() => {
+      if (ran !== 1) inOrder = false
+      ran++
+    }, 0)
+    turn()
+    assert.strictEqual(ran, 1, "the slice is used by the first task")
+    while (pending.length > 0) turn()
+    assert.strictEqual(ran, many + 2)
+    assert.isTrue(inOrder, "the left-over task first, then the scheduled ones in the order they came")
+  })
+
   it("lower priority numbers first, first come first served within one", () => {
     const { dispatcher, turn } = manual(10)
     const ran: Array<string> = []

@@ -98,13 +98,31 @@ describe("runHeapTrim", () => {
       heap.committed = 60 * MB
       heap.afterTrim = 20 * MB
       heap.trimMs = 400
-      yield* Effect.forkScoped(runHeapTrim())
+      yield* Effect.forkScoped(runHeapTrim({ ...defaultHeapTrimOptions, pauseFactor: 0 }))
       yield* second(heap, 0)
       assert.strictEqual(heap.trims, 1)
       // the heap grows again at once; the trim's pause is counted before the next interval starts
       heap.committed = 40 * MB
       yield* second(heap, 0)
       assert.strictEqual(heap.trims, 2)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("after a trim that stopped the process for P ms, none for 100 × P, however the heap grows", () => {
+    const { heap, layer } = fakeHeap()
+    return Effect.gen(function*() {
+      heap.committed = 60 * MB
+      heap.afterTrim = 20 * MB
+      heap.trimMs = 400
+      yield* Effect.forkScoped(runHeapTrim())
+      yield* second(heap, 0)
+      assert.strictEqual(heap.trims, 1)
+      // live data keeps growing the heap while the daemon is quiet between additions
+      heap.committed = 60 * MB
+      for (let i = 0; i < 39; i++) yield* second(heap, 0)
+      assert.strictEqual(heap.trims, 1, "not within 40 s of a 400 ms pause")
+      yield* second(heap, 0)
+      assert.strictEqual(heap.trims, 2, "once 40 s have passed")
     }).pipe(Effect.provide(layer))
   })
 
