@@ -3,14 +3,14 @@ import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import * as x509 from "@peculiar/x509"
 import { Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
-import { randomBytes, webcrypto, X509Certificate } from "node:crypto"
+import { generateKeyPairSync, randomBytes, webcrypto, X509Certificate } from "node:crypto"
 import { writeFile } from "node:fs/promises"
 import * as https from "node:https"
 import { join } from "node:path"
 import * as tls from "node:tls"
 import * as KubeletServerLive from "../../../src/Programs/Kubelet/KubeletServer.ts"
 import { KubeletPods, KubeletServer } from "../../../src/Services/KubeletServer.ts"
-import { generateSelfSigned } from "../../../src/Programs/Kubelet/SelfSigned.ts"
+import { certificateDer, generateSelfSigned } from "../../../src/Programs/Kubelet/SelfSigned.ts"
 import { type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
 import { tempDir as makeTempDir } from "../../support/TempDir.ts"
@@ -249,6 +249,28 @@ describe("KubeletServer TLS", () => {
         assert.isTrue(cert.verify(cert.publicKey))
       }
     }))
+
+  it("DER forms a default certificate does not reach: GeneralizedTime from 2050, long lengths, a big serial", () => {
+    const { publicKey, privateKey } = generateKeyPairSync("ec", { namedCurve: "prime256v1" })
+    // 200 bytes: the SAN's length takes the 0x81 form, the extension's and the TBS's the 0x82 one.
+    const longName = `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.example`
+    const der = certificateDer({
+      serial: Buffer.from([0x00, 0xff, 0x01, 0x02]),
+      notBefore: Date.UTC(2049, 11, 31, 23, 59, 59),
+      notAfter: Date.UTC(2051, 5, 1, 12, 0, 0),
+      sans: [{ type: "dns", value: longName }, { type: "ip", value: "10.0.0.1" }],
+      publicKey,
+      privateKey
+    })
+    const cert = new X509Certificate(der)
+    // UTCTime before 2050, GeneralizedTime from 2050 on (a UTCTime "51" would read as 1951).
+    assert.strictEqual(new Date(cert.validFrom).toISOString(), "2049-12-31T23:59:59.000Z")
+    assert.strictEqual(new Date(cert.validTo).toISOString(), "2051-06-01T12:00:00.000Z")
+    assert.strictEqual(cert.subjectAltName, `DNS:${longName}, IP Address:10.0.0.1`)
+    // the positive INTEGER 0xFF0102: its 0x00 sign byte is part of the encoding, not of the number
+    assert.strictEqual(cert.serialNumber.toUpperCase(), "FF0102")
+    assert.isTrue(cert.verify(cert.publicKey))
+  })
 
   it.live("serves the --tls-cert/--tls-key pair when both are given", () =>
     Effect.gen(function*() {
