@@ -18,6 +18,10 @@
  *   VK_BENCH_DAEMON_BUNDLE another build's dist/main.js to run instead of this checkout's
  *   VK_BENCH_RESTART_LIMIT_S how long the restart may take to /readyz 200 before it is reported as not ready (180)
  *   VK_BENCH_RESTARTS  restarts on the 10,000-row claims file; the ready time and the CPU at ready are their medians (3)
+ *   VK_BENCH_RESTART_VARIANTS "|"-separated node flag sets: each is restarted as often again, with
+ *                      ready s / CPU s / RSS MB per run in restart_variant_<i> (to compare flags)
+ *   VK_BENCH_RESTART_HOLD a file: after the restarts the bench writes there a script that starts one
+ *                      more daemon on the same cluster, and keeps the cluster up until the file is gone
  *   VK_BENCH_RESTART_PROF a directory: the restarted daemons write CPU profiles there (--cpu-prof)
  *   VK_BENCH_DAEMON_LOG a file the daemons' log lines are appended to (none); VK_BENCH_LOG_LEVEL their level (warn)
  * The bench reports; it does not assert. Everything here is one run per size on whatever
@@ -529,6 +533,41 @@ const measure = async (compileCacheFigure: string): Promise<Figures> => {
         if (cpus.length > 0) {
           figures["restart_10k_cpu_s"] = round2(percentile(cpus, 50))
           figures["restart_10k_cpu_runs_s"] = cpus.map(round2).join(" ")
+        }
+        // VK_BENCH_RESTART_VARIANTS: more restarts with other node flags, to compare them on one run
+        const variants = (process.env["VK_BENCH_RESTART_VARIANTS"] ?? "").split("|").map((v) => v.trim()).filter((v) => v !== "")
+        for (const [v, variant] of variants.entries()) {
+          const runs: Array<string> = []
+          for (let i = 0; i < restarts; i++) {
+            await child.stop()
+            child = await startDaemon(cluster, scaleN + 16, [...variant.split(/\s+/), ...profFlags])
+            const ready = await waitReady(child, restartLimitMs).then((ms) => ms, () => undefined)
+            runs.push(ready === undefined ? "-" : `${round2(ready / 1000)}/${round2(procCpuSeconds(child.pid))}/${mb(procMemory(child.pid).rss)}`)
+          }
+          figures[`restart_variant_${v}`] = `${variant}: ${runs.join(" ")}`
+        }
+        // VK_BENCH_RESTART_HOLD=<file>: the cluster stays up while <file> (a script that starts one
+        // more daemon on it, as the restarts above do) exists, to time or profile restarts by hand
+        const hold = process.env["VK_BENCH_RESTART_HOLD"]
+        if (hold !== undefined && hold !== "") {
+          await child.stop()
+          const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`
+          const env = { ...mallocEnv, ...daemonEnv }
+          const args = [
+            "--kubeconfig", cluster.kubeconfigPath, "--sandboxd-url", cluster.sandboxdUrl,
+            "--sandboxd-token-file", cluster.tokenFile, "--state-path", cluster.statePath,
+            "--node-name", cluster.nodeName, "--node-ip", "127.0.0.1",
+            "--node-pods", String(scaleN + 16), "--kube-api-qps", String(QPS), "--kube-api-burst", String(BURST),
+            "--log-format", "json"
+          ]
+          const script = [
+            "#!/bin/sh",
+            "# usage: <this file> <kubelet port> <metrics port> [node flags...]; log level from VK_LOG_LEVEL (warn)",
+            "k=$1; m=$2; shift 2",
+            `exec env ${Object.entries(env).map(([k, v]) => `${k}=${quote(v)}`).join(" ")} ${quote(nodeBin)} ${nodeFlags.map(quote).join(" ")} "$@" ${quote(entryScript())} ${args.map(quote).join(" ")} --listen-addr 127.0.0.1:$k --metrics-addr 127.0.0.1:$m --log-level "\${VK_LOG_LEVEL:-warn}"`
+          ].join("\n")
+          fs.writeFileSync(hold, `${script}\n`, { mode: 0o755 })
+          while (fs.existsSync(hold)) await sleep(500)
         }
       } finally {
         phases.close()
