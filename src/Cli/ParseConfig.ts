@@ -45,10 +45,25 @@ const oneOf = <A extends string>(allowed: ReadonlyArray<A>) => (text: string): R
   return found === undefined ? Result.fail(`must be one of ${allowed.join(", ")}`) : Result.succeed(found)
 }
 
+/**
+ * A Node's name as the apiserver accepts one (a DNS-1123 subdomain): it is also the certificate's
+ * DNS SAN (TLS-3), which holds ASCII only. Refused here, the operator reads the reason at start
+ * instead of a rejected Node registration (or a mangled SAN) later.
+ */
+const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
+
+const parseNodeName = (text: string): Result.Result<string, string> =>
+  text.length <= 253 && dnsSubdomain.test(text)
+    ? Result.succeed(text)
+    : Result.fail(
+      "must be a Node name: at most 253 characters of lowercase letters, digits, '-' and '.', each part between dots starting and ending with a letter or digit"
+    )
+
 /** Validate everything on the command line and in the environment into a configuration. */
 export const configFromTokens = (tokens: Tokens, env: Environment): Result.Result<AppConfigShape, UsageError> => {
   const { field, text } = flagReader(tokens, env)
   return Result.gen(function*() {
+    const nodeName = yield* field("node-name", parseNodeName)
     const listenAddr = yield* field("listen-addr", (t) => parseListenAddr(t, { allowPortZero: false }))
     const nodeCpu = yield* field("node-cpu", parseCapacityQuantity)
     const nodeMemory = yield* field("node-memory", parseCapacityQuantity)
@@ -115,7 +130,7 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
       )
     }
     const config: AppConfigShape = {
-      nodeName: text("node-name"),
+      nodeName,
       nodeIp: text("node-ip"),
       listenAddr,
       tlsCert,

@@ -166,8 +166,14 @@ describe("parseConfig: Go flag syntax (CFG-4)", () => {
     }
   })
 
+  it("takes Node names the apiserver takes", () => {
+    for (const name of ["n", "vk-sandboxd", "node-1.zone-a.example", "192.168.7.7", "a".repeat(253), "0a"]) {
+      assert.strictEqual(ok(["--node-name", name]).nodeName, name)
+    }
+  })
+
   it("takes the next argument as the value even when it starts with a dash", () => {
-    assert.strictEqual(ok(["--node-name", "-odd"]).nodeName, "-odd")
+    assert.strictEqual(ok(["--kubeconfig", "-odd"]).kubeconfig, "-odd")
   })
 
   it("keeps everything after the first = in the value", () => {
@@ -211,6 +217,15 @@ const rejections: ReadonlyArray<readonly [ReadonlyArray<string>, Record<string, 
   [["--claim-verify-interval", "-1s"], {}, "claim-verify-interval", "greater than 0"],
   [["--watch-check-interval", "0s"], {}, "watch-check-interval", "greater than 0"],
   [["--shutdown-timeout", "0"], {}, "shutdown-timeout", "greater than 0"],
+  // a Node's name: what the apiserver accepts, ASCII for the certificate's DNS SAN
+  [["--node-name", "-odd"], {}, "node-name", "must be a Node name"],
+  [["--node-name", "Upper"], {}, "node-name", "must be a Node name"],
+  [["--node-name", "nöde"], {}, "node-name", "must be a Node name"],
+  [["--node-name", "a..b"], {}, "node-name", "must be a Node name"],
+  [["--node-name", "a-"], {}, "node-name", "must be a Node name"],
+  [["--node-name", ""], {}, "node-name", "must be a Node name"],
+  [["--node-name", "a".repeat(254)], {}, "node-name", "must be a Node name"],
+  [[], { VK_NODE_NAME: "node_1" }, "node-name", "must be a Node name"],
   [["--node-cpu", "abc"], {}, "node-cpu", "Kubernetes quantity"],
   [["--node-memory", "8TB"], {}, "node-memory", "Kubernetes quantity"],
   [["--node-pods="], {}, "node-pods", "Kubernetes quantity"],
