@@ -11,6 +11,10 @@
  *   dropped (every model class then stays for its static fields), fails here.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { type OutputChunk, rolldown, type RolldownOptions } from "rolldown"
 
@@ -49,8 +53,11 @@ const bundle = async (): Promise<string> => {
   }
 }
 
-/** The daemon's bundle as `npm run build` makes it, without writing dist/. */
-const daemonBundle = async (): Promise<OutputChunk> => {
+/** The daemon's bundle as `npm run build` makes it, without writing dist/ (built once per file). */
+const daemonBundle = (): Promise<OutputChunk> => (built ??= buildDaemonBundle())
+let built: Promise<OutputChunk> | undefined
+
+const buildDaemonBundle = async (): Promise<OutputChunk> => {
   const build = await rolldown({ ...config, cwd: root })
   try {
     const { output: files } = await build.generate(output)
@@ -92,5 +99,41 @@ describe("the daemon's bundle", () => {
       .filter(([id, module]) => /client-node[\\/]dist[\\/]gen[\\/](apis|models|types)[\\/]/.test(id) && /\bclass\b/.test(module.code ?? ""))
       .map(([id]) => id.replace(/.*client-node[\\/]/, ""))
     assert.deepStrictEqual(generated.slice(0, 5), [], "generated classes in the bundle")
+  }, 120_000)
+})
+
+describe("Node's own modules in the daemon's bundle", () => {
+  it("are not imported as ES modules (only node:module, which the bundler's runtime imports itself)", async () => {
+    const chunk = await daemonBundle()
+    const imported = [...chunk.code.matchAll(/^import\b[^;\n]*?\bfrom\s*"([^"]+)"/gm)].map((match) => match[1])
+    assert.deepStrictEqual(imported, ["node:module"])
+    assert.include(chunk.code, "process.getBuiltinModule(\"node:http\")")
+  }, 120_000)
+
+  it("--version loads neither Node's bundled undici (node:http's WebSocket getter) nor WebCrypto (node:crypto's)", async () => {
+    const chunk = await daemonBundle()
+    // laid out as in the package: the bundle two directories below a package.json (--version reads it)
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "vk-bundle-test-"))
+    try {
+      fs.copyFileSync(path.join(fileURLToPath(new URL("../..", import.meta.url)), "package.json"), path.join(root, "package.json"))
+      fs.mkdirSync(path.join(root, "dist", "app"), { recursive: true })
+      const script = path.join(root, "dist", "app", "vk-sandbox.js")
+      fs.writeFileSync(script, chunk.code)
+      // Node lists every internal module it loaded in process.moduleLoadList
+      const report = path.join(root, "report.mjs")
+      fs.writeFileSync(report, "process.on(\"exit\", () => process.stderr.write(JSON.stringify(process.moduleLoadList)))\n")
+      const run = spawnSync(process.execPath, ["--import", report, script, "--version"], { encoding: "utf8", env: { PATH: process.env["PATH"] ?? "" } })
+      assert.strictEqual(run.status, 0, run.stderr)
+      assert.match(run.stdout, /^vk-sandbox /)
+      const loaded: unknown = JSON.parse(run.stderr)
+      assert.isArray(loaded)
+      const names = (loaded as Array<string>).filter((name) => /internal\/deps\/undici|internal\/crypto\/webcrypto/.test(name))
+      assert.deepStrictEqual(names, [])
+      // the check can see a load: the same process with an ES import of node:http does load undici
+      const facade = spawnSync(process.execPath, ["--import", report, "--input-type=module", "-e", "import * as http from \"node:http\""], { encoding: "utf8" })
+      assert.include(facade.stderr, "internal/deps/undici/undici")
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true })
+    }
   }, 120_000)
 })
