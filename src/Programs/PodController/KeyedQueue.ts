@@ -14,6 +14,9 @@
  *   change parks until the next change or resync.
  *   A change (or an explicit "now") resets the backoff and wakes a waiting key at once.
  * - `drain` stops admitting work and waits, within a bound, for the runs in flight.
+ * - With a `runPriority` above 0, every run first yields at that scheduler priority: tasks of
+ *   the default priority queued meanwhile (an HTTP request, an apiserver reply) run before the
+ *   runs that have not started yet, however many keys were admitted at once (Q-06).
  */
 import { Cause, Deferred, Duration, Effect, FiberSet, Schedule, type Scope } from "effect"
 import * as Backoff from "./Backoff.ts"
@@ -59,7 +62,8 @@ export const make = <K extends string>(
   run: (key: K) => Effect.Effect<RunOutcome>,
   retry: Backoff.RetrySchedule = Backoff.schedule(Backoff.defaultBackoff),
   slowRetry: Backoff.RetrySchedule = Backoff.slowSchedule(Backoff.defaultBackoff),
-  maxInFlight: number = Number.POSITIVE_INFINITY
+  maxInFlight: number = Number.POSITIVE_INFINITY,
+  runPriority = 0
 ): Effect.Effect<KeyedQueue<K>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const states = new Map<K, KeyState>()
@@ -71,9 +75,10 @@ export const make = <K extends string>(
     let head = 0
     const fibers = yield* FiberSet.make<void, never>()
 
+    const start = runPriority > 0 ? Effect.yieldNowWith(runPriority) : Effect.void
     /** A run that dies is logged with its cause and retried (a defect is a bug, never silent). */
     const guarded = (key: K) =>
-      run(key).pipe(
+      Effect.andThen(start, run(key)).pipe(
         Effect.catchCause((cause) =>
           Effect.logError("reconcile failed unexpectedly; retrying").pipe(
             Effect.annotateLogs({ key, cause: Cause.pretty(cause) }),

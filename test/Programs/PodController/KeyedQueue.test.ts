@@ -1,8 +1,52 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Fiber, Logger, Ref, Schedule } from "effect"
 import { TestClock } from "effect/testing"
+import * as EventLoopScheduler from "../../../src/Programs/EventLoopScheduler.ts"
 import * as Backoff from "../../../src/Programs/PodController/Backoff.ts"
 import * as KeyedQueue from "../../../src/Programs/PodController/KeyedQueue.ts"
+
+/**
+ * 100 keys admitted at once whose runs are 1 ms of work each with no I/O (a restart's re-attached
+ * Pods, in miniature), on the daemon's scheduler in 10 ms turns on a clock the test moves; after
+ * the first turn a task of the default priority is queued (an HTTP request's fiber stands in).
+ * Returns how many runs had happened when that task ran.
+ */
+const runsBeforeAnArrival = (runPriority: number): number => {
+  const clock = { now: 0 }
+  const pending: Array<() => void> = []
+  const scheduler = EventLoopScheduler.make({
+    sliceMillis: 10,
+    checkEvery: 1,
+    now: () => clock.now,
+    setImmediate: (turn) => void pending.push(turn)
+  })
+  let runs = 0
+  Effect.runFork(
+    Effect.scoped(Effect.gen(function*() {
+      const queue = yield* KeyedQueue.make<string>(
+        () =>
+          Effect.sync(() => {
+            runs++
+            clock.now += 1
+            return "Done" as const
+          }),
+        undefined,
+        undefined,
+        256,
+        runPriority
+      )
+      for (let i = 0; i < 100; i++) yield* queue.enqueue(`k${i}`, "change")
+      yield* Effect.never
+    })),
+    { scheduler }
+  )
+  pending.shift()?.()
+  let seen = -1
+  scheduler.makeDispatcher().scheduleTask(() => (seen = runs), 0)
+  while (pending.length > 0) pending.shift()?.()
+  assert.strictEqual(runs, 100)
+  return seen
+}
 
 /** Lets forked fibers run to their next suspension point. */
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
@@ -261,4 +305,11 @@ describe("KeyedQueue", () => {
       assert.strictEqual(yield* Ref.get(attempts), 2)
       assert.isTrue(JSON.stringify(logged).includes("reconcile failed unexpectedly"))
     }).pipe(Effect.provide(Logger.layer([Logger.make((options) => void logged.push(options.message))]))))
+
+  it("runs with a runPriority start after a task of the default priority that arrived while they waited (Q-06)", () => {
+    // At the default priority the arrival waits for every run admitted before it.
+    assert.strictEqual(runsBeforeAnArrival(0), 100)
+    // At a lower one (a higher number) it waits for the first turn's runs only.
+    assert.isAtMost(runsBeforeAnArrival(1), 11)
+  })
 })
