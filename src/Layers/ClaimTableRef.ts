@@ -83,12 +83,13 @@ export const makeClaimTable = Effect.gen(function*() {
     }),
 
     loadQuarantined: (loaded) =>
-      Ref.update(ref, (s) => ({
-        ...s,
-        rows: PersistentMap.fromIterable(
-          Array.from(loaded, ([key, record]): [PodKey, ClaimRow] => [key, { record, state: claimStates.Quarantined }])
-        )
-      })),
+      Ref.update(ref, (s) => {
+        // Built whole as a built-in Map (the startup's one bulk load): no trie is made of it
+        // unless a single row changes later (see `PersistentMap.fromMap`).
+        const rows = new Map<PodKey, ClaimRow>()
+        loaded.forEach((record, key) => rows.set(key, { record, state: claimStates.Quarantined }))
+        return { ...s, rows: PersistentMap.fromMap(rows) }
+      }),
 
     recordTentative: (key, record, pod) =>
       Ref.update(ref, (s) => withPod(withRow(s, key, { record, state: claimStates.Tentative }), key, keptPod(pod))),

@@ -50,9 +50,9 @@ export const verifyQuarantinedWith = <R>(listing: Effect.Effect<SandboxListing, 
     const events = yield* ProviderEvents
     const state = yield* table.state
     const snapshot = new Map<PodKey, ClaimId>()
-    for (const [key, row] of state.rows) {
+    state.rows.forEach((row, key) => {
       if (row.state._tag === "Quarantined") snapshot.set(key, row.record.id)
-    }
+    })
     if (snapshot.size === 0) return nothingJudged
     const { listedAt, sandboxes } = yield* listing.pipe(
       Effect.tapError((err) =>
@@ -62,30 +62,28 @@ export const verifyQuarantinedWith = <R>(listing: Effect.Effect<SandboxListing, 
     const listed = new Map<ClaimId, Option.Option<DateTime.Utc>>()
     for (const row of sandboxes) listed.set(row.id, row.deadline)
     // Listed pairs are judged as listed; every other one only once its absence is confirmed.
-    const judged = new Map<PodKey, ClaimId>()
     const present: Array<ClaimId> = []
     const unlisted: Array<readonly [PodKey, ClaimId]> = []
-    for (const [key, id] of snapshot) {
-      if (listed.has(id)) {
-        judged.set(key, id)
-        present.push(id)
-      } else {
-        unlisted.push([key, id])
-      }
-    }
+    snapshot.forEach((id, key) => {
+      if (listed.has(id)) present.push(id)
+      else unlisted.push([key, id])
+    })
     yield* notePresent(present)
+    // Every pair is judged but those whose absence is not confirmed yet: the snapshot itself when
+    // every id is listed (a restart's usual case), else a copy without them.
+    let judged: Map<PodKey, ClaimId> = snapshot
     // One listing that leaves an id out proves nothing: only a confirmed absence is judged.
     for (const [key, id] of unlisted) {
       const verdict = yield* confirmAbsence(id, listedAt)
       switch (verdict._tag) {
         case "Present":
           listed.set(id, verdict.sandbox.deadline)
-          judged.set(key, id)
           break
         case "Gone":
-          judged.set(key, id)
           break
         case "Unconfirmed":
+          if (judged === snapshot) judged = new Map(snapshot)
+          judged.delete(key)
           yield* Effect.logInfo("claim not listed; its absence is not confirmed yet, keeping it").pipe(
             Effect.annotateLogs({ pod: key, claim: id, reason: verdict.reason })
           )

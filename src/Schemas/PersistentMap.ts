@@ -10,41 +10,65 @@
  */
 import { HashMap, Option } from "effect"
 
-export class PersistentMap<K, V> implements ReadonlyMap<K, V> {
-  readonly #map: HashMap.HashMap<K, V>
+/** A key `withChanges` removed, among the changes it gathers (no value a caller has can be it). */
+const removed: unique symbol = Symbol("removed")
 
-  private constructor(map: HashMap.HashMap<K, V>) {
-    this.#map = map
+export class PersistentMap<K, V> implements ReadonlyMap<K, V> {
+  /** The trie; made from `#plain` on the first single-key update when the map was built from one. */
+  #trie: HashMap.HashMap<K, V> | undefined
+  /** The entries when the map was built whole (`fromMap`): a built-in Map nothing ever changes. */
+  readonly #plain: ReadonlyMap<K, V> | undefined
+
+  private constructor(trie: HashMap.HashMap<K, V> | undefined, plain?: ReadonlyMap<K, V>) {
+    this.#trie = trie
+    this.#plain = plain
   }
 
   static empty<K, V>(): PersistentMap<K, V> {
-    return new PersistentMap(HashMap.empty<K, V>())
+    return new PersistentMap<K, V>(HashMap.empty<K, V>())
   }
 
   static fromIterable<K, V>(entries: Iterable<readonly [K, V]>): PersistentMap<K, V> {
     return new PersistentMap(HashMap.fromIterable(entries))
   }
 
+  /**
+   * A map of `entries`, which it takes over: the caller never changes `entries` again. Built whole
+   * at once (a table loaded at startup), it is read as the built-in Map it is; a trie is made
+   * of it only when a single key is first updated (once per map, then every update costs what a
+   * trie's does), and a batch that changes a large share of it (`withChanges`) makes another
+   * built-in Map instead. Keys are strings, which the built-in Map and the trie compare alike.
+   */
+  static fromMap<K extends string, V>(entries: Map<K, V>): PersistentMap<K, V> {
+    return new PersistentMap<K, V>(undefined, entries)
+  }
+
+  /** The trie of these entries (made once from the built-in Map when the map was built from one). */
+  #asTrie(): HashMap.HashMap<K, V> {
+    if (this.#trie === undefined) this.#trie = HashMap.fromIterable(this.#plain!)
+    return this.#trie
+  }
+
   get size(): number {
-    return HashMap.size(this.#map)
+    return this.#plain !== undefined ? this.#plain.size : HashMap.size(this.#trie!)
   }
 
   get(key: K): V | undefined {
-    return Option.getOrUndefined(HashMap.get(this.#map, key))
+    return this.#plain !== undefined ? this.#plain.get(key) : Option.getOrUndefined(HashMap.get(this.#trie!, key))
   }
 
   has(key: K): boolean {
-    return HashMap.has(this.#map, key)
+    return this.#plain !== undefined ? this.#plain.has(key) : HashMap.has(this.#trie!, key)
   }
 
   /** A map with `key` set to `value`; this one is unchanged. */
   with(key: K, value: V): PersistentMap<K, V> {
-    return new PersistentMap(HashMap.set(this.#map, key, value))
+    return new PersistentMap(HashMap.set(this.#asTrie(), key, value))
   }
 
   /** A map without `key` (this same map when it has no such key); this one is unchanged. */
   without(key: K): PersistentMap<K, V> {
-    return this.has(key) ? new PersistentMap(HashMap.remove(this.#map, key)) : this
+    return this.has(key) ? new PersistentMap(HashMap.remove(this.#asTrie(), key)) : this
   }
 
   /**
@@ -52,8 +76,10 @@ export class PersistentMap<K, V> implements ReadonlyMap<K, V> {
    * changes form the new map (this one is unchanged). Cheaper than one `with` per change.
    */
   withChanges(f: (draft: PersistentMapDraft<K, V>) => void): PersistentMap<K, V> {
+    const plain = this.#plain
+    if (plain !== undefined) return this.#plainWithChanges(plain, f)
     let changed = false
-    const next = HashMap.mutate(this.#map, (draft) => {
+    const next = HashMap.mutate(this.#trie!, (draft) => {
       f({
         get: (key) => Option.getOrUndefined(HashMap.get(draft, key)),
         set: (key, value) => {
@@ -69,20 +95,55 @@ export class PersistentMap<K, V> implements ReadonlyMap<K, V> {
     return changed ? new PersistentMap(next) : this
   }
 
+  /**
+   * `withChanges` on a map built whole: the changes are gathered first, then either applied to a
+   * copy of the built-in Map (when they are at least a quarter of it, as when a startup
+   * verification judges every loaded row: a native copy costs less than as many trie updates) or
+   * to the trie (a few changes: what they cost must not grow with the map).
+   */
+  #plainWithChanges(plain: ReadonlyMap<K, V>, f: (draft: PersistentMapDraft<K, V>) => void): PersistentMap<K, V> {
+    const changes = new Map<K, V | typeof removed>()
+    f({
+      get: (key) => {
+        const change = changes.get(key)
+        return change === undefined ? (changes.has(key) ? undefined : plain.get(key)) : change === removed ? undefined : change
+      },
+      set: (key, value) => void changes.set(key, value),
+      remove: (key) => void changes.set(key, removed)
+    })
+    if (changes.size === 0) return this
+    if (changes.size * 4 >= plain.size) {
+      const next = new Map(plain)
+      changes.forEach((change, key) => {
+        if (change === removed) next.delete(key)
+        else next.set(key, change)
+      })
+      return new PersistentMap<K, V>(undefined, next)
+    }
+    const next = HashMap.mutate(this.#asTrie(), (draft) => {
+      changes.forEach((change, key) => {
+        if (change === removed) HashMap.remove(draft, key)
+        else HashMap.set(draft, key, change)
+      })
+    })
+    return new PersistentMap(next)
+  }
+
   forEach(callback: (value: V, key: K, map: ReadonlyMap<K, V>) => void): void {
-    HashMap.forEach(this.#map, (value, key) => callback(value, key, this))
+    if (this.#plain !== undefined) this.#plain.forEach((value, key) => callback(value, key, this))
+    else HashMap.forEach(this.#trie!, (value, key) => callback(value, key, this))
   }
 
   entries(): MapIterator<[K, V]> {
-    return each(HashMap.entries(this.#map))
+    return this.#plain !== undefined ? this.#plain.entries() : each(HashMap.entries(this.#trie!))
   }
 
   keys(): MapIterator<K> {
-    return each(HashMap.keys(this.#map))
+    return this.#plain !== undefined ? this.#plain.keys() : each(HashMap.keys(this.#trie!))
   }
 
   values(): MapIterator<V> {
-    return each(HashMap.values(this.#map))
+    return this.#plain !== undefined ? this.#plain.values() : each(HashMap.values(this.#trie!))
   }
 
   [Symbol.iterator](): MapIterator<[K, V]> {

@@ -84,4 +84,59 @@ describe("PersistentMap", () => {
       assert.deepStrictEqual(seen.sort(), [...model.entries()].sort())
     }))
   })
+  it("a map built whole (fromMap) reads and updates like the Map it replaces, small batches and large, and never changes the Map it took", () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant("set" as const), key: fc.integer({ min: 0, max: 40 }), value: fc.integer() }),
+      fc.record({ kind: fc.constant("remove" as const), key: fc.integer({ min: 0, max: 40 }) })
+    )
+    const initial = fc.uniqueArray(fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer()), { selector: ([k]) => k, maxLength: 40 })
+    fc.assert(fc.property(initial, fc.array(op, { maxLength: 60 }), fc.constantFrom("single", "batch", "batches"), (start, ops, how) => {
+      const entries = start.map(([k, v]): [string, number] => [`k${k}`, v])
+      const taken = new Map(entries)
+      const base = PersistentMap.fromMap(taken)
+      const model = new Map(entries)
+      const apply = (o: typeof ops[number], set: (k: string, v: number) => void, remove: (k: string) => void) =>
+        o.kind === "set" ? set(`k${o.key}`, o.value) : remove(`k${o.key}`)
+      for (const o of ops) apply(o, (k, v) => model.set(k, v), (k) => model.delete(k))
+      let map = base
+      if (how === "batch") {
+        // One batch: a large share of the map goes to a copy of the built-in Map, a small one to a trie.
+        map = map.withChanges((draft) =>
+          ops.forEach((o) => {
+            apply(o, draft.set, draft.remove)
+            // The draft reads its own changes.
+            assert.strictEqual(draft.get(`k${o.key}`), o.kind === "set" ? o.value : undefined)
+          })
+        )
+      } else if (how === "batches") {
+        for (const o of ops) map = map.withChanges((draft) => apply(o, draft.set, draft.remove))
+      } else {
+        for (const o of ops) apply(o, (k, v) => (map = map.with(k, v)), (k) => (map = map.without(k)))
+      }
+      assert.strictEqual(map.size, model.size)
+      assert.deepStrictEqual([...map.entries()].sort(), [...model.entries()].sort())
+      assert.deepStrictEqual([...map.keys()].sort(), [...model.keys()].sort())
+      assert.deepStrictEqual([...map.values()].sort(), [...model.values()].sort())
+      for (let i = 0; i <= 40; i++) {
+        assert.strictEqual(map.get(`k${i}`), model.get(`k${i}`))
+        assert.strictEqual(map.has(`k${i}`), model.has(`k${i}`))
+      }
+      const seen: Array<[string, number]> = []
+      map.forEach((v, k, self) => {
+        assert.strictEqual(self, map)
+        seen.push([k, v])
+      })
+      assert.deepStrictEqual(seen.sort(), [...model.entries()].sort())
+      // The map it was built from, and the map itself, are a snapshot whatever was done after.
+      assert.deepStrictEqual([...taken], entries)
+      assert.deepStrictEqual([...base], entries)
+      assert.strictEqual(base.size, entries.length)
+    }))
+  })
+
+  it("a map built whole hands back itself for an empty batch or a missing key's removal", () => {
+    const base = PersistentMap.fromMap(new Map([["a", 1]]))
+    assert.strictEqual(base.withChanges(() => {}), base)
+    assert.strictEqual(base.without("absent"), base)
+  })
 })
