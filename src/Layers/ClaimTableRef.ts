@@ -132,10 +132,11 @@ export const makeClaimTable = Effect.gen(function*() {
         const lifted: Array<PodKey> = []
         const dropped: Array<{ key: PodKey; id: ClaimId }> = []
         const rows = s.rows.withChanges((rows) => {
-          for (const [key, id] of snapshot) {
+          // forEach, not for…of: no entry array per row (a startup pass judges every loaded row).
+          snapshot.forEach((id, key) => {
             const row = rows.get(key)
             // Replaced, removed, or already judged by a concurrent pass: this listing cannot judge it.
-            if (row === undefined || row.record.id !== id || row.state._tag !== "Quarantined") continue
+            if (row === undefined || row.record.id !== id || row.state._tag !== "Quarantined") return
             const listedDeadline = listed.get(id)
             if (listedDeadline !== undefined) {
               // The record object is kept when nothing in it changes: the claims writer reuses the
@@ -147,8 +148,8 @@ export const makeClaimTable = Effect.gen(function*() {
               rows.remove(key)
               dropped.push({ key, id })
             }
-          }
-        })
+          })
+        }, snapshot.size)
         return [{ lifted, dropped }, { ...s, rows }]
       }),
 

@@ -10,9 +10,6 @@
  */
 import { HashMap, Option } from "effect"
 
-/** A key `withChanges` removed, among the changes it gathers (no value a caller has can be it). */
-const removed: unique symbol = Symbol("removed")
-
 export class PersistentMap<K, V> implements ReadonlyMap<K, V> {
   /** The trie; made from `#plain` on the first single-key update when the map was built from one. */
   #trie: HashMap.HashMap<K, V> | undefined
@@ -35,8 +32,8 @@ export class PersistentMap<K, V> implements ReadonlyMap<K, V> {
   /**
    * A map of `entries`, which it takes over: the caller never changes `entries` again. Built whole
    * at once (a table loaded at startup), it is read as the built-in Map it is; a trie is made
-   * of it only when a single key is first updated (once per map, then every update costs what a
-   * trie's does), and a batch that changes a large share of it (`withChanges`) makes another
+   * of it only when it is first updated (once per map, then every update costs what a trie's
+   * does), unless a batch changes a large share of it (`withChanges`), which makes another
    * built-in Map instead. Keys are strings, which the built-in Map and the trie compare alike.
    */
   static fromMap<K extends string, V>(entries: Map<K, V>): PersistentMap<K, V> {
@@ -74,12 +71,30 @@ export class PersistentMap<K, V> implements ReadonlyMap<K, V> {
   /**
    * Several changes made as one: `f` gets a draft it may `set` and `remove` on, and the draft's
    * changes form the new map (this one is unchanged). Cheaper than one `with` per change.
+   * `expected`: about how many keys `f` changes, when known. On a map built whole (`fromMap`) a
+   * batch expected to change at least a quarter of it (a startup verification judging every
+   * loaded row) is made on a copy of the built-in Map, which costs less than as many trie updates;
+   * any other batch is made on the trie, so that what it costs does not grow with the map.
    */
-  withChanges(f: (draft: PersistentMapDraft<K, V>) => void): PersistentMap<K, V> {
-    const plain = this.#plain
-    if (plain !== undefined) return this.#plainWithChanges(plain, f)
+  withChanges(f: (draft: PersistentMapDraft<K, V>) => void, expected = 0): PersistentMap<K, V> {
     let changed = false
-    const next = HashMap.mutate(this.#trie!, (draft) => {
+    const plain = this.#plain
+    if (plain !== undefined && expected * 4 >= plain.size) {
+      const next = new Map(plain)
+      f({
+        get: (key) => next.get(key),
+        set: (key, value) => {
+          changed = true
+          next.set(key, value)
+        },
+        remove: (key) => {
+          changed = true
+          next.delete(key)
+        }
+      })
+      return changed ? new PersistentMap<K, V>(undefined, next) : this
+    }
+    const next = HashMap.mutate(this.#asTrie(), (draft) => {
       f({
         get: (key) => Option.getOrUndefined(HashMap.get(draft, key)),
         set: (key, value) => {
@@ -93,40 +108,6 @@ export class PersistentMap<K, V> implements ReadonlyMap<K, V> {
       })
     })
     return changed ? new PersistentMap(next) : this
-  }
-
-  /**
-   * `withChanges` on a map built whole: the changes are gathered first, then either applied to a
-   * copy of the built-in Map (when they are at least a quarter of it, as when a startup
-   * verification judges every loaded row: a native copy costs less than as many trie updates) or
-   * to the trie (a few changes: what they cost must not grow with the map).
-   */
-  #plainWithChanges(plain: ReadonlyMap<K, V>, f: (draft: PersistentMapDraft<K, V>) => void): PersistentMap<K, V> {
-    const changes = new Map<K, V | typeof removed>()
-    f({
-      get: (key) => {
-        const change = changes.get(key)
-        return change === undefined ? (changes.has(key) ? undefined : plain.get(key)) : change === removed ? undefined : change
-      },
-      set: (key, value) => void changes.set(key, value),
-      remove: (key) => void changes.set(key, removed)
-    })
-    if (changes.size === 0) return this
-    if (changes.size * 4 >= plain.size) {
-      const next = new Map(plain)
-      changes.forEach((change, key) => {
-        if (change === removed) next.delete(key)
-        else next.set(key, change)
-      })
-      return new PersistentMap<K, V>(undefined, next)
-    }
-    const next = HashMap.mutate(this.#asTrie(), (draft) => {
-      changes.forEach((change, key) => {
-        if (change === removed) HashMap.remove(draft, key)
-        else HashMap.set(draft, key, change)
-      })
-    })
-    return new PersistentMap(next)
   }
 
   forEach(callback: (value: V, key: K, map: ReadonlyMap<K, V>) => void): void {

@@ -90,7 +90,7 @@ describe("PersistentMap", () => {
       fc.record({ kind: fc.constant("remove" as const), key: fc.integer({ min: 0, max: 40 }) })
     )
     const initial = fc.uniqueArray(fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer()), { selector: ([k]) => k, maxLength: 40 })
-    fc.assert(fc.property(initial, fc.array(op, { maxLength: 60 }), fc.constantFrom("single", "batch", "batches"), (start, ops, how) => {
+    fc.assert(fc.property(initial, fc.array(op, { maxLength: 60 }), fc.constantFrom("single", "batch", "batches"), fc.nat(60), (start, ops, how, expected) => {
       const entries = start.map(([k, v]): [string, number] => [`k${k}`, v])
       const taken = new Map(entries)
       const base = PersistentMap.fromMap(taken)
@@ -100,16 +100,15 @@ describe("PersistentMap", () => {
       for (const o of ops) apply(o, (k, v) => model.set(k, v), (k) => model.delete(k))
       let map = base
       if (how === "batch") {
-        // One batch: a large share of the map goes to a copy of the built-in Map, a small one to a trie.
+        // One batch: a large share of the map is made on a copy of the built-in Map, a small one on a trie.
         map = map.withChanges((draft) =>
           ops.forEach((o) => {
             apply(o, draft.set, draft.remove)
             // The draft reads its own changes.
             assert.strictEqual(draft.get(`k${o.key}`), o.kind === "set" ? o.value : undefined)
-          })
-        )
+          }), ops.length)
       } else if (how === "batches") {
-        for (const o of ops) map = map.withChanges((draft) => apply(o, draft.set, draft.remove))
+        for (const o of ops) map = map.withChanges((draft) => apply(o, draft.set, draft.remove), expected)
       } else {
         for (const o of ops) apply(o, (k, v) => (map = map.with(k, v)), (k) => (map = map.without(k)))
       }
