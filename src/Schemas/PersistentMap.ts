@@ -77,9 +77,9 @@ export class PersistentMap<K, V> implements ReadonlyMap<K, V> {
    * any other batch is made on the trie, so that what it costs does not grow with the map.
    */
   withChanges(f: (draft: PersistentMapDraft<K, V>) => void, expected = 0): PersistentMap<K, V> {
-    let changed = false
     const plain = this.#plain
     if (plain !== undefined && expected * 4 >= plain.size) {
+      let changed = false
       const next = new Map(plain)
       f({
         get: (key) => next.get(key),
@@ -94,20 +94,17 @@ export class PersistentMap<K, V> implements ReadonlyMap<K, V> {
       })
       return changed ? new PersistentMap<K, V>(undefined, next) : this
     }
-    const next = HashMap.mutate(this.#asTrie(), (draft) => {
-      f({
-        get: (key) => Option.getOrUndefined(HashMap.get(draft, key)),
-        set: (key, value) => {
-          changed = true
-          HashMap.set(draft, key, value)
-        },
-        remove: (key) => {
-          changed = true
-          HashMap.remove(draft, key)
-        }
-      })
+    // The trie is opened for changes at the first change: a batch that changes nothing makes no
+    // trie of a map built whole.
+    let draft: HashMap.HashMap<K, V> | undefined
+    const open = () => (draft ??= HashMap.beginMutation(this.#asTrie()))
+    f({
+      get: (key) =>
+        draft === undefined ? this.get(key) : Option.getOrUndefined(HashMap.get(draft, key)),
+      set: (key, value) => void HashMap.set(open(), key, value),
+      remove: (key) => void HashMap.remove(open(), key)
     })
-    return changed ? new PersistentMap(next) : this
+    return draft === undefined ? this : new PersistentMap(HashMap.endMutation(draft))
   }
 
   forEach(callback: (value: V, key: K, map: ReadonlyMap<K, V>) => void): void {

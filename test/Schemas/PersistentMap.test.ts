@@ -137,5 +137,11 @@ describe("PersistentMap", () => {
     const base = PersistentMap.fromMap(new Map([["a", 1]]))
     assert.strictEqual(base.withChanges(() => {}), base)
     assert.strictEqual(base.without("absent"), base)
+    // A batch that only reads is no change either, whichever way it would have been made.
+    for (const expected of [0, 1]) {
+      assert.strictEqual(base.withChanges((draft) => void assert.strictEqual(draft.get("a"), 1), expected), base)
+    }
+    const trie = PersistentMap.fromIterable([["a", 1]])
+    assert.strictEqual(trie.withChanges((draft) => void assert.strictEqual(draft.get("a"), 1)), trie)
   })
 })
