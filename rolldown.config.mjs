@@ -31,7 +31,7 @@
  * when the bundled module that uses it is first initialized, not before any code runs (--version
  * loads none of the daemon's). `node dist/main.js --version`: ~0.26 -> ~0.16 s of CPU.
  */
-import { builtinModules } from "node:module"
+import { builtinModules, createRequire } from "node:module"
 
 // node:module stays an ES import: the bundler's own runtime imports `createRequire` from it
 // ahead of every module (a CommonJS wrapper for it would run before the runtime defines it), and
@@ -59,6 +59,44 @@ export const builtinsWithoutFacade = {
   }
 }
 
+/**
+ * undici as the bundle imports it: the dispatchers only. undici's package root requires all of
+ * undici at load (fetch, WebSocket, EventSource, the caches, the mock agents: about half of its
+ * evaluation, and ~0.6 MB of the bundle) and puts the request API on `Dispatcher.prototype`.
+ * The daemon uses a dispatcher's `request` (Layers/KubeApiClientNode.ts) and the global
+ * dispatcher (Kube/PooledAuthentication.ts); client-node's kubeconfig code (config.js) builds an
+ * `Agent` or a `ProxyAgent`. "undici" is here a module that does the root's one side effect, the
+ * request API on `Dispatcher.prototype`, and exports those names, and `fetch` as Node's own:
+ * client-node's generated clients, watch and log helpers import it, and the daemon runs none of
+ * them (test/Packaging/Bundle.test.ts). A name it lacks fails the build (MISSING_EXPORT) rather
+ * than running without it. Effect's own undici module (`@effect/platform-node/Undici`, which
+ * re-exports the whole package for Effect's HTTP client) keeps the package root; the daemon does
+ * not use it, so it is not in the bundle either.
+ */
+const undiciId = "\0undici-dispatchers"
+const undiciFile = (file) => JSON.stringify(createRequire(import.meta.url).resolve(`undici/${file}`))
+const wholeUndiciFor = (importer) => /[\\/]@effect[\\/]platform-node[\\/]dist[\\/]Undici\.js$/.test(importer ?? "")
+export const undiciDispatchersOnly = {
+  name: "undici-dispatchers-only",
+  resolveId(source, importer, options) {
+    return options.kind === "import-statement" && source === "undici" && !wholeUndiciFor(importer) ? undiciId : null
+  },
+  load(id) {
+    if (id !== undiciId) return null
+    return [
+      `import Dispatcher from ${undiciFile("lib/dispatcher/dispatcher.js")}`,
+      `import api from ${undiciFile("lib/api/index.js")}`,
+      `import Agent from ${undiciFile("lib/dispatcher/agent.js")}`,
+      `import ProxyAgent from ${undiciFile("lib/dispatcher/proxy-agent.js")}`,
+      `import globalDispatcher from ${undiciFile("lib/global.js")}`,
+      "Object.assign(Dispatcher.prototype, api)",
+      "export const getGlobalDispatcher = globalDispatcher.getGlobalDispatcher",
+      "export const fetch = (input, init) => globalThis.fetch(input, init)",
+      "export { Agent, Dispatcher, ProxyAgent }"
+    ].join("\n")
+  }
+}
+
 export default {
   input: { "app/vk-sandbox": "src/main.ts" },
   platform: "node",
@@ -74,7 +112,7 @@ export default {
     comments: false,
     charset: "ascii"
   },
-  plugins: [builtinsWithoutFacade, {
+  plugins: [builtinsWithoutFacade, undiciDispatchersOnly, {
     name: "entry",
     generateBundle() {
       this.emitFile({ type: "asset", fileName: "main.js", source: "import \"./app/vk-sandbox.js\"\n" })

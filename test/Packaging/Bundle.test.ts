@@ -11,16 +11,20 @@
  *   dropped (every model class then stays for its static fields), fails here.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { spawnSync } from "node:child_process"
+import { execFile, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
+import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { type OutputChunk, rolldown, type RolldownOptions } from "rolldown"
+import { type OutputChunk, type Plugin, rolldown, type RolldownOptions } from "rolldown"
 
 // the build's own configuration, as `npm run build` reads it (a plain .mjs without types)
 const configUrl = new URL("../../rolldown.config.mjs", import.meta.url).href
-const { default: config } = (await import(configUrl)) as { default: RolldownOptions }
+const { default: config, undiciDispatchersOnly } = (await import(configUrl)) as {
+  default: RolldownOptions
+  undiciDispatchersOnly: Plugin
+}
 const output = Array.isArray(config.output) ? config.output[0] : config.output
 const root = fileURLToPath(new URL("../..", import.meta.url))
 
@@ -134,6 +138,70 @@ describe("Node's own modules in the daemon's bundle", () => {
       assert.include(facade.stderr, "internal/deps/undici/undici")
     } finally {
       fs.rmSync(root, { recursive: true, force: true })
+    }
+  }, 120_000)
+})
+
+describe("undici in the daemon's bundle", () => {
+  it("holds its dispatchers and request API, not its package root, fetch, WebSocket, EventSource or caches", async () => {
+    const chunk = await daemonBundle()
+    const undici = Object.keys(chunk.modules)
+      .map((id) => id.replace(/\\/g, "/"))
+      .filter((id) => id.includes("/node_modules/undici/"))
+      .map((id) => id.replace(/.*\/node_modules\/undici\//, ""))
+    assert.includeMembers(undici, ["lib/dispatcher/agent.js", "lib/dispatcher/proxy-agent.js", "lib/api/api-request.js", "lib/global.js"])
+    // (the request API itself uses a few of the fetch helpers: headers, body, webidl)
+    const unused = ["lib/web/websocket/", "lib/web/eventsource/", "lib/web/cache/", "lib/web/cookies/", "lib/mock/", "lib/cache/"]
+    assert.deepStrictEqual(
+      undici.filter((id) => id === "index.js" || id === "lib/web/fetch/index.js" || unused.some((dir) => id.startsWith(dir))),
+      []
+    )
+  }, 120_000)
+
+  it("as bundled: an Agent's request and the global dispatcher's request reach a server (the request API is on Dispatcher.prototype)", async () => {
+    const entryId = "\0undici-test-entry"
+    const build = await rolldown({
+      input: entryId,
+      platform: "node",
+      cwd: root,
+      plugins: [undiciDispatchersOnly, {
+        name: "entry",
+        resolveId: (id: string) => (id === entryId ? id : undefined),
+        load: (id: string) =>
+          id === entryId
+            ? [
+              "import { Agent, getGlobalDispatcher } from \"undici\"",
+              "const origin = process.argv[2]",
+              "const codes = []",
+              "for (const dispatcher of [new Agent(), getGlobalDispatcher()]) {",
+              "  const response = await dispatcher.request({ origin, path: \"/x\", method: \"GET\" })",
+              "  codes.push(`${response.statusCode} ${await response.body.text()}`)",
+              "}",
+              "console.log(JSON.stringify(codes))",
+              "process.exit(0)"
+            ].join("\n")
+            : undefined
+      }]
+    })
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "vk-undici-test-"))
+    const server = http.createServer((request, response) => response.end(`hello ${request.url}`))
+    try {
+      const { output: files } = await build.generate({ format: "esm" })
+      const script = path.join(dir, "entry.mjs")
+      fs.writeFileSync(script, files[0].code)
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+      const address = server.address()
+      assert.isTrue(typeof address === "object" && address !== null)
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      const stdout = await new Promise<string>((resolve, reject) =>
+        execFile(process.execPath, [script, `http://127.0.0.1:${port}`], { encoding: "utf8" }, (error, out, err) =>
+          error === null ? resolve(out) : reject(new Error(`${error.message}\n${err}`))))
+      assert.deepStrictEqual(JSON.parse(stdout), ["200 hello /x", "200 hello /x"])
+    } finally {
+      server.closeAllConnections()
+      server.close()
+      await build.close()
+      fs.rmSync(dir, { recursive: true, force: true })
     }
   }, 120_000)
 })
