@@ -94,22 +94,35 @@ export const makeClaimsEncoder = (): ClaimsEncoder => {
     iterated = []
     last = Buffer.alloc(0)
     if (starts.length !== rows.size || ends.length !== rows.size) return
+    if (file.length < open.length || Buffer.compare(file.subarray(0, open.length), open) !== 0) return
     const members: Array<Member> = []
     let expected = open.length
     let previousKey: PodKey | undefined
-    for (const [key, record] of rows) {
+    let laidOut = true
+    // forEach, not for…of: no entry array per row (a restart seeds 10,000 of them).
+    rows.forEach((record, key) => {
+      if (!laidOut) return
       const i = members.length
       const start = starts[i]!
       const end = ends[i]!
       // Adjacent members, one comma apart, in key order: the layout every output has.
-      if (start !== expected || end <= start || end > file.length || (i > 0 && file[start - 1] !== comma)) break
-      if (previousKey !== undefined && compareKeys(previousKey, key) >= 0) break
+      if (
+        start !== expected || end <= start || end > file.length || (i > 0 && file[start - 1] !== comma) ||
+        (previousKey !== undefined && compareKeys(previousKey, key) >= 0)
+      ) {
+        laidOut = false
+        return
+      }
       previousKey = key
       expected = end + 1
-      members.push({ key, record, text: undefined, length: end - start, seen: call, offset: start, order: i })
+      const member: Member = { key, record, text: undefined, length: end - start, seen: call, offset: start, order: i }
+      members.push(member)
+      cache.set(key, member)
+    })
+    if (!laidOut || members.length !== rows.size) {
+      cache.clear()
+      return
     }
-    if (members.length !== rows.size || file.length < open.length || Buffer.compare(file.subarray(0, open.length), open) !== 0) return
-    for (const member of members) cache.set(member.key, member)
     sorted = members
     iterated = members.slice()
     // The next call copies the unchanged rows from `file`.

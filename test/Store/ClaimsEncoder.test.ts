@@ -133,7 +133,9 @@ describe("ClaimsEncoder", () => {
         ["shifted", two, starts.map((n) => n + 1), ends.map((n) => n + 1)],
         ["the only row shifted", one, one.spans.starts.map((n) => n - 1), one.spans.ends.map((n) => n - 1)],
         ["a gap between rows", two, [starts[0]!, starts[1]! + 1], [ends[0]!, ends[1]! + 1]],
-        ["one span short", two, [starts[0]!], [ends[0]!]]
+        ["one span short", two, [starts[0]!], [ends[0]!]],
+        // The first row is taken before the second one's order is found wrong.
+        ["keys out of order", { ...two, rows: new Map([...two.rows].reverse()) }, starts, ends]
       ] as const
     ) {
       const encode = makeClaimsEncoder()
