@@ -21,6 +21,7 @@
  */
 import { Context, Deferred, Duration, Effect, Fiber, Layer, Metric, Option, References, Scheduler } from "effect"
 import { StartupError } from "./Cli/Errors.ts"
+import { applyDaemonHeapFlags, applyOnceStarted } from "./Cli/HeapFlags.ts"
 import * as ClaimsStoreFile from "./Layers/ClaimsStoreFile.ts"
 import { ClaimTableRefLayer } from "./Layers/ClaimTableRef.ts"
 import * as EventRecorderKube from "./Layers/EventRecorderKube.ts"
@@ -275,10 +276,16 @@ export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Eff
           Effect.annotateLogs({ failpoints: failpoints.armed.join(";") })
         )
       }
-      yield* Layer.build(daemonLayer(config)).pipe(
+      const daemon = yield* Layer.build(daemonLayer(config)).pipe(
         Effect.tapError((error) => Effect.logError("vk-sandbox cannot start").pipe(Effect.annotateLogs({ error }))),
         Effect.mapError((error) => new StartupError({ message: describe(error) }))
       )
+      // The heap setting for after the start (Cli/HeapFlags.ts): once the first pod list is taken.
+      // Set this late, every Node module the start loads was compiled with its code cache too.
+      yield* applyOnceStarted(
+        Context.get(daemon, RunningPodController).synced,
+        Effect.sync(() => applyDaemonHeapFlags(process.execArgv))
+      ).pipe(Effect.forkScoped)
       // Registered last, so it runs first on shutdown and covers every finalizer after it.
       yield* shutdownWatchdog(Duration.sum(config.shutdownTimeout, Duration.seconds(5)))
       // The one startup line: what this process is and where it talks (no secret in the URL).

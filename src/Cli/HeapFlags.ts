@@ -1,6 +1,7 @@
 /**
- * The V8 heap setting the daemon applies to itself once its modules are loaded, instead of taking
- * it on node's command line.
+ * The V8 heap setting the daemon applies to itself once it has started (its pod controller has
+ * taken the first pod list; `applyOnceStarted` below says why not sooner), instead of taking it
+ * on node's command line.
  *
  * `--heap-growing-percent=50` makes the old generation grow by 1.5x between major collections
  * rather than V8's own, larger factor, so garbage promoted while thousands of Pods are reconciled
@@ -13,14 +14,15 @@
  * part of it. Node's own modules (http, net, tls, streams: ~150 of them load at startup) come with
  * a code cache made under V8's defaults, which such a process rejects and compiles from source;
  * the image's prebuilt compile cache of the bundle (Dockerfile) would have to be made under the
- * same flag too. Set here, after the daemon's modules and the Node modules they import are
- * compiled, only the few Node modules loaded later are compiled from source.
+ * same flag too. Set once the daemon has started, after the daemon's modules and the Node modules
+ * they import are compiled, only the few Node modules loaded later are compiled from source.
  * (`--max-semi-space-size`, the image's other flag, is not part of the tag and stays on the
  * command line: the young generation is sized when the heap is set up.)
  *
  * A value given on the command line wins: an operator trying another factor (docs/operations.md)
  * passes it as before.
  */
+import { Duration, Effect, Schedule } from "effect"
 import { setFlagsFromString } from "node:v8"
 
 /** What the daemon sets unless node's command line sets the same flag. */
@@ -38,3 +40,26 @@ export const applyDaemonHeapFlags = (execArgv: ReadonlyArray<string>): ReadonlyA
   for (const flag of applied) setFlagsFromString(flag)
   return applied
 }
+
+/**
+ * Applies `DAEMON_HEAP_FLAGS` (as `applyDaemonHeapFlags` does) once `started` answers true, asked
+ * every `every`; `apply` is the setting itself. The daemon passes its pod controller's "synced"
+ * (the first list taken: what readiness waits for), so the start keeps V8's own growing factor.
+ * A restart builds its heap from nothing to the claim table and every Pod the node holds
+ * (10,000 after a restart at scale), all of it live: under a 1.5x factor the old generation was
+ * collected five times on the way (`--trace-gc`, bench restart with 10,000 Pods), two under V8's
+ * own, and none of those collections frees anything worth having before the start is done. The
+ * flag is for what comes after the start (many Pods reconciled at once: docs/operations.md,
+ * "Memory"), and the heap trim (Programs/HeapTrim.ts) gives the start's garbage back once the
+ * daemon is quiet, so the idle daemon's memory is as before.
+ */
+export const applyOnceStarted = (
+  started: Effect.Effect<boolean>,
+  apply: Effect.Effect<unknown>,
+  every: Duration.Duration = Duration.millis(100)
+): Effect.Effect<void> =>
+  started.pipe(
+    Effect.repeat({ schedule: Schedule.spaced(every), until: (done: boolean) => done }),
+    Effect.andThen(apply),
+    Effect.asVoid
+  )

@@ -16,7 +16,6 @@ import { AppConfig } from "../Services/Config.ts"
 import { Failpoints } from "../Services/Failpoints.ts"
 import { exitWith, StartupError } from "./Errors.ts"
 import { FAILPOINTS_ENV, failpointsFromEnvironment } from "./Failpoints.ts"
-import { applyDaemonHeapFlags } from "./HeapFlags.ts"
 import { helpText } from "./Help.ts"
 import { parseInvocation } from "./ParseConfig.ts"
 import type { Environment } from "./ParseConfig.ts"
@@ -86,8 +85,6 @@ const runDaemon = Effect.fnUntraced(function*(argv: ReadonlyArray<string>, env: 
         )
       }
       const Daemon = yield* Effect.promise(() => import("../Daemon.ts"))
-      // after the daemon's modules are compiled, so they (and Node's own) keep their code caches
-      yield* Effect.sync(() => applyDaemonHeapFlags(process.execArgv))
       return yield* Daemon.run.pipe(
         Effect.provide(AppConfig.layer(config)),
         Effect.provideService(BuildInfo, yield* readBuildInfo(env)),

@@ -7,11 +7,14 @@
  * nothing, and a value given on node's command line is kept.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect, Option, Ref } from "effect"
+import { TestClock } from "effect/testing"
 import { execFileSync, spawnSync } from "node:child_process"
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { applyDaemonHeapFlags, DAEMON_HEAP_FLAGS } from "../../src/Cli/HeapFlags.ts"
+import { applyDaemonHeapFlags, applyOnceStarted, DAEMON_HEAP_FLAGS } from "../../src/Cli/HeapFlags.ts"
+import { spawnDaemon, startCluster, waitFor } from "../../testkit/Demo/Harness.ts"
 
 const root = resolve(import.meta.dirname, "..", "..")
 const node = join(root, "node_modules", ".bin", "node")
@@ -39,7 +42,37 @@ describe("the daemon's heap setting", () => {
     assert.deepStrictEqual(applyDaemonHeapFlags(["--heap_growing_percent=30"]), [])
   })
 
-  it("a daemon start sets it once the daemon runs; --version does not; a command-line value is kept", () => {
+  it.effect("is applied once the daemon has started, not before, and once", () =>
+    Effect.gen(function*() {
+      const started = yield* Ref.make(false)
+      const applied = yield* Ref.make(0)
+      yield* applyOnceStarted(Ref.get(started), Ref.update(applied, (n) => n + 1), Duration.millis(100)).pipe(Effect.forkChild)
+      yield* TestClock.adjust(Duration.seconds(5))
+      assert.strictEqual(yield* Ref.get(applied), 0, "not while the start is running")
+      yield* Ref.set(started, true)
+      yield* TestClock.adjust(Duration.millis(100))
+      assert.strictEqual(yield* Ref.get(applied), 1)
+      yield* TestClock.adjust(Duration.seconds(5))
+      assert.strictEqual(yield* Ref.get(applied), 1, "once")
+    }))
+
+  it.live("a running daemon has it once it has started (its pod controller synced)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const cluster = yield* startCluster()
+      // the child reports its tag every 50 ms
+      const report = `data:text/javascript,import v8 from "node:v8";setInterval(()=>process.stderr.write("\\nTAG "+v8.cachedDataVersionTag()+"\\n"),50).unref()`
+      const daemon = yield* spawnDaemon(cluster, { command: [node, "--import", report, "--max-semi-space-size=2", join(root, "src", "main.ts")] })
+      const expected = tagOf(["--max-semi-space-size=2", ...DAEMON_HEAP_FLAGS])
+      yield* waitFor(
+        "heap flags",
+        "the daemon's tag with --heap-growing-percent=50",
+        Effect.sync(() => (daemon.output().includes(`TAG ${expected}\n`) ? Option.some(true) : Option.none())),
+        { timeout: "60 seconds", describe: daemon.output }
+      )
+      assert.include(daemon.output(), "pod controller synced")
+    })), { timeout: 120_000 })
+
+  it("a daemon that stops before it has started does not set it; --version does not; a command-line value is kept", () => {
     const dir = mkdtempSync(join(tmpdir(), "vk-heapflags-"))
     try {
       // the daemon runs and stops at once: its state directory is writable by others (exit 1)
@@ -54,10 +87,10 @@ describe("the daemon's heap setting", () => {
       )
       const daemon = ["--state-path", join(shared, "claims.json"), "--sandboxd-token-file", join(dir, "token"), "--kubeconfig", join(dir, "kubeconfig")]
 
-      const started = tagAtExit(["--max-semi-space-size=2"], daemon)
-      assert.strictEqual(started.status, 1, started.stderr)
-      assert.include(started.stderr, "StateDirUnsafe")
-      assert.strictEqual(started.tag, tagOf(["--max-semi-space-size=2", ...DAEMON_HEAP_FLAGS]))
+      const stopped = tagAtExit(["--max-semi-space-size=2"], daemon)
+      assert.strictEqual(stopped.status, 1, stopped.stderr)
+      assert.include(stopped.stderr, "StateDirUnsafe")
+      assert.strictEqual(stopped.tag, tagOf(["--max-semi-space-size=2"]))
 
       const given = tagAtExit(["--heap-growing-percent=30"], daemon)
       assert.strictEqual(given.status, 1, given.stderr)
