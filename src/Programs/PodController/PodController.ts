@@ -79,8 +79,8 @@ export type { PodControllerHandle }
  * The scheduler priority a reconcile starts at (`KeyedQueue`'s `runPriority`): after every task
  * of the default priority, 0 (Q-06). A restart's first list hands the queue 10,000 re-attached
  * Pods whose reconciles need no I/O; started at the default priority, a `/readyz`, an apiserver
- * reply or a lease renewal arriving meanwhile waited behind one run of every reconcile in flight
- * (256 of them, about 0.3 s on a 2-core machine).
+ * reply or a lease renewal arriving meanwhile waited behind one run of every reconcile started
+ * before it (up to the 256 in flight: up to 0.3 s on a 2-core machine).
  */
 export const reconcilePriority = 1
 

@@ -8,6 +8,7 @@ import { Clock, Duration, Effect, Fiber, Layer, Option, Queue, Ref, Schedule, St
 import { TestClock } from "effect/testing"
 import * as Backoff from "../../../src/Programs/PodController/Backoff.ts"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
+import * as EventLoopScheduler from "../../../src/Programs/EventLoopScheduler.ts"
 import { testConfig } from "../../../src/Schemas/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
 import { ClaimNotPersisted } from "../../../src/Services/ProviderErrors.ts"
@@ -139,6 +140,7 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
     createPod: (p) =>
       Effect.gen(function*() {
         behaviour.calls?.push(`create:${p.metadata?.name ?? ""}`)
+        behaviour.onCreate?.()
         yield* inFlight(behaviour.createsInFlight, Effect.sleep(behaviour.createTakes ?? "0 millis"))
         yield* Ref.update(held, (m) => new Map(m).set(podKeyOfPod(p), p))
         behaviour.creates?.push(p.metadata?.name ?? "")
@@ -179,6 +181,8 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
 
 interface Behaviour {
   readonly createTakes?: Duration.Input
+  /** Called as each createPod starts (the work it stands for, on a clock the test moves). */
+  readonly onCreate?: () => void
   readonly statusWritesHang?: boolean
   readonly statusWriteTakes?: Duration.Input
   /** createPod pushes nothing; the test pushes. */
@@ -251,6 +255,45 @@ const advance = (millis: number) =>
   })
 
 describe("PodController (stubbed)", () => {
+  it("a request that arrives while a restart's re-attached Pods wait to be reconciled is served within a turn (Q-06)", () => {
+    // The daemon's scheduler, in 10 ms turns on a clock the test moves: each create is 1 ms of
+    // work with no I/O, as a restart's adoptions are; a task of the default priority queued
+    // after the first list was filed stands in for a `/readyz` request.
+    const clock = { now: 0 }
+    const pending: Array<() => void> = []
+    const scheduler = EventLoopScheduler.make({
+      sliceMillis: 10,
+      checkEvery: 1,
+      now: () => clock.now,
+      setImmediate: (turn) => void pending.push(turn)
+    })
+    const calls: Array<string> = []
+    const items = Array.from({ length: 100 }, (_, i) => pod(`p${i}`, `u${i}`))
+    const creates = () => calls.filter((call) => call.startsWith("create:")).length
+    Effect.runFork(
+      Effect.scoped(Effect.gen(function*() {
+        const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([])
+        yield* start(pods, () => Stream.never, { calls, onCreate: () => void (clock.now += 1) }, {
+          ...PodController.defaultOptions,
+          firstList: Effect.succeed({ items, resourceVersion: "1" })
+        })
+        return yield* Effect.never
+      })).pipe(quiet),
+      { scheduler }
+    )
+    // Turns until the sweep ran on the first list (the cache is filed, readiness holds) and the
+    // reconciles it admitted have started.
+    while (pending.length > 0 && creates() === 0) pending.shift()?.()
+    assert.strictEqual(calls[0], "sweep")
+    let createsBefore = -1
+    scheduler.makeDispatcher().scheduleTask(() => void (createsBefore = creates()), 0)
+    while (pending.length > 0 && createsBefore < 0) pending.shift()?.()
+    // One turn of creates ran before it (10 of 1 ms). Started at the default priority, the
+    // reconciles forked before it arrived each ran first (20 here; up to 256 in the daemon).
+    assert.isAtLeast(createsBefore, 0)
+    assert.isAtMost(createsBefore, 12)
+  })
+
   it.effect("the first list's keys are reconciled only after the dangling sweep ran on it: readiness waits for the list, not the work it starts", () =>
     Effect.scoped(Effect.gen(function*() {
       const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([pod("a", "u1"), pod("b", "u2")])
