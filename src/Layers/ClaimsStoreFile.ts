@@ -7,6 +7,7 @@
  * incremental encoder (`ClaimsEncoder.ts`) and the durable replace (`DurableReplace.ts`). This
  * layer puts them together and turns their failures into the store's typed errors.
  */
+import { isAscii } from "node:buffer"
 import * as NPath from "node:path"
 import { Effect, Layer } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
@@ -84,23 +85,24 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
     const load = Effect.gen(function*() {
       yield* ensureDir(ops, dir)
       yield* sweepTempFiles(ops, path)
-      const text = yield* step("read", path, () => ops.readFile(path))
-      if (text === undefined) {
+      const bytes = yield* step("read", path, () => ops.readFile(path))
+      if (bytes === undefined) {
         // The file was there when the store started (a link's target, say) and is gone now.
         if (path !== given) return yield* new ClaimsLoadError({ path: given, message: `the state file ${path} vanished` })
         return new Map<PodKey, ClaimRecord>() as ReadonlyMap<PodKey, ClaimRecord>
       }
+      const text = bytes.toString("utf8")
       const document = yield* Effect.fromResult(decodeClaimsDocument(text)).pipe(
         Effect.mapError((e) => new ClaimsLoadError({ path: given, message: `cannot decode ${path}: ${e.message}` }))
       )
       otherMembers = document.unknownMembers
       if (document.writtenMembers !== undefined) {
-        // The file is the writer's own text of these rows: the encoder starts from it, so the
-        // startup write (PER-9) copies every row the startup left unchanged instead of encoding
-        // it again. Its offsets count characters, which are bytes only in ASCII text (any other
-        // file is encoded in full, as before).
-        const bytes = Buffer.from(text)
-        if (bytes.length === text.length) {
+        // The file is the writer's own text of these rows: the encoder starts from its bytes, so
+        // the startup write (PER-9) copies every row the startup left unchanged instead of
+        // encoding it again. Its offsets count characters, which are bytes only in ASCII text (any
+        // other file is encoded in full, as before; a byte that is not UTF-8 reads as U+FFFD, one
+        // character for one byte, and must not be copied back).
+        if (isAscii(bytes)) {
           encode.seed(bytes, document.rows, document.writtenMembers.starts, document.writtenMembers.ends)
         }
       }

@@ -24,7 +24,8 @@ export interface ClaimsFileOps {
   readonly mkdir: (dir: string, mode: number) => Promise<string | undefined>
   readonly chmod: (path: string, mode: number) => Promise<void>
   readonly readdir: (dir: string) => Promise<ReadonlyArray<string>>
-  readonly readFile: (path: string) => Promise<string | undefined>
+  /** The file's bytes; undefined when there is no such file. */
+  readonly readFile: (path: string) => Promise<Buffer<ArrayBuffer> | undefined>
   readonly unlink: (path: string) => Promise<void>
   /** Creates a new file (fails if it exists). */
   readonly create: (path: string, mode: number) => Promise<NFS.FileHandle>
@@ -57,7 +58,7 @@ export const nodeClaimsFileOps: ClaimsFileOps = {
   mkdir: (dir, mode) => NFS.mkdir(dir, { recursive: true, mode }),
   chmod: (path, mode) => NFS.chmod(path, mode),
   readdir: (dir) => NFS.readdir(dir),
-  readFile: (path) => orMissing(NFS.readFile(path, "utf8")),
+  readFile: (path) => orMissing(NFS.readFile(path)),
   unlink: (path) => NFS.unlink(path),
   create: (path, mode) => NFS.open(path, "wx", mode),
   write: (file, data) => file.writeFile(data),

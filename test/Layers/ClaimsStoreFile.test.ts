@@ -257,6 +257,26 @@ describe("ClaimsStoreFile", () => {
       assert.strictEqual(tokensRead, 0)
     }))
 
+  it.effect("a file with a byte that is not UTF-8 in a string is written again as the writer writes its rows, never copied", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = NPath.join(dir, "claims.json")
+      // 0xFF reads as U+FFFD: one character for one byte, so the text's offsets still count bytes.
+      const [before, after] = referenceFile.split(`"uid-a"`) as [string, string]
+      yield* Effect.promise(() => NFS.writeFile(path, Buffer.concat([Buffer.from(`${before}"uid-`), Buffer.from([0xff]), Buffer.from(`"${after}`)])))
+      yield* withStore(
+        path,
+        Effect.gen(function*() {
+          const store = yield* ClaimsStore
+          const table = yield* TestClaimsTable
+          for (const [k, r] of yield* store.load) yield* table.put(k, r)
+          yield* store.commit(Option.none())
+        })
+      )
+      const expected = `${before}"uid-\ufffd"${after}`
+      assert.deepStrictEqual(yield* Effect.promise(() => NFS.readFile(path)), Buffer.from(expected))
+    }))
+
   it.effect("after the write of the table as loaded, each later write is exactly the table's encoding", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
