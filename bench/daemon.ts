@@ -523,8 +523,9 @@ const measure = async (compileCacheFigure: string): Promise<Figures> => {
           }
           readies.push(ready / 1000)
           cpus.push(procCpuSeconds(child.pid))
-          // the first Pod list as the daemon timed it (asked for → answered and decoded): most of it
-          // is the apiserver simulator rendering ~18 MB in this process, not the daemon's work
+          // the GET pods calls until ready as the daemon timed them (asked for -> answered and
+          // decoded): the first Pod list, and a single-Pod read if one ran; most of it is the
+          // apiserver simulator rendering ~18 MB in this process, not the daemon's work
           podLists.push(metricSum(await scrape(child), "vk_sandbox_apiserver_request_duration_seconds_sum", { verb: "GET", resource: "pods" }))
           figures["restart_10k_rss_mb"] = mb(procMemory(child.pid).rss)
           if (i < restarts - 1) await child.stop()

@@ -99,9 +99,9 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
       if (document.writtenMembers !== undefined) {
         // The file is the writer's own text of these rows: the encoder starts from its bytes, so
         // the startup write (PER-9) copies every row the startup left unchanged instead of
-        // encoding it again. Its offsets count characters, which are bytes only in ASCII text (any
-        // other file is encoded in full, as before; a byte that is not UTF-8 reads as U+FFFD, one
-        // character for one byte, and must not be copied back).
+        // encoding it again. Its offsets count characters, which are bytes only in ASCII text: any
+        // other file (a byte that is not ASCII, valid UTF-8 or not) is encoded in full, as before,
+        // and never copied back.
         if (isAscii(bytes)) {
           encode.seed(bytes, document.rows, document.writtenMembers.starts, document.writtenMembers.ends)
         }

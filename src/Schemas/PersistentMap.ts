@@ -1,7 +1,8 @@
 /**
  * An immutable map whose updates share structure with the map they came from (effect's
  * `HashMap`, a hash array mapped trie): `with` and `without` cost the same at 10,000 entries as
- * at 10, and the map they were called on is left exactly as it was. State kept in one `Ref` and
+ * at 10 (once a map built whole by `fromMap` has had its first change, which builds the trie), and
+ * the map they were called on is left exactly as it was. State kept in one `Ref` and
  * changed by pure functions gets an update per event that does not copy the collection, and every
  * reader keeps a consistent snapshot for as long as it holds the map.
  *
@@ -74,7 +75,8 @@ export class PersistentMap<K, V> implements ReadonlyMap<K, V> {
    * `expected`: about how many keys `f` changes, when known. On a map built whole (`fromMap`) a
    * batch expected to change at least a quarter of it (a startup verification judging every
    * loaded row) is made on a copy of the built-in Map, which costs less than as many trie updates;
-   * any other batch is made on the trie, so that what it costs does not grow with the map.
+   * any other batch is made on the trie, so that what it costs does not grow with the map (after
+   * the first change of a `fromMap` map, which builds the trie once).
    */
   withChanges(f: (draft: PersistentMapDraft<K, V>) => void, expected = 0): PersistentMap<K, V> {
     const plain = this.#plain

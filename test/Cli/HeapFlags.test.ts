@@ -56,7 +56,8 @@ describe("the daemon's heap setting", () => {
       assert.strictEqual(yield* Ref.get(applied), 1, "once")
     }))
 
-  it.live("a running daemon has it once it has started (its pod controller synced)", () =>
+  // When it is applied (only once the start is over) is the unit test's above (applyOnceStarted).
+  it.live("a running daemon has it after its start", () =>
     Effect.scoped(Effect.gen(function*() {
       const cluster = yield* startCluster()
       // the child reports its tag every 50 ms

@@ -134,7 +134,8 @@ describe("ClaimsEncoder", () => {
         ["the only row shifted", one, one.spans.starts.map((n) => n - 1), one.spans.ends.map((n) => n - 1)],
         ["a gap between rows", two, [starts[0]!, starts[1]! + 1], [ends[0]!, ends[1]! + 1]],
         ["one span short", two, [starts[0]!], [ends[0]!]],
-        // The first row is taken before the second one's order is found wrong.
+        // The first row is checked before the second one's order is found wrong: none of its
+        // marked bytes may reach the output.
         ["keys out of order", { ...two, rows: new Map([...two.rows].reverse()) }, starts, ends]
       ] as const
     ) {

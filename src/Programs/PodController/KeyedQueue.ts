@@ -15,8 +15,9 @@
  *   A change (or an explicit "now") resets the backoff and wakes a waiting key at once.
  * - `drain` stops admitting work and waits, within a bound, for the runs in flight.
  * - With a `runPriority` above 0, every run first yields at that scheduler priority: tasks of
- *   the default priority queued meanwhile (an HTTP request, an apiserver reply) run before the
- *   runs that have not started yet, however many keys were admitted at once (Q-06).
+ *   the default priority queued meanwhile (an HTTP request, an apiserver reply) run, from the
+ *   next scheduler turn on, before the runs that have not started yet, however many keys were
+ *   admitted at once (Q-06).
  */
 import { Cause, Deferred, Duration, Effect, FiberSet, Schedule, type Scope } from "effect"
 import * as Backoff from "./Backoff.ts"
