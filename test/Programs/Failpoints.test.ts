@@ -23,9 +23,21 @@ import { pod, world } from "./Provider/harness.ts"
 /** Armed points whose `crash` only counts (a test must not end its own process). */
 const armed = (text: string) => {
   const crashes = { count: 0 }
+  // Settles at the first crash: a test waits for it rather than for a span of real time.
+  let noteCrash = () => {}
+  const crashed = new Promise<void>((resolve) => {
+    noteCrash = resolve
+  })
   const terms = parseFailpoints(text)
   if (Result.isFailure(terms)) throw new Error(terms.failure)
-  return { points: make(terms.success, () => void crashes.count++), crashes }
+  return {
+    points: make(terms.success, () => {
+      crashes.count++
+      noteCrash()
+    }),
+    crashes,
+    crashed
+  }
 }
 
 const routeCount = (route: "claim" | "release") =>
@@ -176,7 +188,7 @@ describe("failpoints on the commit path", () => {
     // commit-after-rename=crash: the new file is already in place when the process would end.
     const crashing = armed("commit-after-rename=crash")
     void durableReplace(nodeClaimsFileOps, path, Buffer.from("newer"), failed, crashing.points)
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await crashing.crashed
     assert.strictEqual(crashing.crashes.count, 1)
     assert.strictEqual(NFS.readFileSync(path, "utf8"), "newer")
     NFS.rmSync(dir, { recursive: true, force: true })
