@@ -7,12 +7,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scheduler } from "effect"
 import { onDaemonScheduler } from "../../src/Daemon.ts"
 import * as EventLoopScheduler from "../../src/Programs/EventLoopScheduler.ts"
+import { manualScheduler } from "../support/ManualScheduler.ts"
 
 /** A scheduler on a clock the test moves, whose turns wait in `pending` until `turn()` runs one. */
 const manual = (sliceMillis: number) => {
-  const clock = { now: 0 }
-  const pending: Array<() => void> = []
-  const scheduler = EventLoopScheduler.make({ sliceMillis, now: () => clock.now, setImmediate: (turn) => void pending.push(turn) })
+  const { clock, pending, scheduler } = manualScheduler({ sliceMillis })
   const dispatcher = scheduler.makeDispatcher()
   const turn = () => {
     const next = pending.shift()

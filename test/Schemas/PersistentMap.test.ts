@@ -20,6 +20,34 @@ class CountedKey implements Equal.Equal {
   }
 }
 
+/** One update of a property test's sequence, on keys `k0`..`k40`. */
+const op = fc.oneof(
+  fc.record({ kind: fc.constant("set" as const), key: fc.integer({ min: 0, max: 40 }), value: fc.integer() }),
+  fc.record({ kind: fc.constant("remove" as const), key: fc.integer({ min: 0, max: 40 }) })
+)
+type Op = typeof op extends fc.Arbitrary<infer A> ? A : never
+
+const apply = (o: Op, set: (k: string, v: number) => void, remove: (k: string) => void) =>
+  o.kind === "set" ? set(`k${o.key}`, o.value) : remove(`k${o.key}`)
+
+/** `map` reads as `model` through every read a `ReadonlyMap` has. */
+const assertReadsLike = (map: PersistentMap<string, number>, model: ReadonlyMap<string, number>) => {
+  assert.strictEqual(map.size, model.size)
+  assert.deepStrictEqual([...map.entries()].sort(), [...model.entries()].sort())
+  assert.deepStrictEqual([...map.keys()].sort(), [...model.keys()].sort())
+  assert.deepStrictEqual([...map.values()].sort(), [...model.values()].sort())
+  for (let i = 0; i <= 40; i++) {
+    assert.strictEqual(map.get(`k${i}`), model.get(`k${i}`))
+    assert.strictEqual(map.has(`k${i}`), model.has(`k${i}`))
+  }
+  const seen: Array<[string, number]> = []
+  map.forEach((v, k, self) => {
+    assert.strictEqual(self, map)
+    seen.push([k, v])
+  })
+  assert.deepStrictEqual(seen.sort(), [...model.entries()].sort())
+}
+
 describe("PersistentMap", () => {
   it("an update touches a few keys, not the collection: the same work at 10,000 entries as at 10", () => {
     const workOfOneUpdate = (size: number) => {
@@ -56,47 +84,22 @@ describe("PersistentMap", () => {
   })
 
   it("reads like the Map it replaces after any sequence of updates", () => {
-    const op = fc.oneof(
-      fc.record({ kind: fc.constant("set" as const), key: fc.integer({ min: 0, max: 40 }), value: fc.integer() }),
-      fc.record({ kind: fc.constant("remove" as const), key: fc.integer({ min: 0, max: 40 }) })
-    )
     fc.assert(fc.property(fc.array(op, { maxLength: 200 }), fc.boolean(), (ops, batched) => {
       const model = new Map<string, number>()
       let map = PersistentMap.empty<string, number>()
-      const apply = (o: typeof ops[number], set: (k: string, v: number) => void, remove: (k: string) => void) =>
-        o.kind === "set" ? set(`k${o.key}`, o.value) : remove(`k${o.key}`)
       for (const o of ops) apply(o, (k, v) => model.set(k, v), (k) => model.delete(k))
       if (batched) map = map.withChanges((draft) => ops.forEach((o) => apply(o, draft.set, draft.remove)))
       else for (const o of ops) apply(o, (k, v) => (map = map.with(k, v)), (k) => (map = map.without(k)))
-      assert.strictEqual(map.size, model.size)
-      assert.deepStrictEqual([...map.entries()].sort(), [...model.entries()].sort())
-      assert.deepStrictEqual([...map.keys()].sort(), [...model.keys()].sort())
-      assert.deepStrictEqual([...map.values()].sort(), [...model.values()].sort())
-      for (let i = 0; i <= 40; i++) {
-        assert.strictEqual(map.get(`k${i}`), model.get(`k${i}`))
-        assert.strictEqual(map.has(`k${i}`), model.has(`k${i}`))
-      }
-      const seen: Array<[string, number]> = []
-      map.forEach((v, k, self) => {
-        assert.strictEqual(self, map)
-        seen.push([k, v])
-      })
-      assert.deepStrictEqual(seen.sort(), [...model.entries()].sort())
+      assertReadsLike(map, model)
     }))
   })
   it("a map built whole (fromMap) reads and updates like the Map it replaces, small batches and large, and never changes the Map it took", () => {
-    const op = fc.oneof(
-      fc.record({ kind: fc.constant("set" as const), key: fc.integer({ min: 0, max: 40 }), value: fc.integer() }),
-      fc.record({ kind: fc.constant("remove" as const), key: fc.integer({ min: 0, max: 40 }) })
-    )
     const initial = fc.uniqueArray(fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer()), { selector: ([k]) => k, maxLength: 40 })
     fc.assert(fc.property(initial, fc.array(op, { maxLength: 60 }), fc.constantFrom("single", "batch", "batches"), fc.nat(60), (start, ops, how, expected) => {
       const entries = start.map(([k, v]): [string, number] => [`k${k}`, v])
       const taken = new Map(entries)
       const base = PersistentMap.fromMap(taken)
       const model = new Map(entries)
-      const apply = (o: typeof ops[number], set: (k: string, v: number) => void, remove: (k: string) => void) =>
-        o.kind === "set" ? set(`k${o.key}`, o.value) : remove(`k${o.key}`)
       for (const o of ops) apply(o, (k, v) => model.set(k, v), (k) => model.delete(k))
       let map = base
       if (how === "batch") {
@@ -112,20 +115,7 @@ describe("PersistentMap", () => {
       } else {
         for (const o of ops) apply(o, (k, v) => (map = map.with(k, v)), (k) => (map = map.without(k)))
       }
-      assert.strictEqual(map.size, model.size)
-      assert.deepStrictEqual([...map.entries()].sort(), [...model.entries()].sort())
-      assert.deepStrictEqual([...map.keys()].sort(), [...model.keys()].sort())
-      assert.deepStrictEqual([...map.values()].sort(), [...model.values()].sort())
-      for (let i = 0; i <= 40; i++) {
-        assert.strictEqual(map.get(`k${i}`), model.get(`k${i}`))
-        assert.strictEqual(map.has(`k${i}`), model.has(`k${i}`))
-      }
-      const seen: Array<[string, number]> = []
-      map.forEach((v, k, self) => {
-        assert.strictEqual(self, map)
-        seen.push([k, v])
-      })
-      assert.deepStrictEqual(seen.sort(), [...model.entries()].sort())
+      assertReadsLike(map, model)
       // The map it was built from, and the map itself, are a snapshot whatever was done after.
       assert.deepStrictEqual([...taken], entries)
       assert.deepStrictEqual([...base], entries)

@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Fiber, Logger, Ref, Schedule } from "effect"
 import { TestClock } from "effect/testing"
-import * as EventLoopScheduler from "../../../src/Programs/EventLoopScheduler.ts"
 import * as Backoff from "../../../src/Programs/PodController/Backoff.ts"
 import * as KeyedQueue from "../../../src/Programs/PodController/KeyedQueue.ts"
+import { manualScheduler } from "../../support/ManualScheduler.ts"
 
 /**
  * 100 keys admitted at once whose runs are 1 ms of work each with no I/O (a restart's re-attached
@@ -12,14 +12,7 @@ import * as KeyedQueue from "../../../src/Programs/PodController/KeyedQueue.ts"
  * Returns how many runs had happened when that task ran.
  */
 const runsBeforeAnArrival = (runPriority: number): number => {
-  const clock = { now: 0 }
-  const pending: Array<() => void> = []
-  const scheduler = EventLoopScheduler.make({
-    sliceMillis: 10,
-    checkEvery: 1,
-    now: () => clock.now,
-    setImmediate: (turn) => void pending.push(turn)
-  })
+  const { clock, pending, scheduler } = manualScheduler({ sliceMillis: 10, checkEvery: 1 })
   let runs = 0
   Effect.runFork(
     Effect.scoped(Effect.gen(function*() {

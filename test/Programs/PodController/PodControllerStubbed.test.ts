@@ -8,7 +8,6 @@ import { Clock, Duration, Effect, Fiber, Layer, Option, Queue, Ref, Schedule, St
 import { TestClock } from "effect/testing"
 import * as Backoff from "../../../src/Programs/PodController/Backoff.ts"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
-import * as EventLoopScheduler from "../../../src/Programs/EventLoopScheduler.ts"
 import { testConfig } from "../../../src/Schemas/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
 import { ClaimNotPersisted } from "../../../src/Services/ProviderErrors.ts"
@@ -30,6 +29,7 @@ import {
 import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
 import * as V8 from "node:v8"
 import * as Vm from "node:vm"
+import { manualScheduler } from "../../support/ManualScheduler.ts"
 import { quiet } from "./harness.ts"
 
 const NODE = "vk-sandboxd"
@@ -259,14 +259,7 @@ describe("PodController (stubbed)", () => {
     // The daemon's scheduler, in 10 ms turns on a clock the test moves: each create is 1 ms of
     // work with no I/O, as a restart's adoptions are; a task of the default priority queued
     // after the first list was filed stands in for a `/readyz` request.
-    const clock = { now: 0 }
-    const pending: Array<() => void> = []
-    const scheduler = EventLoopScheduler.make({
-      sliceMillis: 10,
-      checkEvery: 1,
-      now: () => clock.now,
-      setImmediate: (turn) => void pending.push(turn)
-    })
+    const { clock, pending, scheduler } = manualScheduler({ sliceMillis: 10, checkEvery: 1 })
     const calls: Array<string> = []
     const items = Array.from({ length: 100 }, (_, i) => pod(`p${i}`, `u${i}`))
     const creates = () => calls.filter((call) => call.startsWith("create:")).length
