@@ -42,6 +42,19 @@ const builtins = new Set(
 const builtinPrefix = "\0node-builtin:"
 
 /**
+ * Node's modules that the bundled code imports and the daemon's start never calls, loaded at their
+ * first use instead (compiling Node's own code for them is a few ms of every start):
+ * - readline: Effect's terminal service, which `@effect/platform-node/NodeHttpServer` imports with
+ *   the rest of Effect's platform services, and which the daemon never asks for;
+ * - vm: client-node's JSONPath, for a kubeconfig's exec or auth-provider output paths.
+ * Their wrapper exports, for each name the module has, a getter that loads it on first read. The
+ * names are those of the Node that builds; test/Packaging/Bundle.test.ts checks them against the
+ * Node that runs the tests and that a daemon's start loads none of these modules.
+ */
+export const loadedOnFirstUse = ["readline", "vm"]
+const exportNames = (name) => Object.keys(process.getBuiltinModule(`node:${name}`))
+
+/**
  * ES imports of Node's modules become a small CommonJS module each that exports the module object
  * from `process.getBuiltinModule` (no facade). The bundler reads a named import from it where it is
  * used and a namespace import through getters, so nothing reads an export before the code does;
@@ -55,7 +68,18 @@ export const builtinsWithoutFacade = {
   },
   load(id) {
     if (!id.startsWith(builtinPrefix)) return null
-    return `module.exports = process.getBuiltinModule(${JSON.stringify(`node:${id.slice(builtinPrefix.length)}`)})\n`
+    const name = id.slice(builtinPrefix.length)
+    const load = `process.getBuiltinModule(${JSON.stringify(`node:${name}`)})`
+    if (!loadedOnFirstUse.includes(name)) return `module.exports = ${load}\n`
+    return [
+      "let loaded",
+      "const lazy = {}",
+      `for (const name of ${JSON.stringify(exportNames(name))}) {`,
+      `  Object.defineProperty(lazy, name, { enumerable: true, get: () => (loaded ??= ${load})[name] })`,
+      "}",
+      "module.exports = lazy",
+      ""
+    ].join("\n")
   }
 }
 
@@ -97,6 +121,24 @@ export const undiciDispatchersOnly = {
   }
 }
 
+/**
+ * undici's HTTP/1 client requires its HTTP/2 client at load, which loads `node:http2` and reads its
+ * constants: a few ms of every start, before the daemon has sent a request. Only a TLS connection
+ * whose server picks h2 in the handshake (undici offers it) uses that client: it is required
+ * there, at the first such connection, and never where the apiserver speaks HTTP/1 or plain HTTP
+ * (the simulators). A changed undici without that line fails the build (see it again then).
+ */
+const undiciClient = createRequire(import.meta.url).resolve("undici/lib/dispatcher/client.js")
+const eagerH2 = "const connectH2 = require('./client-h2.js')\n"
+export const undiciHttp2AtFirstUse = {
+  name: "undici-http2-at-first-use",
+  transform(code, id) {
+    if (id !== undiciClient) return null
+    if (!code.includes(eagerH2)) this.error(`${id} no longer has: ${eagerH2.trim()}`)
+    return code.replace(eagerH2, "const connectH2 = (client, socket) => require('./client-h2.js')(client, socket)\n")
+  }
+}
+
 export default {
   input: { "app/vk-sandbox": "src/main.ts" },
   platform: "node",
@@ -112,7 +154,7 @@ export default {
     comments: false,
     charset: "ascii"
   },
-  plugins: [builtinsWithoutFacade, undiciDispatchersOnly, {
+  plugins: [builtinsWithoutFacade, undiciDispatchersOnly, undiciHttp2AtFirstUse, {
     name: "entry",
     generateBundle() {
       this.emitFile({ type: "asset", fileName: "main.js", source: "import \"./app/vk-sandbox.js\"\n" })

@@ -46,6 +46,13 @@ const loadSimulators = Effect.tryPromise({ try: () => import(simModuleUrl.href),
   )
 )
 
+/**
+ * The platform services the simulators ask for (child processes, a terminal, stdio, the file
+ * system): loaded for `sim` only. The daemon and the other commands need the file system alone
+ * (main.ts), and the rest would load Node's child_process, dgram and readline into every start.
+ */
+const loadNodeServices = Effect.promise(() => import("@effect/platform-node/NodeServices"))
+
 /** Subcommands, chosen by the first argument; anything else is the daemon's command line. */
 export const subcommands = [
   {
@@ -53,7 +60,9 @@ export const subcommands = [
     usage: "sim <simulator> ...",
     summary: "run a simulator (vk-sandbox sim --help lists them)",
     run: (args: ReadonlyArray<string>, env: Environment) =>
-      loadSimulators.pipe(Effect.flatMap((Sim) => Sim.runSim(args, env)))
+      Effect.all([loadSimulators, loadNodeServices]).pipe(
+        Effect.flatMap(([Sim, NodeServices]) => Sim.runSim(args, env).pipe(Effect.provide(NodeServices.layer)))
+      )
   },
   {
     name: "claims",

@@ -14,9 +14,7 @@
  * one took the RSS down by ~34 MB).
  */
 import { Effect, Layer } from "effect"
-import { performance } from "node:perf_hooks"
 import { getHeapStatistics, setFlagsFromString } from "node:v8"
-import { runInNewContext } from "node:vm"
 import { HeapControl } from "../Services/HeapControl.ts"
 
 interface CollectOptions {
@@ -33,7 +31,7 @@ const isCollect = (value: unknown): value is Collect => typeof value === "functi
 export const memoryReducingCollect = (): Collect | undefined => {
   setFlagsFromString("--expose-gc")
   try {
-    const gc: unknown = runInNewContext("typeof gc === 'function' ? gc : undefined")
+    const gc: unknown = process.getBuiltinModule("node:vm").runInNewContext("typeof gc === 'function' ? gc : undefined")
     return isCollect(gc) ? gc : undefined
   } finally {
     setFlagsFromString("--no-expose-gc")
@@ -41,13 +39,17 @@ export const memoryReducingCollect = (): Collect | undefined => {
 }
 
 export const layer: Layer.Layer<HeapControl> = Layer.sync(HeapControl, () => {
-  const collect = memoryReducingCollect()
+  // Made at the first trim, not in the daemon's start (a new context is a few ms of it); node:vm
+  // is loaded then too. `performance` is the global one, the same object node:perf_hooks exports,
+  // without loading that module.
+  let collect: Collect | undefined | null = null
   return HeapControl.of({
     sample: Effect.sync(() => ({
       committedBytes: getHeapStatistics().total_heap_size,
       busyMillis: performance.eventLoopUtilization().active
     })),
     trim: Effect.sync(() => {
+      if (collect === null) collect = memoryReducingCollect()
       if (collect === undefined) return false
       collect({ type: "major", execution: "sync", flavor: "last-resort" })
       return true

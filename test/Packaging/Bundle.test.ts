@@ -11,6 +11,7 @@
  *   dropped (every model class then stays for its static fields), fails here.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Option } from "effect"
 import { execFile, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
@@ -18,11 +19,14 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { type OutputChunk, type Plugin, rolldown, type RolldownOptions } from "rolldown"
+import { httpGet, spawnDaemon, startCluster, waitFor } from "../../testkit/Demo/Harness.ts"
 
 // the build's own configuration, as `npm run build` reads it (a plain .mjs without types)
 const configUrl = new URL("../../rolldown.config.mjs", import.meta.url).href
-const { default: config, undiciDispatchersOnly } = (await import(configUrl)) as {
+const { builtinsWithoutFacade, default: config, loadedOnFirstUse, undiciDispatchersOnly } = (await import(configUrl)) as {
   default: RolldownOptions
+  builtinsWithoutFacade: Plugin
+  loadedOnFirstUse: ReadonlyArray<string>
   undiciDispatchersOnly: Plugin
 }
 const output = Array.isArray(config.output) ? config.output[0] : config.output
@@ -73,6 +77,10 @@ const buildDaemonBundle = async (): Promise<OutputChunk> => {
   }
 }
 
+/** Node's public modules in a `process.moduleLoadList` (`NativeModule http2`; internal ones left out). */
+const publicModules = (loaded: ReadonlyArray<string>): ReadonlyArray<string> =>
+  loaded.filter((name) => name.startsWith("NativeModule ") && !name.startsWith("NativeModule internal/")).map((name) => name.slice(13))
+
 /** Names that only client-node's generated clients and models define. */
 const generatedMarkers = ["RequestFactory", "ResponseProcessor", "ObjectSerializer", "attributeTypeMap", "getAttributeTypeMap"]
 
@@ -114,7 +122,7 @@ describe("Node's own modules in the daemon's bundle", () => {
     assert.include(chunk.code, "process.getBuiltinModule(\"node:http\")")
   }, 120_000)
 
-  it("--version loads neither Node's bundled undici (node:http's WebSocket getter) nor WebCrypto (node:crypto's)", async () => {
+  it("--version loads neither Node's bundled undici (node:http's WebSocket getter) nor WebCrypto (node:crypto's), nor child_process or readline", async () => {
     const chunk = await daemonBundle()
     // laid out as in the package: the bundle two directories below a package.json (--version reads it)
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "vk-bundle-test-"))
@@ -133,6 +141,8 @@ describe("Node's own modules in the daemon's bundle", () => {
       assert.isArray(loaded)
       const names = (loaded as Array<string>).filter((name) => /internal\/deps\/undici|internal\/crypto\/webcrypto/.test(name))
       assert.deepStrictEqual(names, [])
+      // nor the platform services only `sim` asks for (main.ts provides the file system alone)
+      assert.deepStrictEqual(publicModules(loaded as Array<string>).filter((name) => ["child_process", "readline", "dgram"].includes(name)), [])
       // the check can see a load: the same process with an ES import of node:http does load undici
       const facade = spawnSync(process.execPath, ["--import", report, "--input-type=module", "-e", "import * as http from \"node:http\""], { encoding: "utf8" })
       assert.include(facade.stderr, "internal/deps/undici/undici")
@@ -140,6 +150,92 @@ describe("Node's own modules in the daemon's bundle", () => {
       fs.rmSync(root, { recursive: true, force: true })
     }
   }, 120_000)
+})
+
+/** The daemon's bundle laid out as in the package, in a new directory (--version reads package.json two levels up). */
+const writeDaemonBundle = async (): Promise<{ readonly root: string; readonly script: string }> => {
+  const chunk = await daemonBundle()
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "vk-bundle-test-"))
+  fs.copyFileSync(path.join(root, "package.json"), path.join(dir, "package.json"))
+  fs.mkdirSync(path.join(dir, "dist", "app"), { recursive: true })
+  const script = path.join(dir, "dist", "app", "vk-sandbox.js")
+  fs.writeFileSync(script, chunk.code)
+  return { root: dir, script }
+}
+
+describe("Node modules the daemon's start does not use", () => {
+  it("an import of one in `loadedOnFirstUse` loads it at the first read of an export, and has every export it has", async () => {
+    const entryId = "\0first-use-test-entry"
+    const build = await rolldown({
+      input: entryId,
+      platform: "node",
+      plugins: [builtinsWithoutFacade, {
+        name: "entry",
+        resolveId: (id: string) => (id === entryId ? id : undefined),
+        load: (id: string) =>
+          id === entryId
+            ? [
+              ...loadedOnFirstUse.map((name, i) => `import * as m${i} from "node:${name}"`),
+              "const modules = () => process.moduleLoadList.filter((m) => m.startsWith(\"NativeModule \")).map((m) => m.slice(13))",
+              `const names = ${JSON.stringify(loadedOnFirstUse)}`,
+              `const imported = [${loadedOnFirstUse.map((_, i) => `m${i}`).join(", ")}]`,
+              "const report = { before: modules(), keys: [], same: [] }",
+              "names.forEach((name, i) => {",
+              "  const real = process.getBuiltinModule(`node:${name}`)",
+              "  const keys = Object.keys(real)",
+              "  report.keys.push(JSON.stringify(Object.keys(imported[i]).filter((k) => k !== \"default\").sort()) === JSON.stringify([...keys].sort()))",
+              "  report.same.push(keys.every((k) => imported[i][k] === real[k]))",
+              "})",
+              "console.log(JSON.stringify(report))"
+            ].join("\n")
+            : undefined
+      }]
+    })
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "vk-first-use-test-"))
+    try {
+      const { output: files } = await build.generate({ format: "esm" })
+      const script = path.join(dir, "entry.mjs")
+      fs.writeFileSync(script, files[0].code)
+      const run = spawnSync(process.execPath, [script], { encoding: "utf8" })
+      assert.strictEqual(run.status, 0, run.stderr)
+      const report = JSON.parse(run.stdout) as { before: Array<string>; keys: Array<boolean>; same: Array<boolean> }
+      assert.deepStrictEqual(loadedOnFirstUse.filter((name) => report.before.includes(name)), [], "loaded by the import alone")
+      // the names are the ones this Node's module has, and each reads as the module's own export
+      assert.deepStrictEqual(report.keys, loadedOnFirstUse.map(() => true))
+      assert.deepStrictEqual(report.same, loadedOnFirstUse.map(() => true))
+    } finally {
+      await build.close()
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+  it.live("a start against the simulators, up to ready, loads none of them (nor http2 for undici's HTTP/2 client)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { root: dir, script } = yield* Effect.acquireRelease(
+        Effect.promise(writeDaemonBundle),
+        ({ root }) => Effect.sync(() => fs.rmSync(root, { recursive: true, force: true }))
+      )
+      const listFile = path.join(dir, "loaded.json")
+      const report = path.join(dir, "report.mjs")
+      fs.writeFileSync(
+        report,
+        `process.on("exit", () => process.getBuiltinModule("node:fs").writeFileSync(${JSON.stringify(listFile)}, JSON.stringify(process.moduleLoadList)))\n`
+      )
+      const cluster = yield* startCluster({ warmPerPool: 1 })
+      const daemon = yield* spawnDaemon(cluster, { command: [process.execPath, "--import", report, script] })
+      yield* waitFor(
+        "start",
+        "ready",
+        httpGet(`${daemon.metricsUrl}/readyz`).pipe(Effect.map((reply) => Option.filter(reply, (r) => r.status === 200))),
+        { timeout: "90 seconds", describe: daemon.output }
+      )
+      yield* daemon.signal("SIGTERM")
+      yield* Deferred.await(daemon.exited)
+      const loaded = publicModules(JSON.parse(fs.readFileSync(listFile, "utf8")) as ReadonlyArray<string>)
+      // the list is the start's: it has the modules the daemon does use
+      assert.includeMembers([...loaded], ["http", "https", "net"])
+      assert.deepStrictEqual(["http2", ...loadedOnFirstUse].filter((name) => loaded.includes(name)), [], daemon.output())
+    })), { timeout: 240_000 })
 })
 
 describe("undici in the daemon's bundle", () => {

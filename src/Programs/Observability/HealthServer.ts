@@ -3,7 +3,9 @@
  * text from the Effect metric registry), `/healthz` (the process and its loops are alive) and
  * `/readyz` (claims verified at startup, node registered, pod watch synced).
  */
-import { NodeHttpServer } from "@effect/platform-node"
+// The module path, not the package index: the index initializes every platform module (child
+// processes, the terminal, DNS, workers, ...) in the daemon's start.
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
