@@ -362,6 +362,27 @@ describe("ClaimsFile", () => {
     )
   })
 
+  it("the text-only reading refuses a file with any one character the writer escapes, ASCII or not, and reads it with any other", () => {
+    const units = [
+      ...Array.from({ length: 0x80 }, (_, c) => c),
+      0x80, 0xe9, 0x7ff, 0x800, 0x2028, 0x2029, 0xd800, 0xdbff, 0xdc00, 0xdfff, 0xe000, 0xfffd, 0xffff
+    ]
+    for (const unit of units) {
+      const c = String.fromCharCode(unit)
+      for (
+        const text of [
+          `{"claims":{"ns/a${c}":{"id":"x","token":"t","podUID":""}}}`,
+          `{"claims":{"ns/a":{"id":"x","token":"t","podUID":"${c}"}}}`
+        ]
+      ) {
+        const escaped = /[\\\u0000-\u001f<>&\u2028\u2029\ud800-\udfff]/.test(c)
+        // (a raw quote ends the string early: no file the reader takes)
+        assert.strictEqual(readWrittenText(text) === undefined, escaped || c === `"`, JSON.stringify(text))
+        assert.deepStrictEqual(view(decodeClaimsDocument(text)), view(decodeClaimsDocumentInFull(text)), JSON.stringify(text))
+      }
+    }
+  })
+
   it("a written timestamp is read by position as parseTimestamp reads it, and refused where it refuses", () => {
     const zeroTime = new Date(0).setUTCFullYear(1, 0, 1)
     const pad = (n: number, w: number) => String(n).padStart(w, "0")
