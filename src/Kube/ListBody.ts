@@ -6,6 +6,15 @@
  * tens of MB of objects which every young-generation collection during the decode copied and then
  * promoted, to be marked and compacted again in the old generation.
  *
+ * The bytes are read as they arrive (`reader`: one chunk of the response at a time), so an item
+ * is handed over as soon as its closing brace has come and the body is never held whole: only the
+ * bytes of the one item (or envelope member) not yet complete are carried over to the next chunk.
+ * The decode of a long list then runs while the rest of it is still on its way, and no buffer of
+ * the body's size is allocated and copied together from its chunks. Every state of the scan is
+ * kept between two chunks (inside a string, after a backslash, in a skipped value), so a chunk
+ * may end at any byte, the middle of a multi-byte UTF-8 sequence included: bytes are decoded to
+ * text only once an item's last byte is there.
+ *
  * An item's `metadata.managedFields` is handed over as `null`, unparsed: the field managers' sets
  * (one per writer of the Pod, each naming every field it set) are most of a served Pod's metadata,
  * and the slim Pod (`Schemas/Pod.ts`) keeps nothing of them.
@@ -14,9 +23,8 @@
  * strings, and the `,` and `:` between members and items. The caller `JSON.parse`s each item's
  * text and the list's metadata, and the envelope's other members are parsed here, so everything
  * but a skipped managedFields value (whose brackets only have to balance) is checked as a
- * whole-body parse would check it. The scan works
- * on bytes: no byte of a UTF-8 multi-byte sequence is below 0x80, so none is mistaken for a quote,
- * backslash or bracket.
+ * whole-body parse would check it. The scan works on bytes: no byte of a UTF-8 multi-byte
+ * sequence is below 0x80, so none is mistaken for a quote, backslash or bracket.
  */
 import { Option } from "effect"
 
@@ -32,6 +40,7 @@ const CLOSE_ARRAY = 0x5d
 const ITEMS = Buffer.from("items")
 const METADATA = Buffer.from("metadata")
 const MANAGED_FIELDS = Buffer.from("managedFields")
+const NULL = Buffer.from("null")
 
 /** What a scan found. `metadata` is the list's metadata as JSON text (undefined when absent). */
 export type ListScan =
@@ -43,64 +52,6 @@ export type ListScan =
 
 const isSpace = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
 
-const skipSpace = (b: Buffer, i: number): number => {
-  let k = i
-  while (k < b.length && isSpace(b[k])) k++
-  return k
-}
-
-/** The index after the string opening at `i` (a quote); -1 when it never ends. */
-const stringEnd = (b: Buffer, i: number): number => {
-  for (let k = i + 1; k < b.length; k++) {
-    const c = b[k]
-    if (c === BACKSLASH) k++
-    else if (c === QUOTE) return k + 1
-  }
-  return -1
-}
-
-/** The index after the object or array opening at `i`; -1 when its brackets never balance. */
-const nestedEnd = (b: Buffer, i: number): number => {
-  let depth = 0
-  const length = b.length
-  for (let k = i; k < length; k++) {
-    const c = b[k]
-    if (c === QUOTE) {
-      // past the string, inline (as in `scanItem`)
-      k++
-      while (k < length) {
-        const d = b[k]
-        if (d === QUOTE) break
-        if (d === BACKSLASH) k++
-        k++
-      }
-      if (k >= length) return -1
-    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
-      depth++
-    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
-      depth--
-      if (depth === 0) return k + 1
-    }
-  }
-  return -1
-}
-
-/** The index after the value starting at `i` (any JSON value); -1 when none ends there. */
-const valueEnd = (b: Buffer, i: number): number => {
-  const c = b[i]
-  if (c === undefined) return -1
-  if (c === QUOTE) return stringEnd(b, i)
-  if (c === OPEN_OBJECT || c === OPEN_ARRAY) return nestedEnd(b, i)
-  // a number, true, false or null: up to the next separator (the caller's JSON.parse checks it)
-  let k = i
-  while (k < b.length) {
-    const d = b[k]
-    if (d === COMMA || d === CLOSE_OBJECT || d === CLOSE_ARRAY || isSpace(d)) break
-    k++
-  }
-  return k === i ? -1 : k
-}
-
 /** Whether `text` is one JSON value (the envelope's small members: kind, apiVersion). */
 const isJson = (text: string): boolean => {
   try {
@@ -111,154 +62,587 @@ const isJson = (text: string): boolean => {
   }
 }
 
-/** Whether the bytes [start, end) are exactly `word`. */
-const bytesAre = (b: Buffer, start: number, end: number, word: Buffer): boolean => {
-  if (end - start !== word.length) return false
-  for (let i = 0; i < word.length; i++) if (b[start + i] !== word[i]) return false
-  return true
-}
+// Where the scan of the envelope is: what the next byte (after spaces, where they may be) must be.
+const ENVELOPE_OPEN = 0 // `{`
+const FIRST_KEY = 1 // `"` or `}`
+const KEY = 2 // inside a member's name
+const KEY_COLON = 3 // `:`
+const VALUE = 4 // a member's value
+const STRING_VALUE = 5 // inside a string value
+const NESTED_VALUE = 6 // inside an object or array value
+const SCALAR_VALUE = 7 // inside a number, true, false or null
+const AFTER_VALUE = 8 // `,` or `}`
+const NEXT_KEY = 9 // `"`
+const FIRST_ITEM = 10 // `{` or `]`
+const ITEM = 11 // inside an item
+const AFTER_ITEM = 12 // `,` or `]`
+const NEXT_ITEM = 13 // `{`
+const ENVELOPE_END = 14 // nothing but spaces
+const DONE = 15 // stopped or malformed: nothing more is read
 
-/** Where an item ends and the range of its metadata.managedFields value (-1 when it has none). */
-interface ItemExtent {
-  end: number
-  cutStart: number
-  cutEnd: number
-}
+// Where the scan of an item is, between two chunks.
+const IN_ITEM = 0
+const IN_ITEM_STRING = 1
+/** After `"managedFields":` of the item's metadata, before its value. */
+const BEFORE_MANAGED = 2
+/** Inside that value (an object or array), which is skipped. */
+const IN_MANAGED = 3
+
+const READ_WITHOUT_ITEMS = 0
+const READ_WITH_ITEMS = 1
 
 /**
- * The object opening at `i`: its end, and where its `metadata.managedFields` value is when that
- * is an array or object. One pass over the bytes: the last string before a `:` is the key.
+ * The scan, fed one chunk at a time. Positions held between chunks (a key's start and end, the
+ * managedFields cut, where the item or value being read starts) count from the current chunk's
+ * first byte: negative ones are in `carry`, the bytes of the unfinished item or value that came
+ * in earlier chunks, and are moved back by a chunk's length when the next one comes.
  */
-const scanItem = (b: Buffer, i: number, out: ItemExtent): void => {
-  out.end = -1
-  out.cutStart = -1
-  out.cutEnd = -1
-  let depth = 0
-  let keyStart = 0
-  let keyEnd = 0
-  // the member of the item being read is `metadata`, and (depth 2) its object is being read
-  let metadataKey = false
-  let inMetadata = false
-  const length = b.length
-  for (let k = i; k < length; k++) {
-    const c = b[k]
-    if (c === QUOTE) {
-      // the string's end, inline: most of a Pod's bytes are inside strings
-      keyStart = k + 1
-      k++
+class Scanner {
+  private state = ENVELOPE_OPEN
+  private result: ListScan | undefined = undefined
+  private metadata: string | undefined = undefined
+  private items = false
+  // the member name being read: its length, and whether it can still be `items` / `metadata`
+  private keyLength = 0
+  private keyItems = true
+  private keyMetadata = true
+  /** The byte after a backslash is still to come (in a string left at a chunk's end). */
+  private escaped = false
+  // a value skipped as nested brackets (an envelope member, or an item's managedFields)
+  private nestDepth = 0
+  private nestString = false
+  // the item being read
+  private itemState = IN_ITEM
+  private depth = 0
+  private keyStart = 0
+  private keyEnd = 0
+  private metadataKey = false
+  private inMetadata = false
+  private hasCut = false
+  private cutStart = 0
+  private cutEnd = 0
+  /** Where the item or envelope value being read started (negative: in an earlier chunk). */
+  private captureStart = 0
+  private capturing = false
+  /** Bytes of the unfinished item or value from earlier chunks: `carry[0, carryLength)`. */
+  private carry: Buffer = Buffer.allocUnsafe(0)
+  private carryLength = 0
+  // where `captured` put the item or value just read (see there)
+  private shift = 0
+  private rangeEnd = 0
+  /** An item's text with its managedFields cut is put together here (grown as needed). */
+  private scratch: Buffer = Buffer.allocUnsafe(4096)
+  private readonly onItem: (text: string) => boolean
+
+  constructor(onItem: (text: string) => boolean) {
+    this.onItem = onItem
+  }
+
+  /** Reads `b`; false once the scan is over (stopped or malformed), when the rest need not come. */
+  push(b: Buffer): boolean {
+    if (this.state === DONE) return false
+    const length = b.length
+    let k = 0
+    while (k < length) {
+      switch (this.state) {
+        case ENVELOPE_OPEN: {
+          while (k < length && isSpace(b[k])) k++
+          if (k === length) break
+          if (b[k] !== OPEN_OBJECT) return this.malformed()
+          k++
+          this.state = FIRST_KEY
+          break
+        }
+        case FIRST_KEY:
+        case NEXT_KEY: {
+          while (k < length && isSpace(b[k])) k++
+          if (k === length) break
+          const c = b[k]
+          if (c === CLOSE_OBJECT && this.state === FIRST_KEY) {
+            k++
+            this.state = ENVELOPE_END
+          } else if (c === QUOTE) {
+            k++
+            this.keyLength = 0
+            this.keyItems = true
+            this.keyMetadata = true
+            this.escaped = false
+            this.state = KEY
+          } else {
+            return this.malformed()
+          }
+          break
+        }
+        case KEY: {
+          // a member's name is compared as sent, escapes included, as the bytes between its quotes
+          while (k < length) {
+            const c = b[k]!
+            if (this.escaped) this.escaped = false
+            else if (c === QUOTE) break
+            else if (c === BACKSLASH) this.escaped = true
+            const at = this.keyLength++
+            this.keyItems &&= ITEMS[at] === c
+            this.keyMetadata &&= METADATA[at] === c
+            k++
+          }
+          if (k === length) break
+          k++
+          this.keyItems &&= this.keyLength === ITEMS.length
+          this.keyMetadata &&= this.keyLength === METADATA.length
+          this.state = KEY_COLON
+          break
+        }
+        case KEY_COLON: {
+          while (k < length && isSpace(b[k])) k++
+          if (k === length) break
+          if (b[k] !== COLON) return this.malformed()
+          k++
+          this.state = VALUE
+          break
+        }
+        case VALUE: {
+          while (k < length && isSpace(b[k])) k++
+          if (k === length) break
+          const c = b[k]
+          if (this.keyItems && c === OPEN_ARRAY) {
+            // a second `items` member is not something the apiserver sends; JSON.parse would keep the last
+            if (this.items) return this.malformed()
+            this.items = true
+            k++
+            this.state = FIRST_ITEM
+            break
+          }
+          if (c === COMMA || c === CLOSE_OBJECT || c === CLOSE_ARRAY) return this.malformed()
+          this.capturing = true
+          this.captureStart = k
+          if (c === QUOTE) {
+            k++
+            this.escaped = false
+            this.state = STRING_VALUE
+          } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+            this.nestDepth = 0
+            this.nestString = false
+            this.escaped = false
+            this.state = NESTED_VALUE
+          } else {
+            this.state = SCALAR_VALUE
+          }
+          break
+        }
+        case STRING_VALUE: {
+          if (this.escaped) {
+            this.escaped = false
+            k++
+          }
+          while (k < length) {
+            const d = b[k]
+            if (d === QUOTE) break
+            if (d === BACKSLASH) k++
+            k++
+          }
+          if (k >= length) {
+            this.escaped = k > length
+            k = length
+            break
+          }
+          k++
+          if (!this.valueRead(b, k)) return false
+          break
+        }
+        case NESTED_VALUE: {
+          const end = this.nested(b, k)
+          if (end < 0) {
+            k = length
+            break
+          }
+          k = end
+          if (!this.valueRead(b, k)) return false
+          break
+        }
+        case SCALAR_VALUE: {
+          // up to the next separator (the check that it is one value is `isJson`'s)
+          while (k < length) {
+            const d = b[k]
+            if (d === COMMA || d === CLOSE_OBJECT || d === CLOSE_ARRAY || isSpace(d)) break
+            k++
+          }
+          if (k === length) break
+          if (!this.valueRead(b, k)) return false
+          break
+        }
+        case AFTER_VALUE: {
+          while (k < length && isSpace(b[k])) k++
+          if (k === length) break
+          const c = b[k]
+          if (c === CLOSE_OBJECT) this.state = ENVELOPE_END
+          else if (c === COMMA) this.state = NEXT_KEY
+          else return this.malformed()
+          k++
+          break
+        }
+        case FIRST_ITEM:
+        case NEXT_ITEM: {
+          while (k < length && isSpace(b[k])) k++
+          if (k === length) break
+          const c = b[k]
+          if (c === CLOSE_ARRAY && this.state === FIRST_ITEM) {
+            k++
+            this.state = AFTER_VALUE
+          } else if (c === OPEN_OBJECT) {
+            this.startItem(k)
+            this.state = ITEM
+          } else {
+            return this.malformed()
+          }
+          break
+        }
+        case ITEM: {
+          const end = this.scanItem(b, k)
+          if (end < 0) {
+            k = length
+            break
+          }
+          k = end
+          if (!this.itemRead(b, end)) {
+            this.done({ _tag: "Stopped" })
+            return false
+          }
+          this.state = AFTER_ITEM
+          break
+        }
+        case AFTER_ITEM: {
+          while (k < length && isSpace(b[k])) k++
+          if (k === length) break
+          const c = b[k]
+          if (c === CLOSE_ARRAY) this.state = AFTER_VALUE
+          else if (c === COMMA) this.state = NEXT_ITEM
+          else return this.malformed()
+          k++
+          break
+        }
+        case ENVELOPE_END: {
+          while (k < length && isSpace(b[k])) k++
+          if (k < length) return this.malformed()
+          break
+        }
+        default:
+          return false
+      }
+    }
+    if (this.capturing) {
+      // the unfinished item or value goes on in the next chunk: its bytes so far are kept
+      this.keep(b, Math.max(this.captureStart, 0), length)
+      this.captureStart = -this.carryLength
+      this.keyStart -= length
+      this.keyEnd -= length
+      this.cutStart -= length
+      this.cutEnd -= length
+    }
+    return true
+  }
+
+  /** The body ended: what it held. */
+  end(): ListScan {
+    if (this.result === undefined) {
+      this.done(
+        this.state === ENVELOPE_END
+          ? { _tag: "Read", metadata: this.metadata, items: this.items }
+          : { _tag: "Malformed" }
+      )
+    }
+    return this.result!
+  }
+
+  private done(result: ListScan): void {
+    this.result = result
+    this.state = DONE
+    this.carry = Buffer.allocUnsafe(0)
+    this.carryLength = 0
+    this.capturing = false
+  }
+
+  private malformed(): false {
+    this.done({ _tag: "Malformed" })
+    return false
+  }
+
+  /** Appends `b[from, to)` to the carried bytes. */
+  private keep(b: Buffer, from: number, to: number): void {
+    const needed = this.carryLength + to - from
+    if (this.carry.length < needed) {
+      const grown = Buffer.allocUnsafe(Math.max(needed, this.carry.length * 2, 4096))
+      this.carry.copy(grown, 0, 0, this.carryLength)
+      this.carry = grown
+    }
+    b.copy(this.carry, this.carryLength, from, to)
+    this.carryLength = needed
+  }
+
+  /**
+   * The captured item or value, ending before `end` in `b`, as one range of one buffer: `b`
+   * itself when it all came in `b`, else the carried bytes with the rest appended. Returns the
+   * buffer; `shift` moves a chunk position into it, and its range ends at `rangeEnd`.
+   */
+  private captured(b: Buffer, end: number): Buffer {
+    this.capturing = false
+    if (this.captureStart >= 0) {
+      this.rangeEnd = end
+      this.shift = 0
+      return b
+    }
+    this.shift = this.carryLength
+    this.keep(b, 0, end)
+    this.rangeEnd = this.carryLength
+    this.carryLength = 0
+    return this.carry
+  }
+
+  /** An envelope member's value ended before `end`: the metadata is kept, any other one checked. */
+  private valueRead(b: Buffer, end: number): boolean {
+    const bytes = this.captured(b, end)
+    const text = bytes.toString("utf8", this.captureStart + this.shift, this.rangeEnd)
+    if (this.keyMetadata) this.metadata = text
+    else if (!isJson(text)) return this.malformed()
+    this.state = AFTER_VALUE
+    return true
+  }
+
+  /**
+   * The item ended before `end`: its text, its managedFields value (if found) as `null`, goes to
+   * the caller. The bytes around the cut are put together in `scratch` first, so the text is one
+   * string: three decoded pieces joined would be a rope that `JSON.parse` copies flat again, four
+   * strings per Pod where one does.
+   */
+  private itemRead(b: Buffer, end: number): boolean {
+    const bytes = this.captured(b, end)
+    const start = this.captureStart + this.shift
+    const stop = this.rangeEnd
+    if (!this.hasCut) return this.onItem(bytes.toString("utf8", start, stop))
+    const cutStart = this.cutStart + this.shift
+    const cutEnd = this.cutEnd + this.shift
+    const head = cutStart - start
+    const length = head + NULL.length + stop - cutEnd
+    if (this.scratch.length < length) this.scratch = Buffer.allocUnsafe(Math.max(length, this.scratch.length * 2))
+    const scratch = this.scratch
+    bytes.copy(scratch, 0, start, cutStart)
+    NULL.copy(scratch, head)
+    bytes.copy(scratch, head + NULL.length, cutEnd, stop)
+    return this.onItem(scratch.toString("utf8", 0, length))
+  }
+
+  private startItem(k: number): void {
+    this.capturing = true
+    this.captureStart = k
+    this.itemState = IN_ITEM
+    this.depth = 0
+    this.keyStart = k
+    this.keyEnd = k
+    this.metadataKey = false
+    this.inMetadata = false
+    this.hasCut = false
+    this.escaped = false
+  }
+
+  /** Whether the bytes at chunk positions [start, end) are exactly `word` (negative ones carried). */
+  private keyIs(b: Buffer, start: number, end: number, word: Buffer): boolean {
+    if (end - start !== word.length) return false
+    if (start >= 0) {
+      for (let i = 0; i < word.length; i++) if (b[start + i] !== word[i]) return false
+      return true
+    }
+    for (let i = 0; i < word.length; i++) {
+      const at = start + i
+      if ((at >= 0 ? b[at] : this.carry[at - this.captureStart]) !== word[i]) return false
+    }
+    return true
+  }
+
+  /**
+   * The object or array opening at `from` (or going on from an earlier chunk) skipped: the
+   * position after its last bracket, or -1 when `b` ends first (where it is, is kept).
+   */
+  private nested(b: Buffer, from: number): number {
+    const length = b.length
+    let depth = this.nestDepth
+    let k = from
+    if (this.nestString) {
+      if (this.escaped) k++
       while (k < length) {
         const d = b[k]
         if (d === QUOTE) break
         if (d === BACKSLASH) k++
         k++
       }
-      if (k >= length) return
-      keyEnd = k
-    } else if (c === COLON) {
-      if (depth === 1) {
-        metadataKey = bytesAre(b, keyStart, keyEnd, METADATA)
-      } else if (depth === 2 && inMetadata && out.cutStart < 0 && bytesAre(b, keyStart, keyEnd, MANAGED_FIELDS)) {
-        const start = skipSpace(b, k + 1)
-        const open = b[start]
-        if (open === OPEN_ARRAY || open === OPEN_OBJECT) {
-          const end = nestedEnd(b, start)
-          if (end < 0) return
-          out.cutStart = start
-          out.cutEnd = end
-          k = end - 1
-        }
+      if (k >= length) {
+        this.escaped = k > length
+        return -1
       }
-    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
-      depth++
-      if (depth === 2 && metadataKey && c === OPEN_OBJECT) inMetadata = true
-    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
-      depth--
-      if (depth === 1) {
-        inMetadata = false
-        metadataKey = false
-      } else if (depth === 0) {
-        out.end = k + 1
-        return
+      this.nestString = false
+      this.escaped = false
+      k++
+    }
+    for (; k < length; k++) {
+      const c = b[k]
+      if (c === QUOTE) {
+        // past the string, inline (as in `scanItem`)
+        k++
+        while (k < length) {
+          const d = b[k]
+          if (d === QUOTE) break
+          if (d === BACKSLASH) k++
+          k++
+        }
+        if (k >= length) {
+          this.nestDepth = depth
+          this.nestString = true
+          this.escaped = k > length
+          return -1
+        }
+      } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+        depth++
+      } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+        depth--
+        if (depth === 0) return k + 1
       }
     }
+    this.nestDepth = depth
+    return -1
+  }
+
+  /**
+   * After `"managedFields":` in the item's metadata: the value, when it is an object or array, is
+   * skipped and marked to be cut. The position to go on scanning the item from, or -1 when `b`
+   * ends first.
+   */
+  private managed(b: Buffer, from: number): number {
+    let k = from
+    if (this.itemState === BEFORE_MANAGED) {
+      while (k < b.length && isSpace(b[k])) k++
+      if (k === b.length) return -1
+      const open = b[k]
+      if (open !== OPEN_ARRAY && open !== OPEN_OBJECT) {
+        this.itemState = IN_ITEM
+        return k
+      }
+      this.cutStart = k
+      this.nestDepth = 0
+      this.nestString = false
+      this.escaped = false
+      this.itemState = IN_MANAGED
+    }
+    const end = this.nested(b, k)
+    if (end < 0) return -1
+    this.cutEnd = end
+    this.hasCut = true
+    this.itemState = IN_ITEM
+    return end
+  }
+
+  /**
+   * The item being read, from `from` in `b`: the position after its closing brace, or -1 when
+   * `b` ends first. One pass over the bytes: the last string before a `:` is the key.
+   */
+  private scanItem(b: Buffer, from: number): number {
+    const length = b.length
+    let k = from
+    if (this.itemState === IN_ITEM_STRING) {
+      if (this.escaped) k++
+      while (k < length) {
+        const d = b[k]
+        if (d === QUOTE) break
+        if (d === BACKSLASH) k++
+        k++
+      }
+      if (k >= length) {
+        this.escaped = k > length
+        return -1
+      }
+      this.escaped = false
+      this.keyEnd = k
+      this.itemState = IN_ITEM
+      k++
+    } else if (this.itemState !== IN_ITEM) {
+      k = this.managed(b, k)
+      if (k < 0) return -1
+    }
+    let depth = this.depth
+    let keyStart = this.keyStart
+    let keyEnd = this.keyEnd
+    // the member of the item being read is `metadata`, and (depth 2) its object is being read
+    let metadataKey = this.metadataKey
+    let inMetadata = this.inMetadata
+    for (; k < length; k++) {
+      const c = b[k]
+      if (c === QUOTE) {
+        // the string's end, inline: most of a Pod's bytes are inside strings
+        keyStart = k + 1
+        k++
+        while (k < length) {
+          const d = b[k]
+          if (d === QUOTE) break
+          if (d === BACKSLASH) k++
+          k++
+        }
+        if (k >= length) {
+          this.itemState = IN_ITEM_STRING
+          this.escaped = k > length
+          break
+        }
+        keyEnd = k
+      } else if (c === COLON) {
+        if (depth === 1) {
+          metadataKey = this.keyIs(b, keyStart, keyEnd, METADATA)
+        } else if (depth === 2 && inMetadata && !this.hasCut && this.keyIs(b, keyStart, keyEnd, MANAGED_FIELDS)) {
+          this.itemState = BEFORE_MANAGED
+          const next = this.managed(b, k + 1)
+          if (next < 0) break
+          k = next - 1
+        }
+      } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+        depth++
+        if (depth === 2 && metadataKey && c === OPEN_OBJECT) inMetadata = true
+      } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+        depth--
+        if (depth === 1) {
+          inMetadata = false
+          metadataKey = false
+        } else if (depth === 0) {
+          return k + 1
+        }
+      }
+    }
+    this.depth = depth
+    this.keyStart = keyStart
+    this.keyEnd = keyEnd
+    this.metadataKey = metadataKey
+    this.inMetadata = inMetadata
+    return -1
   }
 }
 
-const NULL = Buffer.from("null")
-
-/**
- * The item [start, end) as text, its managedFields value (if found) as `null`. The bytes around
- * the cut are put together in `scratch` first (grown as needed, returned for the next item), so
- * the text is one string: three decoded pieces joined would be a rope that `JSON.parse` copies
- * flat again, four strings per Pod where one does.
- */
-const itemText = (b: Buffer, start: number, extent: ItemExtent, scratch: { bytes: Buffer }): string => {
-  if (extent.cutStart < 0) return b.toString("utf8", start, extent.end)
-  const head = extent.cutStart - start
-  const length = head + NULL.length + extent.end - extent.cutEnd
-  if (scratch.bytes.length < length) scratch.bytes = Buffer.allocUnsafe(Math.max(length, scratch.bytes.length * 2))
-  const bytes = scratch.bytes
-  b.copy(bytes, 0, start, extent.cutStart)
-  NULL.copy(bytes, head)
-  b.copy(bytes, head + NULL.length, extent.cutEnd, extent.end)
-  return bytes.toString("utf8", 0, length)
+/** Reads a list body chunk by chunk: `push` each chunk as it comes, then `end`. */
+export interface ListReader<A> {
+  /** Reads the next chunk; false once the outcome is known (stopped or malformed): read no more. */
+  readonly push: (chunk: Buffer) => boolean
+  /** The body ended (or no more of it is read): the outcome. */
+  readonly end: () => A
 }
 
 /**
- * Reads the list in `body`, handing each element of its `items` array (an object) to `item` as
- * JSON text, in order; `item` returns false to stop the scan. The `metadata` member comes back as
- * text; any other member is skipped.
+ * Reads a list, handing each element of its `items` array (an object) to `item` as JSON text, in
+ * order, as soon as its last byte has been pushed; `item` returns false to stop the scan. The
+ * `metadata` member comes back as text; any other member is skipped.
  */
+export const scanner = (item: (text: string) => boolean): ListReader<ListScan> => {
+  const scan = new Scanner(item)
+  return { push: (chunk) => scan.push(chunk), end: () => scan.end() }
+}
+
+/** `scanner` on a whole body. */
 export const scan = (body: Buffer, item: (text: string) => boolean): ListScan => {
-  const malformed: ListScan = { _tag: "Malformed" }
-  const extent: ItemExtent = { end: -1, cutStart: -1, cutEnd: -1 }
-  const scratch = { bytes: Buffer.allocUnsafe(4096) }
-  let metadata: string | undefined
-  let items = false
-  let k = skipSpace(body, 0)
-  if (body[k] !== OPEN_OBJECT) return malformed
-  k = skipSpace(body, k + 1)
-  if (body[k] !== CLOSE_OBJECT) {
-    while (true) {
-      if (body[k] !== QUOTE) return malformed
-      const keyEnd = stringEnd(body, k)
-      if (keyEnd < 0) return malformed
-      const colon = skipSpace(body, keyEnd)
-      if (body[colon] !== COLON) return malformed
-      const value = skipSpace(body, colon + 1)
-      let end: number
-      if (bytesAre(body, k + 1, keyEnd - 1, ITEMS) && body[value] === OPEN_ARRAY) {
-        // a second `items` member is not something the apiserver sends; JSON.parse would keep the last
-        if (items) return malformed
-        items = true
-        let at = skipSpace(body, value + 1)
-        if (body[at] !== CLOSE_ARRAY) {
-          while (true) {
-            if (body[at] !== OPEN_OBJECT) return malformed
-            scanItem(body, at, extent)
-            if (extent.end < 0) return malformed
-            if (!item(itemText(body, at, extent, scratch))) return { _tag: "Stopped" }
-            at = skipSpace(body, extent.end)
-            if (body[at] === CLOSE_ARRAY) break
-            if (body[at] !== COMMA) return malformed
-            at = skipSpace(body, at + 1)
-          }
-        }
-        end = at + 1
-      } else {
-        end = valueEnd(body, value)
-        if (end < 0) return malformed
-        const text = body.toString("utf8", value, end)
-        if (bytesAre(body, k + 1, keyEnd - 1, METADATA)) metadata = text
-        else if (!isJson(text)) return malformed
-      }
-      k = skipSpace(body, end)
-      if (body[k] === CLOSE_OBJECT) break
-      if (body[k] !== COMMA) return malformed
-      k = skipSpace(body, k + 1)
-    }
-  }
-  return skipSpace(body, k + 1) === body.length ? { _tag: "Read", metadata, items } : malformed
+  const scan = new Scanner(item)
+  scan.push(body)
+  return scan.end()
 }
 
 /** What `readList` found: the decoded items and the list's metadata (JSON text), or why it stopped. */
@@ -270,14 +654,15 @@ export type ListRead<A> =
   | { readonly _tag: "Malformed" }
 
 /**
- * A list body → its items, each parsed and decoded by `decode` and let go before the next one is
- * cut out (`scan`), so only what `decode` keeps outlives the loop. The daemon's Pod list read, in
- * one place for the client and for the bench that times it (`bench/podList.ts`).
+ * A list body, pushed chunk by chunk → its items, each parsed and decoded by `decode` as soon as
+ * it has come and let go before the next one is cut out, so only what `decode` keeps outlives the
+ * read. The daemon's Pod list read, in one place for the client and for the bench that times it
+ * (`bench/podList.ts`).
  */
-export const readList = <A>(body: Buffer, decode: (json: unknown) => Option.Option<A>): ListRead<A> => {
+export const listReader = <A>(decode: (json: unknown) => Option.Option<A>): ListReader<ListRead<A>> => {
   const items: Array<A> = []
   let unparsable = false
-  const read = scan(body, (text) => {
+  const scan = new Scanner((text) => {
     let json: unknown
     try {
       json = JSON.parse(text)
@@ -290,7 +675,20 @@ export const readList = <A>(body: Buffer, decode: (json: unknown) => Option.Opti
     items.push(item.value)
     return true
   })
-  if (read._tag === "Malformed" || unparsable) return { _tag: "Malformed" }
-  if (read._tag === "Stopped") return { _tag: "Undecodable" }
-  return { _tag: "Read", items, metadata: read.metadata, hasItems: read.items }
+  return {
+    push: (chunk) => scan.push(chunk),
+    end: () => {
+      const read = scan.end()
+      if (read._tag === "Malformed" || unparsable) return { _tag: "Malformed" }
+      if (read._tag === "Stopped") return { _tag: "Undecodable" }
+      return { _tag: "Read", items, metadata: read.metadata, hasItems: read.items }
+    }
+  }
+}
+
+/** `listReader` on a whole body. */
+export const readList = <A>(body: Buffer, decode: (json: unknown) => Option.Option<A>): ListRead<A> => {
+  const reader = listReader(decode)
+  reader.push(body)
+  return reader.end()
 }

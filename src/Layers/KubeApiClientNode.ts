@@ -40,6 +40,7 @@ import * as PooledAuthentication from "../Kube/PooledAuthentication.ts"
 import * as KubeConfigLoader from "../Kube/KubeConfigLoader.ts"
 import * as TokenBucket from "../Kube/TokenBucket.ts"
 import type { Dispatcher } from "undici"
+import * as NodeStream from "node:stream"
 import * as Util from "node:util"
 import * as Zlib from "node:zlib"
 
@@ -195,11 +196,15 @@ const bodyText = async (response: Dispatcher.ResponseData): Promise<string> =>
     ? (await gunzip(Buffer.from(await response.body.arrayBuffer()))).toString("utf8")
     : response.body.text()
 
-/** A reply's bytes, unzipped likewise (a list, read item by item from them). */
-const bodyBytes = async (response: Dispatcher.ResponseData): Promise<Buffer> => {
-  const bytes = Buffer.from(await response.body.arrayBuffer())
-  return response.headers["content-encoding"] === "gzip" ? gunzip(bytes) : bytes
-}
+/**
+ * A reply's bytes as they arrive, unzipped likewise as they arrive (zlib's thread pool inflates
+ * one chunk while the caller reads the one before). Destroying the returned stream (a `for await`
+ * left early) destroys the response body with it, which frees the connection.
+ */
+const bodyChunks = (response: Dispatcher.ResponseData): AsyncIterable<Buffer> =>
+  response.headers["content-encoding"] === "gzip"
+    ? NodeStream.pipeline(response.body, Zlib.createGunzip({ chunkSize: 64 * 1024 }), () => {})
+    : response.body
 
 /** A response body's bytes as they arrive (undici's body is a Node stream of Buffers). */
 async function* chunksOf(body: AsyncIterable<Buffer>): AsyncGenerator<Uint8Array> {
@@ -312,8 +317,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       )
 
     /**
-     * A request built here: on 2xx its status and the body as `read` gives it (text, or bytes for
-     * a list), the typed error from the raw body otherwise.
+     * A request built here: on 2xx its status and the body as `read` gives it, the typed error
+     * from the raw body otherwise.
      */
     const exchange = <A>(
       operation: string,
@@ -369,28 +374,54 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
     const slim = (operation: string) => (json: unknown): Effect.Effect<Pod, KubeError> =>
       Option.match(decodePod(json), { onNone: () => unreadablePod(operation), onSome: Effect.succeed })
 
+    /** The first bytes of a list body, for the error that says it is not JSON. */
+    const LIST_HEAD_BYTES = 4096
+
     /**
-     * The body is read one Pod at a time (`Kube/ListBody.ts`): each is parsed, projected to the
-     * slim Pod and dropped before the next, so only the slim Pods outlive the loop.
+     * The body is read one Pod at a time as its bytes arrive (`Kube/ListBody.ts`): each Pod is
+     * parsed, projected to the slim Pod and dropped as soon as its last byte is in, while the rest
+     * of the list is still on its way, so only the slim Pods and the bytes of the one Pod not yet
+     * complete are held, never the whole body. Once the outcome is known (a Pod this client cannot
+     * read, bytes that are not a list) the rest is not read: the body is destroyed, and the
+     * connection with it. The read is under the call timeout, and an interruption aborts it.
      */
-    const listPods = (nodeName: string) =>
-      exchange("listPods", {
-        method: HttpMethod.GET,
-        path: "/api/v1/pods",
-        query: { fieldSelector: nodeSelector(nodeName) }
-      }, bodyBytes, (bytes) => bytes.toString("utf8")).pipe(
-        Effect.flatMap(({ body: bytes, status }): Effect.Effect<PodList, KubeError> => {
-          const read = ListBody.readList(bytes, decodePod)
-          if (read._tag === "Malformed") return Effect.fail(notJson("listPods", status, bytes.toString("utf8", 0, 4096)))
-          if (read._tag === "Undecodable") return unreadablePod("listPods")
+    const listPods = (nodeName: string): Effect.Effect<PodList, KubeError> => {
+      const operation = "listPods"
+      const spec: RawRequest = { method: HttpMethod.GET, path: "/api/v1/pods", query: { fieldSelector: nodeSelector(nodeName) } }
+      if (serverHasCredentials) return refusedForCredentials(operation, spec)
+      return request(
+        operation,
+        Effect.tryPromise({
+          try: async (signal) => {
+            const response = await send(spec, signal)
+            const status = response.statusCode
+            if (status < 200 || status > 299) return { status, failed: await bodyText(response) } as const
+            const reader = ListBody.listReader(decodePod)
+            const head = Buffer.allocUnsafe(LIST_HEAD_BYTES)
+            let headLength = 0
+            for await (const bytes of bodyChunks(response)) {
+              if (headLength < LIST_HEAD_BYTES) headLength += bytes.copy(head, headLength, 0, LIST_HEAD_BYTES - headLength)
+              if (!reader.push(bytes)) break
+            }
+            return { status, read: reader.end(), head: head.toString("utf8", 0, headLength) } as const
+          },
+          catch: transport(operation)
+        })
+      ).pipe(
+        Effect.flatMap((reply): Effect.Effect<PodList, KubeError> => {
+          if ("failed" in reply) return Effect.fail(errorFromResponse(operation, reply.status, reply.failed))
+          const { head, read, status } = reply
+          if (read._tag === "Malformed") return Effect.fail(notJson(operation, status, head))
+          if (read._tag === "Undecodable") return unreadablePod(operation)
           const metadata = read.metadata === undefined ? Option.some(null) : parseJson(read.metadata).pipe(Option.flatMap(decodeListMetadata))
-          if (Option.isNone(metadata)) return Effect.fail(notJson("listPods", status, bytes.toString("utf8", 0, 4096)))
+          if (Option.isNone(metadata)) return Effect.fail(notJson(operation, status, head))
           if (!read.hasItems) {
-            return Effect.fail(new KubeUnavailable({ operation: "listPods", status: 200, message: "the pod list has no items" }))
+            return Effect.fail(new KubeUnavailable({ operation, status: 200, message: "the pod list has no items" }))
           }
           return Effect.succeed({ items: read.items, resourceVersion: metadata.value?.resourceVersion ?? "" })
         })
       )
+    }
 
     const podsResourceVersion = (nodeName: string) =>
       raw("podsResourceVersion", {

@@ -2,12 +2,15 @@
  * The list reader hands over the same items a whole-body JSON.parse finds (with each item's
  * metadata.managedFields as null), in order, for any JSON the items and envelope may hold
  * (escapes, brackets and multi-byte characters inside strings, whitespace between tokens); it
- * says Malformed for a body cut short or missing a separator, and stops when told.
+ * says Malformed for a body cut short or missing a separator, and stops when told. Read chunk by
+ * chunk, it gives exactly what the scan of the whole body as one buffer gave before it read
+ * chunks (`test/support/ListBodyWhole.ts`), for any body, broken ones included, cut anywhere.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
 import fc from "fast-check"
 import * as ListBody from "../../src/Kube/ListBody.ts"
+import { wholeScan } from "../support/ListBodyWhole.ts"
 
 const runs = { numRuns: 300 }
 
@@ -178,5 +181,136 @@ describe("ListBody.readList", () => {
     // balanced and separated, as the scan checks, but not JSON inside: the item's own parse refuses it
     assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"items":[{"n":1},{"n":tru}]}`), names), { _tag: "Malformed" })
     assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"items":[{"n":1}`), names), { _tag: "Malformed" })
+  })
+})
+
+/**
+ * `body` pushed in the chunks `cuts` makes of it (positions, in any order, clamped to the body),
+ * each chunk a buffer of its own that is overwritten once pushed, as a socket's buffers are reused:
+ * a reader that kept looking at an earlier chunk instead of copying what it needs would misread.
+ */
+const pushChunks = <A>(reader: ListBody.ListReader<A>, body: Buffer, cuts: ReadonlyArray<number>): A => {
+  const ends = [...new Set(cuts.map((cut) => Math.min(cut, body.length)))].sort((a, b) => a - b)
+  let from = 0
+  for (const end of [...ends, body.length]) {
+    const chunk = Buffer.from(body.subarray(from, end))
+    const more = reader.push(chunk)
+    chunk.fill(0x5b)
+    from = end
+    if (!more) break
+  }
+  return reader.end()
+}
+
+/** Items and outcome of the chunked scan and of the whole-body scan, with a callback refusing item `stopAt`. */
+const bothScans = (body: Buffer, cuts: ReadonlyArray<number>, stopAt: number) => {
+  const scanBy = (run: (item: (text: string) => boolean) => ListBody.ListScan) => {
+    const items: Array<string> = []
+    const result = run((text) => {
+      items.push(text)
+      return items.length !== stopAt
+    })
+    return { items, result }
+  }
+  return {
+    chunked: scanBy((item) => pushChunks(ListBody.scanner(item), body, cuts)),
+    whole: scanBy((item) => wholeScan(body, item))
+  }
+}
+
+/** Bytes that matter to the scan, and bytes of multi-byte UTF-8 (a lead, a continuation, one never valid). */
+const structural = fc.constantFrom(0x7b, 0x7d, 0x5b, 0x5d, 0x22, 0x5c, 0x2c, 0x3a, 0x20, 0x0a, 0x31, 0x6e, 0xc3, 0xa9, 0xf0, 0x9f, 0xff)
+const edit = fc.record({ at: fc.nat(), kind: fc.constantFrom("delete", "insert", "replace", "truncate", "append"), byte: structural })
+/** A list body, or one broken by a few byte edits (a token lost or doubled, a UTF-8 sequence cut, trailing garbage). */
+const anyBody = fc.tuple(list, fc.constantFrom(0, 1, "\t"), fc.array(edit, { maxLength: 3 })).map(([value, indent, edits]) => {
+  let bytes = Array.from(Buffer.from(JSON.stringify(value, null, indent), "utf8"))
+  for (const { at, byte, kind } of edits) {
+    const i = bytes.length === 0 ? 0 : at % bytes.length
+    if (kind === "delete") bytes.splice(i, 1)
+    else if (kind === "insert") bytes.splice(i, 0, byte)
+    else if (kind === "replace") bytes[i] = byte
+    else if (kind === "truncate") bytes = bytes.slice(0, i)
+    else bytes.push(byte)
+  }
+  return Buffer.from(bytes)
+})
+/** Where the chunks end: anywhere, or after every single byte. */
+const cutsFor = (body: Buffer, cuts: ReadonlyArray<number> | "every byte") =>
+  cuts === "every byte" ? Array.from({ length: body.length }, (_, i) => i) : cuts.map((cut) => cut % (body.length + 1))
+const anyCuts = fc.oneof(fc.array(fc.nat(), { maxLength: 12 }), fc.constant("every byte" as const))
+
+describe("ListBody.scanner, chunk by chunk", () => {
+  it("hands over the same items, metadata and outcome as the whole-body scan did, for any body cut anywhere", () =>
+    fc.assert(
+      fc.property(anyBody, anyCuts, fc.nat({ max: 6 }), (body, cuts, stopAt) => {
+        const { chunked, whole } = bothScans(body, cutsFor(body, cuts), stopAt)
+        assert.deepStrictEqual(chunked, whole)
+      }),
+      { numRuns: 1000 }
+    ))
+
+  it("a body with every kind of string content gives the same for each place one cut can fall, and cut after every byte", () => {
+    const tricky = ["\\", "\"", "\\\"", "q\\", "é", "雪", "\u{1F600}", "\u0000", "}]{[", "\\u00e9", "managedFields"].join(" ")
+    const served = {
+      kind: "PodList",
+      metadata: { resourceVersion: "9", [tricky]: tricky },
+      items: [
+        { metadata: { name: tricky, managedFields: [{ manager: tricky, fieldsV1: { [tricky]: {} } }], labels: { [tricky]: tricky } } },
+        { metadata: { managedFields: tricky }, spec: { managedFields: [tricky] } },
+        { metadata: { managedFields: { [tricky]: [[tricky], {}] } }, status: tricky }
+      ]
+    }
+    for (const indent of [0, 2]) {
+      const body = Buffer.from(JSON.stringify(served, null, indent), "utf8")
+      const expected = bothScans(body, [], 0).whole
+      assert.strictEqual(expected.result._tag, "Read")
+      assert.deepStrictEqual(expected.items.map((text) => JSON.parse(text)), served.items.map(expectedItem))
+      for (let cut = 0; cut <= body.length; cut++) assert.deepStrictEqual(bothScans(body, [cut], 0).chunked, expected, `cut at ${cut}`)
+      assert.deepStrictEqual(bothScans(body, cutsFor(body, "every byte"), 0).chunked, expected)
+    }
+  })
+
+  it("an item is handed over as soon as its closing brace has come, before the rest of the body", () => {
+    const seen: Array<string> = []
+    const reader = ListBody.scanner((text) => {
+      seen.push(text)
+      return true
+    })
+    assert.isTrue(reader.push(Buffer.from(`{"metadata":{},"items":[{"n":"a`)))
+    assert.deepStrictEqual(seen, [])
+    assert.isTrue(reader.push(Buffer.from(`b"}`)))
+    assert.deepStrictEqual(seen, [`{"n":"ab"}`])
+    assert.isTrue(reader.push(Buffer.from(`,{"n":2}`)))
+    assert.deepStrictEqual(seen, [`{"n":"ab"}`, `{"n":2}`])
+    assert.isTrue(reader.push(Buffer.from(`]}`)))
+    assert.deepStrictEqual(reader.end(), { _tag: "Read", metadata: "{}", items: true })
+  })
+
+  it("says so as soon as the outcome is known: a refused item or a broken byte ends the read there", () => {
+    const stopped = ListBody.scanner((text) => text !== `{"n":2}`)
+    assert.isTrue(stopped.push(Buffer.from(`{"items":[{"n":1},`)))
+    assert.isFalse(stopped.push(Buffer.from(`{"n":2},{"n":3}`)))
+    assert.isFalse(stopped.push(Buffer.from(`]}`)))
+    assert.deepStrictEqual(stopped.end(), { _tag: "Stopped" })
+    const broken = ListBody.scanner(() => true)
+    assert.isTrue(broken.push(Buffer.from(`{"items":[{"n":1}`)))
+    assert.isFalse(broken.push(Buffer.from(` {"n":2}]}`)))
+    assert.deepStrictEqual(broken.end(), { _tag: "Malformed" })
+    // an item never ended is Malformed only once the body has ended
+    const unended = ListBody.scanner(() => true)
+    assert.isTrue(unended.push(Buffer.from(`{"items":[{"n":"`)))
+    assert.isTrue(unended.push(Buffer.from("x".repeat(100_000))))
+    assert.deepStrictEqual(unended.end(), { _tag: "Malformed" })
+  })
+
+  it("listReader decodes chunk by chunk exactly as readList decodes the whole body", () => {
+    const decode = (json: unknown) =>
+      typeof json === "object" && json !== null && !("extra" in json) ? Option.some(json) : Option.none()
+    fc.assert(
+      fc.property(anyBody, anyCuts, (body, cuts) => {
+        assert.deepStrictEqual(pushChunks(ListBody.listReader(decode), body, cutsFor(body, cuts)), ListBody.readList(body, decode))
+      }),
+      runs
+    )
   })
 })

@@ -34,6 +34,12 @@ interface Reply {
   readonly reset?: boolean
   /** Send `body` gzipped, with `Content-Encoding: gzip` (as the apiserver answers a client that asks). */
   readonly gzip?: boolean
+  /**
+   * Send these instead of `body`, one write each a millisecond apart (each flushed through the
+   * gzip stream when gzipped), as a server that encodes the reply while it sends it; then end the
+   * response, unless `hold`.
+   */
+  readonly pieces?: ReadonlyArray<Buffer>
 }
 
 type Handler = (request: Recorded) => Reply | "never"
@@ -67,6 +73,27 @@ const recorder = Effect.acquireRelease(
         res.on("close", () => closed.push(recorded.url.pathname))
         const reply = handler(recorded)
         if (reply === "never") return
+        if (reply.pieces !== undefined) {
+          res.writeHead(reply.status, {
+            "content-type": reply.contentType ?? "application/json",
+            ...(reply.gzip === true ? { "content-encoding": "gzip" } : {})
+          })
+          const gzip = reply.gzip === true ? Zlib.createGzip() : undefined
+          gzip?.pipe(res)
+          const pieces = [...reply.pieces]
+          const next = () => {
+            const piece = pieces.shift()
+            if (piece === undefined) {
+              if (reply.hold !== true) (gzip ?? res).end()
+              return
+            }
+            ;(gzip ?? res).write(piece)
+            gzip?.flush()
+            setTimeout(next, 1)
+          }
+          next()
+          return
+        }
         if (reply.gzip === true) {
           res.writeHead(reply.status, { "content-type": reply.contentType ?? "application/json", "content-encoding": "gzip" })
           res.end(Zlib.gzipSync(reply.body ?? ""))
@@ -396,6 +423,63 @@ describe("KubeApiClientNode on the wire", () => {
       assert.include((yield* Effect.flip(kube.listPods("vk"))).message, "response is not JSON")
       rec.setHandler(() => json(200, { kind: "PodList", metadata: { resourceVersion: "42" } }))
       assert.include((yield* Effect.flip(kube.listPods("vk"))).message, "the pod list has no items")
+    }))
+
+  it.effect("listPods reads a list that arrives in pieces cut anywhere (inside strings, escapes, multi-byte characters), gzipped or not", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      const names = ["a\\\"b", "雪-\u{1F600}-é", "c]}{[d"]
+      const body = Buffer.from(JSON.stringify({
+        kind: "PodList",
+        metadata: { resourceVersion: "42" },
+        items: names.map((name) => ({ metadata: { name, namespace: "x", managedFields: [{ manager: `m"${name}` }] } }))
+      }))
+      // every piece 3 bytes: every escape and every multi-byte character of the body is cut somewhere
+      const pieces = Array.from({ length: Math.ceil(body.length / 3) }, (_, i) => body.subarray(i * 3, i * 3 + 3))
+      for (const gzip of [false, true]) {
+        rec.setHandler(() => ({ status: 200, pieces, gzip }))
+        const list = yield* kube.listPods("vk")
+        assert.deepStrictEqual(list.items, names.map((name) => ({ metadata: { name, namespace: "x" } })))
+        assert.strictEqual(list.resourceVersion, "42")
+      }
+    }))
+
+  it.effect("listPods stops at the first Pod it cannot read or byte that is not a list, without waiting for the rest, and frees the connection", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      const start = `{"kind":"PodList","metadata":{"resourceVersion":"42"},"items":[{"metadata":{"name":"a","namespace":"x"}},`
+      // the rest of each body never comes: the outcome is known from what did
+      rec.setHandler(() => ({ status: 200, hold: true, pieces: [Buffer.from(start), Buffer.from(`{"metadata":{"name":7}},`)] }))
+      const unreadable = yield* Effect.flip(kube.listPods("vk"))
+      assert.include(unreadable.message, "cannot read")
+      for (const gzip of [false, true]) {
+        rec.setHandler(() => ({ status: 200, hold: true, gzip, pieces: [Buffer.from(start), Buffer.from(`{"metadata":{}} x`)] }))
+        const malformed = yield* Effect.flip(kube.listPods("vk"))
+        assert.strictEqual(malformed._tag, "KubeUnavailable")
+        assert.include(malformed.message, `response is not JSON: {"kind":"PodList"`)
+      }
+      while (rec.closed.length < 3) yield* flushIO
+      assert.deepStrictEqual(rec.closed, ["/api/v1/pods", "/api/v1/pods", "/api/v1/pods"])
+    }))
+
+  it.effect("listPods: a body that stops coming times out on the Effect clock, and an interrupted read is aborted; both free the connection", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => ({ status: 200, hold: true, pieces: [Buffer.from(`{"kind":"PodList","items":[{"metadata":{"name":"a"}},{"meta`)] }))
+      const timed = yield* Effect.forkChild(kube.listPods("vk"))
+      while (rec.requests.length === 0) yield* flushIO
+      yield* flushIO
+      yield* TestClock.adjust("30 seconds")
+      const error = yield* Effect.flip(Fiber.join(timed))
+      assert.strictEqual(error._tag, "KubeUnavailable")
+      assert.strictEqual(error._tag === "KubeUnavailable" ? error.status : -1, 0)
+      while (rec.closed.length === 0) yield* flushIO
+      const interrupted = yield* Effect.forkChild(kube.listPods("vk"))
+      while (rec.requests.length === 1) yield* flushIO
+      yield* flushIO
+      yield* Fiber.interrupt(interrupted)
+      while (rec.closed.length === 1) yield* flushIO
+      assert.deepStrictEqual(rec.closed, ["/api/v1/pods", "/api/v1/pods"])
     }))
 
   it.effect("a watch event, a read and a status write's reply carrying the apiserver's nulls read them as absent", () =>

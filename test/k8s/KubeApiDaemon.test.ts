@@ -116,6 +116,30 @@ describe("KubeApi (live layer) as the daemon", () => {
       assert.strictEqual(gone._tag, "KubeNotFound")
     }))
 
+  it.live("lists a node's pods from a reply large enough to be sent gzipped, read as it arrives", () =>
+    Effect.gen(function*() {
+      const api = yield* daemonKubeApi
+      const core = (yield* adminKubeconfig).makeApiClient(k8s.CoreV1Api)
+      const nodeName = uniqueName("vk-node")
+      const namespace = uniqueName("kubeapi")
+      yield* kube("create namespace", () => core.createNamespace({ body: { metadata: { name: namespace } } }))
+      // 60 Pods of ~5 KB: a list well over the size above which the apiserver compresses a reply
+      const names = Array.from({ length: 60 }, (_, i) => `pod-${String(i).padStart(2, "0")}`)
+      yield* Effect.forEach(names, (name) =>
+        kube("create pod", () =>
+          core.createNamespacedPod({
+            namespace,
+            body: {
+              metadata: { name, annotations: { "example.com/note": `${name} é 雪 \\ " `.repeat(250) } },
+              spec: { nodeName, containers: [{ name: "agent", image: "ghcr.io/acme/agent-runtime:1.4.2" }] }
+            }
+          })), { concurrency: 10 })
+      const list = yield* api.listPods(nodeName)
+      assert.deepStrictEqual(list.items.map((item) => item.metadata?.name).sort(), names)
+      assert.strictEqual(list.items[7]?.metadata?.annotations?.["example.com/note"], `pod-07 é 雪 \\ " `.repeat(250))
+      assert.isNotEmpty(list.resourceVersion)
+    }))
+
   it.live("watches its pods from a list's resourceVersion", () =>
     Effect.gen(function*() {
       const api = yield* daemonKubeApi
