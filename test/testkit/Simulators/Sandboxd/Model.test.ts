@@ -7,6 +7,7 @@ import { DateTime, Duration, Effect, Fiber, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import * as SandboxdClientSim from "../../../../testkit/Layers/SandboxdClientSim.ts"
 import { testConfig } from "../../../../src/Schemas/Config.ts"
+import { formatDeadline, ZERO_TIME } from "../../../../src/Schemas/Sandboxd.ts"
 import { AppConfig } from "../../../../src/Services/Config.ts"
 import * as Model from "../../../../testkit/Simulators/Sandboxd/Model.ts"
 import { claimSpec, defaultSimOptions, ROOT_TOKEN } from "../../../support/Sandboxd.ts"
@@ -241,5 +242,79 @@ describe("audit", () => {
         body: "{"
       })
       assert.deepInclude(badBody, { _tag: "Reply", status: 400, body: `{"error":"invalid request body"}\n` })
+    }))
+})
+
+describe("listing text", () => {
+  const root = { authorization: `Bearer ${ROOT_TOKEN}` }
+  const claimBody = (body: Record<string, unknown>) =>
+    ({ method: "POST", path: "/v1/claim", ...root, contentType: "application/json", body: JSON.stringify(body) }) as const
+  const bodyOf = (response: Model.SimResponse) => {
+    assert.strictEqual(response._tag, "Reply")
+    return response._tag === "Reply" ? response.body : ""
+  }
+
+  // The listing is written as text from per-claim pieces; this holds it byte for byte to what
+  // JSON.stringify makes of the row objects sandboxd's listing has, rendered here from the model's
+  // own state (deadlines formatted anew, so a stale rendered deadline would show).
+  it.effect("is JSON.stringify of the rows, byte for byte, through hibernate, archive, wake and failure", () =>
+    Effect.gen(function*() {
+      const claimedAt = Date.UTC(2026, 6, 27, 18, 15, 0, 123)
+      yield* TestClock.setTime(claimedAt)
+      const offset = -(5 * 60 + 30)
+      const { sim } = yield* setup({ zoneOffsetMinutes: offset, nanosecondDeadlines: true, archiveRetention: "1 hour" })
+      const refs = ["team-a/one", "", "t\u00e9am \"b\"/tw\u2028o", "team-c/three", "team-d/four"]
+      for (const [i, ref] of refs.entries()) {
+        const template = i === 2 ? "odd \"template\" <&> \u00e9" : "base:24.04"
+        bodyOf(yield* sim.handle(claimBody({ template, size: "small", ttl_seconds: 3600 * (i + 1), claim_ref: ref })))
+      }
+      const expected = (claimedAtOn: boolean) =>
+        Effect.map(sim.claims, (views) => {
+          const rows = [...views].sort((a, b) => (a.id < b.id ? -1 : 1)).map((v) => ({
+            id: v.id,
+            key: v.key,
+            deadline: v.deadlineNanos === 0n ? ZERO_TIME : formatDeadline(v.deadlineNanos, offset),
+            hibernated: v.hibernated,
+            ...(v.archived ? { archived: true } : {}),
+            ...(v.claimRef === "" ? {} : { claim_ref: v.claimRef }),
+            ...(claimedAtOn ? { claimed_at: formatDeadline(BigInt(claimedAt) * 1_000_000n, offset) } : {}),
+            ...(v.failed === "" ? {} : { failed: v.failed })
+          }))
+          return { rows, text: `${JSON.stringify({ sandboxes: rows })}\n` }
+        })
+      const list = (query = "") => Effect.map(sim.handle({ method: "GET", path: `/v1/sandboxes${query}`, ...root, body: "" }), bodyOf)
+
+      assert.strictEqual(yield* list(), (yield* expected(true)).text)
+      const ids = (yield* sim.claims).map((c) => c.id)
+      yield* sim.hibernate(ids[0])
+      yield* sim.archive(ids[1])
+      yield* sim.markFailed(ids[2], "boot failed: \"disk\"\n\u0007 \u00e9")
+      yield* TestClock.adjust(Duration.minutes(3))
+      yield* sim.archive(ids[3])
+      const changed = yield* expected(true)
+      assert.strictEqual(yield* list(), changed.text)
+      assert.isTrue(changed.rows.some((row) => row.archived === true) && changed.rows.some((row) => row.hibernated))
+      // a woken archive gets a new deadline, which the listing must show (not the one rendered before)
+      yield* sim.wake(ids[1])
+      assert.strictEqual(yield* list(), (yield* expected(true)).text)
+      // archived again later: only the deadline changes
+      yield* TestClock.adjust(Duration.minutes(1))
+      yield* sim.archive(ids[3])
+      assert.strictEqual(yield* list(), (yield* expected(true)).text)
+      // the claim_ref filter, and the by-id read (the row plus the claim's token)
+      const filtered = (yield* expected(true)).rows.filter((row) => row.claim_ref === refs[2])
+      assert.strictEqual(yield* list(`?claim_ref=${encodeURIComponent(refs[2])}`), `${JSON.stringify({ sandboxes: filtered })}\n`)
+      const byId = yield* sim.handle({ method: "GET", path: `/v1/sandboxes/${filtered[0].id}`, ...root, body: "" })
+      const token = (yield* sim.claims).find((c) => c.id === filtered[0].id)!.token
+      assert.strictEqual(bodyOf(byId), `${JSON.stringify({ ...filtered[0], token })}\n`)
+      // an older revision: no claimed_at, and no token on the by-id read
+      yield* sim.setRevision({ claimedAt: false, byIdToken: false })
+      const old = yield* expected(false)
+      assert.strictEqual(yield* list(), old.text)
+      const byIdOld = yield* sim.handle({ method: "GET", path: `/v1/sandboxes/${old.rows[0].id}`, ...root, body: "" })
+      assert.strictEqual(bodyOf(byIdOld), `${JSON.stringify(old.rows[0])}\n`)
+      // an empty listing
+      for (const id of ids) yield* sim.forget(id)
+      assert.strictEqual(yield* list(), `{"sandboxes":[]}\n`)
     }))
 })
