@@ -622,6 +622,32 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         )
       }))
 
+    scenario("framing: a body of at most 2048 bytes has a Content-Length; a longer one, a list or one object, is chunked without one", () =>
+      Effect.gen(function*() {
+        const backend = yield* acquire
+        const namespace = yield* newNamespace(backend)
+        const podsPath = `/api/v1/namespaces/${namespace}/pods`
+        const lengthOnly = (reply: RawReply) => {
+          assert.strictEqual(reply.status, 200)
+          assert.strictEqual(reply.headers["content-length"], String(Buffer.byteLength(reply.text)))
+          assert.isUndefined(reply.headers["transfer-encoding"])
+        }
+        const chunked = (reply: RawReply) => {
+          assert.strictEqual(reply.status, 200)
+          assert.isAbove(Buffer.byteLength(reply.text), 2048)
+          assert.strictEqual(reply.headers["transfer-encoding"], "chunked")
+          assert.isUndefined(reply.headers["content-length"])
+        }
+        lengthOnly(yield* raw(backend.adminConfig, "GET", podsPath))
+        lengthOnly(yield* raw(backend.adminConfig, "GET", `/api/v1/namespaces/${namespace}`))
+        const big = yield* createPod(backend, namespace, uniqueName("vk-node"), { annotations: { note: "x".repeat(3000) } })
+        chunked(yield* raw(backend.adminConfig, "GET", `${podsPath}/${big.metadata?.name}`))
+        chunked(yield* raw(backend.adminConfig, "GET", podsPath))
+        const selected = yield* raw(backend.adminConfig, "GET", `/api/v1/pods?fieldSelector=metadata.namespace%3D${namespace}`)
+        chunked(selected)
+        assert.deepStrictEqual((selected.body as { items: Array<unknown> }).items.length, 1)
+      }))
+
     scenario("NodeInventory server-side apply: create, replace, omitted list items removed", () =>
       Effect.gen(function*() {
         const backend = yield* acquire

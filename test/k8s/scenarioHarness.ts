@@ -9,7 +9,7 @@
  */
 import * as k8s from "@kubernetes/client-node"
 import { Context, Duration, Effect, Layer, Schema } from "effect"
-import { request as httpRequest } from "node:http"
+import { type IncomingHttpHeaders, request as httpRequest } from "node:http"
 import { request as httpsRequest, type RequestOptions } from "node:https"
 import { createServer } from "node:net"
 import * as NodePath from "node:path"
@@ -221,6 +221,8 @@ export interface RawReply {
   readonly body: unknown
   /** The body as the server wrote it (wire spellings such as six-digit renewTimes). */
   readonly text: string
+  /** The reply's headers as sent (framing: Content-Length or Transfer-Encoding). */
+  readonly headers: IncomingHttpHeaders
 }
 
 /** One JSON request with the kubeconfig's credentials; the body as the server wrote it. */
@@ -238,7 +240,7 @@ export const rawRequest = (
       try: () => config.applyToHTTPSOptions(options),
       catch: (cause) => new ScenarioFailed({ message: `credentials: ${String(cause)}` })
     })
-    const text = yield* Effect.callback<{ status: number; text: string }, ScenarioFailed>((resume) => {
+    const text = yield* Effect.callback<{ status: number; text: string; headers: IncomingHttpHeaders }, ScenarioFailed>((resume) => {
       const send = url.protocol === "https:" ? httpsRequest : httpRequest
       const req = send(url, options, (res) => {
         let received = ""
@@ -246,7 +248,7 @@ export const rawRequest = (
         res.on("data", (chunk: string) => {
           received += chunk
         })
-        res.on("end", () => resume(Effect.succeed({ status: res.statusCode ?? 0, text: received })))
+        res.on("end", () => resume(Effect.succeed({ status: res.statusCode ?? 0, text: received, headers: res.headers })))
       })
       req.on("error", (cause) => resume(Effect.fail(new ScenarioFailed({ message: `${method} ${path}: ${String(cause)}` }))))
       req.end(body === undefined ? undefined : JSON.stringify(body))
@@ -258,7 +260,7 @@ export const rawRequest = (
     } catch {
       // a plain-text body stays a string
     }
-    return { status: text.status, body: parsed, text: text.text }
+    return { status: text.status, body: parsed, text: text.text, headers: text.headers }
   })
 
 /** Admin GET of a JSON object; undefined on 404. */

@@ -66,7 +66,7 @@ import { leafPaths, pathKey, sameValue } from "./Fields.ts"
 import { prepareForCreate, terminatingNamespace } from "./Kinds.ts"
 import { type ManagedEntry, managedEntry, recordManager, setManagedFields } from "./ManagedFields.ts"
 import { finalizersOf, listItem, listKind, metaOf, objectKey, randomSuffix, rfc3339, str, withoutResourceVersion } from "./Objects.ts"
-import { listPage, listPageText, type PageOptions } from "./Paging.ts"
+import { type ListBody, listPage, listPageBody, type PageOptions } from "./Paging.ts"
 import { clone, isRecord, jsonMergePatch, jsonPatch, strategicMerge } from "./Patch.ts"
 import { bindPod, isIP, truncatePodTimes } from "./Pods.ts"
 import {
@@ -307,10 +307,13 @@ export class ClusterModel {
       listPage(r, selected, options, this.store.rv, this.store.compactedRv, unselective))
   }
 
-  /** The same list as `list`, as the JSON text the server sends (written without copying the objects). */
-  listText(r: ResourceInfo, ns: string | undefined, options: ListOptions & PageOptions = {}): Outcome<string> {
+  /**
+   * The same list as `list`, in the pieces the server writes it in (no copy of the objects): the
+   * state now, however much later the items are written.
+   */
+  listBody(r: ResourceInfo, ns: string | undefined, options: ListOptions & PageOptions = {}): Outcome<ListBody> {
     return Result.flatMap(this.selectForList(r, ns, options), ({ selected, unselective }) =>
-      listPageText(r, selected, options, this.store.rv, this.store.compactedRv, unselective))
+      listPageBody(r, selected, options, this.store.rv, this.store.compactedRv, unselective))
   }
 
   private selectForList(

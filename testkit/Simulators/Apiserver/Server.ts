@@ -13,6 +13,7 @@ import type { AddressInfo } from "node:net"
 import { Context, Effect, Layer, Result, Schema, type Scope } from "effect"
 import * as YAML from "yaml"
 import { ClusterModel, type DeleteOptions, type ModelOptions, type PatchType, type WatchHandle } from "./Model.ts"
+import type { ListBody } from "./Paging.ts"
 import { isRecord } from "./Patch.ts"
 import { apiVersionOf, groupVersions, Namespaces, Pods, type ResourceInfo } from "./Resources.ts"
 import {
@@ -231,9 +232,116 @@ interface Ctx {
 
 const sendJson = (res: http.ServerResponse, code: number, body: unknown) => sendJsonText(res, code, JSON.stringify(body))
 
-const sendJsonText = (res: http.ServerResponse, code: number, text: string) => {
-  res.writeHead(code, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text), "Cache-Control": "no-cache, private" })
-  res.end(text)
+/**
+ * kube-apiserver's replies go out through Go's net/http, which holds the first 2048 bytes of a body:
+ * a body that fits is sent with a Content-Length, a longer one chunked, without a Content-Length.
+ * test/k8s/Differential.test.ts holds both servers to it. (Go's chunks are 2048 bytes; here a
+ * chunk is what one write hands over, which HTTP leaves to the sender.)
+ */
+const contentLengthUpTo = 2048
+
+const jsonHeaders = { "Content-Type": "application/json", "Cache-Control": "no-cache, private" }
+
+const sendJsonText = (res: http.ServerResponse, code: number, text: string) => sendJsonBytes(res, code, Buffer.from(text))
+
+const sendJsonBytes = (res: http.ServerResponse, code: number, bytes: Buffer) => {
+  if (bytes.length <= contentLengthUpTo) {
+    res.writeHead(code, { ...jsonHeaders, "Content-Length": bytes.length })
+    res.end(bytes)
+    return
+  }
+  res.writeHead(code, jsonHeaders)
+  res.write(bytes)
+  res.end()
+}
+
+/** How many bytes of items a list writes at a time before it yields to the event loop. */
+const listPieceBytes = 64 * 1024
+const comma = Buffer.from(",")
+
+/** The whole body when it is at most `contentLengthUpTo` bytes (sent with a Content-Length). */
+const smallBody = (body: ListBody): Buffer | undefined => {
+  const parts: Array<Buffer> = [Buffer.from(body.head)]
+  let size = parts[0].length + Buffer.byteLength(body.tail)
+  for (const [i, o] of body.items.entries()) {
+    if (i > 0) parts.push(comma)
+    const item = body.itemBytes(o)
+    parts.push(item)
+    size += item.length + (i > 0 ? 1 : 0)
+    if (size > contentLengthUpTo) return undefined
+  }
+  if (size > contentLengthUpTo) return undefined
+  parts.push(Buffer.from(body.tail))
+  return Buffer.concat(parts)
+}
+
+/**
+ * A list reply, streamed as kube-apiserver streams it (its JSON list encoding writes each item as it
+ * encodes it, so a large list goes out chunked while it is being written): the envelope, then the
+ * items about 64 KB at a time, yielding to the event loop in between (or, when the client
+ * has not taken what was sent, waiting until it has), so the server answers other requests
+ * meanwhile, as the real one does. The items are the state when the list was asked for
+ * (`ListBody`). A failure once the head is sent cannot change the status any more: like the real
+ * server, which then writes the error's Status after what it has sent and ends the reply, the reply
+ * ends with a 500's Status.
+ */
+const sendList = (res: http.ServerResponse, body: ListBody) => {
+  let next = 0
+  let done = false
+  let closed = false
+  res.on("close", () => {
+    closed = true
+  })
+  /** Writes the next piece as one chunk (items until about `listPieceBytes`, the tail after the last). */
+  const writePiece = (prefix: string): boolean => {
+    res.cork()
+    try {
+      if (prefix !== "") res.write(prefix)
+      let size = prefix.length
+      while (next < body.items.length && size < listPieceBytes) {
+        if (next > 0) res.write(comma)
+        const item = body.itemBytes(body.items[next])
+        res.write(item)
+        size += item.length + 1
+        next += 1
+      }
+      if (next === body.items.length) {
+        res.write(body.tail)
+        done = true
+      }
+    } finally {
+      res.uncork()
+    }
+    // corked, a write answers for the chunk being gathered; what counts is the socket's buffer
+    return !(res.socket?.writableNeedDrain ?? false)
+  }
+  const failed = (e: unknown) => {
+    const status = internalError(e instanceof Error ? e.message : String(e))
+    if (!res.headersSent) return sendStatus(res, status)
+    res.end(JSON.stringify(status.body))
+  }
+  const afterWrite = (flowing: boolean) => {
+    if (done) res.end()
+    else if (flowing) setImmediate(step)
+    // a write the socket finished at once drains on the next tick: yield to the event loop even then
+    else res.socket?.once("drain", () => setImmediate(step))
+  }
+  const step = () => {
+    if (closed) return
+    try {
+      afterWrite(writePiece(""))
+    } catch (e) {
+      failed(e)
+    }
+  }
+  try {
+    const small = smallBody(body)
+    if (small !== undefined) return sendJsonBytes(res, 200, small)
+    res.writeHead(200, jsonHeaders)
+    afterWrite(writePiece(body.head))
+  } catch (e) {
+    failed(e)
+  }
 }
 
 const sendStatus = (res: http.ServerResponse, error: ApiStatusError) => {
@@ -322,13 +430,13 @@ const handleResource = (
       const listOptions = { labelSelector: q.get("labelSelector") ?? undefined, fieldSelector: q.get("fieldSelector") ?? undefined }
       if (watch) return startWatch(ctx, req, res, r, t.namespace, q, listOptions)
       const limitText = q.get("limit")
-      const listed = model.listText(r, t.namespace, {
+      const listed = model.listBody(r, t.namespace, {
         ...listOptions,
         limit: limitText !== null && /^\d+$/.test(limitText) ? Number(limitText) : undefined,
         continue: q.get("continue") ?? undefined,
         resourceVersion: q.get("resourceVersion") ?? undefined
       })
-      return Result.isFailure(listed) ? sendStatus(res, listed.failure) : sendJsonText(res, 200, listed.success)
+      return Result.isFailure(listed) ? sendStatus(res, listed.failure) : sendList(res, listed.success)
     }
     if (method === "POST" && (t.namespace !== undefined || !r.namespaced)) {
       const body = decodeBody()

@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber, Result } from "effect"
+import * as http from "node:http"
 import { ClusterModel, type ModelOptions } from "../../../../testkit/Simulators/Apiserver/Model.ts"
 import { Pods } from "../../../../testkit/Simulators/Apiserver/Resources.ts"
+import type { JsonObject } from "../../../../testkit/Simulators/Apiserver/Status.ts"
 import { serve } from "../../../../testkit/Simulators/Apiserver/Server.ts"
 import { meta, node, pod } from "./fixtures.ts"
 import { openWatch, request } from "./http.ts"
@@ -409,5 +411,108 @@ describe("apiserver over HTTP: watch", () => {
       assert.isTrue(e !== "end" && meta(e.object)["name"] === "b" && meta(e.object)["namespace"] === "team-a")
       assert.strictEqual(model.peek(Pods, "default", "a") !== undefined, true)
       yield* w.close()
+    }))
+})
+
+/** A GET over node:http, for what fetch hides: the headers as sent, and the reply as it arrives. */
+const rawGet = (url: string, onResponse: (res: http.IncomingMessage) => void = () => undefined) =>
+  Effect.callback<{ status: number; headers: http.IncomingHttpHeaders; text: string }>((resume) => {
+    const req = http.get(url, { headers: { Authorization: "Bearer t0ken" } }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (chunk: Buffer) => chunks.push(chunk))
+      res.on("end", () =>
+        resume(Effect.succeed({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString("utf8") })))
+      onResponse(res)
+    })
+    return Effect.sync(() => req.destroy())
+  })
+
+/** `n` pods in "default" of about `padding` bytes each, straight into the model. */
+const manyPods = (model: ClusterModel, n: number, padding: number) => {
+  for (let i = 0; i < n; i++) {
+    model.put(Pods, { ...pod(`p-${String(i).padStart(5, "0")}`, "n1"), metadata: { name: `p-${String(i).padStart(5, "0")}`, namespace: "default", annotations: { pad: "x".repeat(padding) } } })
+  }
+}
+
+/** The model's `listBody` with its items counted as they are rendered (and a failure at the `failAt`th). */
+const countItems = (model: ClusterModel, failAt?: number) => {
+  const counter = { written: 0 }
+  const listBody = model.listBody.bind(model)
+  model.listBody = (...args) =>
+    Result.map(listBody(...args), (body) => ({
+      ...body,
+      itemBytes: (o: JsonObject) => {
+        if (counter.written === failAt) throw new Error("rendering failed")
+        counter.written += 1
+        return body.itemBytes(o)
+      }
+    }))
+  return counter
+}
+
+describe("apiserver over HTTP: list replies", () => {
+  it.effect("a body of at most 2048 bytes has a Content-Length; a longer one is chunked, with the same text as the list", () =>
+    Effect.gen(function*() {
+      const { model, url } = yield* start()
+      const empty = yield* rawGet(`${url}/api/v1/namespaces/default/pods`)
+      assert.strictEqual(empty.headers["content-length"], String(Buffer.byteLength(empty.text)))
+      assert.isUndefined(empty.headers["transfer-encoding"])
+      assert.strictEqual(empty.text, JSON.stringify(Result.getOrThrow(model.list(Pods, "default"))))
+      manyPods(model, 3, 2500)
+      const three = yield* rawGet(`${url}/api/v1/namespaces/default/pods`)
+      assert.isAbove(Buffer.byteLength(three.text), 2048)
+      assert.strictEqual(three.headers["transfer-encoding"], "chunked")
+      assert.isUndefined(three.headers["content-length"])
+      assert.strictEqual(three.text, JSON.stringify(Result.getOrThrow(model.list(Pods, "default"))))
+      // the same rule for any reply: one object over 2048 bytes is chunked too
+      const one = yield* rawGet(`${url}/api/v1/namespaces/default/pods/p-00000`)
+      assert.strictEqual(one.headers["transfer-encoding"], "chunked")
+      assert.strictEqual(one.text, JSON.stringify(model.peek(Pods, "default", "p-00000")))
+    }))
+
+  it.effect("a long list is written in pieces while other requests are answered, and is the state when it was asked for", () =>
+    Effect.gen(function*() {
+      const { model, url } = yield* start()
+      manyPods(model, 2000, 1000)
+      const before = JSON.stringify(Result.getOrThrow(model.list(Pods, "default")))
+      const counter = countItems(model)
+      let writtenWhenAnswered = -1
+      const other = Effect.map(rawGet(`${url}/api/v1/namespaces/default/pods/p-00001`), (reply) => {
+        writtenWhenAnswered = counter.written
+        return reply
+      })
+      const list = yield* Effect.callback<string>((resume) => {
+        const running = Effect.runFork(
+          rawGet(`${url}/api/v1/namespaces/default/pods`, () => {
+            // once the list's head is here: change and remove listed pods, and ask for another one
+            model.put(Pods, { ...pod("p-01999", "n1"), metadata: { name: "p-01999", namespace: "default", labels: { changed: "yes" } } })
+            model.remove(Pods, "default", "p-01998")
+            Effect.runFork(other)
+          }).pipe(Effect.map((reply) => resume(Effect.succeed(reply.text))))
+        )
+        return Effect.sync(() => Effect.runFork(Fiber.interrupt(running)))
+      })
+      assert.strictEqual(list, before)
+      assert.isAtLeast(counter.written, 2000)
+      assert.isAbove(writtenWhenAnswered, 0)
+      assert.isBelow(writtenWhenAnswered, 2000)
+    }))
+
+  it.effect("a failure before the head is a 500 Status; after it, the reply ends with the 500 Status after what was sent", () =>
+    Effect.gen(function*() {
+      const { model, url } = yield* start()
+      manyPods(model, 500, 1000)
+      countItems(model, 0)
+      const early = yield* rawGet(`${url}/api/v1/namespaces/default/pods`)
+      assert.strictEqual(early.status, 500)
+      assert.deepInclude(JSON.parse(early.text), { kind: "Status", code: 500, reason: "InternalError" })
+      const { model: model2, url: url2 } = yield* start()
+      manyPods(model2, 500, 1000)
+      countItems(model2, 300)
+      const late = yield* rawGet(`${url2}/api/v1/namespaces/default/pods`)
+      assert.strictEqual(late.status, 200)
+      const status = late.text.slice(late.text.lastIndexOf(`{"kind":"Status"`))
+      assert.deepInclude(JSON.parse(status), { kind: "Status", code: 500, reason: "InternalError" })
+      assert.isTrue(late.text.startsWith(`{"kind":"PodList"`))
     }))
 })
