@@ -325,9 +325,9 @@ export class ClusterModel {
     if (denied !== undefined) return Result.fail(denied)
     const selection = parseSelection(r, options)
     if (Result.isFailure(selection)) return Result.fail(selection.failure)
-    const selected = [...this.store.bucket(r).entries()]
-      .sort(byKey)
-      .filter(([, o]) => selects(r, o, ns, selection.success))
+    const selected: Array<readonly [string, JsonObject]> = []
+    for (const entry of this.store.bucket(r)) if (selects(r, entry[1], ns, selection.success)) selected.push(entry)
+    selected.sort(byKey)
     return Result.succeed({ selected, unselective: selectsAll(selection.success) })
   }
 

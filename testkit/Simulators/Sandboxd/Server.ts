@@ -52,9 +52,11 @@ const writeResponse = (req: Http.IncomingMessage, res: Http.ServerResponse, resp
     case "Reply": {
       const headers: Record<string, string> = { ...response.headers }
       if (response.contentType !== undefined) headers["content-type"] = response.contentType
-      if (response.status !== 204) headers["content-length"] = String(Buffer.byteLength(response.body))
+      // encoded once, for its length and to send (a 10,000-row listing is ~2 MB)
+      const body = response.status === 204 ? undefined : Buffer.from(response.body)
+      if (body !== undefined) headers["content-length"] = String(body.length)
       res.writeHead(response.status, headers)
-      res.end(response.status === 204 ? undefined : response.body)
+      res.end(body)
       return
     }
   }
