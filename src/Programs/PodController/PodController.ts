@@ -46,6 +46,8 @@ export interface PodControllerOptions {
   readonly maxStatusWrites?: number
   /** The first pod list, asked for before the controller started (see `Informer.InformerOptions`). */
   readonly firstList?: Effect.Effect<PodList, KubeError> | undefined
+  /** The scheduler priority reconciles start at; by default `reconcilePriority` (a test sets 0 to show the difference). */
+  readonly reconcilePriority?: number
 }
 
 export const defaultOptions: PodControllerOptions = {
@@ -122,7 +124,7 @@ export const make = (
       retry,
       Backoff.slowSchedule(options.backoff),
       options.maxReconciles ?? bounds.reconciles,
-      reconcilePriority
+      options.reconcilePriority ?? reconcilePriority
     )
 
     /** Provider Pods absent from the first complete list are deleted (by namespace/name). */
