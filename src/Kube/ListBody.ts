@@ -21,10 +21,13 @@
  *
  * Only the structure is read here: strings (with their escapes), brackets balanced outside
  * strings, and the `,` and `:` between members and items. The caller `JSON.parse`s each item's
- * text and the list's metadata, and the envelope's other members are parsed here, so everything
- * but a skipped managedFields value (whose brackets only have to balance) is checked as a
- * whole-body parse would check it. The scan works on bytes: no byte of a UTF-8 multi-byte
- * sequence is below 0x80, so none is mistaken for a quote, backslash or bracket.
+ * text and the list's metadata, and the envelope's other members' values are parsed here, so
+ * every value but a skipped managedFields one (whose brackets only have to balance) is checked as
+ * a whole-body parse would check it. The envelope's member names are not: they are compared byte
+ * for byte with `items` and `metadata` (the apiserver writes them without escapes), so a name a
+ * whole-body parse would refuse (a raw control byte in it) is skipped with its value here, and a
+ * name spelled with an escape is not `items`. The scan works on bytes: no byte of a UTF-8
+ * multi-byte sequence is below 0x80, so none is mistaken for a quote, backslash or bracket.
  */
 import { Option } from "effect"
 

@@ -29,9 +29,12 @@ const isCollect = (value: unknown): value is Collect => typeof value === "functi
 
 /** V8's `gc`, taken from a context made while `--expose-gc` is set; undefined if there is none. */
 export const memoryReducingCollect = (): Collect | undefined => {
+  // Loaded before the flag changes: a Node module compiled under other flags than its built-in code
+  // cache was made with is compiled from source.
+  const vm = process.getBuiltinModule("node:vm")
   setFlagsFromString("--expose-gc")
   try {
-    const gc: unknown = process.getBuiltinModule("node:vm").runInNewContext("typeof gc === 'function' ? gc : undefined")
+    const gc: unknown = vm.runInNewContext("typeof gc === 'function' ? gc : undefined")
     return isCollect(gc) ? gc : undefined
   } finally {
     setFlagsFromString("--no-expose-gc")

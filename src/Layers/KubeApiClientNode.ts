@@ -213,9 +213,11 @@ const BODY_BYTES_PER_TURN = 256 * 1024
  * Hands each chunk of `body` to `push` as it arrives, until the body ends or `push` returns false
  * (the rest is not wanted: the body is destroyed). The stream flows, so each chunk is handed over
  * as it came: an async iterator's `read()` instead joins the chunks waiting into a new buffer, a
- * copy of most of an 18 MB list in 128 KB pieces. After `BODY_BYTES_PER_TURN` bytes in one turn
- * the body is paused until the next, so the event loop and the fiber scheduler's turns (Q-06) run
- * between, rather than after as much as the socket had buffered.
+ * copy of most of an 18 MB list in 128 KB pieces. After every `BODY_BYTES_PER_TURN` bytes handed
+ * over the body is paused until the next turn of the event loop, so the event loop and the fiber
+ * scheduler's turns (Q-06) run between, rather than after as much as the socket had buffered. A
+ * defect in `push` fails the read (the body destroyed), not the process: on a gzipped reply the
+ * chunk comes from zlib's callback, where a throw would be uncaught.
  */
 const readBody = (body: NodeStream.Readable, push: (chunk: Buffer) => boolean): Promise<void> =>
   new Promise((resolve, reject) => {
@@ -230,7 +232,15 @@ const readBody = (body: NodeStream.Readable, push: (chunk: Buffer) => boolean): 
     }
     const onData = (chunk: Buffer) => {
       if (settled) return
-      if (!push(chunk)) {
+      let more: boolean
+      try {
+        more = push(chunk)
+      } catch (defect) {
+        settle(defect)
+        body.destroy()
+        return
+      }
+      if (!more) {
         settle()
         body.destroy()
         return

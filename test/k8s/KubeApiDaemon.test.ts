@@ -116,7 +116,7 @@ describe("KubeApi (live layer) as the daemon", () => {
       assert.strictEqual(gone._tag, "KubeNotFound")
     }))
 
-  it.live("lists a node's pods from a reply large enough to be sent gzipped, read as it arrives", () =>
+  it.live("lists a node's pods from a reply of ~300 KB (a size the apiserver compresses when asked to), every Pod read", () =>
     Effect.gen(function*() {
       const api = yield* daemonKubeApi
       const core = (yield* adminKubeconfig).makeApiClient(k8s.CoreV1Api)

@@ -292,27 +292,38 @@ const sendList = (res: http.ServerResponse, body: ListBody) => {
   res.on("close", () => {
     closed = true
   })
-  /** Writes the next piece as one chunk (items until about `listPieceBytes`, the tail after the last). */
+  /**
+   * Writes the next piece (items until about `listPieceBytes`, the tail after the last) with one
+   * `write`, so it goes out as one HTTP chunk: each `write` of a reply is a chunk of its own, and an
+   * item and its comma written apart would reach the client as two chunks per Pod, a framing neither
+   * the real server (2048-byte chunks, items cut anywhere) nor a gzipped reply has.
+   */
   const writePiece = (prefix: string): boolean => {
-    res.cork()
-    try {
-      if (prefix !== "") res.write(prefix)
-      let size = prefix.length
-      while (next < body.items.length && size < listPieceBytes) {
-        if (next > 0) res.write(comma)
-        const item = body.itemBytes(body.items[next])
-        res.write(item)
-        size += item.length + 1
-        next += 1
-      }
-      if (next === body.items.length) {
-        res.write(body.tail)
-        done = true
-      }
-    } finally {
-      res.uncork()
+    const parts: Array<Buffer> = []
+    let size = 0
+    if (prefix !== "") {
+      const head = Buffer.from(prefix)
+      parts.push(head)
+      size += head.length
     }
-    // corked, a write answers for the chunk being gathered; what counts is the socket's buffer
+    while (next < body.items.length && size < listPieceBytes) {
+      if (next > 0) {
+        parts.push(comma)
+        size += comma.length
+      }
+      const item = body.itemBytes(body.items[next])
+      parts.push(item)
+      size += item.length
+      next += 1
+    }
+    if (next === body.items.length) {
+      const tail = Buffer.from(body.tail)
+      parts.push(tail)
+      size += tail.length
+      done = true
+    }
+    res.write(Buffer.concat(parts, size))
+    // what counts is the socket's buffer (a write it finished at once still drains a tick later)
     return !(res.socket?.writableNeedDrain ?? false)
   }
   const failed = (e: unknown) => {

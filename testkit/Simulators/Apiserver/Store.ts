@@ -72,7 +72,12 @@ export class ObjectStore {
     return b
   }
 
-  /** The stored object itself (not a copy), or undefined. `ns` is "" for cluster-scoped resources. */
+  /**
+   * The stored object itself (not a copy), or undefined. `ns` is "" for cluster-scoped resources.
+   * Never change it in place: a write stores a new object, and list replies keep each stored
+   * object's bytes until it is replaced (`Paging.ts`), so an object changed in place would be listed
+   * as it was.
+   */
   lookup(r: ResourceInfo, ns: string, name: string): JsonObject | undefined {
     return this.bucket(r).get(objectKey(ns, name))
   }
