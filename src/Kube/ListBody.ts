@@ -55,6 +55,23 @@ export type ListScan =
 
 const isSpace = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
 
+/**
+ * Where the quote closing a string is, scanning from `from` (past its opening quote and any bytes
+ * already read); `b.length` or more when `b` ends first, one more when it ends right after a
+ * backslash, whose escaped byte is still to come. Most of a Pod's bytes are inside strings.
+ */
+const closingQuote = (b: Buffer, from: number): number => {
+  const length = b.length
+  let k = from
+  while (k < length) {
+    const d = b[k]
+    if (d === QUOTE) break
+    if (d === BACKSLASH) k++
+    k++
+  }
+  return k
+}
+
 /** Whether `text` is one JSON value (the envelope's small members: kind, apiVersion). */
 const isJson = (text: string): boolean => {
   try {
@@ -237,12 +254,7 @@ class Scanner {
             this.escaped = false
             k++
           }
-          while (k < length) {
-            const d = b[k]
-            if (d === QUOTE) break
-            if (d === BACKSLASH) k++
-            k++
-          }
+          k = closingQuote(b, k)
           if (k >= length) {
             this.escaped = k > length
             k = length
@@ -470,12 +482,7 @@ class Scanner {
     let k = from
     if (this.nestString) {
       if (this.escaped) k++
-      while (k < length) {
-        const d = b[k]
-        if (d === QUOTE) break
-        if (d === BACKSLASH) k++
-        k++
-      }
+      k = closingQuote(b, k)
       if (k >= length) {
         this.escaped = k > length
         return -1
@@ -487,14 +494,8 @@ class Scanner {
     for (; k < length; k++) {
       const c = b[k]
       if (c === QUOTE) {
-        // past the string, inline (as in `scanItem`)
-        k++
-        while (k < length) {
-          const d = b[k]
-          if (d === QUOTE) break
-          if (d === BACKSLASH) k++
-          k++
-        }
+        // past the string
+        k = closingQuote(b, k + 1)
         if (k >= length) {
           this.nestDepth = depth
           this.nestString = true
@@ -550,12 +551,7 @@ class Scanner {
     let k = from
     if (this.itemState === IN_ITEM_STRING) {
       if (this.escaped) k++
-      while (k < length) {
-        const d = b[k]
-        if (d === QUOTE) break
-        if (d === BACKSLASH) k++
-        k++
-      }
+      k = closingQuote(b, k)
       if (k >= length) {
         this.escaped = k > length
         return -1
@@ -577,15 +573,9 @@ class Scanner {
     for (; k < length; k++) {
       const c = b[k]
       if (c === QUOTE) {
-        // the string's end, inline: most of a Pod's bytes are inside strings
+        // past the string (its end may be a key's)
         keyStart = k + 1
-        k++
-        while (k < length) {
-          const d = b[k]
-          if (d === QUOTE) break
-          if (d === BACKSLASH) k++
-          k++
-        }
+        k = closingQuote(b, k + 1)
         if (k >= length) {
           this.itemState = IN_ITEM_STRING
           this.escaped = k > length
