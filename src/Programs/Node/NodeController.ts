@@ -27,6 +27,7 @@ import {
   type SandboxdReachability,
   type UnavailableReason
 } from "../../Services/NodeController.ts"
+import * as Backoff from "../PodController/Backoff.ts"
 import { makeLeaseRenewer } from "./NodeLease.ts"
 import {
   advanceConditions,
@@ -54,6 +55,8 @@ export interface NodeControllerOptions {
   readonly version: string
   /** Node's `process.arch`; mapped to Go's names. */
   readonly arch: string
+  /** The waits between registration attempts while the apiserver is unavailable (forever). */
+  readonly registrationRetry: Backoff.RetrySchedule
 }
 
 export const defaultNodeControllerOptions: Omit<NodeControllerOptions, "probeInterval" | "probeGrace"> = {
@@ -61,10 +64,14 @@ export const defaultNodeControllerOptions: Omit<NodeControllerOptions, "probeInt
   leaseRenewInterval: Duration.seconds(10),
   probeTimeout: Duration.seconds(5),
   version: daemonVersion,
-  arch: process.arch
+  arch: process.arch,
+  registrationRetry: Backoff.schedule(Backoff.defaultBackoff)
 }
 
-/** Registration happens while the layer is built; a non-404 apiserver error fails it. */
+/**
+ * Registration happens while the layer is built: an unavailable apiserver is waited for (CHK-08),
+ * any other non-404 apiserver error fails it.
+ */
 export const layer = (
   options: Partial<NodeControllerOptions> = {}
 ): Layer.Layer<NodeController, KubeError, AppConfig | KubeApi | SandboxdClient> =>
@@ -301,11 +308,17 @@ const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) 
   // ---- startup: probe, then register, then the loops --------------------------------------------
 
   yield* probeOnce
+  // CHK-08: an apiserver that does not answer yet (a control plane restarting while this daemon
+  // starts) is waited for on the daemon's backoff, however long it takes; giving up would exit,
+  // and the kubelet's crash-loop backoff (up to 5 min) would then keep the node down long after
+  // the apiserver is back. A refusal (403, an invalid Node) still stops the start at once.
   yield* ensureNode.pipe(
-    Effect.retry({
-      schedule: Schedule.exponential("200 millis").pipe(Schedule.upTo({ times: 5 })),
-      while: (e) => e._tag === "KubeUnavailable"
-    })
+    Effect.tapError((e) =>
+      e._tag === "KubeUnavailable"
+        ? Effect.logWarning("node registration failed; retrying").pipe(Effect.annotateLogs({ error: e }))
+        : Effect.void
+    ),
+    Effect.retry({ schedule: options.registrationRetry, while: (e) => e._tag === "KubeUnavailable" })
   )
   const initial = yield* Ref.get(reachability)
   if (initial._tag === "Unavailable") {

@@ -4,7 +4,7 @@
  * follow TestClock, so after moving time the tests wait for the simulator to show the write.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Duration, Effect, Exit, Layer, Metric, Option, Redacted, Ref, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Fiber, Layer, Metric, Option, Redacted, Ref, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
@@ -18,14 +18,14 @@ import { nodeTainted, sandboxdUp } from "../../../src/Services/Metrics.ts"
 import { testConfig } from "../../../src/Schemas/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
 import { EventRecorder, type EventType } from "../../../src/Services/EventRecorder.ts"
-import { KubeApi } from "../../../src/Services/KubeApi.ts"
+import { KubeApi, KubeForbidden, KubeUnavailable } from "../../../src/Services/KubeApi.ts"
 import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
 import { ClusterModel } from "../../../testkit/Simulators/Apiserver/Model.ts"
 import { Leases, Nodes } from "../../../testkit/Simulators/Apiserver/Resources.ts"
 import type { JsonObject } from "../../../testkit/Simulators/Apiserver/Status.ts"
 import { make as makeSandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve as serveSandboxd } from "../../../testkit/Simulators/Sandboxd/Server.ts"
-import { eventually, realTurn, settle } from "../../support/Wait.ts"
+import { eventually, quiet, realTurn, settle } from "../../support/Wait.ts"
 import { conditionSummary, healthyConditions, testNodeInfo } from "../../support/NodeStatus.ts"
 import { kubeApiFromFile } from "../../support/Kube.ts"
 import { serveModel } from "../../support/Apiserver.ts"
@@ -176,6 +176,61 @@ describe("NodeController", () => {
       assert.deepStrictEqual((yield* Ref.get(events)).map((e) => `${e.type} ${e.reason} ${e.uid}`), [
         `Normal Registered ${metadata.uid}`
       ])
+    }))
+
+  it.effect("CHK-08: an apiserver unavailable for minutes at start is waited for on the backoff, then the node registers", () =>
+    Effect.gen(function*() {
+      const down = yield* Ref.make(true)
+      const attempts = yield* Ref.make(0)
+      const { model, start } = yield* setupWith({
+        wrapKube: (kube) => ({
+          ...kube,
+          getNode: (name) =>
+            Ref.updateAndGet(attempts, (n) => n + 1).pipe(
+              Effect.andThen(Ref.get(down)),
+              Effect.flatMap((isDown) =>
+                isDown
+                  ? Effect.fail(new KubeUnavailable({ operation: "get node", status: 503, message: "restarting" }))
+                  : kube.getNode(name)
+              )
+            )
+        })
+      })
+      const starting = yield* Effect.forkChild(quiet(start))
+      // Five minutes of a 503: the old limit (5 attempts in ~6 s) is long past, and it still waits.
+      for (let i = 0; i < 300; i++) {
+        yield* TestClock.adjust(Duration.seconds(1))
+        yield* realTurn
+      }
+      const tried = yield* Ref.get(attempts)
+      assert.isAbove(tried, 8, `attempts while down: ${tried}`)
+      // 1 s doubling to 30 s (jittered): about a dozen attempts in five minutes, not one per second.
+      assert.isBelow(tried, 30, `attempts while down: ${tried}`)
+      assert.isUndefined(starting.pollUnsafe(), "the start gave up while the apiserver was down")
+      assert.isUndefined(nodeOf(model))
+
+      yield* Ref.set(down, false)
+      yield* TestClock.adjust(Duration.seconds(40))
+      const { controller } = yield* Fiber.join(starting)
+      assert.isDefined(nodeOf(model))
+      assert.isTrue(Option.isSome(yield* controller.node))
+    }))
+
+  it.effect("CHK-08: a refused registration (403) stops the start at once, without retrying", () =>
+    Effect.gen(function*() {
+      const attempts = yield* Ref.make(0)
+      const { start } = yield* setupWith({
+        wrapKube: (kube) => ({
+          ...kube,
+          getNode: () =>
+            Ref.update(attempts, (n) => n + 1).pipe(
+              Effect.andThen(Effect.fail(new KubeForbidden({ operation: "get node", message: "nodes is forbidden" })))
+            )
+        })
+      })
+      const exit = yield* Effect.exit(quiet(start))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.strictEqual(yield* Ref.get(attempts), 1)
     }))
 
   it.effect("renews the lease every 10 s with a six-digit renewTime", () =>
