@@ -139,9 +139,29 @@ export const podsEqual = (a: V1Pod, b: V1Pod): boolean =>
   same(a.metadata?.labels, b.metadata?.labels) &&
   same(a.metadata?.annotations, b.metadata?.annotations)
 
+type Condition = NonNullable<PodStatus["conditions"]>[number]
+
+const byType = (a: Condition, b: Condition) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0)
+
+/**
+ * Whether two statuses are alike, the order of their conditions aside (ST-12): conditions are
+ * keyed by type (a strategic merge patch merges them by it), and a writer that puts its
+ * condition before ours would otherwise make each check find a change to write (a reorder).
+ * The sort runs only when the plain comparison fails.
+ */
+const sameStatus = (a: PodStatus | undefined, b: PodStatus | undefined): boolean => {
+  if (same(a, b)) return true
+  const x = a?.conditions
+  const y = b?.conditions
+  if (a === undefined || b === undefined || x === undefined || y === undefined || x.length < 2 || x.length !== y.length) {
+    return false
+  }
+  return same({ ...a, conditions: [...x].sort(byType) }, { ...b, conditions: [...y].sort(byType) })
+}
+
 /** What a status write would change: status, labels and annotations (the pods/status strategy). */
 export const statusWriteIsNoop = (apiPod: Pod, pushed: Pod): boolean =>
-  same(apiPod.status, pushed.status) &&
+  sameStatus(apiPod.status, pushed.status) &&
   same(apiPod.metadata?.annotations, pushed.metadata?.annotations) &&
   same(apiPod.metadata?.labels, pushed.metadata?.labels)
 
@@ -193,6 +213,41 @@ export const asServerStores = (status: PodStatus, current: Pod): PodStatus => {
 }
 
 /**
+ * The condition types a node agent owns (ST-12): a push that leaves one out removes it, so a
+ * Failed status, which carries no conditions, does not keep the Running status's Ready True.
+ */
+const agentConditionTypes: ReadonlySet<string> = new Set([
+  "PodScheduled",
+  "Initialized",
+  "ContainersReady",
+  "Ready",
+  "PodReadyToStartContainers"
+])
+
+/** A condition of `current` that is not `pushed`'s to set: neither the push nor the node agent has its type. */
+const isForeign = (condition: Condition, pushed: PodStatus): boolean =>
+  !agentConditionTypes.has(condition.type) &&
+  (pushed.conditions === undefined || !pushed.conditions.some((own) => own.type === condition.type))
+
+/**
+ * ST-12: `pushed` with the current Pod's foreign conditions kept (another controller's: a
+ * readiness gate, the eviction API's DisruptionTarget), after the push's own, in the order the
+ * current Pod has them. A status write replaces the whole status, so leaving them out would
+ * remove them, and their writer adding them back would make each watch event a write of ours.
+ * `pushed` itself when there are none.
+ */
+export const keepForeignConditions = (pushed: PodStatus, current: Pod): PodStatus => {
+  const conditions = current.status?.conditions
+  if (conditions === undefined || !conditions.some((condition) => isForeign(condition, pushed))) return pushed
+  const foreign = conditions.filter((condition) => isForeign(condition, pushed))
+  return { ...pushed, conditions: [...(pushed.conditions ?? []), ...foreign] }
+}
+
+/** Whether `stored` holds a condition `pushed` does not own (ST-12). */
+export const hasForeignConditions = (pushed: PodStatus, stored: PodStatus): boolean =>
+  stored.conditions !== undefined && stored.conditions.some((condition) => isForeign(condition, pushed))
+
+/**
  * A provider's status (client-node typed, `Date` or RFC 3339 times) → the slim status, as its
  * JSON would be read back: unknown fields dropped, `null`s left out. None when it is not a status.
  *
@@ -213,10 +268,11 @@ const decodeStatus = Schema.decodeUnknownOption(PodStatusSchema)
 /**
  * The body of a status write for a provider push (ST-06, PIT-06), built on the apiserver's
  * current Pod (its metadata, so finalizers and the like are written back unchanged): the pushed
- * status as the server will store it, and labels and annotations merged so a label or
- * annotation edit made after the provider was handed the Pod is not reverted, while the
- * provider's own additions (the claim-id annotation) still go through. `base` is the Pod the push
- * was made from. None when the push carries no readable status.
+ * status as the server will store it, with the current Pod's foreign conditions kept (ST-12),
+ * and labels and annotations merged so a label or annotation edit made after the provider was
+ * handed the Pod is not reverted, while the provider's own additions (the claim-id annotation)
+ * still go through. `base` is the Pod the push was made from. None when the push carries no
+ * readable status.
  */
 export const statusWriteBody = (push: V1Pod, current: Pod, base: Pod | undefined): Option.Option<Pod> =>
   Option.map(pushedOf(push), (pushed) => pushedBody(pushed, current, base))
@@ -269,6 +325,6 @@ export const pushedBody = (push: Pushed, current: Pod, base: Pod | undefined): P
       ...(labels === undefined ? {} : { labels: { ...labels } }),
       ...(annotations === undefined ? {} : { annotations: { ...annotations } })
     },
-    status: asServerStores(status, current)
+    status: keepForeignConditions(asServerStores(status, current), current)
   }
 }

@@ -9,7 +9,9 @@
  *   ends the write. On 409 the Pod is re-read into the informer and the write retried on the
  *   shared retry schedule, rebuilt from the fresh Pod.
  * - Status repair: when a Pod arrives (an event or the resync) whose stored status differs from
- *   what was last pushed, someone else changed it: the last push is written again.
+ *   what was last pushed, someone else changed it: the last push is written again. Another
+ *   writer's conditions (types neither the push nor a node agent sets) are no difference: every
+ *   write keeps them (ST-12).
  * - The three-way merge of labels and annotations needs the Pod a push was made from: the last
  *   two Pods handed to the provider per key are kept, as their labels and annotations only.
  * - Of a push, only its slim facts are kept (`Pushed`: UID, resourceVersion, labels, annotations
@@ -26,7 +28,16 @@ import * as Metrics from "../../Services/Metrics.ts"
 import type * as Backoff from "./Backoff.ts"
 import type { Informer } from "./Informer.ts"
 import * as KeyedQueue from "./KeyedQueue.ts"
-import { isTerminal, type Pushed, pushedBody, pushedOf, sameCanonical, statusWriteIsNoop, uidOf } from "./PodFacts.ts"
+import {
+  hasForeignConditions,
+  isTerminal,
+  type Pushed,
+  pushedBody,
+  pushedOf,
+  sameCanonical,
+  statusWriteIsNoop,
+  uidOf
+} from "./PodFacts.ts"
 
 /** What the merge needs of a Pod handed to the provider. */
 interface Handed {
@@ -56,14 +67,16 @@ const asBase = (handed: Handed): Pod => ({
  * `push` as kept once `stored`, the Pod at the version its write got, is what the write stored:
  * that Pod's status stands for the push (the same status as the server keeps it), and so do its
  * labels and annotations where they equal the push's, so the key keeps no objects of its own
- * next to the informer's.
+ * next to the informer's. Not a status holding another writer's conditions (ST-12): the push
+ * would then seem to set them, and a later change of theirs would be repaired away.
  */
 const keptAs = (push: Pushed, stored: Pod): Pushed => {
   const labels = stored.metadata?.labels
   const annotations = stored.metadata?.annotations
+  const status = stored.status
   return {
     ...push,
-    status: stored.status ?? push.status,
+    status: status === undefined || hasForeignConditions(push.status, status) ? push.status : status,
     labels: labels !== undefined && sameCanonical(labels, push.labels) ? labels : push.labels,
     annotations: annotations !== undefined && sameCanonical(annotations, push.annotations) ? annotations : push.annotations
   }

@@ -2,7 +2,7 @@
  * The pod controller against scripted KubeApi and provider stubs, on TestClock: behaviour that
  * depends on time or on internal bookkeeping, where the real wire adds nothing.
  */
-import type { V1Pod } from "@kubernetes/client-node"
+import type { V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Fiber, Layer, Option, Queue, Ref, Schedule, Stream } from "effect"
 import { TestClock } from "effect/testing"
@@ -30,7 +30,10 @@ import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
 import * as V8 from "node:v8"
 import * as Vm from "node:vm"
 import { manualScheduler } from "../../support/ManualScheduler.ts"
-import { quiet } from "./harness.ts"
+import * as KubeApiMemory from "../../../testkit/Layers/KubeApiMemory.ts"
+import { Pods } from "../../../testkit/Simulators/Apiserver/Resources.ts"
+import type { PatchType } from "../../../testkit/Simulators/Apiserver/Model.ts"
+import { CountingModel, quiet } from "./harness.ts"
 
 const NODE = "vk-sandboxd"
 
@@ -155,7 +158,9 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
             message: "commit and undo both failed"
           })
         }
-        if (!behaviour.manualPushes) yield* Queue.offer(pushes, { ...p, status: { phase: "Running", podIP: "10.0.0.1" } })
+        if (!behaviour.manualPushes) {
+          yield* Queue.offer(pushes, { ...p, status: behaviour.runningStatus ?? { phase: "Running", podIP: "10.0.0.1" } })
+        }
         return { _tag: "Claimed" as const, claimId: "c-1" }
       }),
     updatePod: () => Effect.void,
@@ -187,6 +192,8 @@ interface Behaviour {
   readonly statusWriteTakes?: Duration.Input
   /** createPod pushes nothing; the test pushes. */
   readonly manualPushes?: boolean
+  /** The status createPod pushes (default: Running with an IP, no conditions). */
+  readonly runningStatus?: V1PodStatus
   /** The first `left` creates fail (retryable) after the provider recorded the Pod. */
   readonly failCreates?: { left: number }
   /** Names of the Pods createPod was called with, in order. */
@@ -244,6 +251,22 @@ const start = (
     return { handle, counts, pushes: provider.pushes }
   })
 
+/** The controller on the in-memory apiserver model (its watch included), with the stub provider. */
+const startOnModel = (model: CountingModel, behaviour: Behaviour, options: PodController.PodControllerOptions) =>
+  Effect.gen(function*() {
+    const provider = yield* providerStub(behaviour)
+    return yield* PodController.make(options).pipe(
+      Effect.provide(
+        Layer.mergeAll(
+          AppConfig.layer(testConfig({ nodeName: NODE })),
+          KubeApiMemory.layer(model),
+          Layer.succeed(PodLifecycle, provider.lifecycle),
+          Layer.succeed(EventRecorder, EventRecorder.of({ record: () => Effect.void, forget: () => Effect.void }))
+        )
+      )
+    )
+  })
+
 /** Lets the forked fibers run, moving the clock `millis` in 10 ms steps. */
 const advance = (millis: number) =>
   Effect.gen(function*() {
@@ -255,6 +278,70 @@ const advance = (millis: number) =>
   })
 
 describe("PodController (stubbed)", () => {
+  it.effect("another writer's Pod conditions survive: no status write removes them, however many watch events and resyncs pass (ST-12)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const model = new CountingModel()
+      const created = model.create(Pods, "default", {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "web", namespace: "default" },
+        spec: { nodeName: NODE, containers: [{ name: "c", image: "i" }] }
+      })
+      assert.strictEqual(created._tag, "Success")
+      const ours = [
+        { type: "Initialized", status: "True" },
+        { type: "Ready", status: "True" },
+        { type: "PodScheduled", status: "True" }
+      ]
+      yield* startOnModel(model, { runningStatus: { phase: "Running", podIP: "10.0.0.1", conditions: ours } }, {
+        ...PodController.defaultOptions,
+        resyncInterval: Duration.seconds(10)
+      })
+      yield* advance(100)
+      const conditionsOf = () => {
+        const status = model.peek(Pods, "default", "web")?.["status"] as { conditions?: Array<{ type: string; status: string }> }
+        return (status.conditions ?? []).map((c) => `${c.type}=${c.status}`)
+      }
+      assert.deepStrictEqual(conditionsOf(), ["Initialized=True", "Ready=True", "PodScheduled=True"])
+      assert.strictEqual(model.statusWrites, 1, "the Running status")
+      const patchStatus = (type: PatchType, body: unknown) =>
+        assert.strictEqual(model.patch(Pods, "default", "web", type, body, { subresource: "status" })._tag, "Success")
+
+      // a readiness gate's controller adds its condition (a strategic merge by type appends it)
+      patchStatus("strategic", { status: { conditions: [{ type: "example.com/gate", status: "True" }] } })
+      yield* advance(35_000) // its watch event, then three resyncs
+      assert.deepStrictEqual(conditionsOf(), ["Initialized=True", "Ready=True", "PodScheduled=True", "example.com/gate=True"])
+      // the eviction API puts DisruptionTarget first; it and the gate change as their writers please
+      patchStatus("json", [{ op: "add", path: "/status/conditions/0", value: { type: "DisruptionTarget", status: "True" } }])
+      patchStatus("strategic", { status: { conditions: [{ type: "example.com/gate", status: "False" }] } })
+      yield* advance(35_000)
+      assert.deepStrictEqual(conditionsOf(), [
+        "DisruptionTarget=True",
+        "Initialized=True",
+        "Ready=True",
+        "PodScheduled=True",
+        "example.com/gate=False"
+      ])
+      assert.strictEqual(model.statusWrites, 1, "no status write since the Running status")
+
+      // a condition the provider sets is still repaired, with one write, and the others stay
+      patchStatus("strategic", { status: { conditions: [{ type: "Ready", status: "False" }] } })
+      yield* advance(35_000)
+      assert.deepStrictEqual(conditionsOf(), [
+        "Initialized=True",
+        "Ready=True",
+        "PodScheduled=True",
+        "DisruptionTarget=True",
+        "example.com/gate=False"
+      ])
+      assert.strictEqual(model.statusWrites, 2, "one repair")
+      // what that write stored is not taken for the provider's: a later change of the gate stays
+      patchStatus("strategic", { status: { conditions: [{ type: "example.com/gate", status: "True" }] } })
+      yield* advance(35_000)
+      assert.include(conditionsOf(), "example.com/gate=True")
+      assert.strictEqual(model.statusWrites, 2, "no write since the repair")
+    })).pipe(quiet))
+
   /**
    * Creates that ran before a task of the default priority, queued once the first list's reconciles
    * started, got its turn: the daemon's scheduler in 10 ms turns on a clock the test moves, each

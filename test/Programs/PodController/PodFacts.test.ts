@@ -105,6 +105,53 @@ describe("PodFacts status write body", () => {
   })
 })
 
+describe("PodFacts status writes keep other writers' conditions (ST-12)", () => {
+  const ours = [
+    { type: "Initialized", status: "True" },
+    { type: "Ready", status: "True" },
+    { type: "PodScheduled", status: "True" }
+  ]
+  const gate = { type: "example.com/gate", status: "True", lastTransitionTime: new Date("2026-11-29T09:00:05Z") }
+  const disruption = { type: "DisruptionTarget", status: "True", reason: "EvictionByEvictionAPI" }
+  const apiPod = (conditions: NonNullable<NonNullable<Pod["status"]>["conditions"]>): Pod => ({
+    metadata: { namespace: "default", name: "p", uid: "u1", resourceVersion: "20", annotations: { "claim-id": "sb_1" } },
+    spec: { containers: [{ name: "main", image: "python:3.12" }] },
+    status: { phase: "Running", podIP: "10.0.0.5", podIPs: [{ ip: "10.0.0.5" }], conditions: [...conditions] }
+  })
+  const push: V1Pod = {
+    metadata: { namespace: "default", name: "p", uid: "u1", resourceVersion: "9", annotations: { "claim-id": "sb_1" } },
+    status: { phase: "Running", podIP: "10.0.0.5", conditions: ours.map((condition) => ({ ...condition })) }
+  }
+
+  it("the body keeps a condition of a type the push does not set, after the push's own, in the current Pod's order", () => {
+    const current = apiPod([disruption, ...ours, gate])
+    const body = statusWriteBody(push, current, undefined)
+    assert.deepStrictEqual(body.status?.conditions, [...ours, disruption, gate])
+  })
+
+  it("a status that differs only by a foreign condition, or by where one stands, is no write", () => {
+    assert.isTrue(statusWriteIsNoop(apiPod([...ours, gate]), statusWriteBody(push, apiPod([...ours, gate]), undefined)))
+    assert.isTrue(statusWriteIsNoop(apiPod([gate, ...ours]), statusWriteBody(push, apiPod([gate, ...ours]), undefined)))
+  })
+
+  it("a condition the provider sets is still the provider's: a changed Ready is written back, the foreign one kept", () => {
+    const current = apiPod([ours[0]!, { type: "Ready", status: "False", reason: "SomeoneElse" }, ours[2]!, gate])
+    const body = statusWriteBody(push, current, undefined)
+    assert.isFalse(statusWriteIsNoop(current, body))
+    assert.deepStrictEqual(body.status?.conditions, [...ours, gate])
+  })
+
+  it("a push without conditions (a Failed status) removes the node agent's conditions but keeps the foreign ones", () => {
+    const current = apiPod([...ours, { type: "ContainersReady", status: "True" }, gate])
+    const failed: V1Pod = { ...push, status: { phase: "Failed", reason: "SandboxLeaseExpired" } }
+    const body = statusWriteBody(failed, current, undefined)
+    assert.deepStrictEqual(body.status?.conditions, [gate])
+    assert.isFalse(statusWriteIsNoop(current, body))
+    // no foreign condition: the status is the push's, no empty list added
+    assert.isUndefined(statusWriteBody(failed, apiPod(ours), undefined).status?.conditions)
+  })
+})
+
 describe("PodFacts wireStatus", () => {
   /** What the apiserver would read back: the status's JSON, `null`s left out, decoded. */
   const viaJson = (status: unknown) => {
