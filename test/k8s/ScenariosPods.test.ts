@@ -8,6 +8,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import {
+  admin,
+  adminGet,
   claimCount,
   claimIdOf,
   createNamespace,
@@ -19,10 +21,12 @@ import {
   eventually,
   getPod,
   quiet,
+  rawRequest,
   releasePaths,
   runningPod,
   sandboxdHolds,
   startPodHalf,
+  ScenarioFailed,
   startSandboxd,
 } from "./scenarioHarness.ts"
 
@@ -81,6 +85,32 @@ describe("the pod controller on the real kube-apiserver, as the daemon", () => {
       yield* eventually("agent-1 removed", Effect.map(getPod(namespace, "agent-1"), (pod) => pod === undefined), 5_000)
       yield* eventually("agent-1 released", Effect.map(releasePaths(sandboxd), (paths) => paths.includes(`/v1/sandboxes/${bareClaim}/release`)))
       assert.strictEqual((yield* releasePaths(sandboxd)).length, 2)
+    }).pipe(quiet)), { timeout: 45_000 })
+
+  it.live("another writer's Pod condition survives the daemon's status writes, a repair of Ready included (ST-12)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { namespace, nodeName } = yield* world()
+      yield* createPod(namespace, "gated", nodeName)
+      yield* eventually("gated Running", runningPod(namespace, "gated"))
+      const { config } = yield* admin
+      const path = `/api/v1/namespaces/${namespace}/pods/gated/status`
+      /** A strategic merge patch of the Pod's conditions, as a controller sends one (merged by type). */
+      const patchCondition = (type: string, status: string) =>
+        Effect.gen(function*() {
+          const reply = yield* rawRequest(config, "PATCH", path, { status: { conditions: [{ type, status }] } }, "application/strategic-merge-patch+json")
+          if (reply.status !== 200) return yield* new ScenarioFailed({ message: `PATCH ${path}: HTTP ${reply.status} ${reply.text}` })
+        })
+      const conditions = Effect.map(
+        adminGet<{ readonly status?: { readonly conditions?: ReadonlyArray<{ readonly type: string; readonly status: string }> } }>(path),
+        (pod) => (pod?.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`)
+      )
+      // a readiness gate's controller adds its condition; then someone turns Ready False, which
+      // the daemon writes back: the watch delivers both in order, so once Ready is True again the
+      // daemon has handled the gate's event, and its write kept the gate
+      yield* patchCondition("example.com/gate", "True")
+      yield* patchCondition("Ready", "False")
+      const after = yield* eventually("Ready repaired", Effect.map(conditions, (all) => (all.includes("Ready=True") ? all : undefined)))
+      assert.deepStrictEqual(after, ["Initialized=True", "Ready=True", "PodScheduled=True", "example.com/gate=True"])
     }).pipe(quiet)), { timeout: 45_000 })
 
   it.live("no warm capacity: ProviderFailed/Pending naming the cause, Running once a claim is freed", () =>
