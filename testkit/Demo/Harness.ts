@@ -59,16 +59,28 @@ export interface ClusterOptions {
   readonly keepDir?: boolean
 }
 
-/** A free loopback TCP port (bound and released; the daemon binds it right after). */
-export const freePort: Effect.Effect<number, StepFailed> = Effect.callback<number, StepFailed>((resume) => {
+/**
+ * `count` free loopback TCP ports, all different: each is bound, and all are held until every one
+ * is, then released (the daemon binds them right after). Ports asked for one at a time can come
+ * back equal, the first having been released before the second was chosen.
+ */
+export const freePorts = (count: number): Effect.Effect<ReadonlyArray<number>, StepFailed> =>
+  Effect.scoped(Effect.forEach(Array.from({ length: count }), () =>
+    Effect.acquireRelease(bindLoopback, (server) => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))).pipe(
+      Effect.map((server) => {
+        const address = server.address()
+        return typeof address === "object" && address !== null ? address.port : 0
+      })
+    )))
+
+const bindLoopback: Effect.Effect<net.Server, StepFailed> = Effect.callback<net.Server, StepFailed>((resume) => {
   const server = net.createServer()
   server.once("error", (e) => resume(Effect.fail(new StepFailed({ step: "setup", message: `no free port: ${e.message}` }))))
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    const port = typeof address === "object" && address !== null ? address.port : 0
-    server.close(() => resume(Effect.succeed(port)))
-  })
+  server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
 })
+
+/** One free loopback TCP port (see `freePorts`). */
+export const freePort: Effect.Effect<number, StepFailed> = Effect.map(freePorts(1), (ports) => ports[0] ?? 0)
 
 /** Both simulators on loopback, a temp directory with the kubeconfig and token file; all gone with the scope. */
 export const startCluster = (options: ClusterOptions = {}): Effect.Effect<Cluster, StepFailed, Scope.Scope> =>
@@ -164,8 +176,7 @@ export type DaemonTarget = Pick<Cluster, "kubeconfigPath" | "sandboxdUrl" | "tok
  */
 export const spawnDaemon = (cluster: DaemonTarget, options: DaemonOptions = {}): Effect.Effect<Daemon, StepFailed, Scope.Scope> =>
   Effect.gen(function*() {
-    const kubeletPort = yield* freePort
-    const metricsPort = yield* freePort
+    const [kubeletPort = 0, metricsPort = 0] = yield* freePorts(2)
     const [program, ...leading] = options.command ?? [binary]
     const args = [
       ...leading,
