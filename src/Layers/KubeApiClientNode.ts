@@ -782,12 +782,29 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
     })
   })
 
+/** The current cluster's server URL (as a URL writes it) when it holds a user name or password. */
+const serverWithCredentials = (kubeConfig: KubeConfig): string | undefined => {
+  const server = kubeConfig.getCurrentCluster()?.server
+  if (server === undefined || !URL.canParse(server)) return undefined
+  const url = new URL(server)
+  return url.username !== "" || url.password !== "" ? url.href : undefined
+}
+
 /** The live layer: kubeconfig per `AppConfig.kubeconfig` (else in-cluster, else $KUBECONFIG), limiter per qps/burst. */
 export const layer = Layer.effect(
   KubeApi,
   Effect.gen(function*() {
     const config = yield* AppConfig
     const { kubeConfig } = yield* KubeConfigLoader.load(config.kubeconfig)
+    // Refused at start, not at each request: the user info of a server URL is never sent, and
+    // every call would fail the same way while the daemon waited for an apiserver that answers
+    // (node registration waits for one, CHK-08).
+    const server = serverWithCredentials(kubeConfig)
+    if (server !== undefined) {
+      return yield* new KubeConfigMissing({
+        message: `the kubeconfig's server URL carries credentials, which are never sent (basic auth belongs in the kubeconfig's user): ${redactUrlUserinfo(server)}`
+      })
+    }
     const build = yield* Effect.serviceOption(BuildInfo)
     const userAgent = Option.match(build, { onNone: () => "vk-sandbox", onSome: (info) => `vk-sandbox/${info.version}` })
     return yield* make(kubeConfig, { ...defaultOptions, qps: config.kubeApiQps, burst: config.kubeApiBurst, userAgent }).pipe(
