@@ -196,7 +196,8 @@ const HealthLayer = Layer.unwrap(
     const sampleProcess = yield* ProcessMetrics.make
     return HealthServer.layer(config.metricsAddr, {
       extraMetrics: Effect.map(sampleProcess, (sample) => ProcessMetrics.render(sample, build)),
-      unhealthy: loops.stopped,
+      // HZ-1: the background loops and the pod controller's parts that have stopped.
+      unhealthy: Effect.map(Effect.all([loops.stopped, pods.stopped]), ([a, b]) => [...a, ...b]),
       notReady: Effect.gen(function*() {
         const missing: Array<string> = []
         if (Option.isNone(yield* node.node)) missing.push("node not registered")

@@ -24,6 +24,8 @@ export class ClaimsStartup extends Context.Service<ClaimsStartup, StartupSummary
 export interface PodControllerHandle {
   /** True once the first complete list succeeded and every Pod was handed to the workers. */
   readonly synced: Effect.Effect<boolean>
+  /** The controller's parts that should run for as long as it does but have ended (HZ-1). */
+  readonly stopped: Effect.Effect<ReadonlyArray<string>>
   /** The Pods this controller currently knows from the apiserver (slim). */
   readonly cachedPods: Effect.Effect<ReadonlyArray<Pod>>
   /** Stop admitting reconciles and wait, at most `timeout`, for those in flight. */

@@ -165,8 +165,11 @@ export const make = (
           Effect.catchTag("KubeGone", (error) => Effect.succeed({ _tag: "Gone" as const, error })),
           Effect.catch((error: KubeError) => Effect.succeed({ _tag: "Failed" as const, error }))
         )
-        // Whichever ends first: the watch (its scope closes the request when the check wins).
-        const outcome = yield* Effect.race(
+        // Whichever ends first: the watch (its scope closes the request when the check wins). The
+        // first to end, not the first to succeed: a defect in the watch (a hook's bug) then ends the
+        // informer, which is logged and fails /healthz (HZ-1), instead of leaving it waiting on the
+        // check for good with a frozen cache.
+        const outcome = yield* Effect.raceFirst(
           watched,
           Effect.map(wentBackwards, (server) => ({ _tag: "Backwards" as const, server }))
         )

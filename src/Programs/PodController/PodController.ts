@@ -10,7 +10,7 @@
  * Every retry (both keyed queues, the informer's list and re-watch) waits on steps of one retry
  * schedule (`Backoff.ts`). A periodic resync re-examines every cached Pod and its last push.
  */
-import { Clock, Duration, Effect, Option, type Scope, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, type Fiber, Option, type Scope, Stream } from "effect"
 import type { AppConfigShape } from "../../Schemas/Config.ts"
 import { AppConfig } from "../../Services/Config.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
@@ -141,8 +141,25 @@ export const make = (
         ), { concurrency: 8, discard: true })
     })
 
-    yield* provider.statusPushes.pipe(Stream.runForEach(status.push), Effect.forkScoped)
-    yield* provider.retryNow.pipe(Stream.runForEach((key) => podQueue.enqueue(key, "now")), Effect.forkScoped)
+    // HZ-1: the parts that run for as long as the controller does. One that ends (a defect, a stream
+    // that completes) is logged with its cause and named by `stopped`, which /healthz reports, so
+    // the kubelet's liveness probe restarts a daemon whose cache froze instead of it looking healthy.
+    const parts: Array<{ readonly name: string; readonly fiber: Fiber.Fiber<unknown, unknown> }> = []
+    const runForever = (name: string) => <E, R>(self: Effect.Effect<unknown, E, R>) =>
+      self.pipe(
+        Effect.onExit((exit) =>
+          Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
+            ? Effect.void
+            : Effect.logError("pod controller part stopped; /healthz fails from now on").pipe(
+              Effect.annotateLogs({ part: name, ...(Exit.isFailure(exit) ? { cause: Cause.pretty(exit.cause) } : {}) })
+            )
+        ),
+        Effect.forkScoped,
+        Effect.tap((fiber) => Effect.sync(() => void parts.push({ name, fiber })))
+      )
+
+    yield* provider.statusPushes.pipe(Stream.runForEach(status.push), runForever("status-pushes"))
+    yield* provider.retryNow.pipe(Stream.runForEach((key) => podQueue.enqueue(key, "now")), runForever("retry-now"))
 
     // sandboxd accepts the node token again (a rotation, or a refusing proxy gone): the creates
     // that failed meanwhile wait on the slow schedule, so they go now instead.
@@ -154,7 +171,7 @@ export const make = (
             for (const key of yield* reconciler.retainedKeys) yield* podQueue.enqueue(key, "now")
           })
         ),
-        Effect.forkScoped
+        runForever("token-accepted")
       )
     }
 
@@ -163,7 +180,7 @@ export const make = (
       observed: status.repair,
       removed: status.forget,
       firstSync: danglingSweep
-    }).pipe(Effect.forkScoped)
+    }).pipe(runForever("informer"))
 
     // Resync: re-examine every known Pod; also the status repair check.
     yield* Effect.gen(function*() {
@@ -174,7 +191,7 @@ export const make = (
     }).pipe(
       Effect.delay(options.resyncInterval),
       Effect.forever,
-      Effect.forkScoped
+      runForever("resync")
     )
 
     const started = yield* Clock.currentTimeMillis
@@ -182,6 +199,7 @@ export const make = (
 
     return {
       synced: informer.synced,
+      stopped: Effect.sync(() => parts.filter((part) => part.fiber.pollUnsafe() !== undefined).map((part) => part.name)),
       cachedPods: informer.pods,
       drain: (timeout: Duration.Duration) =>
         Effect.gen(function*() {

@@ -278,6 +278,26 @@ const advance = (millis: number) =>
   })
 
 describe("PodController (stubbed)", () => {
+  it.effect("HZ-1: a part that dies (a defect in the informer's watch) is named by stopped; the others keep running", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([pod("web", "u-1")])
+      const { handle, counts } = yield* start(pods, () => Stream.die(new Error("a bug in a watch hook")))
+      yield* advance(2_000)
+      assert.isTrue(yield* handle.synced, "the first list was taken")
+      assert.deepStrictEqual(yield* handle.stopped, ["informer"])
+      assert.strictEqual(counts.watches, 1, "a defect is not retried")
+    }).pipe(quiet)))
+
+  it.effect("HZ-1: while every part runs (watch failures retried on the backoff included), stopped is empty", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([pod("web", "u-1")])
+      const { handle, counts } = yield* start(pods, () =>
+        Stream.fail(new KubeUnavailable({ operation: "watchPods", status: 500, message: "boom" })))
+      yield* advance(5_000)
+      assert.isAbove(counts.watches, 1, "the failed watch was retried")
+      assert.deepStrictEqual(yield* handle.stopped, [])
+    }).pipe(quiet)))
+
   it.effect("another writer's Pod conditions survive: no status write removes them, however many watch events and resyncs pass (ST-12)", () =>
     Effect.scoped(Effect.gen(function*() {
       const model = new CountingModel()
