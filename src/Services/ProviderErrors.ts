@@ -127,7 +127,8 @@ export class ExpiredClaimUnlistable extends Schema.TaggedError<ExpiredClaimUnlis
   pod: Schema.String,
   claimId: Schema.String,
   deadline: Schema.String,
-  cause: SandboxdListError,
+  /** Absent when sandboxd's listing left the claim out but its absence is not confirmed yet. */
+  cause: Schema.optionalKey(SandboxdListError),
   message: Schema.String
 }) {
   get retryable(): true {

@@ -239,6 +239,40 @@ describe("expiry settlement in CreatePod (LEASE-5) and GetPodStatus (LEASE-8)", 
       assert.strictEqual(pushed.status?.phase, "Running")
     }).pipe(Effect.provide(world({ sim: { archiveRetention: 0 } }), { local: true })))
 
+  it.effect("expired, still live, one listing misses it: the by-id read finds it and it is adopted, no second VM (LEASE-5)", () =>
+    Effect.gen(function*() {
+      const sim = yield* SandboxdSim
+      const record = yield* createThenArchive
+      yield* forgetPod("web")
+      // One well-formed listing that leaves the live VM out.
+      yield* sim.injectFault("list", SimFault.body(200, `{"sandboxes":[]}`), { times: 1 })
+      const outcome = yield* (yield* Provider).createPod(pod("web", { uid: "uid-2" }))
+      assert.deepStrictEqual(outcome, { _tag: "Adopted", claimId: record.id })
+      assert.strictEqual((yield* claimOf("web")).record.id, record.id, "the live VM's token is still held")
+      assert.strictEqual(yield* claimCount, 1, "no second claim for the key")
+      assert.deepStrictEqual(yield* simIds, [record.id])
+    }).pipe(Effect.provide(world({ sim: { archiveRetention: 0 } }), { local: true })))
+
+  it.effect("expired, one listing misses it and sandboxd has no by-id read: CreatePod refuses, nothing dropped (LEASE-5)", () =>
+    Effect.gen(function*() {
+      const sim = yield* SandboxdSim
+      yield* sim.setRevision({ byIdRead: false })
+      const record = yield* createThenArchive
+      yield* forgetPod("web")
+      yield* sim.injectFault("list", SimFault.body(200, `{"sandboxes":[]}`), { times: 1 })
+      const error = yield* Effect.flip((yield* Provider).createPod(pod("web", { uid: "uid-2" })))
+      assert.strictEqual(error._tag, "ExpiredClaimUnlistable")
+      assert.isTrue(error.retryable)
+      assert.strictEqual((yield* claimOf("web")).record.id, record.id)
+      assert.strictEqual(yield* claimCount, 1)
+      // The next listing shows it: the retry adopts the same VM.
+      assert.deepStrictEqual(yield* (yield* Provider).createPod(pod("web", { uid: "uid-2" })), {
+        _tag: "Adopted",
+        claimId: record.id
+      })
+      assert.strictEqual(yield* claimCount, 1)
+    }).pipe(Effect.provide(world({ sim: { archiveRetention: 0 } }), { local: true })))
+
   it.effect("expired and sandboxd cannot be listed: CreatePod refuses, the credential kept", () =>
     Effect.gen(function*() {
       const old = yield* createThenExpire

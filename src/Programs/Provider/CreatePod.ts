@@ -31,6 +31,7 @@ import { ClaimTable } from "../../Services/ClaimTable.ts"
 import { type CreatePodOutcome, ProviderEvents } from "../../Services/Provider.ts"
 import { failpoint } from "../../Services/Failpoints.ts"
 import { claimOutcomeOf, SandboxdClient, type SandboxdClaimError, SandboxdTimeout, SandboxdUnreachable } from "../../Services/SandboxdClient.ts"
+import { confirmAbsence } from "../Absence.ts"
 import { verifyQuarantinedClaims } from "../ClaimVerifier.ts"
 import {
   annotationValue,
@@ -86,7 +87,7 @@ const resolveQuarantined = Effect.fnUntraced(function*(key: PodKey) {
   }
 })
 
-/** LEASE-5: a settled claim past its cached deadline is refreshed (still listed) or dropped. */
+/** LEASE-5: a settled claim past its cached deadline is refreshed (still there) or dropped (confirmed gone). */
 const settleExpiredClaim = Effect.fnUntraced(function*(key: PodKey) {
   const table = yield* ClaimTable
   const sandboxd = yield* SandboxdClient
@@ -112,6 +113,22 @@ const settleExpiredClaim = Effect.fnUntraced(function*(key: PodKey) {
     // Archiving rewrites leases: the listing's deadline wins, whatever it is (LEASE-6).
     yield* table.refreshDeadline(key, id, listed.deadline)
   } else {
+    // LEASE-5: a listing can miss a live claim, and this row holds the VM's only token, so it is
+    // dropped only when sandboxd confirms the absence, as the lease watch requires.
+    const verdict = yield* confirmAbsence(id, now)
+    if (verdict._tag === "Present") {
+      yield* table.refreshDeadline(key, id, verdict.sandbox.deadline)
+      return
+    }
+    if (verdict._tag === "Unconfirmed") {
+      return yield* new ExpiredClaimUnlistable({
+        pod: key,
+        claimId: id,
+        deadline: formatSeconds(deadline.value),
+        message:
+          `pod ${key} holds claim ${id} past its cached deadline ${formatSeconds(deadline.value)}, which sandboxd's listing left out but has not confirmed gone (${verdict.reason}): not overwriting what may be a live sandbox's only credential`
+      })
+    }
     yield* table.dropClaim(key, id)
     yield* Effect.logInfo("dropped an expired claim the node no longer holds").pipe(
       Effect.annotateLogs({ pod: key, claim: id })
@@ -345,7 +362,7 @@ export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
   yield* resolveQuarantined(key)
   // 2b. a claim whose outcome is unknown is settled before the key claims again.
   yield* settleDoubt(key)
-  // 3. a settled claim past its deadline: refreshed when still listed, dropped when not.
+  // 3. a settled claim past its deadline: refreshed while it lives, dropped once confirmed gone.
   yield* settleExpiredClaim(key)
   // 4. adopt in place: the same VM for the replacement Pod (no template/TTL checks here), or the
   // same Pod re-attached to its own (every Pod whose row was loaded, on a restart).
