@@ -1,5 +1,5 @@
 /**
- * The audit-only orphan scan (ORPH-1, ORPH-4). It compares sandboxd's
+ * The audit-only orphan scan (ORPH-1, ORPH-4, ORPH-5). It compares sandboxd's
  * listing with the claims table and only reports: background reconciliation cannot prove user
  * intent, so it never releases, drops or changes anything. A failed listing skips the cycle:
  * a failed query is not an empty list.
@@ -13,6 +13,7 @@
 import { Duration, Effect, Metric, Ref, Schedule } from "effect"
 import { AppConfig } from "../Services/Config.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
+import { ClaimDoubts } from "../Services/ClaimDoubts.ts"
 import { ClaimTable, type ClaimTableState } from "../Services/ClaimTable.ts"
 import { EventRecorder } from "../Services/EventRecorder.ts"
 import { type ListedSandbox, SandboxdClient } from "../Services/SandboxdClient.ts"
@@ -26,11 +27,18 @@ export type OrphanVerdict =
 
 const verdictKey = (v: OrphanVerdict) => `${v._tag}:${v.id}`
 
-/** One comparison; pure. */
-export const judge = (state: ClaimTableState, listed: ReadonlyArray<ListedSandbox>): ReadonlyArray<OrphanVerdict> => {
+/** One comparison; pure. `inDoubt`: the keys whose claim outcome is unknown (`ClaimDoubts`). */
+export const judge = (
+  state: ClaimTableState,
+  listed: ReadonlyArray<ListedSandbox>,
+  inDoubt: Iterable<PodKey>
+): ReadonlyArray<OrphanVerdict> => {
   const claimed = new Map<ClaimId, PodKey>()
   for (const [key, row] of state.rows) claimed.set(row.record.id, key)
-  const localKeys = new Set<string>([...state.rows.keys(), ...state.pods.keys()])
+  // ORPH-5: a key in doubt is this node's too, though it may have neither a row nor a tracked Pod
+  // (a lost claim reply leaves no row, and the pod controller tracks a Pod only once it runs): a
+  // VM carrying it is exactly the stray a lost reply leaves, never someone else's.
+  const localKeys = new Set<string>([...state.rows.keys(), ...state.pods.keys(), ...inDoubt])
   const listedIds = new Set<ClaimId>()
   const verdicts: Array<OrphanVerdict> = []
   for (const row of listed) {
@@ -72,6 +80,7 @@ const STRAYS_NAMED = 10
 
 export const make = Effect.gen(function*() {
   const table = yield* ClaimTable
+  const doubts = yield* ClaimDoubts
   const sandboxd = yield* SandboxdClient
   const config = yield* AppConfig
   const recorder = yield* Effect.serviceOption(EventRecorder)
@@ -88,7 +97,9 @@ export const make = Effect.gen(function*() {
       Effect.option
     )
     if (listed._tag === "None") return undefined
-    const verdicts = judge(yield* table.state, listed.value)
+    // Doubts before the table: one settled in between has already made its row when the table is read.
+    const inDoubt = yield* doubts.all
+    const verdicts = judge(yield* table.state, listed.value, inDoubt.keys())
     const seen = yield* Ref.get(previous)
     const fresh = verdicts.filter((v) => !seen.has(verdictKey(v)))
     yield* Effect.forEach(fresh, report, { discard: true })

@@ -9,6 +9,7 @@ import { TestClock } from "effect/testing"
 import * as OrphanScanner from "../../src/Programs/OrphanScanner.ts"
 import { type ClaimRecord, ClaimState } from "../../src/Schemas/Claims.ts"
 import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
+import { ClaimDoubts } from "../../src/Services/ClaimDoubts.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { Provider } from "../../src/Services/Provider.ts"
 import { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
@@ -119,7 +120,7 @@ describe("OrphanScanner.scanOnce", () => {
       assert.strictEqual(yield* sandboxdCalls("release"), 0)
     })))
 
-  it.effect("a lost claim response leaves a stray of this node: reported as a possible orphan naming the pod key, kept", () =>
+  it.effect("a lost claim response leaves a stray of this node: reported as a possible orphan naming the pod key, kept (ORPH-5)", () =>
     inWorld(Effect.gen(function*() {
       lines.length = 0
       const provider = yield* Provider
@@ -130,8 +131,11 @@ describe("OrphanScanner.scanOnce", () => {
       assert.isTrue(Option.isNone(yield* ClaimTable.use((table) => table.held(webKey))))
       const [lost] = yield* SandboxdSim.use((sim) => sim.claims)
       assert.strictEqual(lost?.claimRef, webKey)
-      // the Pod is tracked (the retry will come), but whether or not, the key is this node's
-      yield* ClaimTable.use((table) => table.storePod(webKey, pod))
+      // As in the daemon: the key has no row and no tracked Pod (a Pod is tracked once it runs);
+      // only its doubt makes it this node's.
+      const state = yield* ClaimTable.use((table) => table.state)
+      assert.isFalse(state.pods.has(webKey))
+      assert.isTrue(Option.isSome(yield* ClaimDoubts.use((doubts) => doubts.get(webKey))))
       const verdicts = yield* (yield* OrphanScanner.make).scanOnce
       assert.deepStrictEqual(verdicts, [{ _tag: "Stray", id: lost!.id as ClaimId, pod: webKey }])
       const [line] = verdictLines()
