@@ -3,9 +3,10 @@
  *
  * ENTRY POINTS (for CreatePod and for crash recovery after a restart):
  *
- *   markInDoubt({ key, podUid, startedAt })   -- a claim for `key` was (or may have been) sent at
- *                                                `startedAt` for Pod generation `podUid`, and no
- *                                                token came back. Call it BEFORE the key can take
+ *   markInDoubt({ key, podUid, startedAt,      -- a claim for `key` was (or may have been) sent at
+ *                 abandonedAt })                  `startedAt` for Pod generation `podUid`, and no
+ *                                                token came back by `abandonedAt`, when the daemon
+ *                                                stopped waiting. Call it BEFORE the key can take
  *                                                new work; CreatePod then refuses to claim for the
  *                                                key until `resolveDoubt` settles it.
  *   resolveDoubt(key)                          -- one attempt to settle the doubt. Safe to call at
@@ -30,10 +31,11 @@
  * token; a 204 still waits for a later listing to confirm the id gone, and a 404 proves nothing
  * (revisions without root release and open nodes answer it for live claims), so such a sandbox
  * keeps the key in doubt and is reported as a stray. With none found, the doubt ends only when
- * the listing was taken after the attempt's timeout plus `--claim-settle-time`: before that,
- * sandboxd may still be making the VM.
+ * the listing was taken `--claim-settle-time` after the attempt was abandoned (and no earlier
+ * than its send time plus `--sandboxd-timeout` plus the settle time): before that, sandboxd may
+ * still be making the VM.
  */
-import { Cause, DateTime, Duration, Effect, Exit, Metric, Option } from "effect"
+import { Cause, DateTime, Effect, Exit, Metric, Option } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
 import { claimStates } from "../Schemas/Claims.ts"
 import { effectiveSettleTime } from "../Schemas/Config.ts"
@@ -56,7 +58,12 @@ export type DoubtResolution =
   | { readonly _tag: "Pending"; readonly reason: string; readonly strays: ReadonlyArray<ClaimId> }
 
 /** Puts `key` in doubt (see the module comment). */
-export const markInDoubt = (doubt: { readonly key: PodKey; readonly podUid: string; readonly startedAt: DateTime.Utc }) =>
+export const markInDoubt = (doubt: {
+  readonly key: PodKey
+  readonly podUid: string
+  readonly startedAt: DateTime.Utc
+  readonly abandonedAt: DateTime.Utc
+}) =>
   ClaimDoubts.use((doubts) => Effect.andThen(doubts.add(doubt), publishDoubtCount))
 
 /** The `vk_sandbox_claims_in_doubt` gauge follows the doubt set. */
@@ -185,16 +192,21 @@ export const resolveDoubt = Effect.fn("ClaimDoubt.resolve")(function*(key: PodKe
       strays: []
     } as DoubtResolution
   }
+  // CRT-22: the window counts from when the attempt was abandoned, not from when it was sent. A
+  // claim may wait for a connection permit before its request (and its timeout) even starts, so
+  // `startedAt + timeout` can pass while sandboxd is still making the VM.
   const settledAt = DateTime.addDuration(
-    doubt.startedAt,
-    Duration.sum(config.sandboxdTimeout, effectiveSettleTime(config))
+    DateTime.max(DateTime.addDuration(doubt.startedAt, config.sandboxdTimeout), doubt.abandonedAt),
+    effectiveSettleTime(config)
   )
   if (DateTime.isLessThan(listedAt, settledAt)) {
     return {
       _tag: "Pending",
       reason: `sandboxd may still be making the VM of the attempt sent at ${
         DateTime.formatIso(doubt.startedAt)
-      }; no listing before ${DateTime.formatIso(settledAt)} can prove it made none`,
+      } and abandoned at ${DateTime.formatIso(doubt.abandonedAt)}; no listing before ${
+        DateTime.formatIso(settledAt)
+      } can prove it made none`,
       strays: []
     } as DoubtResolution
   }

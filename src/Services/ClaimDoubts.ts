@@ -20,6 +20,12 @@ export interface Doubt {
   readonly podUid: string
   /** When the claim that may have made a VM was sent: only sandboxes made after it can be its. */
   readonly startedAt: DateTime.Utc
+  /**
+   * When the daemon stopped waiting for it (the attempt failed, or its intent was loaded at
+   * startup). The request's own timeout starts only once it has a connection permit, so this can
+   * be long after `startedAt + --sandboxd-timeout`; the settle window counts from the later one.
+   */
+  readonly abandonedAt: DateTime.Utc
   /** Released with the root token (204), absence not yet confirmed by a later listing. */
   readonly releasing: ReadonlyArray<ClaimId>
   /** Sandboxes of this attempt that could be neither adopted nor released (reported as strays). */
@@ -36,10 +42,15 @@ export class ClaimDoubts extends Context.Service<ClaimDoubts, {
   readonly all: Effect.Effect<ReadonlyMap<PodKey, Doubt>>
   readonly get: (key: PodKey) => Effect.Effect<Option.Option<Doubt>>
   /**
-   * Puts `key` in doubt. When it already is, the earlier `startedAt` is kept: its window covers
-   * both attempts.
+   * Puts `key` in doubt. When it already is, the earlier `startedAt` and the later `abandonedAt`
+   * are kept: the window covers both attempts.
    */
-  readonly add: (doubt: { readonly key: PodKey; readonly podUid: string; readonly startedAt: DateTime.Utc }) => Effect.Effect<void>
+  readonly add: (doubt: {
+    readonly key: PodKey
+    readonly podUid: string
+    readonly startedAt: DateTime.Utc
+    readonly abandonedAt: DateTime.Utc
+  }) => Effect.Effect<void>
   /** Replaces the doubt of `key` when there is one. */
   readonly update: (key: PodKey, f: (doubt: Doubt) => Doubt) => Effect.Effect<void>
   /** The doubt is resolved. */

@@ -22,12 +22,17 @@ export const makeClaimDoubts = Effect.gen(function*() {
   return ClaimDoubts.of({
     all: read((s) => s.doubts),
     get: (key) => read((s) => Option.fromUndefinedOr(s.doubts.get(key))),
-    add: ({ key, podUid, startedAt }) =>
+    add: ({ abandonedAt, key, podUid, startedAt }) =>
       Ref.update(ref, (s) => {
         const existing = s.doubts.get(key)
         const doubt: Doubt = existing === undefined
-          ? { key, podUid, startedAt, releasing: [], stuck: [] }
-          : { ...existing, podUid, startedAt: DateTime.min(existing.startedAt, startedAt) }
+          ? { key, podUid, startedAt, abandonedAt, releasing: [], stuck: [] }
+          : {
+            ...existing,
+            podUid,
+            startedAt: DateTime.min(existing.startedAt, startedAt),
+            abandonedAt: DateTime.max(existing.abandonedAt, abandonedAt)
+          }
         return { ...s, doubts: new Map(s.doubts).set(key, doubt) }
       }),
     update: (key, f) =>

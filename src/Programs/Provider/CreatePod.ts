@@ -277,7 +277,8 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
       // sandboxd may have made the VM: never claim over it before a listing says what became of it.
       // The intent stays on disk until then, so a restart keeps the doubt.
       const cause = claimOutcome.error
-      yield* markInDoubt({ key, podUid: pod.metadata?.uid ?? "", startedAt })
+      // Abandoned now, which may be well after startedAt + timeout (the wait for a permit came first).
+      yield* markInDoubt({ key, podUid: pod.metadata?.uid ?? "", startedAt, abandonedAt: yield* DateTime.now })
       yield* Effect.logWarning("claim outcome unknown; the pod key is in doubt until sandboxd's listing settles it").pipe(
         Effect.annotateLogs({ pod: key, err: `${cause._tag}: ${cause.message}` })
       )

@@ -36,8 +36,11 @@ export const startClaimsWith = (listing: Effect.Effect<SandboxListing, SandboxdL
   // claim that may have made a VM no row records: its key is in doubt before any Pod is seen, so
   // the key takes no new work (no claim, no release) until the doubt is resolved.
   const intents = yield* store.intents
+  // CRT-22: the previous process may have sent its claim at any time before it stopped, after
+  // waiting for a permit, so the settle window counts from this load.
+  const loadedAt = yield* DateTime.now
   for (const intent of intents.values()) {
-    yield* markInDoubt({ key: intent.key, podUid: intent.podUID, startedAt: intent.sentAt })
+    yield* markInDoubt({ key: intent.key, podUid: intent.podUID, startedAt: intent.sentAt, abandonedAt: loadedAt })
   }
   // One shared "now" for every back-filled row; the write below makes it the stable start time.
   const now = yield* DateTime.now

@@ -167,6 +167,42 @@ describe("claims whose outcome is unknown", () => {
       assert.strictEqual(yield* claimCount, 2)
     }).pipe(Effect.provide(world(rooted), { local: true })))
 
+  it.effect("a claim that waited for a connection permit: its doubt is not settled before the settle time after it was abandoned (CRT-22)", () =>
+    Effect.gen(function*() {
+      const sim = yield* SandboxdSim
+      const provider = yield* Provider
+      // Claims take longer than the 3 s timeout; one connection permit, so b waits 3 s for a's.
+      yield* sim.injectFault("claim", SimFault.latency("3500 millis"))
+      const a = yield* Effect.forkChild(Effect.result(provider.createPod(pod("a"))))
+      const b = yield* Effect.forkChild(Effect.result(provider.createPod(pod("b"))))
+      let elapsed = 0
+      while (b.pollUnsafe() === undefined && elapsed < 20_000) {
+        for (let j = 0; j < 10; j++) yield* flushIO
+        if (b.pollUnsafe() !== undefined) break
+        yield* TestClock.adjust("100 millis")
+        elapsed += 100
+      }
+      assert.strictEqual(failureTag(yield* Fiber.join(b)), "ClaimInDoubt")
+      assert.isAtLeast(elapsed, 6_000, "b's request started only after a's gave up its permit")
+      assert.strictEqual(failureTag(yield* Fiber.join(a)), "ClaimInDoubt")
+      yield* sim.clearFaults
+      // Sent at 0 s: sent + timeout + settle (6 s) has passed, but b was abandoned at 6 s and
+      // sandboxd is still making its VM. The retry must not claim a second one.
+      yield* TestClock.adjust("100 millis")
+      assert.strictEqual(failureTag(yield* createToEnd(pod("b"), "100 millis")), "ClaimInDoubt")
+      assert.strictEqual(yield* claimCount, 2, "no second claim for b")
+      // Once the VMs are made, each key's retry adopts its own.
+      yield* TestClock.adjust("5 seconds")
+      const adopted = (result: Result.Result<{ readonly _tag: string }, { readonly _tag: string }>) =>
+        Result.isSuccess(result) ? result.success._tag : result.failure._tag
+      assert.strictEqual(adopted(yield* createToEnd(pod("b"))), "Adopted")
+      assert.strictEqual(adopted(yield* createToEnd(pod("a"))), "Adopted")
+      assert.strictEqual(yield* claimCount, 2)
+      assert.deepStrictEqual(yield* vmsPerPod, new Map([[keyOf("a"), 1], [keyOf("b"), 1]]))
+    }).pipe(
+      Effect.provide(world({ ...rooted, config: { ...rooted.config, sandboxdMaxConcurrency: 1 } }), { local: true })
+    ))
+
   for (
     const [what, body] of [
       ["an empty token", `{"id":"sb_00000000000000a1","token":"","deadline":"2030-01-01T00:00:00Z"}`],

@@ -146,6 +146,25 @@ describe("crash recovery: intents found at startup", () => {
       assert.strictEqual((yield* control.diskIntents).size, 0)
     }).pipe(Effect.provide(world(rooted), { local: true })))
 
+  it.effect("an old intent: its window counts from the load, so a VM still being made when the daemon restarts is adopted, not doubled (CRT-22)", () =>
+    Effect.gen(function*() {
+      const store = yield* ClaimsStore
+      const sim = yield* SandboxdSim
+      const client = yield* SandboxdClient
+      // Sent an hour ago, by a process that may have waited that long for a permit before sending.
+      yield* store.intend({ key: keyOf("web"), podUID: "uid-web", sentAt: yield* DateTime.now })
+      yield* TestClock.adjust("1 hour")
+      yield* startClaims
+      const early = yield* toEnd(Provider.use((p) => p.createPod(pod("web"))))
+      assert.strictEqual(Result.isFailure(early) ? early.failure._tag : early.success._tag, "ClaimInDoubt")
+      assert.strictEqual((yield* sim.claims).length, 0, "nothing claimed inside the window")
+      // sandboxd finishes the old claim's VM.
+      const made = yield* Effect.orDie(client.claim({ template: Template, net: "", size: "", ttlSeconds: 0, claimRef: keyOf("web") }))
+      const later = yield* toEnd(Provider.use((p) => p.createPod(pod("web"))))
+      assert.isTrue(Result.isSuccess(later) && later.success._tag === "Adopted" && later.success.claimId === made.id)
+      assert.deepStrictEqual((yield* sim.claims).map((c) => c.id), [made.id], "one VM for the key")
+    }).pipe(Effect.provide(world(rooted), { local: true })))
+
   it.effect("an intent whose claim made no VM: after the settle time the key claims afresh and the intent is gone", () =>
     Effect.gen(function*() {
       const store = yield* ClaimsStore
