@@ -1,6 +1,6 @@
 /**
- * The pod controller's one retry policy: jittered exponential from `initial`, doubling, capped
- * at `max`, forever (1 s → 30 s by default). Every retry of the controller waits on steps of
+ * The pod controller's one retry policy: exponential from `initial`, doubling, capped at `max`,
+ * then jittered ±20 %, forever (1 s → 30 s by default, so 24-36 s once capped; Q-07). Every retry of the controller waits on steps of
  * this one `Schedule`: the per-key queues, the informer's list and re-watch, and the status
  * writer's conflict retries. A test hands the controller a counting schedule to check that.
  */
@@ -16,11 +16,15 @@ export const defaultBackoff: BackoffPolicy = { initial: Duration.seconds(1), max
 /** The delays a retry waits, one per step. */
 export type RetrySchedule = Schedule.Schedule<unknown>
 
-/** Exponential from `initial`, ±20 % jitter, never above `max`. */
+/**
+ * Q-07: exponential from `initial`, capped at `max`, then ±20 % jitter. Capped after the jitter,
+ * every delay from about the 7th retry on was exactly `max`, and a fleet's retries after an
+ * apiserver outage stayed bunched at the cap; jittered after the cap they keep spreading there.
+ */
 export const schedule = (policy: BackoffPolicy): RetrySchedule =>
   Schedule.exponential(policy.initial, 2).pipe(
-    Schedule.jittered,
-    Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, policy.max)))
+    Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, policy.max))),
+    Schedule.jittered
   )
 
 /**

@@ -9,7 +9,7 @@
  *   claims-file write, on sandboxd, on the apiserver's rate limit), so a burst of N keys would
  *   otherwise hold N of them at once; the heap V8 grows for that peak stays resident after it.
  * - A run that asks for a retry waits out a jittered exponential backoff (1 s doubling to 30 s,
- *   forever); one that asks for a slow retry (a refused node token: hammering cannot help) waits
+ *   ±20 %, forever: Q-07); one that asks for a slow retry (a refused node token: hammering cannot help) waits
  *   a step of the slow schedule (the longest delay) instead; one that can only be fixed by a
  *   change parks until the next change or resync.
  *   A change (or an explicit "now") resets the backoff and wakes a waiting key at once.

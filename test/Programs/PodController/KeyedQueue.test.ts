@@ -186,7 +186,7 @@ describe("KeyedQueue", () => {
       assert.strictEqual(yield* queue.size, 0)
     }))
 
-  it.effect("retries with exponential backoff from 1 s capped at 30 s", () =>
+  it.effect("retries with exponential backoff from 1 s capped at 30 s, jittered ±20 % (Q-07)", () =>
     Effect.gen(function*() {
       const attempts = yield* Ref.make(0)
       const queue = yield* KeyedQueue.make<string>(
@@ -203,10 +203,10 @@ describe("KeyedQueue", () => {
       yield* TestClock.adjust("401 millis")
       yield* settle
       assert.strictEqual(yield* Ref.get(attempts), 2, "by 1.2 s")
-      // attempts keep coming forever, never more than 30 s apart
+      // attempts keep coming forever, never more than 36 s apart (the 30 s cap, +20 % jitter: Q-07)
       for (let i = 0; i < 10; i++) {
         const before = yield* Ref.get(attempts)
-        yield* TestClock.adjust("30 seconds")
+        yield* TestClock.adjust("36 seconds")
         yield* settle
         assert.isAbove(yield* Ref.get(attempts), before)
       }

@@ -681,7 +681,7 @@ describe("PodController (stubbed)", () => {
       assert.isAtMost(counts.watches, 6, "the backoff carries over the relist")
     })).pipe(quiet))
 
-  it.effect("every retry path waits on the one retry schedule: a failed list, a failed watch, a failed create, a status 409", () =>
+  it.effect("every retry path waits on the one retry schedule (Q-07): a failed list, a failed watch, a failed create, a status 409", () =>
     Effect.gen(function*() {
       const cases: ReadonlyArray<readonly [string, Behaviour, boolean]> = [
         ["a failed list", { failLists: { left: 1 } }, false],
