@@ -194,13 +194,21 @@ export const mergeProviderMap = (
 }
 
 /**
- * A status as the apiserver will store it when written to pods/status of `current`: the server
- * keeps the Pod's QoS class (fixed at creation) when the write leaves it out, and fills `podIPs`
- * from `podIP` (and back). Comparing this, not the raw push, with the stored status is what makes
- * an unchanged status compare equal (times are compared at whole seconds by `canonical`).
+ * The status strings the apiserver's types mark `omitempty` (of those the slim status holds): a
+ * string set to "" is stored as "" but never served, so the Pod read back lacks it.
+ */
+const omittedWhenEmpty = ["phase", "reason", "message", "hostIP", "podIP", "qosClass"] as const
+
+/**
+ * A status as the apiserver will store it when written to pods/status of `current` (ST-13): an
+ * empty `omitempty` string is left out, as the server serves it; the server keeps the Pod's QoS
+ * class (fixed at creation) when the write leaves it out, and fills `podIPs` from `podIP` (and
+ * back). Comparing this, not the raw push, with the stored status is what makes an unchanged
+ * status compare equal (times are compared at whole seconds by `canonical`).
  */
 export const asServerStores = (status: PodStatus, current: Pod): PodStatus => {
   const out: { -readonly [K in keyof PodStatus]: PodStatus[K] } = { ...status }
+  for (const field of omittedWhenEmpty) if (out[field] === "") delete out[field]
   const qos = current.status?.qosClass
   if (out.qosClass === undefined && qos !== undefined) out.qosClass = qos
   if (out.podIP !== undefined && out.podIP !== "" && (out.podIPs === undefined || out.podIPs.length === 0)) {

@@ -201,6 +201,7 @@ export const make = (
         const result = yield* write(key, push.uid, (pod) => {
           if (isTerminal(pod)) return undefined
           const body = pushedBody(push, pod, base)
+          // ST-13: nothing the server would store differently, no write
           return statusWriteIsNoop(pod, body) ? undefined : body
         }, (written) => (version = written.metadata?.resourceVersion)).pipe(
           Effect.catchTag("KubeInvalid", (error) =>

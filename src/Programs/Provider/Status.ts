@@ -34,7 +34,6 @@ export const runningStatus = (pod: V1Pod, claim: ClaimRecord, ip: PodIp): V1PodS
   }))
   const status: V1PodStatus = {
     phase: "Running",
-    hostIP: address,
     conditions: [
       { type: "Initialized", status: "True" },
       { type: "Ready", status: "True" },
@@ -42,7 +41,10 @@ export const runningStatus = (pod: V1Pod, claim: ClaimRecord, ip: PodIp): V1PodS
     ],
     containerStatuses
   }
+  // ST-13: no address, no hostIP. The apiserver stores an empty hostIP as no hostIP; pushed as
+  // "", the status never compared equal to the Pod it serves and was written again on every push.
   if (address !== "") {
+    status.hostIP = address
     status.podIP = address
     status.podIPs = [{ ip: address }]
   }

@@ -4,7 +4,7 @@
  */
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Fiber, Layer, Option, Queue, Ref, Schedule, Stream } from "effect"
+import { Clock, DateTime, Duration, Effect, Fiber, Layer, Option, Queue, Redacted, Ref, Schedule, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Backoff from "../../../src/Programs/PodController/Backoff.ts"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
@@ -33,6 +33,10 @@ import { manualScheduler } from "../../support/ManualScheduler.ts"
 import * as KubeApiMemory from "../../../testkit/Layers/KubeApiMemory.ts"
 import { Pods } from "../../../testkit/Simulators/Apiserver/Resources.ts"
 import type { PatchType } from "../../../testkit/Simulators/Apiserver/Model.ts"
+import { resolvePodIp } from "../../../src/Programs/Provider/PodIp.ts"
+import { runningPod } from "../../../src/Programs/Provider/Status.ts"
+import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
+import type { ClaimId } from "../../../src/Schemas/Ids.ts"
 import { CountingModel, quiet } from "./harness.ts"
 
 const NODE = "vk-sandboxd"
@@ -170,7 +174,11 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
         next.delete(podKeyOfPod(p))
         return next
       }),
-    getPod: (key) => Effect.map(Ref.get(held), (m) => Option.fromNullishOr(m.get(key))),
+    getPod: (key) =>
+      Effect.map(Ref.get(held), (m) => {
+        behaviour.lookups?.push(key)
+        return Option.fromNullishOr(m.get(key))
+      }),
     // The dangling sweep's read; with `calls`, answered after a yield (other fibers may run).
     getPods: behaviour.calls === undefined
       ? Effect.map(Ref.get(held), (m) => [...m.values()])
@@ -214,6 +222,8 @@ interface Behaviour {
   readonly createsInFlight?: InFlight
   /** Status writes in flight. */
   readonly writesInFlight?: InFlight
+  /** The key of every provider.getPod call (each reconcile of a key makes one). */
+  readonly lookups?: Array<string>
 }
 
 interface Counts {
@@ -251,21 +261,61 @@ const start = (
     return { handle, counts, pushes: provider.pushes }
   })
 
-/** The controller on the in-memory apiserver model (its watch included), with the stub provider. */
-const startOnModel = (model: CountingModel, behaviour: Behaviour, options: PodController.PodControllerOptions) =>
+/**
+ * The controller on the apiserver simulator's model (no HTTP, so on TestClock; its watch
+ * included), with the stubbed provider; `attempts` counts the status writes it sends (the model's `statusWrites` those it
+ * received, the same here: no fault sits between them).
+ */
+const startOnModel = (
+  model: CountingModel,
+  behaviour: Behaviour = {},
+  options: PodController.PodControllerOptions = PodController.defaultOptions
+) =>
   Effect.gen(function*() {
     const provider = yield* providerStub(behaviour)
-    return yield* PodController.make(options).pipe(
+    const api = KubeApiMemory.make(model)
+    const attempts = { count: 0 }
+    const kube = KubeApi.of({
+      ...api,
+      replacePodStatus: (body) => Effect.suspend(() => {
+        attempts.count++
+        return api.replacePodStatus(body)
+      })
+    })
+    const handle = yield* PodController.make(options).pipe(
       Effect.provide(
         Layer.mergeAll(
           AppConfig.layer(testConfig({ nodeName: NODE })),
-          KubeApiMemory.layer(model),
+          Layer.succeed(KubeApi, kube),
           Layer.succeed(PodLifecycle, provider.lifecycle),
           Layer.succeed(EventRecorder, EventRecorder.of({ record: () => Effect.void, forget: () => Effect.void }))
         )
       )
     )
+    return { handle, attempts, pushes: provider.pushes }
   })
+
+/** A Pod bound to the node (a scheduler already ran), created in the model. */
+const createOnModel = (model: CountingModel, name: string) =>
+  Effect.sync(() => {
+    const created = model.create(Pods, "default", {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name, namespace: "default" },
+      spec: { nodeName: NODE, containers: [{ name: "main", image: "python:3.12" }] }
+    })
+    assert.strictEqual(created._tag, "Success")
+  })
+
+/** A claim on a sandboxd whose owner address is a host name: with no --node-ip, no Pod IP (PodIp.ts). */
+const hostnameClaim = (uid: string): ClaimRecord => ({
+  id: `sb_${uid}` as ClaimId,
+  token: Redacted.make("t"),
+  address: "sandboxd-node-7.internal:7000",
+  podUID: uid,
+  claimedAt: Option.some(DateTime.makeUnsafe("2026-11-29T09:00:01.734Z")),
+  deadline: Option.none()
+})
 
 /** Lets the forked fibers run, moving the clock `millis` in 10 ms steps. */
 const advance = (millis: number) =>
@@ -679,6 +729,52 @@ describe("PodController (stubbed)", () => {
       yield* advance(20_000) // backoff 1 s, 2 s, 4 s (±20 %): three failed watches, then the relist
       assert.isAtLeast(counts.lists, 2, "relisted")
       assert.isAtMost(counts.watches, 6, "the backoff carries over the relist")
+    })).pipe(quiet))
+
+  it.effect("after a restart, IP-less re-attached Pods pushed Running again are not written again, on push or resync (ST-13)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const model = new CountingModel()
+      const names = ["web-0", "web-1", "web-2"]
+      const ip = resolvePodIp("sandboxd-node-7.internal:7000", "")
+      assert.strictEqual(ip._tag, "None")
+      // The daemon before the restart: each Pod Running, written through the model as the
+      // provider built it (the simulator stores what kube-apiserver stores).
+      const kube = KubeApiMemory.make(model)
+      yield* Effect.scoped(Effect.gen(function*() {
+        const before = yield* startOnModel(model, { manualPushes: true })
+        for (const name of names) yield* createOnModel(model, name)
+        yield* advance(100)
+        for (const name of names) {
+          const served = yield* kube.getPod("default", name)
+          yield* Queue.offer(before.pushes, runningPod(served, hostnameClaim(served.metadata?.uid ?? ""), ip))
+        }
+        yield* advance(100)
+        assert.strictEqual(before.attempts.count, 3, "one Running write per Pod")
+        const stored = yield* kube.getPod("default", "web-0")
+        assert.strictEqual(stored.status?.phase, "Running")
+        assert.isUndefined(stored.status?.hostIP, "served without an empty hostIP")
+        yield* before.handle.drain(Duration.seconds(1))
+      }))
+
+      // Restarted: a new controller; the provider re-attaches each Pod and pushes Running again.
+      const writesBefore = model.statusWrites
+      const after = yield* startOnModel(model, { manualPushes: true })
+      yield* advance(100)
+      assert.isTrue(yield* after.handle.synced)
+      for (const name of names) {
+        const served = yield* kube.getPod("default", name)
+        yield* Queue.offer(after.pushes, runningPod(served, hostnameClaim(served.metadata?.uid ?? ""), ip))
+      }
+      yield* advance(100)
+      assert.strictEqual(after.attempts.count, 0, "an unchanged status is not sent again")
+      // A second push of the same status, and three resyncs (each runs the status repair check).
+      for (const name of names) {
+        const served = yield* kube.getPod("default", name)
+        yield* Queue.offer(after.pushes, runningPod(served, hostnameClaim(served.metadata?.uid ?? ""), ip))
+      }
+      yield* advance(3 * 60_000 + 100)
+      assert.strictEqual(after.attempts.count, 0, "nor on a repeated push or a resync")
+      assert.strictEqual(model.statusWrites, writesBefore)
     })).pipe(quiet))
 
   it.effect("every retry path waits on the one retry schedule (Q-07): a failed list, a failed watch, a failed create, a status 409", () =>

@@ -13,7 +13,7 @@ import {
 } from "../../../src/Programs/PodController/PodFacts.ts"
 import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
 import type { ClaimId } from "../../../src/Schemas/Ids.ts"
-import { type Pod, PodStatus } from "../../../src/Schemas/Pod.ts"
+import { decodePod, type Pod, PodStatus } from "../../../src/Schemas/Pod.ts"
 import {
   leaseExpiredStatus,
   pendingStatus,
@@ -149,6 +149,54 @@ describe("PodFacts status writes keep other writers' conditions (ST-12)", () => 
     assert.isFalse(statusWriteIsNoop(current, body))
     // no foreign condition: the status is the push's, no empty list added
     assert.isUndefined(statusWriteBody(failed, apiPod(ours), undefined).status?.conditions)
+  })
+})
+
+describe("PodFacts no-op comparison against the served Pod (ST-13)", () => {
+  const claim: ClaimRecord = {
+    id: "sb_1" as ClaimId,
+    token: Redacted.make("t"),
+    address: "sandboxd-node-7.internal:7000",
+    podUID: "u1",
+    claimedAt: Option.some(DateTime.makeUnsafe("2026-11-29T09:00:01.734Z")),
+    deadline: Option.none()
+  }
+  const handed: V1Pod = {
+    metadata: { namespace: "default", name: "p", uid: "u1", resourceVersion: "9", annotations: { "claim-id": "sb_1" } },
+    spec: { containers: [{ name: "main", image: "python:3.12" }] },
+    status: { phase: "Pending" }
+  }
+  /**
+   * The Pod the apiserver serves after storing `status`: its JSON read back, with what the server
+   * adds (the QoS class) and what it drops (an `omitempty` string written as "", served absent).
+   */
+  const served = (status: object): Pod => {
+    const json = JSON.parse(JSON.stringify({ ...handed, metadata: { ...handed.metadata, resourceVersion: "12" }, status })) as {
+      status: Record<string, unknown>
+    }
+    for (const field of ["phase", "reason", "message", "hostIP", "podIP", "qosClass"]) {
+      if (json.status[field] === "") delete json.status[field]
+    }
+    json.status["qosClass"] = "BestEffort"
+    if (json.status["startTime"] !== undefined) json.status["startTime"] = "2026-11-29T09:00:01Z" // whole seconds
+    return Option.getOrThrow(decodePod(json))
+  }
+
+  it("an IP-less Running status compares equal to the Pod served for it: the push is no write", () => {
+    const push: V1Pod = { ...handed, status: runningStatus(handed, claim, { _tag: "None" }) }
+    const current = served(push.status ?? {})
+    assert.isUndefined(current.status?.hostIP, "the server serves no empty hostIP")
+    assert.isTrue(statusWriteIsNoop(current, statusWriteBody(push, current, handed)))
+  })
+
+  it("empty omitempty strings in any push compare as absent; a real value still differs", () => {
+    const status = { phase: "Pending", hostIP: "", podIP: "", message: "", reason: "", qosClass: "" }
+    const push: V1Pod = { ...handed, status }
+    const current = served(status)
+    const body = statusWriteBody(push, current, handed)
+    assert.isTrue(statusWriteIsNoop(current, body))
+    assert.deepStrictEqual(body.status, { phase: "Pending", qosClass: "BestEffort" }, "the server's QoS class, not the empty one")
+    assert.isFalse(statusWriteIsNoop(current, statusWriteBody({ ...push, status: { ...status, message: "starting" } }, current, handed)))
   })
 })
 

@@ -47,9 +47,9 @@ describe("status builders (CRT-20, CRT-21, LEASE-3, UPD-4)", () => {
     })
   })
 
-  it("Running without any usable IP: no podIP/podIPs, hostIP empty", () => {
+  it("Running without any usable IP: no podIP/podIPs, no hostIP (ST-13)", () => {
     const status = runningStatus(pod("web"), claim, { _tag: "None" })
-    assert.strictEqual(status.hostIP, "")
+    assert.isFalse("hostIP" in status, "an empty hostIP is stored as none")
     assert.isUndefined(status.podIP)
     assert.isUndefined(status.podIPs)
   })

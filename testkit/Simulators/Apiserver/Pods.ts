@@ -105,6 +105,21 @@ export const podUpdateErrors = (obj: JsonObject, old: JsonObject): ReadonlyArray
   }]
 }
 
+/** PodStatus's string fields that the API types mark `omitempty`. */
+const omitemptyStatusStrings = ["phase", "message", "reason", "nominatedNodeName", "hostIP", "podIP", "qosClass", "resize"] as const
+
+/**
+ * A pod status string written as "" is the field's zero value: the server stores it as such and
+ * its JSON leaves it out (`omitempty`), so the Pod it serves (the write's reply, a read, a watch
+ * event) has no such field. Dropped here at write time, which serves the same (the daemon's
+ * no-op comparison counts on it: ST-13). Changes `pod`.
+ */
+export const dropEmptyStatusStrings = (pod: JsonObject): void => {
+  const status = pod["status"]
+  if (!isRecord(status)) return
+  for (const field of omitemptyStatusStrings) if (status[field] === "") delete status[field]
+}
+
 /**
  * The v1 ⇄ internal conversion of a pod's IPs: podIP wins when it disagrees with podIPs[0] (and fills an
  * empty podIPs), and podIP is written back as podIPs[0]. hostIP/hostIPs get no such sync. Changes `pod`.

@@ -10,7 +10,7 @@ import { applyDefaults } from "./Kinds.ts"
 import { clone } from "./Patch.ts"
 import { Pods, registryKey, type ResourceInfo } from "./Resources.ts"
 import { metaOf, str } from "./Objects.ts"
-import { keepOnStatusWrite, syncPodIPs } from "./Pods.ts"
+import { dropEmptyStatusStrings, keepOnStatusWrite, syncPodIPs } from "./Pods.ts"
 import { type ApiStatusError, invalid, type JsonObject, staleConflict, uidPreconditionConflict } from "./Status.ts"
 
 /**
@@ -105,7 +105,10 @@ export const updatedObject = (
     }
     if (!sameValue(strip(next), strip(stored))) nm["generation"] = nm["generation"] + 1
   }
-  if (r === Pods) syncPodIPs(next)
+  if (r === Pods) {
+    dropEmptyStatusStrings(next)
+    syncPodIPs(next)
+  }
   applyDefaults(r, next)
   return next
 }

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
   bindPod,
+  dropEmptyStatusStrings,
   isIP,
   keepOnStatusWrite,
   podDefaults,
@@ -50,6 +51,14 @@ describe("pod strategy", () => {
     const c: JsonObject = { status: { startTime: "2026-07-27T02:00:00.999Z", conditions: [{ lastTransitionTime: "2026-07-27T02:00:01.5+02:00", message: "x.5Z" }] } }
     truncatePodTimes(c)
     assert.deepStrictEqual(c["status"], { startTime: "2026-07-27T02:00:00Z", conditions: [{ lastTransitionTime: "2026-07-27T00:00:01Z", message: "x.5Z" }] })
+  })
+
+  it("a top-level status string written as \"\" is served as absent (omitempty); non-empty strings and other fields stay", () => {
+    const pod: JsonObject = {
+      status: { phase: "Running", hostIP: "", podIP: "", message: "", reason: "", nominatedNodeName: "", qosClass: "", conditions: [{ type: "Ready", status: "True" }] }
+    }
+    dropEmptyStatusStrings(pod)
+    assert.deepStrictEqual(pod["status"], { phase: "Running", conditions: [{ type: "Ready", status: "True" }] })
   })
 
   it("grace period: as asked, else the pod's; 0 when never scheduled or terminal; negative means 1", () => {
