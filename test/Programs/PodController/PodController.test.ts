@@ -330,29 +330,6 @@ describe("PodController", () => {
       yield* eventually("alien removed", () => peekPod(world.model, "alien") === undefined, 3000)
     }).pipe(quiet), { timeout: 20_000 })
 
-  it.live("resyncs write no unchanged status (the stored resourceVersions stay); a status someone else changed is repaired once", () =>
-    Effect.gen(function*() {
-      const world = yield* makeWorld()
-      yield* world.start({ ...fastOptions, resyncInterval: Duration.millis(200) })
-      const names = ["idle-a", "idle-b", "idle-c"]
-      for (const name of names) createPod(world.model, podBody(name))
-      for (const name of names) yield* eventually(`${name} Running`, () => running(world.model, name))
-      yield* sleepReal(300)
-      const writes = world.model.statusWrites
-      const versions = names.map((name) => peekPod(world.model, name)?.metadata?.resourceVersion)
-      yield* sleepReal(1200) // about six resyncs
-      assert.strictEqual(world.model.statusWrites, writes, "no status write while nothing changes")
-      assert.deepStrictEqual(names.map((name) => peekPod(world.model, name)?.metadata?.resourceVersion), versions)
-
-      // Another writer blanks what the daemon pushed: the next resync writes it back, once.
-      const stored = asPod(world.model.peek(Pods, NS, "idle-a"))
-      assert.strictEqual(world.model.updateStatus(Pods, NS, "idle-a", { ...stored, status: { ...stored.status, phase: "Pending" } })._tag, "Success")
-      yield* eventually("idle-a repaired", () => peekPod(world.model, "idle-a")?.status?.phase === "Running" ? true : undefined)
-      const repaired = world.model.statusWrites
-      yield* sleepReal(800)
-      assert.strictEqual(world.model.statusWrites, repaired, "the repair is written once")
-    }).pipe(quiet), { timeout: 20_000 })
-
   it.live("the informer's cache holds the slim projection only, whatever else a served Pod carries", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld()

@@ -777,6 +777,45 @@ describe("PodController (stubbed)", () => {
       assert.strictEqual(model.statusWrites, writesBefore)
     })).pipe(quiet))
 
+  it.effect("resyncs write no unchanged status: N resync intervals reconcile each Pod N times with no status write; a status someone else changed is repaired once (ST-13, PC-05)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const model = new CountingModel()
+      const kube = KubeApiMemory.make(model)
+      const names = ["idle-a", "idle-b", "idle-c"]
+      const lookups: Array<string> = []
+      const interval = 5_000
+      const { attempts } = yield* startOnModel(model, { lookups }, {
+        ...PodController.defaultOptions,
+        resyncInterval: Duration.millis(interval)
+      })
+      for (const name of names) yield* createOnModel(model, name)
+      yield* advance(100)
+      assert.strictEqual(attempts.count, 3, "one Running write per Pod")
+      const versions = yield* Effect.forEach(names, (name) => Effect.map(kube.getPod("default", name), (p) => p.metadata?.resourceVersion))
+      const reconciles = (name: string) => lookups.filter((key) => key === `default/${name}`).length
+      const before = names.map(reconciles)
+
+      const passes = 6
+      yield* advance(passes * interval)
+      assert.deepStrictEqual(names.map((name, i) => reconciles(name) - before[i]!), names.map(() => passes), "one reconcile per Pod per resync")
+      assert.strictEqual(attempts.count, 3, "no status write attempt while nothing changes")
+      assert.deepStrictEqual(
+        yield* Effect.forEach(names, (name) => Effect.map(kube.getPod("default", name), (p) => p.metadata?.resourceVersion)),
+        versions
+      )
+
+      // Another writer sets the phase back: the daemon writes its status back, once.
+      const stored = model.peek(Pods, "default", "idle-a")
+      assert.isDefined(stored)
+      const blanked = { ...stored, status: { ...(stored?.["status"] as object), phase: "Pending" } }
+      assert.strictEqual(model.updateStatus(Pods, "default", "idle-a", blanked)._tag, "Success")
+      yield* advance(100)
+      assert.strictEqual(attempts.count, 4, "the repair is written")
+      assert.strictEqual((yield* kube.getPod("default", "idle-a")).status?.phase, "Running")
+      yield* advance(passes * interval)
+      assert.strictEqual(attempts.count, 4, "and written once")
+    })).pipe(quiet))
+
   it.effect("every retry path waits on the one retry schedule (Q-07): a failed list, a failed watch, a failed create, a status 409", () =>
     Effect.gen(function*() {
       const cases: ReadonlyArray<readonly [string, Behaviour, boolean]> = [
