@@ -16,6 +16,8 @@ export const PodLifecycleProviderLayer: Layer.Layer<PodLifecycle, never, Provide
       createPod: provider.createPod,
       updatePod: provider.updatePod,
       deletePod: (pod) => Effect.asVoid(provider.deletePod(pod)),
+      settleGone: (key) => Effect.asVoid(provider.settleGone(key)),
+      doubtKeys: provider.doubtKeys,
       getPod: (key) => {
         const [namespace, name] = splitPodKey(key)
         return provider.getPod(namespace, name)

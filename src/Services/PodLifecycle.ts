@@ -25,6 +25,14 @@ export class PodLifecycle extends Context.Service<PodLifecycle, {
   readonly updatePod: (pod: V1Pod) => Effect.Effect<void>
   /** Idempotent; a release that failed (or a doubt not yet settled) is retried. */
   readonly deletePod: (pod: V1Pod) => Effect.Effect<void, DeletePodError>
+  /**
+   * DEL-3: the key's Pod is gone from the apiserver and not tracked: a claim of the key in doubt
+   * is settled (its VM released, or shown never made); fails while that cannot be done yet.
+   * Cheap when the key is not in doubt.
+   */
+  readonly settleGone: (key: PodKey) => Effect.Effect<void, DeletePodError>
+  /** Keys in doubt now: after a restart, some may name Pods that no longer exist. */
+  readonly doubtKeys: Effect.Effect<ReadonlyArray<PodKey>>
   readonly getPod: (key: PodKey) => Effect.Effect<Option.Option<V1Pod>>
   readonly getPods: Effect.Effect<ReadonlyArray<V1Pod>>
   /** Status pushes (NotifyPods): each is a whole Pod whose status (and annotations) should be written. */

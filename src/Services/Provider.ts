@@ -13,6 +13,9 @@ export type CreatePodOutcome =
   | { readonly _tag: "Claimed"; readonly claimId: ClaimId }
   | { readonly _tag: "Adopted"; readonly claimId: ClaimId }
 
+/** What settling a gone Pod's key did: nothing (no doubt), or its stand-in delete's outcome (`NoClaim`: the claim made no VM). */
+export type SettleGoneOutcome = "NotInDoubt" | DeleteOutcome["_tag"]
+
 export class Provider extends Context.Service<Provider, {
   /** CRT-3. Succeeds once the Pod is Running and its claim is on disk (or it was adopted). */
   readonly createPod: (pod: V1Pod) => Effect.Effect<CreatePodOutcome, CreatePodError>
@@ -20,6 +23,13 @@ export class Provider extends Context.Service<Provider, {
   readonly updatePod: (pod: V1Pod) => Effect.Effect<void>
   /** DEL-1 with the AUTH-* verdicts (`Programs/Provider/DeletePod.ts`); idempotent. */
   readonly deletePod: (pod: V1Pod) => Effect.Effect<DeleteOutcome, ReleaseFailed | ClaimInDoubt>
+  /**
+   * DEL-3: the Pod of `key` is gone from the apiserver and no Pod is tracked for it: a claim of
+   * the key in doubt is settled (`Programs/Provider/SettleGone.ts`); fails while it cannot be yet.
+   */
+  readonly settleGone: (key: PodKey) => Effect.Effect<SettleGoneOutcome, ReleaseFailed | ClaimInDoubt>
+  /** The keys in doubt now (memory only). */
+  readonly doubtKeys: Effect.Effect<ReadonlyArray<PodKey>>
   /** UPD-2: a copy of the tracked Pod, None when absent. Memory only. */
   readonly getPod: (namespace: string, name: string) => Effect.Effect<Option.Option<V1Pod>>
   /** UPD-3: copies of every tracked Pod, each with the status UPD-4 reports for it. */

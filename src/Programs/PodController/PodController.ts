@@ -133,6 +133,11 @@ export const make = (
       const dangling: Array<typeof held[number]> = []
       for (const pod of held) if (Option.isNone(yield* informer.get(podKeyOfPod(pod)))) dangling.push(pod)
       if (dangling.length > 0) yield* Effect.logInfo("dangling pods at startup").pipe(Effect.annotateLogs({ count: dangling.length }))
+      // DEL-3: a key in doubt whose Pod is not listed (an intent left by a crash for a Pod deleted
+      // while the daemon was down) gets a run of its own, which settles it.
+      for (const key of yield* provider.doubtKeys) {
+        if (Option.isNone(yield* informer.get(key))) yield* podQueue.enqueue(key, "change")
+      }
       yield* Effect.forEach(dangling, (pod) =>
         provider.deletePod(pod).pipe(
           Effect.catch((failure: DeletePodError) =>

@@ -2,7 +2,8 @@
  * The reconciler: for one key, the decision is a pure function of the Pod the informer holds and
  * what the provider tracks (`decide`), and a small executor carries it out (`make`).
  *
- * - Gone from the apiserver: the provider lets go of what it tracks (deletePod is idempotent).
+ * - Gone from the apiserver: the provider lets go of what it tracks (deletePod is idempotent);
+ *   tracking nothing, it still settles a claim of the key in doubt (DEL-3).
  * - Being deleted: nothing runs → the final grace-0 delete now; something runs → the provider
  *   decides (release or preserve), then the final delete.
  * - Terminal: left alone.
@@ -24,7 +25,10 @@ import { isDeleting, isRunning, isTerminal, podsEqual, uidOf } from "./PodFacts.
 import type { StatusWriter } from "./StatusWriter.ts"
 
 export type Action =
-  /** Gone from the apiserver and not tracked: only the controller's own state goes. */
+  /**
+   * Gone from the apiserver and not tracked: the controller's own state goes, and a claim of the
+   * key in doubt is settled (DEL-3): after a lost claim reply nothing is tracked, yet a VM may live.
+   */
   | { readonly _tag: "Forget" }
   /** Gone from the apiserver: the provider lets go of the Pod it tracks. */
   | { readonly _tag: "Release"; readonly held: V1Pod }
@@ -91,11 +95,15 @@ export const make = (
 
     /**
      * The create failure is visible on the Pod (Pending, or Failed with restartPolicy Never). A
-     * lost sandbox ends the Pod whatever its restart policy: it is never given another.
+     * lost sandbox ends the Pod whatever its restart policy: it is never given another. A claim
+     * in doubt ends no Pod (CU-05): its VM may exist and is adopted once the doubt is settled.
      */
     const writeProviderFailed = (key: PodKey, uid: string, failure: CreatePodError) =>
       status.write(key, uid, (current) => {
-        const phase = failure._tag === "SandboxLost" || current.spec?.restartPolicy === "Never" ? "Failed" : "Pending"
+        const phase = failure._tag === "SandboxLost" ||
+            (current.spec?.restartPolicy === "Never" && failure._tag !== "ClaimInDoubt")
+          ? "Failed"
+          : "Pending"
         const reason = failureReason(failure)
         const now = current.status
         // Terminal is final; the same failure already shown needs no write (a resync retry).
@@ -180,7 +188,14 @@ export const make = (
     const execute = (key: PodKey, action: Action): Effect.Effect<RunOutcome> => {
       switch (action._tag) {
         case "Forget":
-          return status.forget(key).pipe(Effect.andThen(forgetEvents(key)), Effect.as("Done"))
+          return status.forget(key).pipe(
+            Effect.andThen(provider.settleGone(key)),
+            Effect.andThen(forgetEvents(key)),
+            Effect.as<RunOutcome>("Done"),
+            // Retried on the key's backoff until settled: the settle window not yet passed, a
+            // listing or a release that failed.
+            Effect.catch(releaseFailed("a claim in doubt of a gone pod is not settled yet; retrying"))
+          )
         case "Release":
           return status.forget(key).pipe(
             Effect.andThen(provider.deletePod(action.held)),

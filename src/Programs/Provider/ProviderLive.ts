@@ -14,6 +14,7 @@ import { createPod } from "./CreatePod.ts"
 import { deletePod } from "./DeletePod.ts"
 import { EventRecorder } from "../../Services/EventRecorder.ts"
 import { OwnerResolver } from "../../Services/OwnerResolver.ts"
+import { settleGone } from "./SettleGone.ts"
 import { getPod, getPodStatus, getPods, updatePod } from "./UpdatePod.ts"
 
 export const ProviderLiveLayer: Layer.Layer<
@@ -31,10 +32,13 @@ export const ProviderLiveLayer: Layer.Layer<
     )
     const table = yield* ClaimTable
     const events = yield* ProviderEvents
+    const doubts = yield* ClaimDoubts
     return Provider.of({
       createPod: (pod) => Effect.provide(createPod(pod), context),
       updatePod: (pod) => Effect.provide(updatePod(pod), context),
       deletePod: (pod) => Effect.provide(deletePod(pod), context),
+      settleGone: (key) => Effect.provide(settleGone(key), context),
+      doubtKeys: Effect.map(doubts.all, (all) => Array.from(all.keys())),
       // a memory-only read of the table, once per reconcile: the one service it uses, added alone
       getPod: (namespace, name) => Effect.provideService(getPod(namespace, name), ClaimTable, table),
       // the statuses it reports resolve each claim's IP (AppConfig, ProviderEvents)

@@ -6,6 +6,7 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
+import * as NodeFs from "node:fs"
 import { Duration, Effect, Fiber, Option, Redacted, Result, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
@@ -30,7 +31,8 @@ import {
   quiet,
   releaseRequests,
   running,
-  sleepReal
+  sleepReal,
+  type World
 } from "./harness.ts"
 
 const asPod = (value: unknown) => value as V1Pod
@@ -532,4 +534,81 @@ describe("PodController", () => {
       assert.isUndefined(daemon.calls.create.get(keyOf("late")), "no reconcile after drain began")
       assert.strictEqual(yield* claimRequests(world.sim), 1)
     }).pipe(quiet), { timeout: 20_000 })
+})
+
+/** The intents in the claims file on disk (none when the file has no `intents` member). */
+const intentsOnDisk = (statePath: string): ReadonlyArray<string> => {
+  const parsed: unknown = JSON.parse(NodeFs.readFileSync(statePath, "utf8"))
+  if (typeof parsed !== "object" || parsed === null || !("intents" in parsed)) return []
+  const intents = parsed.intents
+  return typeof intents === "object" && intents !== null ? Object.keys(intents) : []
+}
+
+/** `secondsUntil` for a condition read through an effect (the simulator's state). */
+const secondsUntilEffect = (done: Effect.Effect<boolean>, limit = 300) =>
+  Effect.gen(function*() {
+    for (let seconds = 0; seconds < limit; seconds++) {
+      yield* ioTurns
+      if (yield* done) return seconds
+      yield* TestClock.adjust("1 second")
+    }
+    return yield* Effect.die(new Error(`not done after ${limit} s on the TestClock`))
+  })
+
+describe("PodController: claims in doubt whose Pod never comes back (DEL-3)", () => {
+  // The claim's reply is lost after sandboxd made the VM: the key is in doubt, and the VM lives
+  // on at sandboxd with no row for it. On the TestClock (the settle window and the backoff), with
+  // real I/O turns in between.
+  const lostReply = (name: string, spec: Parameters<typeof podBody>[1] = {}) =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld({ sim: { claimsOutliveClients: true } })
+      const daemon = yield* world.start(backoffOnly)
+      yield* world.sim.injectFault("claim", SimFault.loseReply("drop"), { times: 1 })
+      createPod(world.model, podBody(name, spec))
+      yield* secondsUntil(() => peekPod(world.model, name)?.status?.reason === "ClaimInDoubt")
+      assert.strictEqual((yield* world.sim.claims).length, 1, "the lost reply's VM lives")
+      return { world, daemon }
+    })
+
+  /** The VM released at sandboxd (by its own token: the row's), and no intent or row left on disk. */
+  const settled = (world: World) =>
+    Effect.gen(function*() {
+      yield* secondsUntilEffect(Effect.map(world.sim.claims, (claims) => claims.length === 0))
+      assert.strictEqual((yield* releaseRequests(world.sim)).length, 1)
+      yield* secondsUntil(() => intentsOnDisk(world.statePath).length === 0)
+      assert.deepStrictEqual(claimsOnDisk(world.statePath), [])
+    })
+
+  it.effect("a lost claim reply, then the Pod force-deleted: the VM is released and the intent leaves the file", () =>
+    Effect.gen(function*() {
+      const { world, daemon } = yield* lostReply("web")
+      world.model.delete(Pods, NS, "web", { gracePeriodSeconds: 0 })
+      yield* settled(world)
+      yield* stopOnTestClock(daemon)
+    }).pipe(quiet), { timeout: 60_000 })
+
+  it.effect("a restart with an intent whose Pod was deleted while the daemon was down: the VM is released and the intent goes", () =>
+    Effect.gen(function*() {
+      const { world, daemon } = yield* lostReply("web")
+      yield* stopOnTestClock(daemon)
+      assert.deepStrictEqual(intentsOnDisk(world.statePath), [keyOf("web")], "the stopped daemon left the intent")
+      world.model.delete(Pods, NS, "web", { gracePeriodSeconds: 0 })
+      assert.isUndefined(peekPod(world.model, "web"))
+      const second = yield* world.start(backoffOnly)
+      yield* settled(world)
+      yield* stopOnTestClock(second)
+    }).pipe(quiet), { timeout: 60_000 })
+
+  it.effect("restartPolicy Never with a lost claim reply: the Pod stays Pending (CU-05), then goes Running on the adopted VM", () =>
+    Effect.gen(function*() {
+      const { world, daemon } = yield* lostReply("job-1", { restartPolicy: "Never" })
+      assert.strictEqual(peekPod(world.model, "job-1")?.status?.phase, "Pending")
+      const [vm] = yield* world.sim.claims
+      yield* secondsUntil(() => running(world.model, "job-1") !== undefined)
+      const pod = running(world.model, "job-1")!
+      assert.strictEqual(claimIdOf(pod), vm!.id, "the lost reply's VM, adopted")
+      assert.strictEqual(yield* claimRequests(world.sim), 1, "no second claim")
+      assert.strictEqual((yield* world.sim.claims).length, 1)
+      yield* stopOnTestClock(daemon)
+    }).pipe(quiet), { timeout: 60_000 })
 })

@@ -174,6 +174,8 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
         next.delete(podKeyOfPod(p))
         return next
       }),
+    settleGone: () => Effect.void,
+    doubtKeys: Effect.succeed([]),
     getPod: (key) =>
       Effect.map(Ref.get(held), (m) => {
         behaviour.lookups?.push(key)

@@ -1,0 +1,41 @@
+/**
+ * DEL-3: a claim in doubt whose Pod is gone from the apiserver, and which the provider tracks no
+ * Pod for, is settled all the same. Nothing else would ever settle it: createPod and deletePod
+ * only run for a Pod the controller sees, and after a lost claim reply, a force delete, or a
+ * restart that finds an intent for a Pod deleted meanwhile, there is none.
+ *
+ * The pod controller calls this, serialized with every other run of the key, when its cache holds
+ * no Pod for the key; a Pod that still exists is never touched here. It goes through `deletePod`
+ * for a stand-in Pod of the doubt's generation with no owner references: the doubt is resolved
+ * there (adopted, absent, or still pending), and an adopted VM is released with its row's own
+ * token under the bare-Pod verdict: the Pod is gone, so nothing can own the VM any more.
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { Effect, Option } from "effect"
+import { type PodKey, splitPodKey } from "../../Schemas/Ids.ts"
+import { ClaimDoubts } from "../../Services/ClaimDoubts.ts"
+import { ClaimsStore } from "../../Services/ClaimsStore.ts"
+import type { SettleGoneOutcome } from "../../Services/Provider.ts"
+import { deletePod } from "./DeletePod.ts"
+
+export const settleGone = Effect.fn("Provider.settleGone")(function*(key: PodKey) {
+  const doubts = yield* ClaimDoubts
+  const found = yield* doubts.get(key)
+  if (Option.isNone(found)) return "NotInDoubt" as SettleGoneOutcome
+  const [namespace, name] = splitPodKey(key)
+  const standIn: V1Pod = { apiVersion: "v1", kind: "Pod", metadata: { namespace, name, uid: found.value.podUid } }
+  // Fails with ClaimInDoubt while the doubt is pending (the caller retries on its backoff), or
+  // ReleaseFailed (the adopted row stays, with its token, for the retry).
+  const outcome = yield* deletePod(standIn)
+  if (outcome._tag !== "NoClaim") return outcome._tag as SettleGoneOutcome
+  // No VM: the intent leaves the file now. Nothing else may write for a long time, and a restart
+  // would otherwise load the intent and put the key in doubt again.
+  const store = yield* ClaimsStore
+  yield* store.commit(Option.none()).pipe(
+    Effect.catchTag("ClaimsWriteError", (error) =>
+      Effect.logError("persist claims state; the settled intent leaves the file with the next write").pipe(
+        Effect.annotateLogs({ error })
+      ))
+  )
+  return "NoClaim" as SettleGoneOutcome
+}, (effect, key) => Effect.annotateLogs(effect, { pod: key }))
