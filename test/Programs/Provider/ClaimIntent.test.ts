@@ -185,3 +185,38 @@ describe("crash recovery: intents found at startup", () => {
       assert.strictEqual((yield* control.diskIntents).size, 0)
     }).pipe(Effect.provide(world(rooted), { local: true })))
 })
+
+describe("crash recovery: intents whose Pod is gone (DEL-3)", () => {
+  it.effect("a VM was made: settleGone adopts it and releases it with its own token; no row and no intent stay on disk", () =>
+    Effect.gen(function*() {
+      const { intent } = yield* crashedClaim("web")
+      yield* (yield* ClaimsStore).intend(intent)
+      yield* startClaims
+      const settled = yield* toEnd(Provider.use((p) => p.settleGone(keyOf("web"))))
+      assert.isTrue(Result.isSuccess(settled) && settled.success === "Released", String(Result.isFailure(settled) ? settled.failure.message : ""))
+      assert.strictEqual((yield* (yield* SandboxdSim).claims).length, 0, "the crashed claim's VM was returned")
+      const control = yield* ClaimsStoreMemoryControl
+      assert.strictEqual((yield* control.disk).size, 0)
+      assert.strictEqual((yield* control.diskIntents).size, 0)
+      assert.deepStrictEqual(yield* Provider.use((p) => p.doubtKeys), [])
+    }).pipe(Effect.provide(world(rooted), { local: true })))
+
+  it.effect("no VM was made: in doubt until the settle window passed, then the intent is written out of the file at once", () =>
+    Effect.gen(function*() {
+      const store = yield* ClaimsStore
+      yield* store.intend({ key: keyOf("web"), podUID: "uid-web", sentAt: yield* DateTime.now })
+      yield* startClaims
+      assert.deepStrictEqual(yield* Provider.use((p) => p.doubtKeys), [keyOf("web")])
+      const early = yield* Effect.result(Provider.use((p) => p.settleGone(keyOf("web"))))
+      assert.isTrue(Result.isFailure(early) && early.failure._tag === "ClaimInDoubt", "sandboxd may still be making the VM")
+      const control = yield* ClaimsStoreMemoryControl
+      assert.strictEqual((yield* control.diskIntents).size, 1)
+      yield* TestClock.adjust("1 minute")
+      const settled = yield* toEnd(Provider.use((p) => p.settleGone(keyOf("web"))))
+      assert.isTrue(Result.isSuccess(settled) && settled.success === "NoClaim")
+      assert.strictEqual((yield* control.diskIntents).size, 0, "written out without waiting for another write")
+      assert.strictEqual(yield* claimCount, 0)
+      const again = yield* Provider.use((p) => p.settleGone(keyOf("web")))
+      assert.strictEqual(again, "NotInDoubt")
+    }).pipe(Effect.provide(world(rooted), { local: true })))
+})
