@@ -16,8 +16,12 @@
  *                                                read failed) or ClaimsWriteError (adopting could
  *                                                not be recorded); in both cases the key stays in
  *                                                doubt.
- *   resolveAllDoubts                           -- resolveDoubt for every key in doubt (a pass after
- *                                                a restart, say); failures are logged, not raised.
+ *
+ * Who calls `resolveDoubt`: createPod and deletePod, for a Pod the pod controller sees, and for a
+ * key whose Pod is gone (a force delete after a lost reply, or an intent loaded at startup for a
+ * Pod deleted meanwhile) `Provider/SettleGone.ts` through deletePod, run by the pod controller on
+ * the key's own retry schedule (DEL-3). There is no pass over every key: each key is settled in
+ * its own runs, serialized with every other run of the key.
  *
  * Requirements: ClaimDoubts, ClaimTable, ClaimsStore, SandboxdClient, AppConfig (all provided by
  * the daemon's provider layers; ClaimDoubts comes with `ClaimTableRefLayer`).
@@ -218,19 +222,3 @@ export const resolveDoubt = Effect.fn("ClaimDoubt.resolve")(function*(key: PodKe
   return { _tag: "Absent" } as DoubtResolution
 })
 
-/** `resolveDoubt` for every key in doubt; a key whose attempt fails stays in doubt (logged). */
-export const resolveAllDoubts = Effect.gen(function*() {
-  const doubts = yield* ClaimDoubts
-  const all = yield* doubts.all
-  const results = new Map<PodKey, DoubtResolution>()
-  for (const key of all.keys()) {
-    const result = yield* Effect.result(resolveDoubt(key))
-    if (result._tag === "Success") results.set(key, result.success)
-    else {
-      yield* Effect.logWarning("a claim in doubt could not be settled this time").pipe(
-        Effect.annotateLogs({ pod: key, err: result.failure.message })
-      )
-    }
-  }
-  return results as ReadonlyMap<PodKey, DoubtResolution>
-})
