@@ -15,6 +15,7 @@ import { Effect, Option } from "effect"
 import { type PodKey, splitPodKey } from "../../Schemas/Ids.ts"
 import { ClaimDoubts } from "../../Services/ClaimDoubts.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
+import { ClaimTable } from "../../Services/ClaimTable.ts"
 import type { SettleGoneOutcome } from "../../Services/Provider.ts"
 import { deletePod } from "./DeletePod.ts"
 
@@ -24,8 +25,14 @@ export const settleGone = Effect.fn("Provider.settleGone")(function*(key: PodKey
   if (Option.isNone(found)) return "NotInDoubt" as SettleGoneOutcome
   const [namespace, name] = splitPodKey(key)
   const standIn: V1Pod = { apiVersion: "v1", kind: "Pod", metadata: { namespace, name, uid: found.value.podUid } }
+  // Tracked before the delete, as any Pod the provider handles is: should the release fail after
+  // the doubt was resolved (adopted), the adopted row stays with its token and the key is no
+  // longer in doubt, so the key's next run must find a tracked Pod gone from the cache (SY-02) and
+  // run DeletePod for it again, or nothing would ever release the VM. A delete that succeeds
+  // drops it with the row.
+  yield* (yield* ClaimTable).storePod(key, standIn)
   // Fails with ClaimInDoubt while the doubt is pending (the caller retries on its backoff), or
-  // ReleaseFailed (the adopted row stays, with its token, for the retry).
+  // ReleaseFailed (the row and the stand-in stay, for the retry).
   const outcome = yield* deletePod(standIn)
   if (outcome._tag !== "NoClaim") return outcome._tag as SettleGoneOutcome
   // No VM: the intent leaves the file now. Nothing else may write for a long time, and a restart

@@ -199,6 +199,30 @@ describe("crash recovery: intents whose Pod is gone (DEL-3)", () => {
       assert.strictEqual((yield* control.disk).size, 0)
       assert.strictEqual((yield* control.diskIntents).size, 0)
       assert.deepStrictEqual(yield* Provider.use((p) => p.doubtKeys), [])
+      const [namespace, name] = keyOf("web").split("/") as [string, string]
+      assert.isTrue(Option.isNone(yield* Provider.use((p) => p.getPod(namespace, name))), "no stand-in is left tracked")
+    }).pipe(Effect.provide(world(rooted), { local: true })))
+
+  it.effect("the release fails after the adoption: the stand-in stays tracked, so the key's next run (a tracked Pod gone from the cache) releases it", () =>
+    Effect.gen(function*() {
+      const { intent } = yield* crashedClaim("web")
+      yield* (yield* ClaimsStore).intend(intent)
+      yield* startClaims
+      const sim = yield* SandboxdSim
+      yield* sim.injectFault("release", SimFault.status(503, "restarting"), { times: 1 })
+      const failed = yield* toEnd(Provider.use((p) => p.settleGone(keyOf("web"))))
+      assert.isTrue(Result.isFailure(failed) && failed.failure._tag === "ReleaseFailed", "the release failed")
+      assert.strictEqual((yield* sim.claims).length, 1, "the VM is still there")
+      const [namespace, name] = keyOf("web").split("/") as [string, string]
+      const tracked = yield* Provider.use((p) => p.getPod(namespace, name))
+      assert.isTrue(Option.isSome(tracked), "the stand-in is tracked, so the controller runs DeletePod for it again")
+      const retried = yield* toEnd(Provider.use((p) => p.deletePod(Option.getOrThrow(tracked))))
+      assert.isTrue(Result.isSuccess(retried) && retried.success._tag === "Released", "released on the retry")
+      assert.strictEqual((yield* sim.claims).length, 0, "the VM was returned")
+      const control = yield* ClaimsStoreMemoryControl
+      assert.strictEqual((yield* control.disk).size, 0)
+      assert.strictEqual((yield* control.diskIntents).size, 0)
+      assert.isTrue(Option.isNone(yield* Provider.use((p) => p.getPod(namespace, name))))
     }).pipe(Effect.provide(world(rooted), { local: true })))
 
   it.effect("no VM was made: in doubt until the settle window passed, then the intent is written out of the file at once", () =>
@@ -218,5 +242,7 @@ describe("crash recovery: intents whose Pod is gone (DEL-3)", () => {
       assert.strictEqual(yield* claimCount, 0)
       const again = yield* Provider.use((p) => p.settleGone(keyOf("web")))
       assert.strictEqual(again, "NotInDoubt")
+      const [namespace, name] = keyOf("web").split("/") as [string, string]
+      assert.isTrue(Option.isNone(yield* Provider.use((p) => p.getPod(namespace, name))), "no stand-in is left tracked")
     }).pipe(Effect.provide(world(rooted), { local: true })))
 })
