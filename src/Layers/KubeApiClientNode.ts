@@ -263,6 +263,9 @@ async function* chunksOf(body: AsyncIterable<Buffer>): AsyncGenerator<Uint8Array
   for await (const chunk of body) yield chunk
 }
 
+/** Whether a server URL holds user info, which is never sent (basic auth belongs in the kubeconfig's user). */
+const carriesCredentials = (url: URL): boolean => url.username !== "" || url.password !== ""
+
 /** Builds the live service on an already-loaded kubeconfig. */
 export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Effect<KubeApi["Service"], KubeUnavailable> =>
   Effect.gen(function*() {
@@ -281,7 +284,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
     const origin = serverUrl.origin
     // A server behind a path prefix (a proxy's /k8s/clusters/<id>): every path goes under it.
     const basePath = serverUrl.pathname.replace(/\/+$/, "")
-    const serverHasCredentials = serverUrl.username !== "" || serverUrl.password !== ""
+    const serverHasCredentials = carriesCredentials(serverUrl)
     const callTimeout = Duration.fromInputUnsafe(options.callTimeout)
 
     const timedOut = (operation: string) => () =>
@@ -787,7 +790,7 @@ const serverWithCredentials = (kubeConfig: KubeConfig): string | undefined => {
   const server = kubeConfig.getCurrentCluster()?.server
   if (server === undefined || !URL.canParse(server)) return undefined
   const url = new URL(server)
-  return url.username !== "" || url.password !== "" ? url.href : undefined
+  return carriesCredentials(url) ? url.href : undefined
 }
 
 /** The live layer: kubeconfig per `AppConfig.kubeconfig` (else in-cluster, else $KUBECONFIG), limiter per qps/burst. */

@@ -59,11 +59,12 @@ const stopOnTestClock = (daemon: { readonly stop: Effect.Effect<void> }) =>
  * Moves the TestClock a second at a time, with real I/O turns in between, until `done` holds;
  * how many seconds that took. Ends the test (as a hang would) after `limit` seconds.
  */
-const secondsUntil = (done: () => boolean, limit = 300) =>
+const secondsUntil = (done: (() => boolean) | Effect.Effect<boolean>, limit = 300) =>
   Effect.gen(function*() {
+    const check = Effect.isEffect(done) ? done : Effect.sync(done)
     for (let seconds = 0; seconds < limit; seconds++) {
       yield* ioTurns
-      if (done()) return seconds
+      if (yield* check) return seconds
       yield* TestClock.adjust("1 second")
     }
     return yield* Effect.die(new Error(`not done after ${limit} s on the TestClock`))
@@ -544,17 +545,6 @@ const intentsOnDisk = (statePath: string): ReadonlyArray<string> => {
   return typeof intents === "object" && intents !== null ? Object.keys(intents) : []
 }
 
-/** `secondsUntil` for a condition read through an effect (the simulator's state). */
-const secondsUntilEffect = (done: Effect.Effect<boolean>, limit = 300) =>
-  Effect.gen(function*() {
-    for (let seconds = 0; seconds < limit; seconds++) {
-      yield* ioTurns
-      if (yield* done) return seconds
-      yield* TestClock.adjust("1 second")
-    }
-    return yield* Effect.die(new Error(`not done after ${limit} s on the TestClock`))
-  })
-
 describe("PodController: claims in doubt whose Pod never comes back (DEL-3)", () => {
   // The claim's reply is lost after sandboxd made the VM: the key is in doubt, and the VM lives
   // on at sandboxd with no row for it. On the TestClock (the settle window and the backoff), with
@@ -573,7 +563,7 @@ describe("PodController: claims in doubt whose Pod never comes back (DEL-3)", ()
   /** The VM released at sandboxd (by its own token: the row's), and no intent or row left on disk. */
   const settled = (world: World) =>
     Effect.gen(function*() {
-      yield* secondsUntilEffect(Effect.map(world.sim.claims, (claims) => claims.length === 0))
+      yield* secondsUntil(Effect.map(world.sim.claims, (claims) => claims.length === 0))
       assert.strictEqual((yield* releaseRequests(world.sim)).length, 1)
       yield* secondsUntil(() => intentsOnDisk(world.statePath).length === 0)
       assert.deepStrictEqual(claimsOnDisk(world.statePath), [])
