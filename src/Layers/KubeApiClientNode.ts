@@ -4,7 +4,12 @@
  * none of client-node's generated API classes or its model serializer are loaded.
  *
  * Every call, watch starts included, goes through `request`: one token from the QPS/burst
- * limiter, then the call under a timeout, inside a span `KubeApi.<op>`. Requests are built here
+ * limiter, then the call under a timeout, inside a span `KubeApi.<op>`. The calls on the node's
+ * liveness path (its Lease, its registration and status, its taint) take no token (NODE-5): in
+ * the limiter they would wait behind every Pod write, Event and owner read queued before them,
+ * and a Lease renewal that waits long enough lets the Lease expire, which makes the node
+ * controller mark the node unreachable, taint it and evict its Pods. Only the node controller
+ * makes these calls, each on its own schedule, so they are a few per 10 s. Requests are built here
  * (`raw`, and the watch) and sent with undici's `request` on the one pooled dispatcher
  * (`Kube/PooledAuthentication.ts`), not through fetch: in a burst of 2000 Pods, fetch's
  * per-request WHATWG objects were a tenth of the daemon's CPU. Failures map to the typed errors
@@ -133,7 +138,9 @@ const describe = (cause: unknown): string => redactUrlUserinfo(cause instanceof 
 // ---------------------------------------------------------------------------------------------
 
 export interface ClientOptions {
+  /** The limiter of every call but the node's liveness calls (`--kube-api-qps`). */
   readonly qps: number
+  /** Its burst (`--kube-api-burst`). */
   readonly burst: number
   /** Per call, limiter wait excluded; for a watch, until the response headers. */
   readonly callTimeout: Duration.Input
@@ -306,12 +313,18 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       return made
     }
 
-    /** Token, then the request under the call timeout, all inside the span. */
-    const request = <A>(operation: string, effect: Effect.Effect<A, KubeError>): Effect.Effect<A, KubeError> =>
-      limiter.take.pipe(
-        Effect.andThen(effect.pipe(Effect.timeoutOrElse({ duration: callTimeout, orElse: timedOut(operation) }))),
-        spanOf(operation)
-      )
+    /**
+     * Token (unless the call is on the node's liveness path), then the request under the call
+     * timeout, all inside the span.
+     */
+    const request = <A>(
+      operation: string,
+      effect: Effect.Effect<A, KubeError>,
+      liveness = false
+    ): Effect.Effect<A, KubeError> => {
+      const call = effect.pipe(Effect.timeoutOrElse({ duration: callTimeout, orElse: timedOut(operation) }))
+      return (liveness ? call : limiter.take.pipe(Effect.andThen(call))).pipe(spanOf(operation))
+    }
 
     interface RawRequest {
       readonly method: HttpMethod
@@ -323,6 +336,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       readonly dropNulls?: boolean
       /** A watch: its reply is a stream, and is not asked for gzip. */
       readonly stream?: boolean
+      /** A call on the node's liveness path: it takes no token of the limiter (NODE-5). */
+      readonly liveness?: boolean
     }
 
     const userAgent = options.userAgent ?? "vk-sandbox"
@@ -395,7 +410,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
               ? Effect.fail(errorFromResponse(operation, reply.status, text(reply.body)))
               : Effect.succeed(reply)
           )
-        )
+        ),
+        spec.liveness === true
       )
 
     const notJson = (operation: string, status: number, text: string) =>
@@ -629,15 +645,18 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       Option.match(body, { onNone: () => invalid(operation, `${what} that cannot be encoded`), onSome: Effect.succeed })
 
     // ---- nodes -------------------------------------------------------------------------------
+    // Every Node and Lease call is on the node's liveness path (`liveness`: no limiter token,
+    // NODE-5): registration, the status heartbeat, the Node's re-creation and the sandboxd taint
+    // as much as the Lease renewals, which read and re-create the Node when the Lease is missing.
 
     const nodePath = (name: string) => `/api/v1/nodes/${segment(name)}`
     const node = (operation: string) => decoded(operation, "node", decodeNode)
 
     const getNode = (name: string) =>
-      raw("getNode", { method: HttpMethod.GET, path: nodePath(name), dropNulls: true }).pipe(Effect.flatMap(node("getNode")))
+      raw("getNode", { method: HttpMethod.GET, path: nodePath(name), dropNulls: true, liveness: true }).pipe(Effect.flatMap(node("getNode")))
     const createNode = (body: Node) =>
       encoded("createNode", "node", encodeNode(body)).pipe(
-        Effect.flatMap((json) => raw("createNode", { method: HttpMethod.POST, path: "/api/v1/nodes", body: json, dropNulls: true })),
+        Effect.flatMap((json) => raw("createNode", { method: HttpMethod.POST, path: "/api/v1/nodes", body: json, dropNulls: true, liveness: true })),
         Effect.flatMap(node("createNode"))
       )
     const patchNodeStatus = (name: string, patch: object) =>
@@ -646,7 +665,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
         path: `${nodePath(name)}/status`,
         body: patch,
         contentType: PatchStrategy.StrategicMergePatch,
-        dropNulls: true
+        dropNulls: true,
+        liveness: true
       }).pipe(Effect.flatMap(node("patchNodeStatus")))
     const patchNode = (name: string, patch: object) =>
       raw("patchNode", {
@@ -654,7 +674,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
         path: nodePath(name),
         body: patch,
         contentType: PatchStrategy.StrategicMergePatch,
-        dropNulls: true
+        dropNulls: true,
+        liveness: true
       }).pipe(Effect.flatMap(node("patchNode")))
 
     // ---- leases ------------------------------------------------------------------------------
@@ -663,12 +684,12 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
     const lease = (operation: string) => decoded(operation, "lease", decodeLease)
 
     const getLease = (name: string) =>
-      raw("getLease", { method: HttpMethod.GET, path: `${leasesPath}/${segment(name)}`, dropNulls: true }).pipe(
+      raw("getLease", { method: HttpMethod.GET, path: `${leasesPath}/${segment(name)}`, dropNulls: true, liveness: true }).pipe(
         Effect.flatMap(lease("getLease"))
       )
     const createLease = (body: Lease) =>
       encoded("createLease", "lease", encodeLease(body)).pipe(
-        Effect.flatMap((json) => raw("createLease", { method: HttpMethod.POST, path: leasesPath, body: json, dropNulls: true })),
+        Effect.flatMap((json) => raw("createLease", { method: HttpMethod.POST, path: leasesPath, body: json, dropNulls: true, liveness: true })),
         Effect.flatMap(lease("createLease"))
       )
     const replaceLease = (body: Lease) => {
@@ -676,7 +697,13 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       if (name === undefined) return invalid("replaceLease", "lease without metadata.name")
       return encoded("replaceLease", "lease", encodeLease(body)).pipe(
         Effect.flatMap((json) =>
-          raw("replaceLease", { method: HttpMethod.PUT, path: `${leasesPath}/${segment(name)}`, body: json, dropNulls: true })
+          raw("replaceLease", {
+            method: HttpMethod.PUT,
+            path: `${leasesPath}/${segment(name)}`,
+            body: json,
+            dropNulls: true,
+            liveness: true
+          })
         ),
         Effect.flatMap(lease("replaceLease"))
       )

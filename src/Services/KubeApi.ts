@@ -2,7 +2,8 @@
  * Every apiserver call the daemon makes, and nothing else talks to the apiserver
  * (typed errors, no client-node types leaking into the domain). Objects are the Schema shapes of
  * `src/Schemas` (Pod, Node, Lease, Event), decoded from the apiserver's JSON; no client model.
- * Live layer: `Layers/KubeApiClientNode.ts` (kubeconfig, auth and TLS from @kubernetes/client-node 2.x).
+ * Live layer: `Layers/KubeApiClientNode.ts` (kubeconfig, auth and TLS from @kubernetes/client-node 2.x),
+ * which rate-limits every call but the node's and lease's (the heartbeats never wait behind Pod work, NODE-5).
  * Test layer: `testkit/Layers/KubeApiMemory.ts` on the in-memory cluster model.
  */
 import { Context, type Effect, Schema, type Stream } from "effect"

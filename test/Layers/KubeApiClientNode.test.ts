@@ -5,11 +5,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { V1Pod } from "@kubernetes/client-node"
-import { Effect, Fiber, Layer, Stream } from "effect"
+import { Effect, Fiber, Layer, Option, Ref, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import * as KubeApiMemory from "../../testkit/Layers/KubeApiMemory.ts"
-import { testConfig } from "../../src/Schemas/Config.ts"
+import { type AppConfigShape, testConfig } from "../../src/Schemas/Config.ts"
 import type { Lease } from "../../src/Schemas/Lease.ts"
+import { decodePod } from "../../src/Schemas/Pod.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { ClusterModel, type ModelOptions } from "../../testkit/Simulators/Apiserver/Model.ts"
@@ -19,8 +21,8 @@ import { serveModel } from "../support/Apiserver.ts"
 
 const nodeName = "vk-sandboxd"
 
-/** A fresh model served on loopback, and the live layer built from its kubeconfig file. */
-const liveCluster = (modelOptions: ModelOptions = {}) =>
+/** A fresh model served on loopback, and the live layer built from its kubeconfig file (with the given limits). */
+const liveCluster = (modelOptions: ModelOptions = {}, limits: Partial<Pick<AppConfigShape, "kubeApiQps" | "kubeApiBurst">> = {}) =>
   Effect.gen(function*() {
     const model = new ClusterModel(modelOptions)
     const { kubeconfigPath } = yield* serveModel(model, { token: "sim-token" })
@@ -28,7 +30,7 @@ const liveCluster = (modelOptions: ModelOptions = {}) =>
       return yield* KubeApi
     }).pipe(
       Effect.provide(
-        KubeApiClientNode.layer.pipe(Layer.provide(AppConfig.layer(testConfig({ kubeconfig: kubeconfigPath, nodeName }))))
+        KubeApiClientNode.layer.pipe(Layer.provide(AppConfig.layer(testConfig({ kubeconfig: kubeconfigPath, nodeName, ...limits }))))
       )
     )
     return { model, kube }
@@ -374,5 +376,52 @@ for (const { cluster, name } of backends) describe(`KubeApi against the in-memor
       const first = yield* kube.watchPods(nodeName, "1").pipe(Stream.take(1), Stream.runCollect)
       assert.strictEqual(first.length, 1)
       yield* waitFor(() => model.openWatches() === 0)
+    }))
+})
+
+describe("NODE-5: the node's liveness calls do not wait in the limiter of the Pod work", () => {
+  it.effect("behind 100 queued Pod writes at qps 5, burst 10: every Node and Lease call goes out at once; Pod work keeps its pace", () =>
+    Effect.gen(function*() {
+      const { kube, model } = yield* liveCluster({}, { kubeApiQps: 5, kubeApiBurst: 10 })
+      const pods = Array.from({ length: 100 }, (_, i) => Option.getOrThrow(decodePod(addPod(model, `p${i}`, nodeName))))
+      const written = yield* Ref.make(0)
+      const writeStatus = (pod: (typeof pods)[number]) =>
+        kube.replacePodStatus({ ...pod, status: { phase: "Running" } }).pipe(Effect.andThen(Ref.update(written, (n) => n + 1)))
+      for (const pod of pods) yield* Effect.forkChild(writeStatus(pod))
+      yield* TestClock.adjust("0 millis")
+      const writes = (n: number) => eventually(`${n} Pod writes`, Ref.get(written).pipe(Effect.map((done) => done === n)))
+      yield* writes(10)
+
+      // TestClock stands still: a call that took a token now would wait 18.2 s, (100 + 1 - 10) / 5.
+      const lease: Lease = {
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: { name: nodeName, namespace: "kube-node-lease" },
+        spec: { holderIdentity: nodeName, leaseDurationSeconds: 40, renewTime: "2026-11-29T09:00:00.250Z" }
+      }
+      const liveness = Effect.gen(function*() {
+        assert.strictEqual((yield* Effect.flip(kube.getNode(nodeName)))._tag, "KubeNotFound")
+        yield* kube.createNode(nodeBody)
+        yield* kube.patchNodeStatus(nodeName, { status: { conditions: [{ type: "Ready", status: "True", reason: "KubeletReady" }] } })
+        const read = yield* kube.getNode(nodeName)
+        yield* kube.patchNode(nodeName, { metadata: { resourceVersion: read.metadata?.resourceVersion }, spec: { taints: [] } })
+        assert.strictEqual((yield* Effect.flip(kube.getLease(nodeName)))._tag, "KubeNotFound")
+        const created = yield* kube.createLease(lease)
+        yield* kube.replaceLease({ ...created, spec: { ...created.spec, renewTime: "2026-11-29T09:00:10.250Z" } })
+        return "done"
+      })
+      const calls = yield* Effect.forkChild(liveness)
+      yield* eventually("the Node and Lease calls, TestClock standing still", () => calls.pollUnsafe() !== undefined)
+      assert.strictEqual(yield* Fiber.join(calls), "done")
+      assert.strictEqual((model.peek(Leases, "kube-node-lease", nodeName)?.["spec"] as { renewTime: string }).renewTime, "2026-11-29T09:00:10.250000Z")
+
+      // The Pod work's limiter is as it was: a Pod write queued now is the 101st, served at 18.2 s.
+      const last = yield* Effect.forkChild(kube.getPod("default", "p0"))
+      yield* TestClock.adjust("18100 millis")
+      yield* writes(100)
+      yield* flushIO
+      assert.isUndefined(last.pollUnsafe(), "the 101st Pod call went before its turn")
+      yield* TestClock.adjust("100 millis")
+      yield* waitFor(() => last.pollUnsafe() !== undefined)
     }))
 })

@@ -1,15 +1,22 @@
-/** The live KubeApi client for tests: from a kubeconfig file, with limits that never slow a test down. */
+/**
+ * The live KubeApi client for tests: from a kubeconfig file, with limits that never slow a test
+ * down unless the test gives its own.
+ */
 import { KubeConfig } from "@kubernetes/client-node"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 
-export const kubeApiFromFile = (kubeconfigPath: string) => {
+export interface Limits {
+  readonly qps: number
+  readonly burst: number
+}
+
+export const kubeApiFromFile = (kubeconfigPath: string, limits: Limits = { qps: 1000, burst: 1000 }) => {
   const kubeConfig = new KubeConfig()
   kubeConfig.loadFromFile(kubeconfigPath)
   return KubeApiClientNode.make(kubeConfig, {
     ...KubeApiClientNode.defaultOptions,
     callTimeout: "1 hour",
-    qps: 1000,
-    burst: 1000
+    ...limits
   })
 }
 

@@ -14,20 +14,22 @@ import { KnownSecrets } from "../../../src/Services/KnownSecrets.ts"
 import { SandboxdToken } from "../../../src/Services/SandboxdToken.ts"
 import * as NodeControllerLive from "../../../src/Programs/Node/NodeController.ts"
 import { NodeController, NodeHealth } from "../../../src/Services/NodeController.ts"
-import { nodeTainted, sandboxdUp } from "../../../src/Services/Metrics.ts"
+import { apiserverRequests, nodeTainted, sandboxdUp } from "../../../src/Services/Metrics.ts"
+import { instrumentKube } from "../../../src/Programs/Observability/Instrument.ts"
+import { decodePod } from "../../../src/Schemas/Pod.ts"
 import { testConfig } from "../../../src/Schemas/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
 import { EventRecorder, type EventType } from "../../../src/Services/EventRecorder.ts"
 import { KubeApi, KubeForbidden, KubeUnavailable } from "../../../src/Services/KubeApi.ts"
 import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
 import { ClusterModel } from "../../../testkit/Simulators/Apiserver/Model.ts"
-import { Leases, Nodes } from "../../../testkit/Simulators/Apiserver/Resources.ts"
+import { Leases, Nodes, Pods } from "../../../testkit/Simulators/Apiserver/Resources.ts"
 import type { JsonObject } from "../../../testkit/Simulators/Apiserver/Status.ts"
 import { make as makeSandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve as serveSandboxd } from "../../../testkit/Simulators/Sandboxd/Server.ts"
 import { eventually, quiet, realTurn, settle } from "../../support/Wait.ts"
 import { conditionSummary, healthyConditions, testNodeInfo } from "../../support/NodeStatus.ts"
-import { kubeApiFromFile } from "../../support/Kube.ts"
+import { kubeApiFromFile, type Limits } from "../../support/Kube.ts"
 import { serveModel } from "../../support/Apiserver.ts"
 import { tempDir } from "../../support/TempDir.ts"
 
@@ -83,6 +85,8 @@ interface SetupOptions {
   readonly tokenFile?: string
   /** Wraps the KubeApi the controller uses (to add a concurrent writer, say). */
   readonly wrapKube?: (kube: KubeApi["Service"], model: ClusterModel) => KubeApi["Service"]
+  /** The client's `--kube-api-qps` and `--kube-api-burst` (none that slow a test by default). */
+  readonly limits?: Limits
 }
 
 /** Servers, clients and a running controller in its own scope (closed to simulate shutdown). */
@@ -101,7 +105,7 @@ const setupWith = (options: SetupOptions) => Effect.gen(function*() {
     sandboxdToken: Redacted.make(options.token ?? ""),
     sandboxdTokenFile: options.tokenFile ?? ""
   })
-  const kube = yield* kubeApiFromFile(kubeconfigPath)
+  const kube = yield* kubeApiFromFile(kubeconfigPath, options.limits)
   const tokens = yield* SandboxdTokenFile.make.pipe(Effect.provideService(AppConfig, config))
   const sandboxd = yield* SandboxdClientHttp.make.pipe(
     Effect.provideService(AppConfig, config),
@@ -250,6 +254,52 @@ describe("NodeController", () => {
         })
         assert.match(renewed.spec.renewTime!, /^2026-11-29T10:00:\d\d\.250000Z$/)
       }
+    }))
+
+  it.effect("NODE-5: behind a queue of Pod writes at a low QPS the lease is still renewed every 10 s and the status patched on time", () =>
+    Effect.gen(function*() {
+      // An operator's --kube-api-qps 5 (burst 10), and 300 Pod status writes queued at once: the
+      // Pod work's limiter serves the last of them 58 s on. Each heartbeat is counted as before.
+      const { kube, model, start } = yield* setupWith({ limits: { qps: 5, burst: 10 }, wrapKube: instrumentKube })
+      const leasePuts = Metric.value(Metric.withAttributes(apiserverRequests, { verb: "PUT", resource: "leases", code: "200" }))
+      const statusPatches = Metric.value(Metric.withAttributes(apiserverRequests, { verb: "PATCH", resource: "nodes/status", code: "200" }))
+      yield* start
+      yield* eventually("the lease", () => leaseOf(model))
+      const putsBefore = (yield* leasePuts).count
+      const patchesBefore = (yield* statusPatches).count
+
+      const pods = Array.from({ length: 300 }, (_, i) => {
+        const stored = model.put(Pods, {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name: `p${i}`, namespace: "default" },
+          spec: { nodeName: NODE, containers: [{ name: "agent", image: "ghcr.io/acme/agent:1" }] }
+        })
+        return Option.getOrThrow(decodePod(stored))
+      })
+      const written = yield* Ref.make(0)
+      for (const pod of pods) {
+        yield* Effect.forkChild(
+          kube.replacePodStatus({ ...pod, status: { phase: "Running" } }).pipe(Effect.andThen(Ref.update(written, (n) => n + 1)))
+        )
+      }
+      yield* TestClock.adjust("0 millis")
+
+      for (const seconds of [10, 20, 30, 40, 50, 60]) {
+        yield* TestClock.adjust("10 seconds")
+        const expected = microTime(START + seconds * 1000)
+        // Real I/O only: the renewal must not wait for TestClock to move on (the Lease lasts 40 s).
+        yield* eventually(`the renewal at ${seconds} s`, () => leaseOf(model)?.spec.renewTime === expected, 5_000)
+        // Pod work keeps its own pace: the burst at once, then 5 a second, none of it taken by the heartbeats.
+        const due = Math.min(300, 10 + 5 * seconds)
+        yield* eventually(`${due} Pod writes at ${seconds} s`, () => Ref.get(written).pipe(Effect.map((n) => n >= due)), 5_000)
+        yield* settle
+        assert.strictEqual(yield* Ref.get(written), due, `Pod writes done at ${seconds} s`)
+      }
+      yield* eventually("the status heartbeat at 60 s", () =>
+        condition(nodeOf(model), "Ready")?.lastHeartbeatTime === "2026-11-29T10:01:00Z", 5_000)
+      assert.strictEqual((yield* leasePuts).count - putsBefore, 6)
+      assert.strictEqual((yield* statusPatches).count - patchesBefore, 1)
     }))
 
   it.effect("keeps conditions and addresses written by others through the next status patch", () =>
