@@ -212,6 +212,8 @@ const HealthLayer = Layer.unwrap(
         yield* Metric.update(claimsHeld, state.rows.size)
         const byState = { durable: 0, tentative: 0, quarantined: 0 }
         for (const row of state.rows.values()) {
+          // A Lost row (VER-7) holds no VM: it counts in claimsHeld only.
+          if (row.state._tag === "Lost") continue
           byState[row.state._tag === "Durable" ? "durable" : row.state._tag === "Tentative" ? "tentative" : "quarantined"] += 1
         }
         yield* Metric.update(quarantinedClaims, byState.quarantined)

@@ -127,10 +127,42 @@ export const makeClaimTable = Effect.gen(function*() {
 
     dropClaim: (key, id) => modify((s) => rowWithId(s, key, id) === undefined ? [false, s] : [true, withoutRow(s, key)]),
 
+    markLost: (key, id, podUID) =>
+      modify((s) => {
+        const row = rowWithId(s, key, id)
+        if (row === undefined || row.state._tag === "Tentative") return [Option.none(), s]
+        if (row.state._tag === "Lost" && row.record.podUID === podUID) return [Option.some(row.record), s]
+        const record = row.record.podUID === podUID ? row.record : { ...row.record, podUID }
+        return [Option.some(record), withRow(s, key, { record, state: claimStates.Lost })]
+      }),
+
+    lost: (key) =>
+      read((s) => {
+        const row = s.rows.get(key)
+        return row !== undefined && row.state._tag === "Lost" ? Option.some(row.record) : Option.none()
+      }),
+
+    dropLost: (key, podUID) =>
+      modify((s) => {
+        const row = s.rows.get(key)
+        if (row === undefined || row.state._tag !== "Lost" || (podUID !== undefined && row.record.podUID !== podUID)) {
+          return [false, s]
+        }
+        return [true, withoutRow(s, key)]
+      }),
+
+    lostKeys: read((s) => {
+      const keys: Array<PodKey> = []
+      s.rows.forEach((row, key) => {
+        if (row.state._tag === "Lost") keys.push(key)
+      })
+      return keys
+    }),
+
     judgeQuarantined: (snapshot, listed) =>
       modify((s): readonly [QuarantineJudgement, ClaimTableState] => {
         const lifted: Array<PodKey> = []
-        const dropped: Array<{ key: PodKey; id: ClaimId }> = []
+        const lost: Array<{ key: PodKey; id: ClaimId }> = []
         const rows = s.rows.withChanges((rows) => {
           // forEach, not for…of: no entry array per row (a startup pass judges every loaded row).
           snapshot.forEach((id, key) => {
@@ -145,12 +177,13 @@ export const makeClaimTable = Effect.gen(function*() {
               rows.set(key, { record, state: claimStates.Durable })
               lifted.push(key)
             } else {
-              rows.remove(key)
-              dropped.push({ key, id })
+              // VER-7: kept, written as it was, so its Pod generation is never claimed for again.
+              rows.set(key, { record: row.record, state: claimStates.Lost })
+              lost.push({ key, id })
             }
           })
         }, snapshot.size)
-        return [{ lifted, dropped }, { ...s, rows }]
+        return [{ lifted, lost }, { ...s, rows }]
       }),
 
     storePod: (key, pod) =>

@@ -17,7 +17,9 @@ export const PodLifecycleProviderLayer: Layer.Layer<PodLifecycle, never, Provide
       updatePod: provider.updatePod,
       deletePod: (pod) => Effect.asVoid(provider.deletePod(pod)),
       settleGone: (key) => Effect.asVoid(provider.settleGone(key)),
+      settleTerminal: provider.settleTerminal,
       doubtKeys: provider.doubtKeys,
+      lostKeys: provider.lostKeys,
       getPod: (key) => {
         const [namespace, name] = splitPodKey(key)
         return provider.getPod(namespace, name)

@@ -4,8 +4,9 @@
  *
  * Only rows loaded from disk are ever Quarantined, and only they are judged: rows this process
  * created, including while a listing was in flight, are never dropped here (VER-3). A row the
- * listing leaves out is dropped only once its absence is confirmed (`Absence.ts`); the Pod
- * generation that held it is then declared SandboxLost, never silently given a new claim.
+ * listing leaves out is judged only once its absence is confirmed (`Absence.ts`); the Pod
+ * generation that held it is then declared SandboxLost and its row kept as Lost (VER-7), so it is
+ * never silently given a new claim, after another restart either.
  */
 import { DateTime, Effect, Option, Schedule } from "effect"
 import { AppConfig } from "../Services/Config.ts"
@@ -14,9 +15,10 @@ import { ClaimTable, type QuarantineJudgement } from "../Services/ClaimTable.ts"
 import { ProviderEvents } from "../Services/Provider.ts"
 import { type ListedSandbox, SandboxdClient, type SandboxdListError } from "../Services/SandboxdClient.ts"
 import { confirmAbsence, notePresent } from "./Absence.ts"
+import { dropLostRow } from "./Provider/LostRows.ts"
 import { declareSandboxLost } from "./SandboxLost.ts"
 
-const nothingJudged: QuarantineJudgement = { lifted: [], dropped: [] }
+const nothingJudged: QuarantineJudgement = { lifted: [], lost: [] }
 
 /** A sandboxd listing and the time it was asked for, from which an absence is dated (`Absence.ts`). */
 export interface SandboxListing {
@@ -91,17 +93,20 @@ export const verifyQuarantinedWith = <R>(listing: Effect.Effect<SandboxListing, 
       }
     }
     const judgement = yield* table.judgeQuarantined(judged, listed)
-    for (const { id, key } of judgement.dropped) {
-      yield* Effect.logInfo("dropping a claim whose sandbox the node no longer holds").pipe(
+    for (const { id, key } of judgement.lost) {
+      yield* Effect.logInfo("a claim's sandbox is gone from the node; its row is kept as lost").pipe(
         Effect.annotateLogs({ pod: key, claim: id })
       )
       // The generation that last held it ran on it: it has lost its sandbox, and is not silently
-      // given another under the same UID.
+      // given another under the same UID. A Pod of another generation tracked meanwhile owns the
+      // key now: the row has nothing left to guard.
       const record = state.rows.get(key)?.record
       const current = yield* table.state
       const pod = Option.fromUndefinedOr(current.pods.get(key))
       if (record !== undefined && Option.match(pod, { onNone: () => true, onSome: (p) => (p.metadata?.uid ?? "") === record.podUID })) {
         yield* declareSandboxLost(key, record, Option.filter(pod, (p) => p.status?.phase === "Running"))
+      } else {
+        yield* dropLostRow(key)
       }
     }
     yield* events.publishUnquarantined(judgement.lifted)

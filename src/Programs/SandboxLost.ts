@@ -1,14 +1,16 @@
 /**
  * A Pod whose sandbox sandboxd confirmed gone (see `Absence.ts`) before its lease ended: it goes
- * Failed/SandboxLost naming the id, with a Warning Event, its row is dropped (the token opens
- * nothing now, and a replacement Pod must not adopt a dead VM), and its generation is marked lost
- * so no create ever claims for it again. A Pod is never left Running without a durable row.
+ * Failed/SandboxLost naming the id, with a Warning Event, and its row becomes Lost (VER-7): kept
+ * in the table and in the claims file exactly as it was, so that no create ever claims for that
+ * Pod generation again, across restarts too (the next start finds the VM gone again and marks the
+ * row Lost again), until the Pod is terminal or gone, when the row is dropped
+ * (`Provider/LostRows.ts`). Nothing adopts or releases a Lost row: its token opens nothing now, and
+ * a replacement Pod must not adopt a dead VM. A Pod is never left Running without a durable row.
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Metric, Option } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
-import { ClaimDoubts } from "../Services/ClaimDoubts.ts"
 import { ClaimsStore } from "../Services/ClaimsStore.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
 import { EventRecorder, involvedPod } from "../Services/EventRecorder.ts"
@@ -21,12 +23,12 @@ import { sandboxLostPod } from "./Provider/Status.ts"
  * row's Pod UID is the generation marked lost (its next create fails with SandboxLost).
  */
 export const declareSandboxLost = Effect.fnUntraced(function*(key: PodKey, claim: ClaimRecord, pod: Option.Option<V1Pod>) {
-  const doubts = yield* ClaimDoubts
   const table = yield* ClaimTable
   const events = yield* ProviderEvents
   const recorder = yield* Effect.serviceOption(EventRecorder)
   const podUid = Option.match(pod, { onNone: () => claim.podUID, onSome: (p) => p.metadata?.uid ?? "" })
-  yield* doubts.markLost({ key, podUid, id: claim.id })
+  const marked = yield* table.markLost(key, claim.id, podUid)
+  if (Option.isNone(marked)) return
   if (Option.isSome(pod)) {
     yield* events.pushStatus(sandboxLostPod(pod.value, claim.id, claim.claimedAt))
     if (Option.isSome(recorder)) {
@@ -38,8 +40,8 @@ export const declareSandboxLost = Effect.fnUntraced(function*(key: PodKey, claim
       )
     }
   }
-  if (yield* table.dropClaim(key, claim.id)) {
-    // A write that fails only leaves a dead token on disk: the next load confirms it gone again.
+  if (marked.value.podUID !== claim.podUID) {
+    // The row now names the generation that lost it: the file must say so before a restart.
     yield* (yield* ClaimsStore).commit(Option.none()).pipe(
       Effect.catchTag("ClaimsWriteError", (err) =>
         Effect.logError("persist claims state").pipe(Effect.annotateLogs({ err: err.message, path: err.path })))

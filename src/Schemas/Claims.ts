@@ -27,14 +27,19 @@ export interface ClaimRecord {
 
 /**
  * The state of one row. Status and adoption read only `Durable`;
- * release reads all three.
+ * release reads the first three.
  * - Tentative: a fresh claim whose own commit has not landed yet; in no write but that one.
  * - Quarantined: loaded from disk, not yet vouched for by a sandboxd listing.
+ * - Lost: sandboxd confirmed the VM gone (`Programs/Absence.ts`). The row is kept, and written
+ *   as it was, only so that the Pod generation it names is never claimed for again, across
+ *   restarts too (the next start confirms it gone again), until that Pod is terminal or gone
+ *   (VER-7). Nothing releases or adopts it: its token opens nothing.
  */
 export type ClaimState = Data.TaggedEnum<{
   Durable: {}
   Tentative: {}
   Quarantined: {}
+  Lost: {}
 }>
 export const ClaimState = Data.taggedEnum<ClaimState>()
 
@@ -45,7 +50,8 @@ export const ClaimState = Data.taggedEnum<ClaimState>()
 export const claimStates = {
   Durable: ClaimState.Durable(),
   Tentative: ClaimState.Tentative(),
-  Quarantined: ClaimState.Quarantined()
+  Quarantined: ClaimState.Quarantined(),
+  Lost: ClaimState.Lost()
 } as const
 
 export interface ClaimRow {

@@ -6,8 +6,9 @@
  * the process stopped between sending and recording). A key in doubt is never claimed again until
  * `Programs/ClaimDoubt.ts` resolves it. The same service remembers when each id was first listed,
  * since when a recorded id has been missing from listings (absence needs two listings one
- * verify interval apart where sandboxd has no by-id read), and which Pod generations lost their
- * sandbox (they are never claimed for again).
+ * verify interval apart where sandboxd has no by-id read). Which Pod generations lost their
+ * sandbox is not kept here but in the claim table, as Lost rows (VER-7): a mark in memory alone
+ * did not survive a restart.
  *
  * In memory only; the live layer is `Layers/ClaimDoubtsRef.ts` (provided with the claim table).
  */
@@ -30,12 +31,6 @@ export interface Doubt {
   readonly releasing: ReadonlyArray<ClaimId>
   /** Sandboxes of this attempt that could be neither adopted nor released (reported as strays). */
   readonly stuck: ReadonlyArray<ClaimId>
-}
-
-export interface LostSandbox {
-  readonly key: PodKey
-  readonly podUid: string
-  readonly id: ClaimId
 }
 
 export class ClaimDoubts extends Context.Service<ClaimDoubts, {
@@ -65,11 +60,4 @@ export class ClaimDoubts extends Context.Service<ClaimDoubts, {
    * update for all of them: a listing vouches for thousands of ids at once.
    */
   readonly notePresent: (ids: Iterable<ClaimId>) => Effect.Effect<void>
-
-  /** The Pod generation `podUid` of `key` lost sandbox `id` for good. */
-  readonly markLost: (lost: LostSandbox) => Effect.Effect<void>
-  /** The sandbox this Pod generation lost, if it did. */
-  readonly lostBy: (key: PodKey, podUid: string) => Effect.Effect<Option.Option<ClaimId>>
-  /** Forgets the lost mark of `key` (its Pod is gone). */
-  readonly forgetLost: (key: PodKey) => Effect.Effect<void>
 }>()("vk-sandbox/ClaimDoubts") {}

@@ -24,8 +24,8 @@ export interface ClaimTableState {
 export interface QuarantineJudgement {
   /** Listed: now Durable. */
   readonly lifted: ReadonlyArray<PodKey>
-  /** Not listed: removed from the table. */
-  readonly dropped: ReadonlyArray<{ readonly key: PodKey; readonly id: ClaimId }>
+  /** Not listed (the caller passes only pairs whose absence is confirmed): now Lost (VER-7). */
+  readonly lost: ReadonlyArray<{ readonly key: PodKey; readonly id: ClaimId }>
 }
 
 export type StorePodOutcome = "Stored" | "StaleUid"
@@ -77,9 +77,23 @@ export class ClaimTable extends Context.Service<ClaimTable, {
   /** LEASE-5 drop: when the row still carries `id`, remove the claim (the tracked Pod stays). */
   readonly dropClaim: (key: PodKey, id: ClaimId) => Effect.Effect<boolean>
   /**
+   * VER-7: when the row still carries `id` and is not Tentative, it becomes Lost, naming
+   * `podUID` as the generation that lost it. Returns the record as it now is, or None.
+   */
+  readonly markLost: (key: PodKey, id: ClaimId, podUID: string) => Effect.Effect<Option.Option<ClaimRecord>>
+  /** The Lost row of `key`, if it has one. */
+  readonly lost: (key: PodKey) => Effect.Effect<Option.Option<ClaimRecord>>
+  /**
+   * VER-7: removes the row of `key` when it is Lost (and, with `podUID`, names that generation);
+   * the tracked Pod stays. Returns whether a row went.
+   */
+  readonly dropLost: (key: PodKey, podUID?: string) => Effect.Effect<boolean>
+  /** Keys whose rows are Lost (a pass over the rows: for the first sync only). */
+  readonly lostKeys: Effect.Effect<ReadonlyArray<PodKey>>
+  /**
    * VER-2 step 5, for the (key → id) pairs snapshotted before the listing. A pair whose row is
    * gone, carries another id, or is no longer Quarantined is skipped. Listed → Durable, with the
-   * listed deadline filling a missing one; not listed → dropped.
+   * listed deadline filling a missing one; not listed → Lost (VER-7).
    */
   readonly judgeQuarantined: (
     snapshot: ReadonlyMap<PodKey, ClaimId>,

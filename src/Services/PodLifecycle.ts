@@ -31,8 +31,15 @@ export class PodLifecycle extends Context.Service<PodLifecycle, {
    * Cheap when the key is not in doubt.
    */
   readonly settleGone: (key: PodKey) => Effect.Effect<void, DeletePodError>
+  /**
+   * VER-7: the Pod is terminal (the controller calls nothing else for it): the provider lets go of
+   * what it kept only so that the Pod would never be claimed for again. Cheap when it kept nothing.
+   */
+  readonly settleTerminal: (pod: V1Pod) => Effect.Effect<void>
   /** Keys in doubt now: after a restart, some may name Pods that no longer exist. */
   readonly doubtKeys: Effect.Effect<ReadonlyArray<PodKey>>
+  /** Keys with a Lost row (VER-7): after a restart, some may name Pods that no longer exist. */
+  readonly lostKeys: Effect.Effect<ReadonlyArray<PodKey>>
   readonly getPod: (key: PodKey) => Effect.Effect<Option.Option<V1Pod>>
   readonly getPods: Effect.Effect<ReadonlyArray<V1Pod>>
   /** Status pushes (NotifyPods): each is a whole Pod whose status (and annotations) should be written. */

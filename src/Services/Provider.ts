@@ -13,7 +13,10 @@ export type CreatePodOutcome =
   | { readonly _tag: "Claimed"; readonly claimId: ClaimId }
   | { readonly _tag: "Adopted"; readonly claimId: ClaimId }
 
-/** What settling a gone Pod's key did: nothing (no doubt), or its stand-in delete's outcome (`NoClaim`: the claim made no VM). */
+/**
+ * What settling a gone Pod's key did: nothing (no doubt), or its stand-in delete's outcome
+ * (`NoClaim`: the claim made no VM), or, for a key not in doubt, its Lost row dropped (VER-7).
+ */
 export type SettleGoneOutcome = "NotInDoubt" | DeleteOutcome["_tag"]
 
 export class Provider extends Context.Service<Provider, {
@@ -28,8 +31,12 @@ export class Provider extends Context.Service<Provider, {
    * the key in doubt is settled (`Programs/Provider/SettleGone.ts`); fails while it cannot be yet.
    */
   readonly settleGone: (key: PodKey) => Effect.Effect<SettleGoneOutcome, ReleaseFailed | ClaimInDoubt>
+  /** VER-7: the Pod is terminal; the Lost row of its generation goes. Memory only unless one does. */
+  readonly settleTerminal: (pod: V1Pod) => Effect.Effect<void>
   /** The keys in doubt now (memory only). */
   readonly doubtKeys: Effect.Effect<ReadonlyArray<PodKey>>
+  /** The keys whose rows are Lost (VER-7): a pass over the rows, for the first sync only. */
+  readonly lostKeys: Effect.Effect<ReadonlyArray<PodKey>>
   /** UPD-2: a copy of the tracked Pod, None when absent. Memory only. */
   readonly getPod: (namespace: string, name: string) => Effect.Effect<Option.Option<V1Pod>>
   /** UPD-3: copies of every tracked Pod, each with the status UPD-4 reports for it. */

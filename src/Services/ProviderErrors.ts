@@ -213,5 +213,7 @@ export class ReleaseFailed extends Schema.TaggedError<ReleaseFailed>()("ReleaseF
 export type DeleteOutcome =
   | { readonly _tag: "StaleUid" }
   | { readonly _tag: "NoClaim" }
+  /** VER-7: the key's row was Lost (its VM confirmed gone): the row went, nothing was asked or released. */
+  | { readonly _tag: "LostDropped" }
   | { readonly _tag: "Preserved"; readonly verdict: DeleteVerdict }
   | { readonly _tag: "Released"; readonly verdict: DeleteVerdict; readonly alreadyGone: boolean }

@@ -196,7 +196,7 @@ describe("ClaimTable (Ref layer)", () => {
         ["sb_2" as ClaimId, listedDeadline]
       ]))
       assert.deepStrictEqual([...judgement.lifted].sort(), [key("listed-deadline"), key("listed-no-deadline")])
-      assert.deepStrictEqual(judgement.dropped, [{ key: key("gone"), id: "sb_3" as ClaimId }])
+      assert.deepStrictEqual(judgement.lost, [{ key: key("gone"), id: "sb_3" as ClaimId }])
       assert.deepStrictEqual(Option.getOrThrow(yield* table.durable(key("listed-no-deadline"))).deadline, listedDeadline)
       assert.deepStrictEqual(
         Option.getOrThrow(yield* table.durable(key("listed-deadline"))).deadline,

@@ -51,12 +51,12 @@ const passHeldAtListing = Effect.gen(function*() {
 })
 
 describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
-  it.effect("loaded rows start quarantined; the startup pass lifts the listed one, drops the other; then the mandatory write", () =>
+  it.effect("loaded rows start quarantined; the startup pass lifts the listed one, marks the other Lost; then the mandatory write", () =>
     Effect.gen(function*() {
       const lifted = yield* subscribeLifted
       const summary = yield* startClaims
       assert.deepStrictEqual(summary, { loaded: 2, backfilled: 1, verified: true, quarantined: 0, intents: 0 })
-      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable" })
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable", [keyOf("gone")]: "Lost" })
       const table = yield* ClaimTable
       const alive = Option.getOrThrow(yield* table.durable(keyOf("alive")))
       const [simClaim] = yield* SandboxdSim.use((sim) => sim.claims)
@@ -67,7 +67,8 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
       const control = yield* ClaimsStoreMemoryControl
       const writes = yield* control.writes
       assert.strictEqual(writes.length, 1)
-      assert.deepStrictEqual([...writes[0].rows.keys()], [keyOf("alive")])
+      // The gone row is written as it was (VER-7): a restart before its Pod is settled finds it gone again.
+      assert.deepStrictEqual([...writes[0].rows.keys()], [keyOf("alive"), keyOf("gone")])
       assert.deepStrictEqual(Array.from(yield* PubSub.takeAll(lifted)), [[keyOf("alive")]])
     }).pipe(Effect.provide(world({ seed }), { local: true })))
 
@@ -121,8 +122,8 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
       const [pushed] = yield* drain(pushes)
       assert.strictEqual(pushed.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"], simClaim.id)
       assert.strictEqual((yield* SandboxdSim.use((sim) => sim.claims)).length, 1)
-      // The unlisted row went with the same pass.
-      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable" })
+      // The unlisted row was judged by the same pass: Lost, kept until its Pod is terminal or gone (VER-7).
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable", [keyOf("gone")]: "Lost" })
     }).pipe(Effect.provide(world({ seed }), { local: true })))
 
   it.effect("a claim made while a listing is in flight is never judged by it (VER-3)", () =>
@@ -132,8 +133,8 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
       yield* (yield* Provider).createPod(pod("fresh"))
       yield* open
       const judgement = yield* Fiber.join(pass)
-      assert.deepStrictEqual(judgement.dropped.map((d) => d.key), [keyOf("gone")])
-      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable", [keyOf("fresh")]: "Durable" })
+      assert.deepStrictEqual(judgement.lost.map((d) => d.key), [keyOf("gone")])
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable", [keyOf("gone")]: "Lost", [keyOf("fresh")]: "Durable" })
     }).pipe(Effect.provide(world({ seed }), { local: true })))
 
   it.effect("adoption racing verification: a row replaced during the listing survives the pass (CC-2 d, CRT-4)", () =>
@@ -147,7 +148,7 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
       assert.notStrictEqual(fresh.id, "sb_00000000000dead0")
       yield* open
       const judgement = yield* Fiber.join(pass)
-      assert.deepStrictEqual(judgement.dropped, [], "the stale pass skips the replaced row")
+      assert.deepStrictEqual(judgement.lost, [], "the stale pass skips the replaced row")
       assert.deepStrictEqual(Option.getOrThrow(yield* table.durable(keyOf("gone"))).id, fresh.id)
     }).pipe(Effect.provide(world({ seed }), { local: true })))
 })
@@ -180,7 +181,7 @@ describe("the startup pass's listing, asked for before the load (CFG-11)", () =>
       yield* release
       const summary = yield* Fiber.join(startup)
       assert.deepStrictEqual(summary, { loaded: 2, backfilled: 1, verified: true, quarantined: 0, intents: 0 })
-      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable" })
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable", [keyOf("gone")]: "Lost" })
       assert.strictEqual(yield* listingsSent, 1, "the pass took the early listing: it did not list again")
     }).pipe(Effect.provide(world({ seed }), { local: true })))
 
@@ -218,7 +219,7 @@ describe("the startup pass's listing, asked for before the load (CFG-11)", () =>
       // The listing gates the verification, which gates everything else; the pod list is read last.
       assert.deepStrictEqual(asked, ["sandboxd listing", "pod list", "claims load"])
       assert.deepStrictEqual(Context.get(startup, ClaimsStartup), { loaded: 2, backfilled: 1, verified: true, quarantined: 0, intents: 0 })
-      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable" })
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable", [keyOf("gone")]: "Lost" })
       assert.strictEqual(yield* listingsSent, 1, "the pass took the early listing")
       yield* Context.get(startup, EarlyPodList).list
       assert.deepStrictEqual(asked.filter((what) => what === "pod list"), ["pod list"], "the controller takes the early pod list")
@@ -234,7 +235,7 @@ describe("the startup pass's listing, asked for before the load (CFG-11)", () =>
       // Not the early answer again: a new listing, which lifts and drops.
       yield* verifyQuarantinedClaims
       assert.strictEqual(yield* listingsSent, 2)
-      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable" })
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable", [keyOf("gone")]: "Lost" })
     }).pipe(Effect.provide(world({ seed }), { local: true })))
 
   it.effect("an absence is dated from when it was asked for, not from when the pass used it", () =>
@@ -254,7 +255,7 @@ describe("the startup pass's listing, asked for before the load (CFG-11)", () =>
       yield* TestClock.adjust("5 seconds")
       const judgement = yield* verifyQuarantinedClaims
       assert.strictEqual(yield* listingsSent, 2)
-      assert.deepStrictEqual(judgement.dropped.map((d) => d.key), [keyOf("gone")])
+      assert.deepStrictEqual(judgement.lost.map((d) => d.key), [keyOf("gone")])
     }).pipe(Effect.provide(world({ seed, sim: { revision: { byIdRead: false } } }), { local: true })))
 })
 
@@ -282,7 +283,7 @@ describe("verification loop (VER-6)", () => {
       yield* sim.clearFaults
       yield* advanceUntil(Effect.sync(() => loop.pollUnsafe() !== undefined))
       yield* Fiber.join(loop)
-      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable" })
+      assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable", [keyOf("gone")]: "Lost" })
       assert.deepStrictEqual(Array.from(yield* PubSub.takeAll(lifted)), [[keyOf("alive")]])
       const settled = yield* listings
       yield* TestClock.adjust("5 minutes")

@@ -15,7 +15,8 @@ import type { PodKey } from "../../src/Schemas/Ids.ts"
 import { Provider } from "../../src/Services/Provider.ts"
 import type { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim } from "../../testkit/Simulators/Sandboxd/Model.ts"
-import { claimCount, drain, keyOf, pod, record, rowState, subscribePushes, Template, world } from "./Provider/harness.ts"
+import { claimCount, drain, keyOf, pod, record, releasePaths, rowState, subscribePushes, Template, world } from "./Provider/harness.ts"
+import { ClaimsStoreMemoryControl } from "../../testkit/Layers/ClaimsStoreMemory.ts"
 
 
 /** A previous run left the live claim of default/web on disk, held by Pod generation "old-uid". */
@@ -75,7 +76,7 @@ describe("a listing that omits a live claim", () => {
 })
 
 describe("a sandbox confirmed gone", () => {
-  it.effect("a Running Pod goes Failed/SandboxLost naming the id; the row goes; never claimed again under its UID", () =>
+  it.effect("a Running Pod goes Failed/SandboxLost naming the id; the row is kept Lost; never claimed again under its UID", () =>
     Effect.gen(function*() {
       const sim = yield* SandboxdSim
       const provider = yield* Provider
@@ -93,7 +94,8 @@ describe("a sandbox confirmed gone", () => {
         "SandboxLost",
         "SandboxLost"
       ])
-      assert.isTrue(Option.isNone(yield* rowState("web")))
+      // VER-7: kept, and written, until the Pod is terminal or gone; never adopted.
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Lost"))
       const again = yield* Effect.flip(provider.createPod(pod("web")))
       assert.strictEqual(again._tag, "SandboxLost")
       assert.isFalse(again.retryable)
@@ -101,6 +103,7 @@ describe("a sandbox confirmed gone", () => {
       // A new generation of the same name is a new Pod: it gets a fresh sandbox.
       const fresh = yield* provider.createPod(pod("web", { uid: "uid-web-2" }))
       assert.strictEqual(fresh._tag, "Claimed")
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Durable"), "the lost row gave way to the new claim")
     }).pipe(Effect.provide(world(), { local: true })))
 
   it.effect("without a by-id read: absence needs two listings at least one verify interval apart", () =>
@@ -136,7 +139,7 @@ describe("a sandbox confirmed gone", () => {
       const pushes = yield* subscribePushes
       const summary = yield* startClaims
       assert.strictEqual(summary.quarantined, 0)
-      assert.isTrue(Option.isNone(yield* rowState("web")))
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Lost"))
       const provider = yield* Provider
       const error = yield* Effect.flip(provider.createPod(runningPod("sb_00000000000dead0")))
       assert.strictEqual(error._tag, "SandboxLost")
@@ -147,4 +150,60 @@ describe("a sandbox confirmed gone", () => {
       assert.isUndefined(failed?.status?.podIP)
       assert.notInclude(JSON.stringify(failed), Redacted.value(record("x").token).slice(0, 4))
     }).pipe(Effect.provide(world({ seed: seedDead }), { local: true })))
+})
+
+describe("a Lost row's life (VER-7)", () => {
+  const onDisk = ClaimsStoreMemoryControl.use((control) => Effect.map(control.disk, (disk) => Array.from(disk.keys())))
+
+  /** After a restart whose pass found the row's VM gone: the row Lost, on disk as it was. */
+  const lostAtStart = Effect.gen(function*() {
+    yield* startClaims
+    assert.deepStrictEqual(yield* rowState("web"), Option.some("Lost"))
+    assert.deepStrictEqual(yield* onDisk, [keyOf("web")], "written as it was: the next start finds it gone again")
+  })
+
+  it.effect("kept while its Pod runs on; dropped (and written out) once the Pod is terminal, not for another generation", () =>
+    Effect.gen(function*() {
+      yield* lostAtStart
+      const provider = yield* Provider
+      yield* provider.settleTerminal({ ...runningPod("sb_00000000000dead0"), metadata: { namespace: "default", name: "web", uid: "other-uid" } })
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Lost"), "another generation's end settles nothing")
+      const failed = runningPod("sb_00000000000dead0")
+      yield* provider.settleTerminal({ ...failed, status: { phase: "Failed", reason: "SandboxLost" } })
+      assert.isTrue(Option.isNone(yield* rowState("web")))
+      assert.deepStrictEqual(yield* onDisk, [])
+      assert.deepStrictEqual(yield* releasePaths, [], "nothing released: the VM is gone")
+    }).pipe(Effect.provide(world({ seed: seedDead }), { local: true })))
+
+  it.effect("dropped when its Pod is deleted (no owner asked, nothing released) or gone from the apiserver", () =>
+    Effect.gen(function*() {
+      yield* lostAtStart
+      const provider = yield* Provider
+      const outcome = yield* provider.deletePod(runningPod("sb_00000000000dead0"))
+      assert.deepStrictEqual(outcome, { _tag: "LostDropped" })
+      assert.deepStrictEqual(yield* onDisk, [])
+      assert.deepStrictEqual(yield* releasePaths, [])
+    }).pipe(Effect.provide(world({ seed: seedDead }), { local: true })))
+
+  it.effect("a Pod gone from the apiserver: its key's settle run drops the row", () =>
+    Effect.gen(function*() {
+      yield* lostAtStart
+      const provider = yield* Provider
+      assert.deepStrictEqual(yield* provider.lostKeys, [keyOf("web")])
+      assert.strictEqual(yield* provider.settleGone(keyOf("web")), "LostDropped")
+      assert.deepStrictEqual(yield* onDisk, [])
+      assert.deepStrictEqual(yield* provider.lostKeys, [])
+    }).pipe(Effect.provide(world({ seed: seedDead }), { local: true })))
+
+  it.effect("a quarantined row found gone by the create's own pass: that create is refused, not given a fresh claim", () =>
+    Effect.gen(function*() {
+      // No by-id read: the startup listing alone cannot confirm the absence, the row stays quarantined.
+      const summary = yield* startClaims
+      assert.strictEqual(summary.quarantined, 1)
+      yield* TestClock.adjust("15 seconds")
+      const refused = yield* Effect.flip((yield* Provider).createPod(runningPod("sb_00000000000dead0")))
+      assert.strictEqual(refused._tag, "SandboxLost")
+      assert.strictEqual(yield* claimCount, 0)
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Lost"))
+    }).pipe(Effect.provide(world({ seed: seedDead, sim: { revision: { byIdRead: false } } }), { local: true })))
 })

@@ -3,20 +3,19 @@
  */
 import { DateTime, Effect, Layer, Option, Ref } from "effect"
 import type { ClaimId, PodKey } from "../../Schemas/Ids.ts"
-import { ClaimDoubts, type Doubt, type LostSandbox } from "../../Services/ClaimDoubts.ts"
+import { ClaimDoubts, type Doubt } from "../../Services/ClaimDoubts.ts"
 
 interface State {
   readonly doubts: ReadonlyMap<PodKey, Doubt>
   readonly seen: ReadonlyMap<ClaimId, DateTime.Utc>
   readonly missing: ReadonlyMap<ClaimId, DateTime.Utc>
-  readonly lost: ReadonlyMap<PodKey, LostSandbox>
 }
 
 /** First sightings kept at most; the oldest are forgotten first (a forgotten id only looks newer). */
 const SEEN_LIMIT = 10_000
 
 export const makeClaimDoubts = Effect.gen(function*() {
-  const ref = yield* Ref.make<State>({ doubts: new Map(), seen: new Map(), missing: new Map(), lost: new Map() })
+  const ref = yield* Ref.make<State>({ doubts: new Map(), seen: new Map(), missing: new Map() })
   const read = <A>(f: (s: State) => A) => Effect.map(Ref.get(ref), f)
 
   return ClaimDoubts.of({
@@ -82,20 +81,6 @@ export const makeClaimDoubts = Effect.gen(function*() {
           missing.delete(id)
         }
         return missing === undefined ? s : { ...s, missing }
-      }),
-
-    markLost: (lost) => Ref.update(ref, (s) => ({ ...s, lost: new Map(s.lost).set(lost.key, lost) })),
-    lostBy: (key, podUid) =>
-      read((s) => {
-        const lost = s.lost.get(key)
-        return lost !== undefined && lost.podUid === podUid ? Option.some(lost.id) : Option.none()
-      }),
-    forgetLost: (key) =>
-      Ref.update(ref, (s) => {
-        if (!s.lost.has(key)) return s
-        const lost = new Map(s.lost)
-        lost.delete(key)
-        return { ...s, lost }
       })
   })
 })

@@ -138,6 +138,11 @@ export const make = (
       for (const key of yield* provider.doubtKeys) {
         if (Option.isNone(yield* informer.get(key))) yield* podQueue.enqueue(key, "change")
       }
+      // VER-7: likewise a key with a Lost row (its VM found gone at startup) whose Pod was deleted
+      // while the daemon was down: its run drops the row. One pass over the rows, here only.
+      for (const key of yield* provider.lostKeys) {
+        if (Option.isNone(yield* informer.get(key))) yield* podQueue.enqueue(key, "change")
+      }
       yield* Effect.forEach(dangling, (pod) =>
         provider.deletePod(pod).pipe(
           Effect.catch((failure: DeletePodError) =>

@@ -6,7 +6,7 @@
  *   tracking nothing, it still settles a claim of the key in doubt (DEL-3).
  * - Being deleted: nothing runs → the final grace-0 delete now; something runs → the provider
  *   decides (release or preserve), then the final delete.
- * - Terminal: left alone.
+ * - Terminal: left alone, but for the provider letting go of a lost sandbox's row (VER-7).
  * - Tracked, same UID, last create did not fail: updatePod if it changed, else nothing.
  * - Otherwise: createPod (a failed create is retried even while the provider still tracks it).
  */
@@ -35,6 +35,11 @@ export type Action =
   /** Being deleted: the provider decides (and settles anything in doubt), then the object is removed. */
   | { readonly _tag: "DeleteThenRemove"; readonly pod: Pod }
   | { readonly _tag: "LeaveAlone" }
+  /**
+   * Terminal and not being deleted: no create, update or status write (SY-07); the provider only
+   * drops the row it kept so that this Pod would never be claimed for again (VER-7).
+   */
+  | { readonly _tag: "Terminal"; readonly pod: Pod }
   | { readonly _tag: "Update"; readonly pod: Pod }
   | { readonly _tag: "Create"; readonly pod: Pod }
 
@@ -45,7 +50,7 @@ export const decide = (cached: Option.Option<Pod>, held: Option.Option<V1Pod>, l
   // is unknown (a crash or a lost reply before Running), which must be settled and released
   // before the object goes. The provider's delete is idempotent and cheap when it holds nothing.
   if (isDeleting(pod)) return { _tag: "DeleteThenRemove", pod }
-  if (isTerminal(pod)) return { _tag: "LeaveAlone" }
+  if (isTerminal(pod)) return { _tag: "Terminal", pod }
   if (Option.isSome(held) && uidOf(held.value) === uidOf(pod) && !lastCreateFailed) {
     return podsEqual(held.value, pod) ? { _tag: "LeaveAlone" } : { _tag: "Update", pod }
   }
@@ -212,6 +217,8 @@ export const make = (
           )
         case "LeaveAlone":
           return Effect.succeed("Done")
+        case "Terminal":
+          return provider.settleTerminal(action.pod).pipe(Effect.as<RunOutcome>("Done"))
         case "Update":
           return status.handed(key, action.pod).pipe(Effect.andThen(provider.updatePod(action.pod)), Effect.as("Done"))
         case "Create":

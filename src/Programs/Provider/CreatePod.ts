@@ -24,7 +24,6 @@ import {
   SandboxLost,
   StrandedClaimNotReturned
 } from "../../Services/ProviderErrors.ts"
-import { ClaimDoubts } from "../../Services/ClaimDoubts.ts"
 import { markInDoubt, resolveDoubt } from "../ClaimDoubt.ts"
 import { ClaimsStore, ClaimsWriteError } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
@@ -42,6 +41,7 @@ import {
 } from "../../Schemas/PodAnnotations.ts"
 import { timeStage } from "../../Services/Metrics.ts"
 import { detachedRelease } from "./DetachedRelease.ts"
+import { dropLostRow } from "./LostRows.ts"
 import { pushRunning } from "./Push.ts"
 import { formatSeconds, sandboxLostPod } from "./Status.ts"
 
@@ -189,21 +189,29 @@ const settleDoubt = Effect.fnUntraced(function*(key: PodKey) {
   }
 })
 
-/** A Pod generation whose sandbox was confirmed gone is never claimed for again. */
+/**
+ * VER-7: a Pod generation whose sandbox was confirmed gone (its row is Lost) is never claimed for
+ * again. A Lost row of another generation goes: that Pod is gone (the name is this Pod's now), and
+ * this one gets a fresh claim, never the dead VM.
+ */
 const refuseLost = Effect.fnUntraced(function*(key: PodKey, pod: V1Pod) {
-  const doubts = yield* ClaimDoubts
-  const lost = yield* doubts.lostBy(key, pod.metadata?.uid ?? "")
-  if (Option.isSome(lost)) {
-    // A Pod still shown Running (its row was dropped before it was tracked) is ended here.
-    if (pod.status?.phase === "Running") {
-      yield* (yield* ProviderEvents).pushStatus(sandboxLostPod(pod, lost.value, Option.none()))
-    }
-    return yield* new SandboxLost({
-      pod: key,
-      claimId: lost.value,
-      message: `sandbox ${lost.value} of pod ${key} is gone; this pod is not given another`
-    })
+  const lost = yield* (yield* ClaimTable).lost(key)
+  if (Option.isNone(lost)) return
+  const uid = pod.metadata?.uid ?? ""
+  if (lost.value.podUID !== uid) {
+    yield* dropLostRow(key)
+    return
   }
+  // A Pod still shown Running (its VM went while the daemon was down, or before its Failed status
+  // landed) is ended here.
+  if (pod.status?.phase === "Running") {
+    yield* (yield* ProviderEvents).pushStatus(sandboxLostPod(pod, lost.value.id, lost.value.claimedAt))
+  }
+  return yield* new SandboxLost({
+    pod: key,
+    claimId: lost.value.id,
+    message: `sandbox ${lost.value.id} of pod ${key} is gone; this pod is not given another`
+  })
 })
 
 /**
@@ -354,13 +362,14 @@ export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
       message: `pod ${key} asks for runtime ${JSON.stringify(runtime)}; this node serves ${JSON.stringify(SERVED_RUNTIME)}`
     })
   }
-  // A Pod that lost its sandbox stays Failed: no silent replacement under the same UID.
-  yield* refuseLost(key, pod)
   // The row's record before steps 2-3, which may change it (a lifted row's back-filled deadline,
   // a refreshed one): an adoption writes when they or it changed something (step 4).
   const heldBefore = Option.map(yield* table.held(key), (row) => row.record)
   // 2. a claim loaded from disk is judged before it is adopted or replaced.
   yield* resolveQuarantined(key)
+  // A Pod that lost its sandbox stays Failed: no silent replacement under the same UID (VER-7).
+  // After step 2, whose pass may have just found the sandbox gone.
+  yield* refuseLost(key, pod)
   // 2b. a claim whose outcome is unknown is settled before the key claims again.
   yield* settleDoubt(key)
   // 3. a settled claim past its deadline: refreshed while it lives, dropped once confirmed gone.
@@ -390,6 +399,9 @@ export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
     const outcome: CreatePodOutcome = { _tag: "Adopted", claimId: record.id }
     return outcome
   }
+  // Again: the lease watch may have found the VM gone while steps 2b-3 waited on sandboxd, and
+  // the row it made Lost is not adoptable. Nothing turns a row Lost after this: none is left to.
+  yield* refuseLost(key, pod)
   // 5. an earlier create's in-memory-only claim is returned before the key is reused.
   yield* clearStrandedClaim(key)
   // 6. TTL before template (SUB-9).

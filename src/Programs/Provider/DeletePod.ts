@@ -7,6 +7,7 @@ import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Option } from "effect"
 import { DeleteVerdict } from "../../Schemas/DeleteVerdict.ts"
 import { ClaimInDoubt } from "../../Services/ProviderErrors.ts"
+import { dropLostRow } from "./LostRows.ts"
 import { resolveDoubt } from "../ClaimDoubt.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import { ClaimsStore, ClaimsWriteError } from "../../Services/ClaimsStore.ts"
@@ -57,6 +58,13 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
   }
   // 2–3. The held lookup: tentative and quarantined claims still hold live microVMs.
   const held = yield* table.held(key)
+  if (Option.isSome(held) && held.value.state._tag === "Lost") {
+    // VER-7: its VM is confirmed gone, so nothing is asked or released; the row has nothing left
+    // to guard once the key's Pod is deleted.
+    yield* table.modify((state) => [undefined, withoutPod(state, key)] as const)
+    yield* dropLostRow(key)
+    return { _tag: "LostDropped" } as DeleteOutcome
+  }
   if (Option.isNone(held)) {
     yield* table.modify((state) => [undefined, withoutPod(state, key)] as const)
     return { _tag: "NoClaim" } as DeleteOutcome

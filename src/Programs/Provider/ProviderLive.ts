@@ -14,6 +14,7 @@ import { createPod } from "./CreatePod.ts"
 import { deletePod } from "./DeletePod.ts"
 import { EventRecorder } from "../../Services/EventRecorder.ts"
 import { OwnerResolver } from "../../Services/OwnerResolver.ts"
+import { settleTerminal } from "./LostRows.ts"
 import { settleGone } from "./SettleGone.ts"
 import { getPod, getPodStatus, getPods, updatePod } from "./UpdatePod.ts"
 
@@ -38,7 +39,9 @@ export const ProviderLiveLayer: Layer.Layer<
       updatePod: (pod) => Effect.provide(updatePod(pod), context),
       deletePod: (pod) => Effect.provide(deletePod(pod), context),
       settleGone: (key) => Effect.provide(settleGone(key), context),
+      settleTerminal: (pod) => Effect.provide(settleTerminal(pod), context),
       doubtKeys: Effect.map(doubts.all, (all) => Array.from(all.keys())),
+      lostKeys: table.lostKeys,
       // a memory-only read of the table, once per reconcile: the one service it uses, added alone
       getPod: (namespace, name) => Effect.provideService(getPod(namespace, name), ClaimTable, table),
       // the statuses it reports resolve each claim's IP (AppConfig, ProviderEvents)

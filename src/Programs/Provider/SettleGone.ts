@@ -18,11 +18,16 @@ import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
 import type { SettleGoneOutcome } from "../../Services/Provider.ts"
 import { deletePod } from "./DeletePod.ts"
+import { dropLostRow } from "./LostRows.ts"
 
 export const settleGone = Effect.fn("Provider.settleGone")(function*(key: PodKey) {
   const doubts = yield* ClaimDoubts
   const found = yield* doubts.get(key)
-  if (Option.isNone(found)) return "NotInDoubt" as SettleGoneOutcome
+  if (Option.isNone(found)) {
+    // VER-7: a Lost row whose Pod is gone has nothing left to guard (a restart finds it for a Pod
+    // deleted while the daemon was down, the lease watch for a preserved row's VM gone).
+    return ((yield* dropLostRow(key)) ? "LostDropped" : "NotInDoubt") as SettleGoneOutcome
+  }
   const [namespace, name] = splitPodKey(key)
   const standIn: V1Pod = { apiVersion: "v1", kind: "Pod", metadata: { namespace, name, uid: found.value.podUid } }
   // Tracked before the delete, as any Pod the provider handles is: should the release fail after

@@ -6,7 +6,7 @@ import { copyPlain } from "../../Schemas/Pod.ts"
 import { ClaimTable, type ClaimTableState } from "../../Services/ClaimTable.ts"
 import { podKeyOfPod } from "./CreatePod.ts"
 import { podIpFor } from "./Push.ts"
-import { leaseExpiredStatus, pendingStatus, runningStatus } from "./Status.ts"
+import { leaseExpiredStatus, pendingStatus, runningStatus, sandboxLostStatus } from "./Status.ts"
 
 /** UPD-1: store the newer Pod unless it belongs to an older generation (ST-4). Always succeeds. */
 export const updatePod = Effect.fn("Provider.updatePod")(function*(pod: V1Pod) {
@@ -25,12 +25,17 @@ export const getPod = (namespace: string, name: string) =>
   ClaimTable.use((table) => table.pod(podKeyOf(namespace, name)))
 
 /**
- * UPD-4 for a tracked Pod: no settled claim → the Pod's own status as Pending; a settled claim
+ * UPD-4 for a tracked Pod: a Lost row of its generation → SandboxLost (VER-7); no settled claim
+ * → the Pod's own status as Pending; a settled claim
  * strictly past its deadline → lease expired (LEASE-8: at the instant itself still Running);
  * otherwise Running.
  */
 const reportedStatus = Effect.fnUntraced(function*(state: ClaimTableState, key: PodKey, pod: V1Pod) {
   const row = state.rows.get(key)
+  // VER-7: the sandbox of this generation is gone for good.
+  if (row !== undefined && row.state._tag === "Lost" && row.record.podUID === (pod.metadata?.uid ?? "")) {
+    return sandboxLostStatus(pod, row.record.id, row.record.claimedAt)
+  }
   if (row === undefined || row.state._tag !== "Durable") return pendingStatus(pod)
   const claim = row.record
   const now = yield* DateTime.now

@@ -602,3 +602,55 @@ describe("PodController: claims in doubt whose Pod never comes back (DEL-3)", ()
       yield* stopOnTestClock(daemon)
     }).pipe(quiet), { timeout: 60_000 })
 })
+
+describe("PodController: a lost sandbox across restarts (VER-7)", () => {
+  it.effect("the VM lost while the daemon was down, and a restart before the SandboxLost status landed: the Pod never goes Running on a new VM", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const first = yield* world.start(backoffOnly)
+      createPod(world.model, podBody("web"))
+      yield* secondsUntil(() => running(world.model, "web") !== undefined)
+      const vm = claimIdOf(running(world.model, "web")!)
+      yield* stopOnTestClock(first)
+      // sandboxd loses the VM while no daemon runs (its lease is far from over).
+      yield* world.sim.forget(vm)
+      // The second daemon confirms it gone, but its status write cannot land before it stops.
+      const statusFails: FailureRule = { method: "PUT", path: /\/pods\/web\/status$/, code: 500 }
+      world.model.faults.failures.push(statusFails)
+      const second = yield* world.start(backoffOnly)
+      yield* secondsUntil(() => (second.calls.create.get(keyOf("web")) ?? 0) >= 1)
+      // A few retries of the write, all refused.
+      for (let i = 0; i < 3; i++) yield* secondsUntil(() => true).pipe(Effect.andThen(TestClock.adjust("1 second")))
+      assert.strictEqual(peekPod(world.model, "web")?.status?.phase, "Running", "the Failed status has not landed")
+      yield* stopOnTestClock(second)
+      assert.include(claimsOnDisk(world.statePath), vm, "the lost row stays in the file until the Pod's status is written")
+      world.model.faults.failures.length = 0
+      // The third daemon: the mark must survive the restart, whatever the second wrote.
+      // The default resync (60 s): the row goes at the first reconcile that finds the Pod terminal.
+      const third = yield* world.start(PodController.defaultOptions)
+      yield* secondsUntil(() => {
+        const now = peekPod(world.model, "web")
+        return now?.status?.reason === "SandboxLost" || (now !== undefined && claimIdOf(now) !== vm)
+      })
+      assert.strictEqual(claimIdOf(peekPod(world.model, "web")!), vm, "not moved to another VM")
+      const failed = peekPod(world.model, "web")!
+      assert.strictEqual(failed.status?.phase, "Failed")
+      assert.include(failed.status?.message ?? "", vm)
+      assert.strictEqual(yield* claimRequests(world.sim), 1, "never claimed again for the same Pod")
+      assert.deepStrictEqual(yield* world.sim.claims, [])
+      // Once the Failed status landed, the row has nothing left to guard: it leaves the file.
+      const seconds = yield* secondsUntil(() => claimsOnDisk(world.statePath).length === 0)
+      assert.isAtMost(seconds, 61, "within one resync")
+      yield* stopOnTestClock(third)
+      // And a fourth start finds a terminal Pod and no row: nothing is claimed or written for it.
+      const writes = world.model.statusWrites
+      const fourth = yield* world.start(backoffOnly)
+      yield* secondsUntil(fourth.handle.synced)
+      yield* ioTurns
+      assert.strictEqual(peekPod(world.model, "web")?.status?.reason, "SandboxLost")
+      assert.strictEqual(yield* claimRequests(world.sim), 1)
+      assert.strictEqual(world.model.statusWrites, writes)
+      assert.isUndefined(fourth.calls.create.get(keyOf("web")))
+      yield* stopOnTestClock(fourth)
+    }).pipe(quiet), { timeout: 60_000 })
+})

@@ -175,7 +175,9 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
         return next
       }),
     settleGone: () => Effect.void,
+    settleTerminal: () => Effect.void,
     doubtKeys: Effect.succeed([]),
+    lostKeys: Effect.succeed([]),
     getPod: (key) =>
       Effect.map(Ref.get(held), (m) => {
         behaviour.lookups?.push(key)

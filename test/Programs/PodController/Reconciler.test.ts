@@ -32,7 +32,7 @@ describe("Reconciler.decide", () => {
       ["gone, tracked", Option.none(), held(pod()), false, "Release"],
       ["deleting, nothing runs (a claim in doubt may still need settling)", Option.some(pod({ deleting: true })), held(pod()), false, "DeleteThenRemove"],
       ["deleting, running", Option.some(pod({ deleting: true, running: true })), held(pod()), false, "DeleteThenRemove"],
-      ["terminal", Option.some(pod({ phase: "Failed" })), Option.none(), false, "LeaveAlone"],
+      ["terminal", Option.some(pod({ phase: "Failed" })), Option.none(), false, "Terminal"],
       ["tracked as is", Option.some(pod()), held(pod()), false, "LeaveAlone"],
       ["tracked, image changed", Option.some(pod({ image: "python:3.13" })), held(pod()), false, "Update"],
       ["tracked, last create failed", Option.some(pod()), held(pod()), true, "Create"],

@@ -1,0 +1,41 @@
+/**
+ * When a Lost row goes (VER-7). A row becomes Lost when sandboxd confirms its VM gone
+ * (`SandboxLost.ts`, the verification at startup, the lease watch); it is kept, and written as it
+ * was, only so that the Pod generation it names is never claimed for again, and a restart before
+ * that Pod's Failed/SandboxLost status landed finds the VM gone again and keeps refusing. It goes,
+ * and the file is written without it, once that generation can never be claimed for:
+ *
+ * - its Pod is terminal (`settleTerminal`: the pod controller never creates for a terminal Pod,
+ *   and never writes its status again), whichever writer made it so;
+ * - its Pod is deleted or gone from the apiserver (`DeletePod.ts`, `SettleGone.ts`);
+ * - a Pod of another generation takes the name (`CreatePod.ts`: the old one is gone then, and
+ *   the new one gets a fresh claim, never the dead VM).
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { Effect, Option } from "effect"
+import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
+import { ClaimsStore } from "../../Services/ClaimsStore.ts"
+import { ClaimTable } from "../../Services/ClaimTable.ts"
+
+/**
+ * Drops the Lost row of `key` (of generation `podUID` when given) and writes the file without it;
+ * a write that fails is only logged (the row then reloads, is found gone again and dropped again).
+ */
+export const dropLostRow = Effect.fnUntraced(function*(key: PodKey, podUID?: string) {
+  const table = yield* ClaimTable
+  const row = yield* table.lost(key)
+  if (Option.isNone(row) || !(yield* table.dropLost(key, podUID))) return false
+  yield* Effect.logInfo("dropped the row of a lost sandbox: its pod can no longer be claimed for").pipe(
+    Effect.annotateLogs({ pod: key, claim: row.value.id })
+  )
+  yield* (yield* ClaimsStore).commit(Option.none()).pipe(
+    Effect.catchTag("ClaimsWriteError", (err) =>
+      Effect.logError("persist claims state").pipe(Effect.annotateLogs({ err: err.message, path: err.path })))
+  )
+  return true
+})
+
+/** The Pod is terminal: the Lost row of its generation has nothing left to guard. Memory only otherwise. */
+export const settleTerminal = Effect.fn("Provider.settleTerminal")(function*(pod: V1Pod) {
+  yield* dropLostRow(podKeyOfPod(pod), pod.metadata?.uid ?? "")
+})
