@@ -2,7 +2,7 @@
  * The slim Pod: the only shape of a Pod the daemon keeps, decoded straight from the apiserver's
  * JSON. It holds the fields the daemon reads (identity, resourceVersion, labels, annotations,
  * owner references, finalizers, deletion fields, container names and images, the other fields a
- * Pod update may change, restart policy) and the status fields it writes and compares. Every
+ * Pod update may change, restart policy, readiness gates) and the status fields it writes and compares. Every
  * other field of a served Pod is dropped at decode time, so a cache of N Pods costs N small plain
  * objects, not N client-node object graphs.
  *
@@ -69,6 +69,9 @@ export const Toleration = Schema.Struct({
   tolerationSeconds: opt(Schema.Number)
 })
 
+/** A readiness gate: the Pod is Ready only once its condition of this type is True (ST-14). */
+export const ReadinessGate = Schema.Struct({ conditionType: Schema.String })
+
 export const PodSpec = Schema.Struct({
   nodeName: opt(Schema.String),
   restartPolicy: opt(Schema.String),
@@ -76,7 +79,8 @@ export const PodSpec = Schema.Struct({
   initContainers: opt(list(Container)),
   ephemeralContainers: opt(list(Container)),
   activeDeadlineSeconds: opt(Schema.Number),
-  tolerations: opt(list(Toleration))
+  tolerations: opt(list(Toleration)),
+  readinessGates: opt(list(ReadinessGate))
 })
 
 export const PodCondition = Schema.Struct({
@@ -85,7 +89,9 @@ export const PodCondition = Schema.Struct({
   reason: opt(Schema.String),
   message: opt(Schema.String),
   lastProbeTime: opt(Time),
-  lastTransitionTime: opt(Time)
+  lastTransitionTime: opt(Time),
+  // Another writer's condition may carry it (ST-12): kept so a status write leaves it as it is.
+  observedGeneration: opt(Schema.Number)
 })
 
 export const ContainerState = Schema.Struct({
@@ -426,6 +432,12 @@ const readToleration = (u: unknown): Out | GiveUp => {
   return out
 }
 
+const readReadinessGate = (u: unknown): Out | GiveUp => {
+  if (!isPlainRecord(u)) return giveUp
+  const conditionType = u.conditionType
+  return typeof conditionType === "string" ? { conditionType: share(conditionType) } : giveUp
+}
+
 const readSpec = (u: unknown): Out | GiveUp => {
   if (!isPlainRecord(u)) return giveUp
   const out: Out = {}
@@ -465,12 +477,18 @@ const readSpec = (u: unknown): Out | GiveUp => {
     if (list === giveUp) return giveUp
     out.tolerations = list
   }
+  const readinessGates = u.readinessGates
+  if (!isUnset(readinessGates)) {
+    const list = readList(readinessGates, readReadinessGate)
+    if (list === giveUp) return giveUp
+    out.readinessGates = list
+  }
   return out
 }
 
 const readCondition = (u: unknown): Out | GiveUp => {
   if (!isPlainRecord(u)) return giveUp
-  const { lastProbeTime, lastTransitionTime, message, reason, status, type } = u
+  const { lastProbeTime, lastTransitionTime, message, observedGeneration, reason, status, type } = u
   if (typeof type !== "string" || typeof status !== "string") return giveUp
   const out: Out = { type: share(type), status: share(status) }
   if (!isUnset(reason)) {
@@ -490,6 +508,10 @@ const readCondition = (u: unknown): Out | GiveUp => {
     const time = readTime(lastTransitionTime)
     if (time === giveUp) return giveUp
     out.lastTransitionTime = time
+  }
+  if (!isUnset(observedGeneration)) {
+    if (typeof observedGeneration !== "number") return giveUp
+    out.observedGeneration = observedGeneration
   }
   return out
 }
@@ -794,7 +816,9 @@ export const acceptedPodOf = (pod: Pod): Pod => {
     containers: containersOf(s.containers ?? []),
     initContainers: s.initContainers === undefined ? undefined : containersOf(s.initContainers),
     ephemeralContainers: s.ephemeralContainers === undefined ? undefined : containersOf(s.ephemeralContainers),
-    nodeName: undefined
+    nodeName: undefined,
+    // the status writer reads them from the Pod it writes on (ST-14), never from the provider's copy
+    readinessGates: undefined
   })
   return {
     ...(metadata === undefined ? {} : { metadata }),

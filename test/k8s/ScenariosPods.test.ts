@@ -6,7 +6,7 @@
  * runs here) and deletes them as a user would.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import {
   admin,
   adminGet,
@@ -19,6 +19,7 @@ import {
   deletePodGracefully,
   deleteOwnerThenPod,
   eventually,
+  fastPodOptions,
   getPod,
   quiet,
   rawRequest,
@@ -30,11 +31,11 @@ import {
   startSandboxd,
 } from "./scenarioHarness.ts"
 
-const world = (simOptions: Parameters<typeof startSandboxd>[0] = {}) =>
+const world = (simOptions: Parameters<typeof startSandboxd>[0] = {}, podOptions = fastPodOptions) =>
   Effect.gen(function*() {
     const { sandboxd, config } = yield* daemonGround("vk-k8s-pods-", simOptions)
     const namespace = yield* createNamespace("pods")
-    const daemon = yield* startPodHalf(config)
+    const daemon = yield* startPodHalf(config, podOptions)
     yield* eventually("the pod watch synced", daemon.handle.synced)
     return { sandboxd, config, namespace, nodeName: config.nodeName, daemon }
   })
@@ -87,23 +88,36 @@ describe("the pod controller on the real kube-apiserver, as the daemon", () => {
       assert.strictEqual((yield* releasePaths(sandboxd)).length, 2)
     }).pipe(quiet)), { timeout: 45_000 })
 
-  it.live("another writer's Pod condition survives the daemon's status writes, a repair of Ready included (ST-12)", () =>
+  it.live("another writer's Pod condition survives the daemon's status writes, a repair of Ready included (ST-12); a readiness gate decides Ready, with one write when it turns True (ST-14)", () =>
     Effect.scoped(Effect.gen(function*() {
-      const { namespace, nodeName } = yield* world()
+      // resyncs every second: the waits below span several, each a chance for a needless write
+      const { namespace, nodeName } = yield* world({}, { ...fastPodOptions, resyncInterval: Duration.seconds(1) })
       yield* createPod(namespace, "gated", nodeName)
       yield* eventually("gated Running", runningPod(namespace, "gated"))
       const { config } = yield* admin
-      const path = `/api/v1/namespaces/${namespace}/pods/gated/status`
+      const statusPath = (name: string) => `/api/v1/namespaces/${namespace}/pods/${name}/status`
+      const path = statusPath("gated")
       /** A strategic merge patch of the Pod's conditions, as a controller sends one (merged by type). */
-      const patchCondition = (type: string, status: string) =>
+      const patchConditionOf = (name: string, condition: Record<string, unknown>) =>
         Effect.gen(function*() {
-          const reply = yield* rawRequest(config, "PATCH", path, { status: { conditions: [{ type, status }] } }, "application/strategic-merge-patch+json")
-          if (reply.status !== 200) return yield* new ScenarioFailed({ message: `PATCH ${path}: HTTP ${reply.status} ${reply.text}` })
+          const at = statusPath(name)
+          const reply = yield* rawRequest(config, "PATCH", at, { status: { conditions: [condition] } }, "application/strategic-merge-patch+json")
+          if (reply.status !== 200) return yield* new ScenarioFailed({ message: `PATCH ${at}: HTTP ${reply.status} ${reply.text}` })
+          return (JSON.parse(reply.text) as { readonly metadata: { readonly resourceVersion: string } }).metadata.resourceVersion
         })
-      const conditions = Effect.map(
-        adminGet<{ readonly status?: { readonly conditions?: ReadonlyArray<{ readonly type: string; readonly status: string }> } }>(path),
-        (pod) => (pod?.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`)
-      )
+      const patchCondition = (type: string, status: string) => patchConditionOf("gated", { type, status })
+      interface Condition {
+        readonly type: string
+        readonly status: string
+        readonly reason?: string
+        readonly message?: string
+        readonly observedGeneration?: number
+      }
+      interface Served {
+        readonly metadata: { readonly resourceVersion: string }
+        readonly status?: { readonly conditions?: ReadonlyArray<Condition> }
+      }
+      const conditions = Effect.map(adminGet<Served>(path), (pod) => (pod?.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`))
       // a readiness gate's controller adds its condition; then someone turns Ready False, which
       // the daemon writes back: the watch delivers both in order, so once Ready is True again the
       // daemon has handled the gate's event, and its write kept the gate
@@ -111,7 +125,52 @@ describe("the pod controller on the real kube-apiserver, as the daemon", () => {
       yield* patchCondition("Ready", "False")
       const after = yield* eventually("Ready repaired", Effect.map(conditions, (all) => (all.includes("Ready=True") ? all : undefined)))
       assert.deepStrictEqual(after, ["Initialized=True", "Ready=True", "PodScheduled=True", "example.com/gate=True"])
-    }).pipe(quiet)), { timeout: 45_000 })
+
+      // ---- ST-14: a Pod that declares the gate is Ready only while its condition is True
+      const gate = "example.com/lb"
+      yield* createPod(namespace, "behind-lb", nodeName, undefined, { readinessGates: [{ conditionType: gate }] })
+      yield* eventually("behind-lb Running", runningPod(namespace, "behind-lb"))
+      const served = Effect.flatMap(adminGet<Served>(statusPath("behind-lb")), (pod) =>
+        pod === undefined ? new ScenarioFailed({ message: "behind-lb is gone" }) : Effect.succeed(pod))
+      const conditionOf = (pod: Served, type: string) => pod.status?.conditions?.find((c) => c.type === type)
+      const waiting = yield* served
+      assert.strictEqual(conditionOf(waiting, "Ready")?.status, "False", "no gate condition yet: not Ready")
+      assert.strictEqual(conditionOf(waiting, "Ready")?.reason, "ReadinessGatesNotReady")
+      assert.include(conditionOf(waiting, "Ready")?.message ?? "", gate)
+      assert.strictEqual(conditionOf(waiting, "ContainersReady")?.status, "True", "the sandbox itself is ready")
+
+      /**
+       * The Pod's versions written after `version`, as a watch from it delivers them (the watch
+       * replays what came after and then waits `seconds` more: several resyncs, each a chance
+       * for a needless write).
+       */
+      const writesSince = (version: string, seconds: number) =>
+        Effect.gen(function*() {
+          const query = `watch=1&fieldSelector=metadata.name%3Dbehind-lb&resourceVersion=${version}&timeoutSeconds=${seconds}`
+          const reply = yield* rawRequest(config, "GET", `/api/v1/namespaces/${namespace}/pods?${query}`)
+          if (reply.status !== 200) return yield* new ScenarioFailed({ message: `watch: HTTP ${reply.status} ${reply.text}` })
+          return reply.text.split("\n").filter((line) => line.trim() !== "").map((line) =>
+            JSON.parse(line) as { readonly type: string; readonly object: Served }
+          )
+        })
+      // the gate's controller sets it False: Ready stays False, and the daemon writes nothing
+      const falseAt = yield* patchConditionOf("behind-lb", { type: gate, status: "False", observedGeneration: 1 })
+      assert.deepStrictEqual(yield* writesSince(falseAt, 3), [], "a gate that stays not ready is no write")
+      assert.strictEqual(conditionOf(yield* served, "Ready")?.status, "False")
+
+      // True: Ready True at once, in one write of the daemon's, the gate as its controller wrote it
+      const trueAt = yield* patchConditionOf("behind-lb", { type: gate, status: "True", observedGeneration: 1 })
+      const writes = yield* writesSince(trueAt, 4)
+      assert.deepStrictEqual(writes.map((event) => event.type), ["MODIFIED"], "one write for the gate turning True, and nothing after")
+      const ready = writes[0]!.object
+      assert.strictEqual(conditionOf(ready, "Ready")?.status, "True")
+      assert.isUndefined(conditionOf(ready, "Ready")?.reason)
+      assert.strictEqual(conditionOf(ready, "ContainersReady")?.status, "True")
+      assert.strictEqual(conditionOf(ready, gate)?.status, "True")
+      // (kube-apiserver kept it here even for a write that left it out; the simulator test in
+      // PodControllerStubbed.test.ts shows the daemon keeping it itself)
+      assert.strictEqual(conditionOf(ready, gate)?.observedGeneration, 1, "the gate's condition is written back whole")
+    }).pipe(quiet)), { timeout: 60_000 })
 
   it.live("no warm capacity: ProviderFailed/Pending naming the cause, Running once a claim is freed", () =>
     Effect.scoped(Effect.gen(function*() {

@@ -186,7 +186,9 @@ export const createPod = (
   namespace: string,
   name: string,
   nodeName: string,
-  owner?: { readonly name: string; readonly uid: string }
+  owner?: { readonly name: string; readonly uid: string },
+  /** More of the spec (readiness gates, say). */
+  spec: Partial<k8s.V1PodSpec> = {}
 ) =>
   Effect.gen(function*() {
     const { core } = yield* admin
@@ -200,7 +202,7 @@ export const createPod = (
             annotations: { "sandbox.cocoonstack.io/template": Template },
             ...(owner === undefined ? {} : { ownerReferences: [sandboxOwnerRef(owner.name, owner.uid)] })
           },
-          spec: { nodeName, containers: [{ name: "main", image: "python:3.12" }] }
+          spec: { ...spec, nodeName, containers: [{ name: "main", image: "python:3.12" }] }
         }
       }))
     return pod.metadata?.uid ?? ""

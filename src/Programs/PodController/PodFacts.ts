@@ -251,6 +251,63 @@ export const keepForeignConditions = (pushed: PodStatus, current: Pod): PodStatu
   return { ...pushed, conditions: [...(pushed.conditions ?? []), ...foreign] }
 }
 
+/** The Ready condition's reason while a readiness gate holds a Pod whose containers are ready (ST-14). */
+export const ReadinessGatesNotReady = "ReadinessGatesNotReady"
+
+const conditionOf = (status: PodStatus, type: string): Condition | undefined => {
+  const conditions = status.conditions
+  if (conditions === undefined) return undefined
+  for (const condition of conditions) if (condition.type === type) return condition
+  return undefined
+}
+
+/**
+ * ST-14: `status` (a body's, its foreign conditions already kept) with Ready as a node agent sets
+ * it for a Pod that declares readiness gates: True only when the containers are ready and every
+ * gate's condition is present and True; otherwise False, with `ReadinessGatesNotReady` and the
+ * gates not ready named when only the gates hold it. ContainersReady carries the containers' own
+ * readiness: the push's ContainersReady when it has one, else its Ready. Since the body reads it
+ * back, a status this built (the key's last push may be what a write stored: `keptAs`) builds
+ * the same status again, so an unchanged gate is never a write and a gate turning True is one.
+ * The gates' conditions themselves are their controllers': never set or changed here. `status`
+ * itself for a Pod without gates (its Running status stays CRT-21's) or a status without Ready
+ * (a Failed status: no conditions).
+ */
+export const applyReadinessGates = (status: PodStatus, current: Pod): PodStatus => {
+  const gates = current.spec?.readinessGates
+  if (gates === undefined || gates.length === 0) return status
+  const ready = conditionOf(status, "Ready")
+  if (ready === undefined) return status
+  const containersReady = (conditionOf(status, "ContainersReady") ?? ready).status === "True"
+  const notReady = gates.filter((gate) => conditionOf(status, gate.conditionType)?.status !== "True").map((gate) => gate.conditionType)
+  const nextReady: Condition = !containersReady
+    ? (ready.status === "True" || ready.reason === ReadinessGatesNotReady ? { type: "Ready", status: "False" } : ready)
+    : notReady.length === 0
+    ? (ready.status === "True" ? ready : { type: "Ready", status: "True" })
+    : {
+      type: "Ready",
+      status: "False",
+      reason: ReadinessGatesNotReady,
+      message: `readiness gates not True: ${notReady.join(", ")}`
+    }
+  const conditions: Array<Condition> = []
+  let hasContainersReady = false
+  for (const condition of status.conditions ?? []) {
+    if (condition.type === "Ready") {
+      conditions.push(nextReady)
+    } else if (condition.type === "ContainersReady") {
+      hasContainersReady = true
+      conditions.push(condition)
+    } else {
+      conditions.push(condition)
+    }
+  }
+  if (!hasContainersReady) {
+    conditions.splice(conditions.indexOf(nextReady) + 1, 0, { type: "ContainersReady", status: containersReady ? "True" : "False" })
+  }
+  return { ...status, conditions }
+}
+
 /** Whether `stored` holds a condition `pushed` does not own (ST-12). */
 export const hasForeignConditions = (pushed: PodStatus, stored: PodStatus): boolean =>
   stored.conditions !== undefined && stored.conditions.some((condition) => isForeign(condition, pushed))
@@ -276,8 +333,8 @@ const decodeStatus = Schema.decodeUnknownOption(PodStatusSchema)
 /**
  * The body of a status write for a provider push (ST-06, PIT-06), built on the apiserver's
  * current Pod (its metadata, so finalizers and the like are written back unchanged): the pushed
- * status as the server will store it, with the current Pod's foreign conditions kept (ST-12),
- * and labels and annotations merged so a label or annotation edit made after the provider was
+ * status as the server will store it, with the current Pod's foreign conditions kept (ST-12)
+ * and Ready as the Pod's readiness gates make it (ST-14), and labels and annotations merged so a label or annotation edit made after the provider was
  * handed the Pod is not reverted, while the provider's own additions (the claim-id annotation)
  * still go through. `base` is the Pod the push was made from. None when the push carries no
  * readable status.
@@ -333,6 +390,6 @@ export const pushedBody = (push: Pushed, current: Pod, base: Pod | undefined): P
       ...(labels === undefined ? {} : { labels: { ...labels } }),
       ...(annotations === undefined ? {} : { annotations: { ...annotations } })
     },
-    status: keepForeignConditions(asServerStores(status, current), current)
+    status: applyReadinessGates(keepForeignConditions(asServerStores(status, current), current), current)
   }
 }

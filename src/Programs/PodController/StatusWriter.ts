@@ -11,7 +11,8 @@
  * - Status repair: when a Pod arrives (an event or the resync) whose stored status differs from
  *   what was last pushed, someone else changed it: the last push is written again. Another
  *   writer's conditions (types neither the push nor a node agent sets) are no difference: every
- *   write keeps them (ST-12).
+ *   write keeps them (ST-12). Except through Ready: on a Pod with readiness gates the body's Ready
+ *   follows the gates' conditions (ST-14), so a gate turning True is a difference, written once.
  * - The three-way merge of labels and annotations needs the Pod a push was made from: the last
  *   two Pods handed to the provider per key are kept, as their labels and annotations only.
  * - Of a push, only its slim facts are kept (`Pushed`: UID, resourceVersion, labels, annotations

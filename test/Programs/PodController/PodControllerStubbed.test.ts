@@ -416,6 +416,64 @@ describe("PodController (stubbed)", () => {
       assert.strictEqual(model.statusWrites, 2, "no write since the repair")
     })).pipe(quiet))
 
+  it.effect("a Pod with a readiness gate: Ready False until its controller sets the gate True, then one write of Ready True and none after (ST-14)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const model = new CountingModel()
+      const gate = "example.com/lb"
+      const created = model.create(Pods, "default", {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "web", namespace: "default" },
+        spec: { nodeName: NODE, containers: [{ name: "c", image: "i" }], readinessGates: [{ conditionType: gate }] }
+      })
+      assert.strictEqual(created._tag, "Success")
+      const ours = [
+        { type: "Initialized", status: "True" },
+        { type: "Ready", status: "True" },
+        { type: "PodScheduled", status: "True" }
+      ]
+      yield* startOnModel(model, { runningStatus: { phase: "Running", podIP: "10.0.0.1", conditions: ours } }, {
+        ...PodController.defaultOptions,
+        resyncInterval: Duration.seconds(10)
+      })
+      yield* advance(100)
+      type Condition = { type: string; status: string; reason?: string; message?: string; observedGeneration?: number }
+      const conditions = () =>
+        ((model.peek(Pods, "default", "web")?.["status"] as { conditions?: Array<Condition> }).conditions ?? [])
+      const conditionsOf = () => conditions().map((c) => `${c.type}=${c.status}`).sort()
+      const ready = () => conditions().find((c) => c.type === "Ready")
+      const patchStatus = (body: unknown) =>
+        assert.strictEqual(model.patch(Pods, "default", "web", "strategic", body, { subresource: "status" })._tag, "Success")
+
+      // the gate's condition is missing: Ready False, naming the gate; the containers are ready
+      assert.deepStrictEqual(conditionsOf(), ["ContainersReady=True", "Initialized=True", "PodScheduled=True", "Ready=False"])
+      assert.strictEqual(ready()?.reason, "ReadinessGatesNotReady")
+      assert.include(ready()?.message ?? "", gate)
+      assert.strictEqual(model.statusWrites, 1, "the Running status, gated")
+
+      // its controller sets it False: nothing for the daemon to write, however many events and resyncs
+      patchStatus({ status: { conditions: [{ type: gate, status: "False", observedGeneration: 1 }] } })
+      yield* advance(35_000)
+      assert.deepStrictEqual(conditionsOf(), ["ContainersReady=True", "Initialized=True", "PodScheduled=True", "Ready=False", `${gate}=False`])
+      assert.strictEqual(model.statusWrites, 1, "no write for a gate that stays not ready")
+
+      // True: the watch event brings one write of Ready True at once, the gate as its controller wrote it
+      patchStatus({ status: { conditions: [{ type: gate, status: "True", observedGeneration: 1 }] } })
+      yield* advance(100)
+      assert.deepStrictEqual(ready(), { type: "Ready", status: "True" })
+      assert.deepStrictEqual(conditions().find((c) => c.type === gate), { type: gate, status: "True", observedGeneration: 1 })
+      assert.strictEqual(model.statusWrites, 2, "one write for the gate turning True")
+      yield* advance(35_000)
+      assert.strictEqual(model.statusWrites, 2, "and none after: its own write's event and three resyncs")
+
+      // False again (the load balancer took it out): Ready follows, with one write
+      patchStatus({ status: { conditions: [{ type: gate, status: "False", observedGeneration: 1 }] } })
+      yield* advance(35_000)
+      assert.strictEqual(ready()?.status, "False")
+      assert.strictEqual(model.statusWrites, 3)
+      assert.deepStrictEqual(conditions().find((c) => c.type === gate), { type: gate, status: "False", observedGeneration: 1 })
+    })).pipe(quiet))
+
   /**
    * Creates that ran before a task of the default priority, queued once the first list's reconciles
    * started, got its turn: the daemon's scheduler in 10 ms turns on a clock the test moves, each

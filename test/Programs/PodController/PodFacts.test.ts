@@ -6,6 +6,7 @@ import {
   canonical,
   mergeProviderMap,
   pushedOf,
+  ReadinessGatesNotReady,
   sameCanonical,
   statusWriteBody as bodyOption,
   statusWriteIsNoop,
@@ -319,5 +320,118 @@ describe("PodFacts sameCanonical", () => {
     assert.isFalse(sameCanonical({ t: new Date("2026-11-29T09:00:02.001Z") }, { t: "2026-11-29T09:00:01Z" }))
     assert.isTrue(sameCanonical([undefined], [null]))
     assert.isFalse(sameCanonical({ a: undefined }, { a: null }))
+  })
+})
+
+describe("PodFacts readiness gates: Ready only when the containers and every gate are (ST-14)", () => {
+  const gateType = "example.com/lb"
+  const otherType = "example.com/dns"
+  const gatedPod = (conditions: NonNullable<NonNullable<Pod["status"]>["conditions"]>, gates = [gateType]): Pod => ({
+    metadata: { namespace: "default", name: "p", uid: "u1", resourceVersion: "20", annotations: { "claim-id": "sb_1" } },
+    spec: { containers: [{ name: "main", image: "python:3.12" }], readinessGates: gates.map((conditionType) => ({ conditionType })) },
+    status: { phase: "Running", podIP: "10.0.0.5", podIPs: [{ ip: "10.0.0.5" }], conditions: [...conditions] }
+  })
+  const push: V1Pod = {
+    metadata: { namespace: "default", name: "p", uid: "u1", resourceVersion: "9", annotations: { "claim-id": "sb_1" } },
+    status: {
+      phase: "Running",
+      podIP: "10.0.0.5",
+      conditions: [
+        { type: "Initialized", status: "True" },
+        { type: "Ready", status: "True" },
+        { type: "PodScheduled", status: "True" }
+      ]
+    }
+  }
+  const readyOf = (pod: Pod) => pod.status?.conditions?.find((c) => c.type === "Ready")
+  const statusOf = (pod: Pod, type: string) => pod.status?.conditions?.find((c) => c.type === type)?.status
+  /** The Pod the apiserver holds once `body` was written (what the next check compares with). */
+  const stored = (body: Pod, foreign: ReadonlyArray<{ type: string; status: string }> = []): Pod => ({
+    ...body,
+    status: {
+      ...body.status,
+      conditions: [...(body.status?.conditions ?? []).filter((c) => !foreign.some((f) => f.type === c.type)), ...foreign]
+    }
+  })
+
+  it("a gate whose condition is missing or not True keeps Ready False, naming the gate; ContainersReady says the containers are ready", () => {
+    for (const gate of [[], [{ type: gateType, status: "False" }], [{ type: gateType, status: "Unknown" }]]) {
+      const body = statusWriteBody(push, gatedPod(gate), undefined)
+      const ready = readyOf(body)
+      assert.strictEqual(ready?.status, "False", JSON.stringify(gate))
+      assert.strictEqual(ready?.reason, ReadinessGatesNotReady)
+      assert.include(ready?.message ?? "", gateType)
+      assert.strictEqual(statusOf(body, "ContainersReady"), "True")
+      // the gate's condition is its controller's: kept as it is, never added or changed
+      assert.deepStrictEqual(body.status?.conditions?.filter((c) => c.type === gateType), gate)
+    }
+  })
+
+  it("every gate True: Ready True; of two gates, the message names only the one not ready", () => {
+    const both = [gateType, otherType]
+    const allTrue = statusWriteBody(push, gatedPod([{ type: gateType, status: "True" }, { type: otherType, status: "True" }], both), undefined)
+    assert.deepStrictEqual(readyOf(allTrue), { type: "Ready", status: "True" })
+    assert.strictEqual(statusOf(allTrue, "ContainersReady"), "True")
+    const one = statusWriteBody(push, gatedPod([{ type: gateType, status: "True" }], both), undefined)
+    assert.strictEqual(readyOf(one)?.status, "False")
+    assert.include(readyOf(one)?.message ?? "", otherType)
+    assert.notInclude(readyOf(one)?.message ?? "", gateType)
+  })
+
+  it("no write war: what a write stored compares equal to the next body until a gate changes, and a gate turning True is one write", () => {
+    const first = statusWriteBody(push, gatedPod([]), undefined)
+    const missing = stored(first)
+    assert.isTrue(statusWriteIsNoop(missing, statusWriteBody(push, missing, undefined)), "the same push again: no write")
+    // the gate's controller adds its condition False: Ready stays False, the message unchanged, no write
+    const gateFalse = stored(first, [{ type: gateType, status: "False" }])
+    assert.isTrue(statusWriteIsNoop(gateFalse, statusWriteBody(push, gateFalse, undefined)))
+    // what a write stored, kept as the key's last push (`keptAs`), builds the same body: the
+    // derivation reads ContainersReady, not the Ready it set False itself
+    const keptPush: V1Pod = { ...push, status: missing.status as NonNullable<V1Pod["status"]> }
+    assert.isTrue(statusWriteIsNoop(gateFalse, statusWriteBody(keptPush, gateFalse, undefined)))
+    // the gate turns True: one write of Ready True, the gate kept
+    const gateTrue = stored(first, [{ type: gateType, status: "True" }])
+    for (const from of [push, keptPush]) {
+      const body = statusWriteBody(from, gateTrue, undefined)
+      assert.isFalse(statusWriteIsNoop(gateTrue, body))
+      assert.deepStrictEqual(readyOf(body), { type: "Ready", status: "True" })
+      assert.strictEqual(statusOf(body, gateType), "True")
+      // and once written, nothing more to write
+      assert.isTrue(statusWriteIsNoop(stored(body), statusWriteBody(from, stored(body), undefined)))
+      assert.isTrue(statusWriteIsNoop(stored(body), statusWriteBody(keptPush, stored(body), undefined)))
+    }
+  })
+
+  it("a Pod without readiness gates keeps the Running status as pushed (no ContainersReady added); a push without Ready gets none", () => {
+    const ungated: Pod = { ...gatedPod([]), spec: { containers: [{ name: "main", image: "python:3.12" }] } }
+    const body = statusWriteBody(push, ungated, undefined)
+    assert.deepStrictEqual(body.status?.conditions, push.status?.conditions)
+    const failed: V1Pod = { ...push, status: { phase: "Failed", reason: "SandboxLeaseExpired" } }
+    assert.isUndefined(statusWriteBody(failed, gatedPod([]), undefined).status?.conditions)
+    assert.deepStrictEqual(
+      statusWriteBody(failed, gatedPod([{ type: gateType, status: "True" }]), undefined).status?.conditions,
+      [{ type: gateType, status: "True" }]
+    )
+  })
+
+  it("containers not ready: Ready False whatever the gates say", () => {
+    const notReady: V1Pod = {
+      ...push,
+      status: { ...push.status, conditions: [{ type: "Ready", status: "False", reason: "ContainersNotReady" }] }
+    }
+    const body = statusWriteBody(notReady, gatedPod([{ type: gateType, status: "True" }]), undefined)
+    assert.strictEqual(readyOf(body)?.status, "False")
+    assert.strictEqual(statusOf(body, "ContainersReady"), "False")
+  })
+
+  it("a foreign condition's observedGeneration is read from the served Pod and written back as it is", () => {
+    const served = Option.getOrThrow(decodePod({
+      metadata: { namespace: "default", name: "p", uid: "u1", resourceVersion: "20" },
+      spec: { containers: [{ name: "main", image: "python:3.12" }], readinessGates: [{ conditionType: gateType }] },
+      status: { phase: "Running", conditions: [{ type: gateType, status: "True", observedGeneration: 3 }] }
+    }))
+    assert.deepStrictEqual(served.spec?.readinessGates, [{ conditionType: gateType }])
+    const body = statusWriteBody(push, served, undefined)
+    assert.deepStrictEqual(body.status?.conditions?.find((c) => c.type === gateType), { type: gateType, status: "True", observedGeneration: 3 })
   })
 })
