@@ -308,6 +308,22 @@ export const applyReadinessGates = (status: PodStatus, current: Pod): PodStatus 
   return { ...status, conditions }
 }
 
+/**
+ * CU-05: `status` with the node agent's readiness conditions (Ready, ContainersReady) False, with
+ * `reason`: a Pod whose sandbox failed serves no traffic, whatever its status said before. Other
+ * conditions are left as they are. `status` itself when neither is there or both are False.
+ */
+export const withoutReadiness = (status: PodStatus, reason: string): PodStatus => {
+  const conditions = status.conditions
+  const isReadiness = (condition: Condition) =>
+    (condition.type === "Ready" || condition.type === "ContainersReady") && condition.status !== "False"
+  if (conditions === undefined || !conditions.some(isReadiness)) return status
+  return {
+    ...status,
+    conditions: conditions.map((condition) => (isReadiness(condition) ? { type: condition.type, status: "False", reason } : condition))
+  }
+}
+
 /** Whether `stored` holds a condition `pushed` does not own (ST-12). */
 export const hasForeignConditions = (pushed: PodStatus, stored: PodStatus): boolean =>
   stored.conditions !== undefined && stored.conditions.some((condition) => isForeign(condition, pushed))

@@ -21,7 +21,7 @@ import { type DeletePodError, PodLifecycle } from "../../Services/PodLifecycle.t
 import * as Metrics from "../../Services/Metrics.ts"
 import type { Informer } from "./Informer.ts"
 import type { RunOutcome } from "./KeyedQueue.ts"
-import { isDeleting, isRunning, isTerminal, podsEqual, uidOf } from "./PodFacts.ts"
+import { isDeleting, isRunning, isTerminal, podsEqual, uidOf, withoutReadiness } from "./PodFacts.ts"
 import type { StatusWriter } from "./StatusWriter.ts"
 
 export type Action =
@@ -102,6 +102,8 @@ export const make = (
      * The create failure is visible on the Pod (Pending, or Failed with restartPolicy Never). A
      * lost sandbox ends the Pod whatever its restart policy: it is never given another. A claim
      * in doubt ends no Pod (CU-05): its VM may exist and is adopted once the doubt is settled.
+     * Either way the Pod is not ready: a Ready=True the status held before is turned False, or
+     * Services would keep sending traffic to a Pod with no sandbox.
      */
     const writeProviderFailed = (key: PodKey, uid: string, failure: CreatePodError) =>
       status.write(key, uid, (current) => {
@@ -113,8 +115,11 @@ export const make = (
         const now = current.status
         // Terminal is final; the same failure already shown needs no write (a resync retry).
         if (isTerminal(current)) return undefined
-        if (now?.phase === phase && now.reason === reason && now.message === failure.message) return undefined
-        return { ...current, status: { ...now, phase, reason, message: failure.message } }
+        const status = withoutReadiness({ ...now, phase, reason, message: failure.message }, reason)
+        if (now?.phase === phase && now.reason === reason && now.message === failure.message && status.conditions === now.conditions) {
+          return undefined
+        }
+        return { ...current, status }
       }).pipe(
         Effect.catch((error: KubeError) =>
           Effect.logWarning("could not record the create failure on the pod").pipe(Effect.annotateLogs({ error }))

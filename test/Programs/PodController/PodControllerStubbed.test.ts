@@ -474,6 +474,35 @@ describe("PodController (stubbed)", () => {
       assert.deepStrictEqual(conditions().find((c) => c.type === gate), { type: gate, status: "False", observedGeneration: 1 })
     })).pipe(quiet))
 
+  it.effect("a create failure written on a Pod that shows Ready keeps no Ready=True: Pending/ProviderFailed is not ready (CU-05)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const model = new CountingModel()
+      yield* createOnModel(model, "web")
+      // a status that says Ready with no running container (what another writer, or an old status, may leave)
+      const patched = model.patch(Pods, "default", "web", "strategic", {
+        status: { conditions: [{ type: "Ready", status: "True" }, { type: "ContainersReady", status: "True" }, { type: "example.com/other", status: "True" }] }
+      }, { subresource: "status" })
+      assert.strictEqual(patched._tag, "Success")
+      yield* startOnModel(model, { failCreates: { left: 1_000 } })
+      yield* advance(100)
+      const status = model.peek(Pods, "default", "web")?.["status"] as {
+        phase?: string
+        reason?: string
+        conditions?: Array<{ type: string; status: string; reason?: string }>
+      }
+      assert.strictEqual(status.phase, "Pending")
+      assert.strictEqual(status.reason, "ProviderFailed")
+      const byType = new Map((status.conditions ?? []).map((c) => [c.type, c]))
+      assert.strictEqual(byType.get("Ready")?.status, "False")
+      assert.strictEqual(byType.get("Ready")?.reason, "ProviderFailed")
+      assert.strictEqual(byType.get("ContainersReady")?.status, "False")
+      assert.strictEqual(byType.get("example.com/other")?.status, "True", "another writer's condition is not ours to change")
+      const writes = model.statusWrites
+      // the retries that fail the same way write nothing more
+      yield* advance(10_000)
+      assert.strictEqual(model.statusWrites, writes)
+    })).pipe(quiet))
+
   /**
    * Creates that ran before a task of the default priority, queued once the first list's reconciles
    * started, got its turn: the daemon's scheduler in 10 ms turns on a clock the test moves, each
