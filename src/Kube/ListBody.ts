@@ -638,11 +638,18 @@ export const scan = (body: Buffer, item: (text: string) => boolean): ListScan =>
   return scan.end()
 }
 
-/** What `readList` found: the decoded items and the list's metadata (JSON text), or why it stopped. */
-export type ListRead<A> =
-  | { readonly _tag: "Read"; readonly items: Array<A>; readonly metadata: string | undefined; readonly hasItems: boolean }
-  /** `decode` refused an item: the list is not one of these. */
-  | { readonly _tag: "Undecodable" }
+/**
+ * What `readList` found: the decoded items, what `undecodable` made of each item `decode` refused,
+ * and the list's metadata (JSON text); or why it stopped.
+ */
+export type ListRead<A, B> =
+  | {
+    readonly _tag: "Read"
+    readonly items: Array<A>
+    readonly undecodable: Array<B>
+    readonly metadata: string | undefined
+    readonly hasItems: boolean
+  }
   /** Not a JSON object of this shape, or an item that is not JSON. */
   | { readonly _tag: "Malformed" }
 
@@ -651,9 +658,17 @@ export type ListRead<A> =
  * it has come and let go before the next one is cut out, so only what `decode` keeps outlives the
  * read. The daemon's Pod list read, in one place for the client and for the bench that times it
  * (`bench/podList.ts`).
+ *
+ * An item `decode` refuses does not end the read (INF-1): `undecodable` is given its parsed JSON
+ * (for what can still be read of it) and the list goes on. The branch was there already (it
+ * stopped the scan), so an item that decodes costs nothing more than before.
  */
-export const listReader = <A>(decode: (json: unknown) => Option.Option<A>): ListReader<ListRead<A>> => {
+export const listReader = <A, B>(
+  decode: (json: unknown) => Option.Option<A>,
+  undecodable: (json: unknown) => B
+): ListReader<ListRead<A, B>> => {
   const items: Array<A> = []
+  const refused: Array<B> = []
   let unparsable = false
   const scan = new Scanner((text) => {
     let json: unknown
@@ -664,24 +679,27 @@ export const listReader = <A>(decode: (json: unknown) => Option.Option<A>): List
       return false
     }
     const item = decode(json)
-    if (Option.isNone(item)) return false
-    items.push(item.value)
+    if (Option.isNone(item)) refused.push(undecodable(json))
+    else items.push(item.value)
     return true
   })
   return {
     push: (chunk) => scan.push(chunk),
     end: () => {
       const read = scan.end()
-      if (read._tag === "Malformed" || unparsable) return { _tag: "Malformed" }
-      if (read._tag === "Stopped") return { _tag: "Undecodable" }
-      return { _tag: "Read", items, metadata: read.metadata, hasItems: read.items }
+      if (read._tag !== "Read" || unparsable) return { _tag: "Malformed" }
+      return { _tag: "Read", items, undecodable: refused, metadata: read.metadata, hasItems: read.items }
     }
   }
 }
 
 /** `listReader` on a whole body. */
-export const readList = <A>(body: Buffer, decode: (json: unknown) => Option.Option<A>): ListRead<A> => {
-  const reader = listReader(decode)
+export const readList = <A, B>(
+  body: Buffer,
+  decode: (json: unknown) => Option.Option<A>,
+  undecodable: (json: unknown) => B
+): ListRead<A, B> => {
+  const reader = listReader(decode, undecodable)
   reader.push(body)
   return reader.end()
 }

@@ -22,7 +22,7 @@ import { AppConfig } from "../Services/Config.ts"
 import { decodeEvent, encodeEvent, type Event } from "../Schemas/Event.ts"
 import { decodeLease, encodeLease, type Lease } from "../Schemas/Lease.ts"
 import { decodeNode, encodeNode, type Node } from "../Schemas/Node.ts"
-import { decodePod, dropNulls, encodePod, type Pod } from "../Schemas/Pod.ts"
+import { decodePod, dropNulls, encodePod, type Pod, undecodablePod } from "../Schemas/Pod.ts"
 import { redactCause, redactUrlUserinfo } from "../Schemas/UrlRedaction.ts"
 import {
   KubeApi,
@@ -452,8 +452,9 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
      * The body is read one Pod at a time as its bytes arrive (`Kube/ListBody.ts`): each Pod is
      * parsed, projected to the slim Pod and dropped as soon as its last byte is in, while the rest
      * of the list is still on its way, so only the slim Pods and the bytes of the one Pod not yet
-     * complete are held, never the whole body. Once the outcome is known (a Pod this client cannot
-     * read, bytes that are not a list) the rest is not read: the body is destroyed, and the
+     * complete are held, never the whole body. A Pod the slim Pod refuses is left out of the items
+     * and named in `undecodable` (INF-1). Once the outcome is known (bytes that are not a list)
+     * the rest is not read: the body is destroyed, and the
      * connection with it. The read is under the call timeout, and an interruption aborts it.
      */
     const listPods = (nodeName: string): Effect.Effect<PodList, KubeError> => {
@@ -467,7 +468,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
             const response = await send(spec, signal)
             const status = response.statusCode
             if (status < 200 || status > 299) return { status, failed: await bodyText(response) } as const
-            const reader = ListBody.listReader(decodePod)
+            const reader = ListBody.listReader(decodePod, undecodablePod)
             const head = Buffer.allocUnsafe(LIST_HEAD_BYTES)
             let headLength = 0
             await readBody(bodyStream(response), (bytes) => {
@@ -483,13 +484,16 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
           if ("failed" in reply) return Effect.fail(errorFromResponse(operation, reply.status, reply.failed))
           const { head, read, status } = reply
           if (read._tag === "Malformed") return Effect.fail(notJson(operation, status, head))
-          if (read._tag === "Undecodable") return unreadablePod(operation)
           const metadata = read.metadata === undefined ? Option.some(null) : parseJson(read.metadata).pipe(Option.flatMap(decodeListMetadata))
           if (Option.isNone(metadata)) return Effect.fail(notJson(operation, status, head))
           if (!read.hasItems) {
             return Effect.fail(new KubeUnavailable({ operation, status: 200, message: "the pod list has no items" }))
           }
-          return Effect.succeed({ items: read.items, resourceVersion: metadata.value?.resourceVersion ?? "" })
+          return Effect.succeed({
+            items: read.items,
+            undecodable: read.undecodable,
+            resourceVersion: metadata.value?.resourceVersion ?? ""
+          })
         })
       )
     }
@@ -520,8 +524,13 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       switch (type) {
         case "ADDED":
         case "MODIFIED":
-        case "DELETED":
-          return slim(operation)(object).pipe(Effect.map((pod) => [{ type, object: pod }]))
+        case "DELETED": {
+          // A Pod the slim Pod refuses ends nothing (INF-1): the informer is told what is known of it.
+          const pod = decodePod(object)
+          return Effect.succeed([
+            Option.isSome(pod) ? { type, object: pod.value } : { type: "UNDECODABLE", change: type, pod: undecodablePod(object) }
+          ])
+        }
         case "BOOKMARK": {
           const bookmark = decodeBookmark(object)
           return Option.isNone(bookmark)

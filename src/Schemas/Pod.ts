@@ -11,7 +11,8 @@
  * precision the apiserver stores a Pod's times at: what the daemon writes is then exactly what
  * the server keeps, and a write of an unchanged status compares equal to the stored one.
  */
-import { Option, Schema, SchemaTransformation } from "effect"
+import { Option, Result, Schema, SchemaTransformation } from "effect"
+import { scrubText } from "./Scrub.ts"
 
 const rfc3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
 
@@ -735,6 +736,51 @@ const readPod = (u: unknown): Pod | GiveUp => {
 export const decodePod = (json: unknown): Option.Option<Pod> => {
   const pod = readPod(json)
   return pod === giveUp ? decodePodOption(dropNulls(json)) : Option.some(pod)
+}
+
+/**
+ * What is read of a served Pod the slim Pod refuses (a value the apiserver stores but this
+ * decoder does not: another client's field of an unexpected type, a future field shape): its
+ * identity, each field "" where it is not a string, and why it was refused. The informer leaves
+ * such a Pod out (INF-1) and names it in its log.
+ */
+export interface UndecodablePod {
+  readonly namespace: string
+  readonly name: string
+  readonly uid: string
+  readonly resourceVersion: string
+  /** The Schema's message, scrubbed (it quotes the served Pod's keys) and cut to `UNDECODABLE_ERROR_LIMIT`. */
+  readonly error: string
+}
+
+/** How much of a decode error is kept: its first lines name the field and the type expected. */
+export const UNDECODABLE_ERROR_LIMIT = 300
+
+const decodePodResult = Schema.decodeUnknownResult(Pod)
+
+const stringAt = (record: unknown, key: string): string => {
+  if (!isPlainRecord(record)) return ""
+  const value = record[key]
+  return typeof value === "string" ? value : ""
+}
+
+/**
+ * A served Pod `decodePod` refused → what is known of it. Only on that path: the Schema decode
+ * runs again for its message. The text comes from outside (field names, keys of labels and
+ * annotations), so it is scrubbed before anything logs it.
+ */
+export const undecodablePod = (json: unknown): UndecodablePod => {
+  const metadata = isPlainRecord(json) ? json["metadata"] : undefined
+  const decoded = decodePodResult(dropNulls(json))
+  const message = Result.isFailure(decoded) ? decoded.failure.message : "not a Pod"
+  const scrubbed = scrubText(message.replace(/\s*\n\s*/g, " "))
+  return {
+    namespace: stringAt(metadata, "namespace"),
+    name: stringAt(metadata, "name"),
+    uid: stringAt(metadata, "uid"),
+    resourceVersion: stringAt(metadata, "resourceVersion"),
+    error: scrubbed.length > UNDECODABLE_ERROR_LIMIT ? `${scrubbed.slice(0, UNDECODABLE_ERROR_LIMIT)}…` : scrubbed
+  }
 }
 
 /** The Schema decode alone (what `decodePod` gives for every input), for the tests that compare the two. */

@@ -10,7 +10,7 @@ import { Context, type Effect, Schema, type Stream } from "effect"
 import type { Event } from "../Schemas/Event.ts"
 import type { Lease } from "../Schemas/Lease.ts"
 import type { Node } from "../Schemas/Node.ts"
-import type { Pod } from "../Schemas/Pod.ts"
+import type { Pod, UndecodablePod } from "../Schemas/Pod.ts"
 
 /** Status `details` exactly as the server wrote them; never filled in from the request. */
 export const StatusDetails = Schema.Struct({
@@ -73,12 +73,16 @@ export class KubeConfigMissing extends Schema.TaggedError<KubeConfigMissing>()("
 
 export interface PodList {
   readonly items: ReadonlyArray<Pod>
+  /** The listed Pods the slim Pod refuses (INF-1): not in `items`, and no reason to fail the list. */
+  readonly undecodable: ReadonlyArray<UndecodablePod>
   readonly resourceVersion: string
 }
 
 export type PodWatchEvent =
   | { readonly type: "ADDED" | "MODIFIED" | "DELETED"; readonly object: Pod }
   | { readonly type: "BOOKMARK"; readonly resourceVersion: string }
+  /** An ADDED, MODIFIED or DELETED event whose Pod the slim Pod refuses (INF-1): what is known of it. */
+  | { readonly type: "UNDECODABLE"; readonly change: "ADDED" | "MODIFIED" | "DELETED"; readonly pod: UndecodablePod }
 
 /** group "" is the core group (`/api/v1/...`). */
 export interface OwnerRef {
@@ -100,6 +104,7 @@ export interface OwnerObject {
 
 export class KubeApi extends Context.Service<KubeApi, {
   // pods
+  /** The node's Pods; one the slim Pod refuses is in `undecodable` and fails nothing (INF-1). */
   readonly listPods: (nodeName: string) => Effect.Effect<PodList, KubeError>
   /**
    * The server's current resourceVersion, as a list of at most one of the node's Pods states it
@@ -108,7 +113,8 @@ export class KubeApi extends Context.Service<KubeApi, {
   readonly podsResourceVersion: (nodeName: string) => Effect.Effect<string, KubeError>
   /**
    * Bookmarks on; fails with KubeGone on 410 or a 504 "Too large resource version" (HTTP or ERROR
-   * event); a clean server close ends the stream. Pods are slim (`Schemas/Pod.ts`).
+   * event); a clean server close ends the stream. Pods are slim (`Schemas/Pod.ts`); one the slim
+   * Pod refuses comes as an UNDECODABLE event and the stream goes on (INF-1).
    */
   readonly watchPods: (nodeName: string, resourceVersion: string) => Stream.Stream<PodWatchEvent, KubeError>
   readonly getPod: (namespace: string, name: string) => Effect.Effect<Pod, KubeError>

@@ -124,6 +124,9 @@ export const claimsByState = gauge("vk_sandbox_claims", {
 export const watchRestarts = counter("vk_sandbox_watch_restarts_total", {
   description: "pod watch restarts by reason: closed, gone (relist), failed; backwards: the apiserver's resourceVersion older than the cache's (a silent watch's check or a list; relist)"
 })
+export const undecodablePods = counter("vk_sandbox_pods_undecodable_total", {
+  description: "versions of Pods on this node the daemon cannot decode, each left out of its cache (INF-1); one per resourceVersion"
+})
 export const statusWriteConflicts = counter("vk_sandbox_status_write_conflicts_total", {
   description: "pods/status writes that met a 409 and were retried"
 })
@@ -161,6 +164,7 @@ export const initialize = Effect.all([
   count0(watchRestarts, { reason: "failed" }),
   count0(watchRestarts, { reason: "backwards" }),
   Metric.update(statusWriteConflicts, 0),
+  Metric.update(undecodablePods, 0),
   Metric.update(sandboxdUp, 0),
   ...["durable", "tentative", "quarantined"].map((state) => Metric.update(labelled(claimsByState, { state }), 0)),
   Metric.update(nodeTainted, 0)

@@ -160,27 +160,36 @@ describe("ListBody.scan", () => {
 describe("ListBody.readList", () => {
   const names = (json: unknown) =>
     typeof json === "object" && json !== null && "n" in json && typeof json.n === "number" ? Option.some(json.n) : Option.none()
+  const refused = (json: unknown) => JSON.stringify(json)
 
   it("decodes every item in order, with the metadata as text and whether the list had items", () => {
-    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"metadata":{"resourceVersion":"7"},"items":[{"n":1},{"n":2}]}`), names), {
+    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"metadata":{"resourceVersion":"7"},"items":[{"n":1},{"n":2}]}`), names, refused), {
       _tag: "Read",
       items: [1, 2],
+      undecodable: [],
       metadata: `{"resourceVersion":"7"}`,
       hasItems: true
     })
-    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"kind":"Status"}`), names), {
+    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"kind":"Status"}`), names, refused), {
       _tag: "Read",
       items: [],
+      undecodable: [],
       metadata: undefined,
       hasItems: false
     })
   })
 
-  it("an item the decoder refuses is Undecodable; an item that is not JSON, or a body of another shape, is Malformed", () => {
-    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"items":[{"n":1},{"n":"two"},{"n":3}]}`), names), { _tag: "Undecodable" })
+  it("INF-1: an item the decoder refuses is handed to `undecodable` and the read goes on; an item that is not JSON, or a body of another shape, is Malformed", () => {
+    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"items":[{"n":1},{"n":"two"},{"n":3},{"m":4}]}`), names, refused), {
+      _tag: "Read",
+      items: [1, 3],
+      undecodable: [`{"n":"two"}`, `{"m":4}`],
+      metadata: undefined,
+      hasItems: true
+    })
     // balanced and separated, as the scan checks, but not JSON inside: the item's own parse refuses it
-    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"items":[{"n":1},{"n":tru}]}`), names), { _tag: "Malformed" })
-    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"items":[{"n":1}`), names), { _tag: "Malformed" })
+    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"items":[{"n":1},{"n":tru}]}`), names, refused), { _tag: "Malformed" })
+    assert.deepStrictEqual(ListBody.readList(Buffer.from(`{"items":[{"n":1}`), names, refused), { _tag: "Malformed" })
   })
 })
 
@@ -304,11 +313,12 @@ describe("ListBody.scanner, chunk by chunk", () => {
   })
 
   it("listReader decodes chunk by chunk exactly as readList decodes the whole body", () => {
+    const refused = (json: unknown) => JSON.stringify(json)
     const decode = (json: unknown) =>
       typeof json === "object" && json !== null && !("extra" in json) ? Option.some(json) : Option.none()
     fc.assert(
       fc.property(anyBody, anyCuts, (body, cuts) => {
-        assert.deepStrictEqual(pushChunks(ListBody.listReader(decode), body, cutsFor(body, cuts)), ListBody.readList(body, decode))
+        assert.deepStrictEqual(pushChunks(ListBody.listReader(decode, refused), body, cutsFor(body, cuts)), ListBody.readList(body, decode, refused))
       }),
       runs
     )

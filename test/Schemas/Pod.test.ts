@@ -8,7 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Effect, Option, Schema } from "effect"
 import fc from "fast-check"
-import { decodePod, decodePodBySchema, Pod } from "../../src/Schemas/Pod.ts"
+import { decodePod, decodePodBySchema, Pod, UNDECODABLE_ERROR_LIMIT, undecodablePod } from "../../src/Schemas/Pod.ts"
 
 /** A small deterministic generator (the mutations must be the same on every run). */
 const prng = (seed: number) => {
@@ -172,5 +172,33 @@ describe("decodePod", () => {
       assert.isTrue(Option.isNone(decodePod(bad)), JSON.stringify(bad))
       assertSame(bad)
     }
+  })
+})
+
+describe("undecodablePod (INF-1)", () => {
+  it("names a refused Pod by its metadata and says why, scrubbed of credentials and control characters", () => {
+    const token = "0123456789abcdef0123456789abcdef"
+    const json = {
+      metadata: { namespace: "team-a", name: "p", uid: "u-1", resourceVersion: "42", labels: { [`${token}\nforged`]: 7 } },
+      spec: { containers: [{ name: "main" }] }
+    }
+    assert.isTrue(Option.isNone(decodePod(json)))
+    const seen = undecodablePod(json)
+    assert.deepStrictEqual(
+      { namespace: seen.namespace, name: seen.name, uid: seen.uid, resourceVersion: seen.resourceVersion },
+      { namespace: "team-a", name: "p", uid: "u-1", resourceVersion: "42" }
+    )
+    assert.match(seen.error, /labels/)
+    assert.notInclude(seen.error, token)
+    assert.include(seen.error, "[redacted]")
+    assert.notMatch(seen.error, /[\n\r]/)
+    assert.isAtMost(seen.error.length, UNDECODABLE_ERROR_LIMIT + 1)
+  })
+
+  it("metadata that is not readable leaves the identity empty, never throws", () => {
+    assert.deepStrictEqual(
+      [undecodablePod(null), undecodablePod({ metadata: { name: 5, namespace: ["x"] } })].map((p) => [p.namespace, p.name, p.uid]),
+      [["", "", ""], ["", "", ""]]
+    )
   })
 })

@@ -209,7 +209,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         yield* backend.daemon.replacePodStatus({ ...current, status: { ...current.status, phase: "Running" } })
         yield* backend.daemon.deletePod(namespace, podName, current.metadata?.uid ?? "")
         const events = yield* backend.daemon.watchPods(nodeName, list.resourceVersion).pipe(
-          Stream.filter((event) => event.type !== "BOOKMARK"),
+          Stream.filter((event) => event.type !== "BOOKMARK" && event.type !== "UNDECODABLE"),
           Stream.takeUntil((event) => event.type === "DELETED"),
           Stream.runCollect,
           Effect.timeout("20 seconds")

@@ -147,7 +147,7 @@ describe("KubeApi (live layer) as the daemon", () => {
       const list = yield* api.listPods(nodeName)
       const { pod } = yield* podOnNode(nodeName)
       const events = yield* api.watchPods(nodeName, list.resourceVersion).pipe(
-        Stream.filter((event) => event.type !== "BOOKMARK"),
+        Stream.filter((event) => event.type !== "BOOKMARK" && event.type !== "UNDECODABLE"),
         Stream.take(1),
         Stream.runCollect,
         Effect.timeout("20 seconds")

@@ -10,7 +10,7 @@ import { Cause, Effect, Layer, Option, Queue, Result, Stream } from "effect"
 import { decodeEvent, encodeEvent, type Event } from "../../src/Schemas/Event.ts"
 import { decodeLease, encodeLease, type Lease } from "../../src/Schemas/Lease.ts"
 import { decodeNode, encodeNode, type Node } from "../../src/Schemas/Node.ts"
-import { decodePod, dropNulls, encodePod, type Pod } from "../../src/Schemas/Pod.ts"
+import { decodePod, dropNulls, encodePod, type Pod, undecodablePod, type UndecodablePod } from "../../src/Schemas/Pod.ts"
 import {
   KubeApi,
   type KubeError,
@@ -71,12 +71,20 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
       Effect.flatMap((list) => {
         const items = Array.isArray(list["items"]) ? list["items"] : []
         const metadata = isRecord(list["metadata"]) ? list["metadata"] : {}
-        return Effect.forEach(items, (item) => Effect.fromResult(slimPod("listPods", item))).pipe(
-          Effect.map((pods) => ({
-            items: pods,
-            resourceVersion: typeof metadata["resourceVersion"] === "string" ? metadata["resourceVersion"] : ""
-          }))
-        )
+        // As the live layer reads a list: a Pod the slim Pod refuses is left out and named (INF-1).
+        const pods: Array<Pod> = []
+        const undecodable: Array<UndecodablePod> = []
+        for (const item of items) {
+          const wire = dropNulls(item)
+          const pod = decodePod(wire)
+          if (Option.isSome(pod)) pods.push(pod.value)
+          else undecodable.push(undecodablePod(wire))
+        }
+        return Effect.succeed({
+          items: pods,
+          undecodable,
+          resourceVersion: typeof metadata["resourceVersion"] === "string" ? metadata["resourceVersion"] : ""
+        })
       })
     )
 
@@ -103,9 +111,14 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
                 case "ADDED":
                 case "MODIFIED":
                 case "DELETED": {
-                  const pod = slimPod(operation, event.object)
-                  if (Result.isSuccess(pod)) Queue.offerUnsafe(queue, { type: event.type, object: pod.success })
-                  else Queue.failCauseUnsafe(queue, Cause.fail(pod.failure))
+                  const wire = dropNulls(event.object)
+                  const pod = decodePod(wire)
+                  Queue.offerUnsafe(
+                    queue,
+                    Option.isSome(pod)
+                      ? { type: event.type, object: pod.value }
+                      : { type: "UNDECODABLE", change: event.type, pod: undecodablePod(wire) }
+                  )
                   return
                 }
                 case "BOOKMARK": {

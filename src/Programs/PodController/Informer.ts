@@ -15,10 +15,19 @@
  *   counted, and the list is the truth from then on.
  * - Re-watch after a clean close at once (after `rewatchDelay`); after a failure, or a close
  *   with nothing delivered within a second, it waits on the shared retry schedule.
+ * - A Pod the slim Pod refuses (INF-1: a value the apiserver stores that this decoder does not
+ *   read, written by another client or a newer server) fails neither the list nor the watch: one
+ *   such Pod would otherwise freeze the cache of every Pod on the node, retried for good, and
+ *   keep a restarted daemon from ever being ready. Its key is marked `unreadable`, and each of
+ *   its versions is logged and counted once. Never seen readable, it is as if it were not on the
+ *   node (no claim, no release, no status write). Tracked before, it keeps its last good Pod in
+ *   the cache: nothing is released or rewritten because of a version this daemon cannot read.
+ *   Its deletion still ends it: a DELETED event (whose metadata is still read) or a list that
+ *   lacks the key.
  */
-import { Clock, Duration, Effect, Option, Ref, Stream } from "effect"
-import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
-import type { Pod } from "../../Schemas/Pod.ts"
+import { Clock, Duration, Effect, Metric, Option, Ref, Stream } from "effect"
+import { type PodKey, podKeyOf, podKeyOfPod } from "../../Schemas/Ids.ts"
+import type { Pod, UndecodablePod } from "../../Schemas/Pod.ts"
 import { KubeApi, type KubeError, type PodList, type PodWatchEvent } from "../../Services/KubeApi.ts"
 import * as Metrics from "../../Services/Metrics.ts"
 import * as Backoff from "./Backoff.ts"
@@ -56,6 +65,11 @@ export interface Informer {
   readonly size: Effect.Effect<number>
   readonly synced: Effect.Effect<boolean>
   /**
+   * The newest version of the key's Pod the informer heard of cannot be decoded (INF-1): the Pod
+   * is there, whether or not `get` holds a last good version of it. Nothing may treat it as gone.
+   */
+  readonly unreadable: (key: PodKey) => Effect.Effect<boolean>
+  /**
    * A Pod read outside the watch (a 409 re-read) enters the cache as a watch event would; true
    * when the provider must see the change (the later watch event then compares equal).
    */
@@ -70,6 +84,9 @@ export interface Informer {
  * True when resourceVersion `a` is older than `b`. Versions are opaque to clients except that
  * the apiserver hands out increasing integers (etcd revisions); anything else compares as not older.
  */
+/** The warning an undecodable Pod's version is logged with (once per resourceVersion). */
+export const undecodableWarning = "a pod the daemon cannot decode is left out"
+
 export const resourceVersionOlder = (a: string, b: string): boolean =>
   /^\d+$/.test(a) && /^\d+$/.test(b) && (a.length !== b.length ? a.length < b.length : a < b)
 
@@ -84,14 +101,53 @@ export const make = (
     const synced = yield* Ref.make(false)
     /** The newest resourceVersion seen (list, event or bookmark). */
     let newestSeen = ""
+    /**
+     * Keys whose newest version cannot be decoded (INF-1), each with that version's
+     * resourceVersion (the one logged). Empty but for such Pods: the good path only reads its size.
+     */
+    const undecodable = new Map<PodKey, string>()
 
     /** Stores `pod`; true when the provider must see the change. */
     const store = (pod: Pod): boolean => {
       const key = podKeyOfPod(pod)
       const previous = cache.get(key)
       cache.set(key, pod)
+      if (undecodable.size !== 0) undecodable.delete(key)
       return previous === undefined || shouldReconcile(previous, pod)
     }
+
+    /**
+     * A version of a Pod the slim Pod refuses: its key is marked, the cache keeps what it holds,
+     * and the version is logged and counted unless it was already (a relist meets it again).
+     * A Pod without a name to key it by is only logged.
+     */
+    const noteUndecodable = (pod: UndecodablePod): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const key = podKeyOf(pod.namespace, pod.name)
+        if (pod.name !== "") {
+          if (undecodable.get(key) === pod.resourceVersion) return Effect.void
+          undecodable.set(key, pod.resourceVersion)
+        }
+        return Metric.update(Metrics.undecodablePods, 1).pipe(
+          Effect.andThen(Effect.logWarning(undecodableWarning)),
+          Effect.annotateLogs({
+            pod: key,
+            uid: pod.uid,
+            resourceVersion: pod.resourceVersion,
+            // the slim Pod's Schema message, scrubbed where it was made (`undecodablePod`)
+            error: pod.error,
+            lastGoodKept: cache.has(key)
+          })
+        )
+      })
+
+    /** The Pod left the apiserver (whatever the informer could read of it). */
+    const gone = (hooks: InformerHooks, key: PodKey) =>
+      Effect.suspend(() => {
+        cache.delete(key)
+        undecodable.delete(key)
+        return hooks.removed(key).pipe(Effect.andThen(hooks.changed(key)))
+      })
 
     const deliver = (hooks: InformerHooks, pod: Pod) =>
       Effect.suspend(() => {
@@ -102,23 +158,30 @@ export const make = (
     const applyEvent = (hooks: InformerHooks, event: PodWatchEvent) =>
       Effect.suspend(() => {
         if (event.type === "BOOKMARK") return Effect.void
+        if (event.type === "UNDECODABLE") {
+          if (event.change !== "DELETED") return noteUndecodable(event.pod)
+          // Gone, though unreadable: its metadata still names it. A Pod never tracked is reconciled
+          // as gone too, so a claim the provider holds for its key (from before a restart) goes.
+          return event.pod.name === "" ? Effect.void : gone(hooks, podKeyOf(event.pod.namespace, event.pod.name))
+        }
         if (event.type !== "DELETED") return deliver(hooks, event.object)
-        const key = podKeyOfPod(event.object)
-        cache.delete(key)
-        return hooks.removed(key).pipe(Effect.andThen(hooks.changed(key)))
+        return gone(hooks, podKeyOfPod(event.object))
       })
 
-    /** A list replaces the cache: vanished keys and changed Pods are reconciled. */
-    const applyList = (hooks: InformerHooks, items: ReadonlyArray<Pod>) =>
+    /**
+     * A list replaces the cache: vanished keys and changed Pods are reconciled. An undecodable
+     * Pod's key is listed (its last good Pod stays); one only known as unreadable that the list
+     * lacks is gone.
+     */
+    const applyList = (hooks: InformerHooks, items: ReadonlyArray<Pod>, refused: ReadonlyArray<UndecodablePod>) =>
       Effect.gen(function*() {
         const listed = new Set<PodKey>()
         for (const pod of items) listed.add(podKeyOfPod(pod))
+        for (const pod of refused) if (pod.name !== "") listed.add(podKeyOf(pod.namespace, pod.name))
         const vanished = [...cache.keys()].filter((key) => !listed.has(key))
-        for (const key of vanished) {
-          cache.delete(key)
-          yield* hooks.removed(key)
-          yield* hooks.changed(key)
-        }
+        for (const key of undecodable.keys()) if (!listed.has(key) && !cache.has(key)) vanished.push(key)
+        for (const key of vanished) yield* gone(hooks, key)
+        for (const pod of refused) yield* noteUndecodable(pod)
         for (const pod of items) yield* deliver(hooks, pod)
       })
 
@@ -157,7 +220,11 @@ export const make = (
               Effect.map((now) => {
                 lastHeard = now
                 delivered++
-                latest = event.type === "BOOKMARK" ? event.resourceVersion : (event.object.metadata?.resourceVersion ?? latest)
+                latest = event.type === "BOOKMARK"
+                  ? event.resourceVersion
+                  : event.type === "UNDECODABLE"
+                  ? (event.pod.resourceVersion === "" ? latest : event.pod.resourceVersion)
+                  : (event.object.metadata?.resourceVersion ?? latest)
               })
             )
           ),
@@ -207,13 +274,15 @@ export const make = (
         }
         newestSeen = list.resourceVersion
         if (yield* Ref.get(synced)) {
-          yield* applyList(hooks, list.items)
+          yield* applyList(hooks, list.items, list.undecodable)
         } else {
           // The first list fills the cache, and the dangling sweep runs on it, before any key is
           // reconciled: `synced` (readiness) then waits for the list, not for the work it starts
           // (a restart with 10,000 Pods adopts 10,000 claims). Only after a successful complete
           // list: never sweep on a failed or partial one (DG-03).
           const changed = list.items.map(store)
+          // Before the sweep: a claim whose Pod is listed but unreadable is not dangling.
+          for (const pod of list.undecodable) yield* noteUndecodable(pod)
           yield* hooks.firstSync
           yield* Ref.set(synced, true)
           yield* Effect.logInfo("pod controller synced").pipe(Effect.annotateLogs({ pods: list.items.length }))
@@ -290,6 +359,7 @@ export const make = (
       pods: Effect.sync(() => [...cache.values()]),
       size: Effect.sync(() => cache.size),
       synced: Ref.get(synced),
+      unreadable: (key) => Effect.sync(() => undecodable.has(key)),
       observe: (pod) => Effect.sync(() => store(pod)),
       written: (before, after) =>
         Effect.sync(() => {

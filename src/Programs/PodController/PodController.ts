@@ -127,16 +127,22 @@ export const make = (
       options.reconcilePriority ?? reconcilePriority
     )
 
-    /** Provider Pods absent from the first complete list are deleted (by namespace/name). */
+    /**
+     * Provider Pods absent from the first complete list are deleted (by namespace/name). One that
+     * is listed in a version the informer cannot decode is there (INF-1): not dangling.
+     */
     const danglingSweep = Effect.gen(function*() {
       const held = yield* provider.getPods
       const dangling: Array<typeof held[number]> = []
-      for (const pod of held) if (Option.isNone(yield* informer.get(podKeyOfPod(pod)))) dangling.push(pod)
+      for (const pod of held) {
+        const key = podKeyOfPod(pod)
+        if (Option.isNone(yield* informer.get(key)) && !(yield* informer.unreadable(key))) dangling.push(pod)
+      }
       if (dangling.length > 0) yield* Effect.logInfo("dangling pods at startup").pipe(Effect.annotateLogs({ count: dangling.length }))
       // DEL-3: a key in doubt whose Pod is not listed (an intent left by a crash for a Pod deleted
       // while the daemon was down) gets a run of its own, which settles it.
       for (const key of yield* provider.doubtKeys) {
-        if (Option.isNone(yield* informer.get(key))) yield* podQueue.enqueue(key, "change")
+        if (Option.isNone(yield* informer.get(key)) && !(yield* informer.unreadable(key))) yield* podQueue.enqueue(key, "change")
       }
       // VER-7: likewise a key with a Lost row (its VM found gone at startup) whose Pod was deleted
       // while the daemon was down: its run drops the row. One pass over the rows, here only.

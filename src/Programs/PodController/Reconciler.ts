@@ -4,6 +4,8 @@
  *
  * - Gone from the apiserver: the provider lets go of what it tracks (deletePod is idempotent);
  *   tracking nothing, it still settles a claim of the key in doubt (DEL-3).
+ * - There, but never read (INF-1: the informer cannot decode it, and holds no last good Pod):
+ *   left alone. It is not gone: what the provider holds for the key stays.
  * - Being deleted: nothing runs → the final grace-0 delete now; something runs → the provider
  *   decides (release or preserve), then the final delete.
  * - Terminal: left alone, but for the provider letting go of a lost sandbox's row (VER-7).
@@ -43,8 +45,17 @@ export type Action =
   | { readonly _tag: "Update"; readonly pod: Pod }
   | { readonly _tag: "Create"; readonly pod: Pod }
 
-export const decide = (cached: Option.Option<Pod>, held: Option.Option<V1Pod>, lastCreateFailed: boolean): Action => {
-  if (Option.isNone(cached)) return Option.isNone(held) ? { _tag: "Forget" } : { _tag: "Release", held: held.value }
+export const decide = (
+  cached: Option.Option<Pod>,
+  held: Option.Option<V1Pod>,
+  lastCreateFailed: boolean,
+  /** The apiserver has the key's Pod, in a version the informer cannot decode (INF-1). */
+  unreadable = false
+): Action => {
+  if (Option.isNone(cached)) {
+    if (unreadable) return { _tag: "LeaveAlone" }
+    return Option.isNone(held) ? { _tag: "Forget" } : { _tag: "Release", held: held.value }
+  }
   const pod = cached.value
   // Even a Pod that never ran goes through the provider: its key may hold a claim whose outcome
   // is unknown (a crash or a lost reply before Running), which must be settled and released
@@ -235,9 +246,11 @@ export const make = (
     const reconcile = (key: PodKey): Effect.Effect<RunOutcome> =>
       Effect.gen(function*() {
         const cached = yield* informer.get(key)
-        if (Option.isNone(cached)) createFailed.delete(key)
+        // Asked only of a key the cache lacks: the common run reads nothing more.
+        const unreadable = Option.isNone(cached) && (yield* informer.unreadable(key))
+        if (Option.isNone(cached) && !unreadable) createFailed.delete(key)
         const held = yield* provider.getPod(key)
-        return yield* execute(key, decide(cached, held, createFailed.has(key)))
+        return yield* execute(key, decide(cached, held, createFailed.has(key), unreadable))
       })
 
     return { reconcile, retainedKeys: Effect.sync(() => new Set(createFailed)) }

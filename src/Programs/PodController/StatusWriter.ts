@@ -6,7 +6,8 @@
  *   class the server keeps) and skipped when the server would store exactly what it has: an
  *   unchanged status is never written again.
  * - Never for another generation of the Pod (UID), a terminal Pod, or a Pod that is gone; a 404
- *   ends the write. On 409 the Pod is re-read into the informer and the write retried on the
+ *   ends the write. Not while the apiserver's version of the Pod cannot be decoded (INF-1): the
+ *   write waits, on the retry schedule, for a readable one. On 409 the Pod is re-read into the informer and the write retried on the
  *   shared retry schedule, rebuilt from the fresh Pod.
  * - Status repair: when a Pod arrives (an event or the resync) whose stored status differs from
  *   what was last pushed, someone else changed it: the last push is written again. Another
@@ -83,7 +84,8 @@ const keptAs = (push: Pushed, stored: Pod): Pushed => {
   }
 }
 
-export type WriteResult = "Written" | "Skipped" | "Gone" | "Conflicted"
+/** `Held`: the server's version of the Pod cannot be decoded (INF-1); nothing was sent. */
+export type WriteResult = "Written" | "Skipped" | "Gone" | "Conflicted" | "Held"
 
 export interface StatusWriter {
   /** A provider push: the newest per key is written. */
@@ -152,6 +154,10 @@ export const make = (
       Effect.gen(function*() {
         const current = yield* informer.get(key)
         if (Option.isNone(current) || uidOf(current.value) !== uid) return "Gone" as const
+        // INF-1: the informer holds the last good Pod of a key whose newest version it cannot
+        // read. A write built on it would meet a 409, and the re-read the same undecodable Pod:
+        // nothing is written until a readable version (or the deletion) arrives.
+        if (yield* informer.unreadable(key)) return "Held" as const
         const wanted = body(current.value)
         if (wanted === undefined) return "Skipped" as const
         return yield* failpoint("push-before-write").pipe(
@@ -214,7 +220,7 @@ export const make = (
             Effect.logWarning("status write failed; retrying").pipe(Effect.annotateLogs({ error }), Effect.as("Failed" as const))
           )
         )
-        if (result === "Failed" || result === "Conflicted") return "Retry" as const
+        if (result === "Failed" || result === "Conflicted" || result === "Held") return "Retry" as const
         const since = pushedAt.get(key)
         if (result === "Written" && since !== undefined) {
           yield* Metrics.observeStage("status_write", ((yield* Clock.currentTimeMillis) - since) / 1000)

@@ -89,7 +89,7 @@ const kubeStub = (
           behaviour.failLists.left--
           return Effect.fail(new KubeUnavailable({ operation: "listPods", status: 503, message: "unavailable" }))
         }
-        return Effect.succeed({ items, resourceVersion: behaviour.listRv?.value ?? "1" })
+        return Effect.succeed({ items, undecodable: [], resourceVersion: behaviour.listRv?.value ?? "1" })
       }),
     podsResourceVersion: () =>
       Effect.sync(() => {
@@ -519,7 +519,7 @@ describe("PodController (stubbed)", () => {
         const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([])
         yield* start(pods, () => Stream.never, { calls, onCreate: () => void (clock.now += 1) }, {
           ...PodController.defaultOptions,
-          firstList: Effect.succeed({ items, resourceVersion: "1" }),
+          firstList: Effect.succeed({ items, undecodable: [], resourceVersion: "1" }),
           reconcilePriority: priority
         })
         return yield* Effect.never
@@ -560,7 +560,7 @@ describe("PodController (stubbed)", () => {
     Effect.scoped(Effect.gen(function*() {
       const pods = yield* Ref.make<ReadonlyArray<V1Pod>>([pod("a", "u1")])
       const creates: Array<string> = []
-      const early = { items: [pod("early", "u9")], resourceVersion: "7" }
+      const early = { items: [pod("early", "u9")], undecodable: [], resourceVersion: "7" }
       const { counts, handle } = yield* start(pods, () => Stream.never, { creates }, {
         ...PodController.defaultOptions,
         firstList: Effect.succeed(early)
@@ -580,7 +580,7 @@ describe("PodController (stubbed)", () => {
       const firstList = Effect.sync(() => {
         const items = [pod("a", "u1"), pod("b", "u2")]
         listed = new WeakRef(items)
-        return { items, resourceVersion: "7" }
+        return { items, undecodable: [], resourceVersion: "7" }
       })
       const { handle } = yield* start(pods, () => Stream.never, {}, { ...PodController.defaultOptions, firstList })
       yield* advance(20)

@@ -44,6 +44,14 @@ describe("Reconciler.decide", () => {
     }
   })
 
+  it("INF-1: a Pod there in a version the informer cannot decode is not gone: what the provider holds stays", () => {
+    assert.strictEqual(decide(Option.none(), held(pod()), false, true)._tag, "LeaveAlone")
+    assert.strictEqual(decide(Option.none(), Option.none(), false, true)._tag, "LeaveAlone", "nothing to settle for a Pod that is there")
+    // with a last good Pod cached, that Pod is reconciled as before
+    assert.strictEqual(decide(Option.some(pod()), held(pod()), false, true)._tag, "LeaveAlone")
+    assert.strictEqual(decide(Option.some(pod({ image: "python:3.13" })), held(pod()), false, true)._tag, "Update")
+  })
+
   it("NoWarmCapacity is found by its tag in the typed cause, nowhere else", () => {
     const noWarm = new ClaimFailed({ pod: "default/p", template: "python", cause: new NoWarmCapacity({ message: "none" }), message: "no warm" })
     const unreachable = new ClaimFailed({

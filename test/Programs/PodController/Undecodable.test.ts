@@ -1,0 +1,172 @@
+/**
+ * INF-1: a Pod the daemon cannot decode (a value the apiserver's storage holds but the slim Pod
+ * refuses: here a label whose value is a number, stored as is by the simulator's `put`) is left
+ * out of the informer, never the whole list or watch. Over the real wire: the in-memory API
+ * server and the sandboxd simulator over loopback HTTP, the live clients, the real provider.
+ */
+import type { V1Pod } from "@kubernetes/client-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Metric, Option } from "effect"
+import * as Metrics from "../../../src/Services/Metrics.ts"
+import { Pods } from "../../../testkit/Simulators/Apiserver/Resources.ts"
+import type { JsonObject } from "../../../testkit/Simulators/Apiserver/Status.ts"
+import { makeLogCapture } from "../../support/Logs.ts"
+import {
+  claimIdOf,
+  claimRequests,
+  createPod,
+  eventually,
+  eventuallyEffect,
+  keyOf,
+  makeWorld,
+  NS,
+  peekPod,
+  podBody,
+  releaseRequests,
+  running,
+  sleepReal
+} from "./harness.ts"
+
+/** `podBody(name)` with a label value of a type the slim Pod refuses (the apiserver keeps strings only). */
+const badBody = (name: string, value: unknown = 7): JsonObject => {
+  const body = podBody(name)
+  return { ...body, metadata: { ...(body["metadata"] as JsonObject), labels: { team: value } } } as JsonObject
+}
+
+/** The stored Pod with a bad label added, everything else (status, uid) as stored. */
+const spoiled = (stored: JsonObject, value: unknown = 7): JsonObject => {
+  const metadata = stored["metadata"] as JsonObject
+  return { ...stored, metadata: { ...metadata, labels: { team: value } } } as JsonObject
+}
+
+const WARNING = "a pod the daemon cannot decode is left out"
+
+const undecodableCount = Effect.map(Metric.value(Metrics.undecodablePods), (state) => state.count)
+
+describe("PodController: a Pod the decoder refuses (INF-1)", () => {
+  it.live("is left out of a list and of the watch: the node syncs, others run, it gets no claim and no status; logged once per version", () =>
+    Effect.gen(function*() {
+      const logs = makeLogCapture()
+      yield* Effect.gen(function*() {
+        const world = yield* makeWorld()
+        const before = yield* undecodableCount
+        createPod(world.model, podBody("good"))
+        const bad = world.model.put(Pods, badBody("bad"))
+        const badUid = String((bad["metadata"] as JsonObject)["uid"])
+        const daemon = yield* world.start()
+        yield* eventuallyEffect("synced despite the bad pod", daemon.handle.synced, 5_000)
+        yield* eventually("good Running", () => running(world.model, "good"))
+        const warnings = () => logs.lines.filter((line) => line.message === WARNING)
+        yield* eventually("the bad pod logged", () => warnings().length === 1)
+        const [line] = warnings()
+        assert.strictEqual(line!.annotations["pod"], `${NS}/bad`)
+        assert.strictEqual(line!.annotations["uid"], badUid)
+        assert.match(String(line!.annotations["error"]), /labels/)
+        assert.strictEqual((yield* undecodableCount) - before, 1)
+
+        // The watch goes on past a bad Pod: one added after the list, and a second bad version.
+        world.model.put(Pods, badBody("bad-later"))
+        createPod(world.model, podBody("after"))
+        yield* eventually("after Running", () => running(world.model, "after"))
+        world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "bad")!, 8))
+        yield* eventually("each new version logged once", () => warnings().length === 3)
+        // A relist that meets the same versions again logs nothing new.
+        world.model.compact()
+        world.model.expireWatches()
+        createPod(world.model, podBody("relisted"))
+        yield* eventually("relisted Running", () => running(world.model, "relisted"))
+        yield* sleepReal(200)
+        assert.strictEqual(warnings().length, 3)
+        assert.strictEqual((yield* undecodableCount) - before, 3)
+
+        // Nothing was done for the bad Pods: no claim, no status, nothing in the provider.
+        assert.strictEqual(yield* claimRequests(world.sim), 3)
+        assert.isUndefined(peekPod(world.model, "bad")?.status?.phase)
+        assert.isUndefined(peekPod(world.model, "bad-later")?.status?.phase)
+        assert.isTrue(Option.isNone(yield* daemon.lifecycle.getPod(keyOf("bad"))))
+        assert.deepStrictEqual((yield* daemon.handle.cachedPods).map((pod) => pod.metadata?.name).sort(), ["after", "good", "relisted"])
+
+        // Once it can be read, it is an ordinary Pod.
+        world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "bad")!, "seven"))
+        yield* eventually("bad Running once readable", () => running(world.model, "bad"))
+      }).pipe(Effect.provide(logs.layer))
+    }), { timeout: 30_000 })
+
+  it.live("a tracked Pod that turns undecodable keeps its last good state: no release, no status write (a push waits); readable again, the push is written", () =>
+    Effect.gen(function*() {
+      const logs = makeLogCapture()
+      yield* Effect.gen(function*() {
+        const world = yield* makeWorld()
+        const daemon = yield* world.start()
+        createPod(world.model, podBody("p"))
+        const p = yield* eventually("p Running", () => running(world.model, "p"))
+        const good = world.model.peek(Pods, NS, "p")!
+        const writes = world.model.statusWrites
+
+        world.model.put(Pods, spoiled(good))
+        yield* eventually("the bad update logged", () => logs.lines.some((line) => line.message === WARNING))
+        // A push for the Pod while its version cannot be read: built on the last good Pod it
+        // would only meet a 409 and a re-read of the same bad Pod, so it waits.
+        yield* daemon.pushStatus({ ...(good as V1Pod), status: { ...(good["status"] as object), message: "pushed while unreadable" } })
+        yield* sleepReal(500)
+        const cached = (yield* daemon.handle.cachedPods).find((pod) => pod.metadata?.name === "p")
+        assert.strictEqual(cached?.metadata?.resourceVersion, p.metadata.resourceVersion, "the last good state is kept")
+        assert.strictEqual(world.model.statusWrites, writes, "no status write")
+        assert.deepStrictEqual(yield* releaseRequests(world.sim), [])
+        assert.isTrue(Option.isSome(yield* daemon.lifecycle.getPod(keyOf("p"))))
+
+        world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "p")!, "seven"))
+        yield* eventually("the waiting push written", () => peekPod(world.model, "p")?.status?.message === "pushed while unreadable")
+        assert.deepStrictEqual(yield* releaseRequests(world.sim), [])
+      }).pipe(Effect.provide(logs.layer))
+    }), { timeout: 30_000 })
+
+  it.live("a controller restart meets a tracked Pod only in an undecodable version: what the provider holds is not dangling; its DELETED event releases it", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const daemon = yield* world.start()
+      createPod(world.model, podBody("p"))
+      const p = yield* eventually("p Running", () => running(world.model, "p"))
+      yield* daemon.stopController
+      world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "p")!))
+      const writes = world.model.statusWrites
+      const second = yield* daemon.startController()
+      yield* eventuallyEffect("synced", second.handle.synced)
+      yield* sleepReal(300)
+      assert.deepStrictEqual(yield* releaseRequests(world.sim), [], "no dangling release of a Pod that is there")
+      assert.isTrue(Option.isSome(yield* daemon.lifecycle.getPod(keyOf("p"))))
+      assert.strictEqual(world.model.statusWrites, writes, "no status write")
+
+      // Its deletion is seen although the DELETED event's Pod cannot be decoded.
+      assert.isTrue(world.model.remove(Pods, NS, "p"))
+      yield* eventuallyEffect(
+        "p released",
+        Effect.map(releaseRequests(world.sim), (paths) => paths.includes(`/v1/sandboxes/${claimIdOf(p)}/release`))
+      )
+    }).pipe(Effect.provide(makeLogCapture().layer)), { timeout: 30_000 })
+
+  it.live("a relist that no longer holds a Pod known only in an undecodable version ends it: released", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const daemon = yield* world.start()
+      createPod(world.model, podBody("q"))
+      const q = yield* eventually("q Running", () => running(world.model, "q"))
+      // After a controller restart (the provider keeps what it holds) q is known only in its
+      // undecodable version.
+      yield* daemon.stopController
+      world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "q")!))
+      const second = yield* daemon.startController()
+      yield* eventuallyEffect("synced", second.handle.synced)
+      yield* sleepReal(200)
+      assert.deepStrictEqual(yield* releaseRequests(world.sim), [])
+      // The watch misses the deletion (dropped, history compacted): only the relist tells.
+      yield* eventually("a watch open", () => world.model.openWatches() > 0)
+      world.apiserver.resetWatchConnections()
+      assert.isTrue(world.model.remove(Pods, NS, "q"))
+      world.model.compact()
+      yield* eventuallyEffect(
+        "q released",
+        Effect.map(releaseRequests(world.sim), (paths) => paths.includes(`/v1/sandboxes/${claimIdOf(q)}/release`))
+      )
+    }).pipe(Effect.provide(makeLogCapture().layer)), { timeout: 30_000 })
+})
