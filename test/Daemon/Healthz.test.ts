@@ -1,0 +1,87 @@
+/**
+ * HZ-1 at the composition root: `src/Daemon.ts` wires the pod controller's `stopped` parts and
+ * the background loops' into `/healthz`. The controller's `stopped` and the loops' have tests of
+ * their own; these fail if the wiring goes. The whole `daemonLayer` runs in this process (this
+ * worktree's code, not the installed binary) against the in-memory apiserver and the sandboxd
+ * simulator over loopback HTTP.
+ *
+ * A part is stopped the way a bug stops it: a defect in its fiber. The defect is thrown by the
+ * test's logger on one line only that part logs (a logger runs in the fiber that logs), so no
+ * seam is added to the daemon for it.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect, Exit, Layer, Logger, Scope } from "effect"
+import { daemonLayer, onDaemonScheduler } from "../../src/Daemon.ts"
+import type { AppConfigShape } from "../../src/Schemas/Config.ts"
+import { BuildInfo } from "../../src/Services/BuildInfo.ts"
+import { freePort } from "../../testkit/Demo/Harness.ts"
+import { SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
+import { createPod, eventually, eventuallyEffect, makeWorld, podBody, running } from "../Programs/PodController/harness.ts"
+
+const STOPPED = "pod controller part stopped; /healthz fails from now on"
+
+/** A logger that throws (a defect in the logging fiber) on `line`, and records every message. */
+const dyingOn = (line: string) => {
+  const messages: Array<string> = []
+  const logger = Logger.make((options) => {
+    const message = Array.isArray(options.message) ? options.message.map(String).join(" ") : String(options.message)
+    messages.push(message)
+    if (message === line) throw new Error(`a bug, on "${line}"`)
+  })
+  return { messages, layer: Logger.layer([logger]) }
+}
+
+/** The whole daemon as `vk-sandbox run` builds it, in a scope of its own, and its `/healthz`. */
+const startDaemon = (config: AppConfigShape) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    yield* onDaemonScheduler(Layer.buildWithScope(
+      daemonLayer(config).pipe(Layer.provide(Layer.succeed(BuildInfo, { version: "test", revision: "test", builtAt: "test" }))),
+      scope
+    )).pipe(Effect.orDie)
+    const healthz = Effect.promise(async () => {
+      const response = await fetch(`http://127.0.0.1:${config.metricsAddr.port}/healthz`)
+      return { status: response.status, body: await response.text() }
+    })
+    return { healthz, stop: Scope.close(scope, Exit.void) }
+  })
+
+const world = (config: Partial<AppConfigShape> = {}) =>
+  Effect.gen(function*() {
+    const listenAddr = { host: "127.0.0.1", port: yield* freePort }
+    const metricsAddr = { host: "127.0.0.1", port: yield* freePort }
+    return yield* makeWorld({ config: { listenAddr, metricsAddr, ...config } })
+  })
+
+describe("Daemon: /healthz names the parts that stopped (HZ-1)", () => {
+  it.live("the pod controller's informer dies: /healthz answers 503 naming it", () => {
+    // The informer's own line, logged inside its fiber once the first list is applied.
+    const logs = dyingOn("pod controller synced")
+    return Effect.gen(function*() {
+      const { config } = yield* world()
+      const daemon = yield* startDaemon(config)
+      // The line is logged as the part ends, a moment before its fiber is done.
+      yield* eventuallyEffect("unhealthy", Effect.map(daemon.healthz, (answer) => answer.status === 503))
+      assert.deepStrictEqual(yield* daemon.healthz, { status: 503, body: "not ok: informer\n" })
+      assert.include(logs.messages, STOPPED)
+      yield* daemon.stop
+    }).pipe(Effect.provide(logs.layer))
+  }, { timeout: 30_000 })
+
+  it.live("a background loop that must run dies: /healthz answers 503 naming it, after answering ok", () => {
+    // The lease watch's line when sandboxd's listing fails (it lists once it watches a claim),
+    // logged inside the loop's fiber.
+    const logs = dyingOn("sandboxd list failed; deferring lease-expiry publication")
+    return Effect.gen(function*() {
+      const w = yield* world({ leaseWatchInterval: Duration.millis(200) })
+      const daemon = yield* startDaemon(w.config)
+      createPod(w.model, podBody("p"))
+      yield* eventually("p Running", () => running(w.model, "p"))
+      yield* eventuallyEffect("healthy", Effect.map(daemon.healthz, (answer) => answer.status === 200 && answer.body === "ok\n"))
+      yield* w.sim.injectFault("list", SimFault.status(503, "restarting"))
+      yield* eventuallyEffect("unhealthy", Effect.map(daemon.healthz, (answer) => answer.status === 503))
+      assert.deepStrictEqual(yield* daemon.healthz, { status: 503, body: "not ok: lease-watch\n" })
+      yield* daemon.stop
+    }).pipe(Effect.provide(logs.layer))
+  }, { timeout: 30_000 })
+})
