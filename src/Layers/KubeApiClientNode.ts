@@ -144,6 +144,12 @@ export interface ClientOptions {
   readonly burst: number
   /** Per call, limiter wait excluded; for a watch, until the response headers. */
   readonly callTimeout: Duration.Input
+  /**
+   * Per call on the node's liveness path (NODE-6), instead of `callTimeout`; `callTimeout` when
+   * absent. The Lease is renewed every 10 s and lasts 40 s: a renewal left hanging for 30 s (a
+   * dead connection) is retried 10 s after it gave up, 50 s after the last renewal went out.
+   */
+  readonly livenessCallTimeout?: Duration.Input
   /** A watch that delivers no byte for this long is failed (a dead connection); the server is asked to end it sooner. */
   readonly watchIdleTimeout: Duration.Input
   /** `timeoutSeconds` sent with a watch: the server ends it cleanly after this. */
@@ -152,7 +158,12 @@ export interface ClientOptions {
   readonly userAgent?: string
 }
 
-export const defaultOptions = { callTimeout: "30 seconds", watchIdleTimeout: "330 seconds", watchTimeoutSeconds: 300 } as const
+export const defaultOptions = {
+  callTimeout: "30 seconds",
+  livenessCallTimeout: "10 seconds",
+  watchIdleTimeout: "330 seconds",
+  watchTimeoutSeconds: 300
+} as const
 
 const WatchEnvelope = Schema.Struct({ type: Schema.String, object: Schema.Unknown })
 const decodeWatchEnvelope = Schema.decodeUnknownOption(WatchEnvelope)
@@ -293,10 +304,11 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
     const basePath = serverUrl.pathname.replace(/\/+$/, "")
     const serverHasCredentials = carriesCredentials(serverUrl)
     const callTimeout = Duration.fromInputUnsafe(options.callTimeout)
+    const livenessCallTimeout = Duration.fromInputUnsafe(options.livenessCallTimeout ?? options.callTimeout)
 
-    const timedOut = (operation: string) => () =>
+    const timedOut = (operation: string, timeout: Duration.Duration) => () =>
       Effect.fail(
-        new KubeUnavailable({ operation, status: 0, message: `no response within ${Duration.format(callTimeout)}` })
+        new KubeUnavailable({ operation, status: 0, message: `no response within ${Duration.format(timeout)}` })
       )
 
     /**
@@ -314,16 +326,24 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
     }
 
     /**
-     * Token (unless the call is on the node's liveness path), then the request under the call
-     * timeout, all inside the span.
+     * Token, then the request under the call timeout, all inside the span; a call on the node's
+     * liveness path takes no token (NODE-5) and has its own, shorter timeout (NODE-6).
      */
     const request = <A>(
       operation: string,
       effect: Effect.Effect<A, KubeError>,
       liveness = false
     ): Effect.Effect<A, KubeError> => {
-      const call = effect.pipe(Effect.timeoutOrElse({ duration: callTimeout, orElse: timedOut(operation) }))
-      return (liveness ? call : limiter.take.pipe(Effect.andThen(call))).pipe(spanOf(operation))
+      if (liveness) {
+        return effect.pipe(
+          Effect.timeoutOrElse({ duration: livenessCallTimeout, orElse: timedOut(operation, livenessCallTimeout) }),
+          spanOf(operation)
+        )
+      }
+      return limiter.take.pipe(
+        Effect.andThen(effect.pipe(Effect.timeoutOrElse({ duration: callTimeout, orElse: timedOut(operation, callTimeout) }))),
+        spanOf(operation)
+      )
     }
 
     interface RawRequest {
@@ -336,7 +356,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       readonly dropNulls?: boolean
       /** A watch: its reply is a stream, and is not asked for gzip. */
       readonly stream?: boolean
-      /** A call on the node's liveness path: it takes no token of the limiter (NODE-5). */
+      /** A call on the node's liveness path: it takes no token of the limiter (NODE-5), and times out sooner (NODE-6). */
       readonly liveness?: boolean
     }
 

@@ -731,22 +731,38 @@ describe("KubeApiClientNode on the wire", () => {
       assert.deepStrictEqual(rec.closed, ["/api/v1/namespaces/ns/pods/p"])
     }))
 
-  it.effect("a call with no answer times out on the Effect clock as KubeUnavailable(0) and is aborted", () =>
+  it.effect("NODE-6: a Node or Lease call with no answer times out after 10 s and is aborted; a Pod call waits its 30 s", () =>
     Effect.gen(function*() {
       const { kube, rec } = yield* setup
       rec.setHandler(() => "never")
-      const fiber = yield* Effect.forkChild(kube.getNode("vk"))
-      while (rec.requests.length === 0) yield* flushIO
-      yield* TestClock.adjust("29 seconds")
-      assert.isUndefined(fiber.pollUnsafe())
-      yield* TestClock.adjust("1 second")
-      const exit = yield* Fiber.await(fiber)
+      const lease: Lease = {
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: { name: "vk", namespace: "kube-node-lease", resourceVersion: "5" },
+        spec: { holderIdentity: "vk", leaseDurationSeconds: 40, renewTime: "2026-11-29T09:00:10.250Z" }
+      }
+      const node = yield* Effect.forkChild(Effect.asVoid(kube.getNode("vk")))
+      const renewal = yield* Effect.forkChild(Effect.asVoid(kube.replaceLease(lease)))
+      const pod = yield* Effect.forkChild(kube.getPod("ns", "p"))
+      while (rec.requests.length < 3) yield* flushIO
+      yield* TestClock.adjust("9999 millis")
+      assert.isUndefined(node.pollUnsafe())
+      assert.isUndefined(renewal.pollUnsafe())
+      yield* TestClock.adjust("1 millis")
+      yield* flushIO
+      assert.isDefined(node.pollUnsafe(), "the Node call was not given up at 10 s")
+      for (const fiber of [node, renewal]) {
+        const error = yield* Effect.flip(Fiber.join(fiber))
+        assert.strictEqual(error._tag, "KubeUnavailable")
+        assert.strictEqual(error._tag === "KubeUnavailable" ? error.status : -1, 0)
+        assert.strictEqual(error.message, "no response within 10s")
+      }
+      while (rec.closed.length < 2) yield* flushIO
+      assert.sameMembers([...rec.closed], ["/api/v1/nodes/vk", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/vk"])
+      assert.isUndefined(pod.pollUnsafe(), "a Pod call keeps the 30 s timeout")
+      yield* TestClock.adjust("20 seconds")
+      const exit = yield* Fiber.await(pod)
       assert.isTrue(Exit.isFailure(exit))
-      const error = yield* Effect.flip(Fiber.join(fiber))
-      assert.strictEqual(error._tag, "KubeUnavailable")
-      assert.strictEqual(error._tag === "KubeUnavailable" ? error.status : -1, 0)
-      while (rec.closed.length === 0) yield* flushIO
-      assert.deepStrictEqual(rec.closed, ["/api/v1/nodes/vk"])
     }))
 
   it.effect("the limiter holds calls beyond the burst until the clock moves", () =>

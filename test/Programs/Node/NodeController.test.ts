@@ -29,7 +29,10 @@ import { make as makeSandboxdSim, SimFault } from "../../../testkit/Simulators/S
 import { serve as serveSandboxd } from "../../../testkit/Simulators/Sandboxd/Server.ts"
 import { eventually, quiet, realTurn, settle } from "../../support/Wait.ts"
 import { conditionSummary, healthyConditions, testNodeInfo } from "../../support/NodeStatus.ts"
-import { kubeApiFromFile, type Limits } from "../../support/Kube.ts"
+import { kubeApiFromFile } from "../../support/Kube.ts"
+import * as FaultProxy from "../../support/FaultProxy.ts"
+import * as KubeApiClientNode from "../../../src/Layers/KubeApiClientNode.ts"
+import { kubeconfigYaml } from "../../../testkit/Simulators/Apiserver/Server.ts"
 import { serveModel } from "../../support/Apiserver.ts"
 import { tempDir } from "../../support/TempDir.ts"
 
@@ -85,15 +88,20 @@ interface SetupOptions {
   readonly tokenFile?: string
   /** Wraps the KubeApi the controller uses (to add a concurrent writer, say). */
   readonly wrapKube?: (kube: KubeApi["Service"], model: ClusterModel) => KubeApi["Service"]
-  /** The client's `--kube-api-qps` and `--kube-api-burst` (none that slow a test by default). */
-  readonly limits?: Limits
+  /** The live client's options (limits and timeouts that never slow a test by default). */
+  readonly client?: Partial<KubeApiClientNode.ClientOptions>
+  /** A fault proxy between the client and the apiserver (`proxy` of the setup). */
+  readonly proxied?: boolean
 }
 
 /** Servers, clients and a running controller in its own scope (closed to simulate shutdown). */
 const setupWith = (options: SetupOptions) => Effect.gen(function*() {
   yield* TestClock.setTime(START)
   const model = new ClusterModel()
-  const { kubeconfigPath } = yield* serveModel(model)
+  const served = yield* serveModel(model)
+  const proxy = options.proxied === true ? yield* FaultProxy.make(served.apiserver.url) : undefined
+  const kubeconfigPath = proxy === undefined ? served.kubeconfigPath : path.join(served.dir, "kubeconfig-proxied")
+  if (proxy !== undefined) yield* Effect.promise(() => fs.writeFile(kubeconfigPath, kubeconfigYaml(proxy.url, "sim-token"), { mode: 0o600 }))
   const sim = yield* makeSandboxdSim({ rootToken: options.rootToken ?? "" })
   const sandboxdAddress = yield* serveSandboxd(sim, { host: "127.0.0.1", port: 0 })
 
@@ -105,7 +113,7 @@ const setupWith = (options: SetupOptions) => Effect.gen(function*() {
     sandboxdToken: Redacted.make(options.token ?? ""),
     sandboxdTokenFile: options.tokenFile ?? ""
   })
-  const kube = yield* kubeApiFromFile(kubeconfigPath, options.limits)
+  const kube = yield* kubeApiFromFile(kubeconfigPath, options.client)
   const tokens = yield* SandboxdTokenFile.make.pipe(Effect.provideService(AppConfig, config))
   const sandboxd = yield* SandboxdClientHttp.make.pipe(
     Effect.provideService(AppConfig, config),
@@ -136,7 +144,7 @@ const setupWith = (options: SetupOptions) => Effect.gen(function*() {
     )
     return { controller: Context.get(context, NodeController), stop: Scope.close(scope, Exit.void) }
   })
-  return { model, sim, kube, events, healthy, start }
+  return { model, sim, kube, proxy, events, healthy, start }
 })
 
 const setup = setupWith({})
@@ -260,7 +268,7 @@ describe("NodeController", () => {
     Effect.gen(function*() {
       // An operator's --kube-api-qps 5 (burst 10), and 300 Pod status writes queued at once: the
       // Pod work's limiter serves the last of them 58 s on. Each heartbeat is counted as before.
-      const { kube, model, start } = yield* setupWith({ limits: { qps: 5, burst: 10 }, wrapKube: instrumentKube })
+      const { kube, model, start } = yield* setupWith({ client: { qps: 5, burst: 10 }, wrapKube: instrumentKube })
       const leasePuts = Metric.value(Metric.withAttributes(apiserverRequests, { verb: "PUT", resource: "leases", code: "200" }))
       const statusPatches = Metric.value(Metric.withAttributes(apiserverRequests, { verb: "PATCH", resource: "nodes/status", code: "200" }))
       yield* start
@@ -300,6 +308,29 @@ describe("NodeController", () => {
         condition(nodeOf(model), "Ready")?.lastHeartbeatTime === "2026-11-29T10:01:00Z", 5_000)
       assert.strictEqual((yield* leasePuts).count - putsBefore, 6)
       assert.strictEqual((yield* statusPatches).count - patchesBefore, 1)
+    }))
+
+  it.effect("NODE-6: a renewal left unanswered is given up after 10 s, and the next goes out 10 s later, inside the Lease's 40 s", () =>
+    Effect.gen(function*() {
+      const { model, proxy, start } = yield* setupWith({
+        proxied: true,
+        client: { livenessCallTimeout: KubeApiClientNode.defaultOptions.livenessCallTimeout }
+      })
+      yield* start
+      const first = yield* eventually("the lease", () => leaseOf(model))
+      // The renewal due at 10 s meets a dead connection: read, never answered.
+      const isRenewal = (request: FaultProxy.ProxiedRequest) => request.method === "PUT" && request.url.includes("/leases/")
+      proxy!.setRule((request) =>
+        isRenewal(request) && proxy!.seen.filter(isRenewal).length === 1 ? { _tag: "Hang" } : FaultProxy.Pass
+      )
+      yield* TestClock.adjust("10 seconds")
+      yield* eventually("the renewal at 10 s sent", () => proxy!.seen.some(isRenewal))
+      yield* TestClock.adjust("10 seconds")
+      yield* settle
+      assert.strictEqual(leaseOf(model)?.spec.renewTime, first.spec.renewTime, "the hung renewal wrote nothing")
+      // Given up at 20 s; the next renewal at 30 s (with the 30 s call timeout: given up at 40 s, the next at 50 s).
+      yield* TestClock.adjust("10 seconds")
+      yield* eventually("the renewal at 30 s", () => leaseOf(model)?.spec.renewTime === microTime(START + 30_000), 5_000)
     }))
 
   it.effect("keeps conditions and addresses written by others through the next status patch", () =>
