@@ -454,6 +454,40 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         assert.strictEqual(written.status.startTime, started.toISOString().replace(".000Z", "Z"))
       }))
 
+    // ST-12: the daemon keeps another writer's condition whole itself; this is what the servers do
+    // with a write that does not (kube-apiserver copies the field back by type; the simulator agrees)
+    scenario("pods/status: a write that leaves out a condition's observedGeneration keeps the stored one of its type; none where the stored had none", () =>
+      Effect.gen(function*() {
+        const backend = yield* acquire
+        const namespace = yield* newNamespace(backend)
+        const pod = yield* createPod(backend, namespace, uniqueName("vk-node"))
+        const path = `/api/v1/namespaces/${namespace}/pods/${pod.metadata?.name ?? ""}`
+        // another controller's conditions, with the field, and one of the node agent's without it
+        const patched = yield* rawRequest(backend.adminConfig, "PATCH", `${path}/status`, {
+          status: {
+            conditions: [
+              { type: "example.com/x", status: "False", observedGeneration: 1 },
+              { type: "example.com/y", status: "False", observedGeneration: 1 },
+              { type: "Ready", status: "True" }
+            ]
+          }
+        }, "application/strategic-merge-patch+json")
+        assert.strictEqual(patched.status, 200, patched.text)
+        // a writer that does not know the field: x unchanged, y changed, Ready unchanged, all without it
+        const read = yield* raw(backend.adminConfig, "GET", path)
+        const object = JSON.parse(read.text) as { status: { conditions: Array<Record<string, unknown>> } }
+        object.status.conditions = object.status.conditions.map(({ observedGeneration: _, ...condition }) =>
+          condition["type"] === "example.com/y" ? { ...condition, status: "True" } : condition
+        )
+        const put = yield* raw(backend.adminConfig, "PUT", `${path}/status`, object)
+        assert.strictEqual(put.status, 200, put.text)
+        const written = JSON.parse(put.text) as { status: { conditions: Array<{ type: string; status: string; observedGeneration?: number }> } }
+        assert.deepStrictEqual(
+          written.status.conditions.map((c) => [c.type, c.status, c.observedGeneration ?? "none"]).sort(),
+          [["Ready", "True", "none"], ["example.com/x", "False", 1], ["example.com/y", "True", 1]]
+        )
+      }))
+
     scenario("nodes: create, AlreadyExists, a status patch keeps a condition another client wrote", () =>
       Effect.gen(function*() {
         const backend = yield* acquire

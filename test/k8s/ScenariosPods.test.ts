@@ -167,8 +167,8 @@ describe("the pod controller on the real kube-apiserver, as the daemon", () => {
       assert.isUndefined(conditionOf(ready, "Ready")?.reason)
       assert.strictEqual(conditionOf(ready, "ContainersReady")?.status, "True")
       assert.strictEqual(conditionOf(ready, gate)?.status, "True")
-      // (kube-apiserver kept it here even for a write that left it out; the simulator test in
-      // PodControllerStubbed.test.ts shows the daemon keeping it itself)
+      // (kube-apiserver would copy it back for a write that left it out: Differential.test.ts;
+      // PodFacts.test.ts shows the daemon keeping it itself)
       assert.strictEqual(conditionOf(ready, gate)?.observedGeneration, 1, "the gate's condition is written back whole")
     }).pipe(quiet)), { timeout: 60_000 })
 

@@ -173,8 +173,11 @@ export const podGracePeriod = (stored: JsonObject, requested: number | undefined
 
 /**
  * What a pods/status write keeps from storage besides the spec: the ownerReferences (old kubelets
- * corrupted them; labels, annotations, finalizers come from the request) and the QoS class, fixed at
- * creation. Changes `next`, the object about to be stored.
+ * corrupted them; labels, annotations, finalizers come from the request), the QoS class, fixed at
+ * creation, and a condition's observedGeneration that the write leaves out, taken from the stored
+ * condition of its type (a writer that does not know the field does not erase it; the real
+ * kube-apiserver does the same, test/k8s/Differential.test.ts). Changes `next`, the object about
+ * to be stored.
  */
 export const keepOnStatusWrite = (next: JsonObject, stored: JsonObject): void => {
   const m = metaOf(next)
@@ -183,6 +186,14 @@ export const keepOnStatusWrite = (next: JsonObject, stored: JsonObject): void =>
   else m["ownerReferences"] = clone(refs)
   const qos = getPath(stored, ["status", "qosClass"])
   if (qos !== undefined) next["status"] = { ...(isRecord(next["status"]) ? next["status"] : {}), qosClass: qos }
+  const before = getPath(stored, ["status", "conditions"])
+  const after = getPath(next, ["status", "conditions"])
+  if (!Array.isArray(before) || !Array.isArray(after)) return
+  for (const condition of after) {
+    if (!isRecord(condition) || condition["observedGeneration"] !== undefined) continue
+    const old = before.find((candidate) => isRecord(candidate) && candidate["type"] === condition["type"])
+    if (isRecord(old) && typeof old["observedGeneration"] === "number") condition["observedGeneration"] = old["observedGeneration"]
+  }
 }
 
 /**
