@@ -278,12 +278,15 @@ export const applyReadinessGates = (status: PodStatus, current: Pod): PodStatus 
   if (gates === undefined || gates.length === 0) return status
   const ready = conditionOf(status, "Ready")
   if (ready === undefined) return status
-  const containersReady = (conditionOf(status, "ContainersReady") ?? ready).status === "True"
+  const containers = conditionOf(status, "ContainersReady") ?? ready
+  const containersReady = containers.status === "True"
   const notReady = gates.filter((gate) => conditionOf(status, gate.conditionType)?.status !== "True").map((gate) => gate.conditionType)
+  // Ready True carries no time of the push's: the push's says when the containers became ready,
+  // not when the last gate did; `withTransitionTimes` keeps the Pod's or sets the write's.
   const nextReady: Condition = !containersReady
     ? (ready.status === "True" || ready.reason === ReadinessGatesNotReady ? { type: "Ready", status: "False" } : ready)
     : notReady.length === 0
-    ? (ready.status === "True" ? ready : { type: "Ready", status: "True" })
+    ? { type: "Ready", status: "True" }
     : {
       type: "Ready",
       status: "False",
@@ -303,25 +306,67 @@ export const applyReadinessGates = (status: PodStatus, current: Pod): PodStatus 
     }
   }
   if (!hasContainersReady) {
-    conditions.splice(conditions.indexOf(nextReady) + 1, 0, { type: "ContainersReady", status: containersReady ? "True" : "False" })
+    // the containers' readiness, since the time the push's Ready gives for it (the claim time)
+    const since = containers.lastTransitionTime === undefined ? {} : { lastTransitionTime: containers.lastTransitionTime }
+    conditions.splice(conditions.indexOf(nextReady) + 1, 0, {
+      type: "ContainersReady",
+      status: containersReady ? "True" : "False",
+      ...since
+    })
   }
   return { ...status, conditions }
 }
 
 /**
  * CU-05: `status` with the node agent's readiness conditions (Ready, ContainersReady) False, with
- * `reason`: a Pod whose sandbox failed serves no traffic, whatever its status said before. Other
- * conditions are left as they are. `status` itself when neither is there or both are False.
+ * `reason` and `now` as their `lastTransitionTime` (CRT-21: the time their status changed): a Pod
+ * whose sandbox failed serves no traffic, whatever its status said before. Other conditions are
+ * left as they are. `status` itself when neither is there or both are False.
  */
-export const withoutReadiness = (status: PodStatus, reason: string): PodStatus => {
+export const withoutReadiness = (status: PodStatus, reason: string, now: number): PodStatus => {
   const conditions = status.conditions
   const isReadiness = (condition: Condition) =>
     (condition.type === "Ready" || condition.type === "ContainersReady") && condition.status !== "False"
   if (conditions === undefined || !conditions.some(isReadiness)) return status
+  const since = wholeSeconds(now)
   return {
     ...status,
-    conditions: conditions.map((condition) => (isReadiness(condition) ? { type: condition.type, status: "False", reason } : condition))
+    conditions: conditions.map((condition) =>
+      isReadiness(condition) ? { type: condition.type, status: "False", reason, lastTransitionTime: since } : condition
+    )
   }
+}
+
+/** `millis` (the clock's) at whole seconds, the precision the apiserver stores a condition's time at. */
+export const wholeSeconds = (millis: number): Date => new Date(Math.floor(millis / 1000) * 1000)
+
+const sameSecond = (a: Date, b: Date): boolean => Math.floor(a.getTime() / 1000) === Math.floor(b.getTime() / 1000)
+
+/**
+ * CRT-21: `status` with a `lastTransitionTime` on each of its own conditions (not another
+ * writer's: ST-12 keeps those whole), as a kubelet keeps them: the current Pod's condition of the
+ * type when its status is the same (a kept time is no change, so an unchanged status is still no
+ * write: ST-13), else the condition's own (the Running status's claim time), else `now`, when its
+ * status changes with this write. `now` lands only in a body that differs from the Pod anyway (a
+ * status changed, or a time the Pod lacks), so the no-op check never depends on it. `status`
+ * itself when nothing changes (the 10k restart's re-attached Pods: no allocation).
+ */
+export const withTransitionTimes = (status: PodStatus, current: Pod, pushed: PodStatus, now: number): PodStatus => {
+  const conditions = status.conditions
+  if (conditions === undefined) return status
+  const stored = current.status
+  let out: Array<Condition> | undefined
+  for (let i = 0; i < conditions.length; i++) {
+    const condition = conditions[i]!
+    if (isForeign(condition, pushed)) continue
+    const was = stored === undefined ? undefined : conditionOf(stored, condition.type)
+    const own = condition.lastTransitionTime
+    const kept = was !== undefined && was.status === condition.status ? was.lastTransitionTime : undefined
+    if (kept !== undefined ? own !== undefined && sameSecond(own, kept) : own !== undefined) continue
+    out ??= conditions.slice()
+    out[i] = { ...condition, lastTransitionTime: kept ?? wholeSeconds(now) }
+  }
+  return out === undefined ? status : { ...status, conditions: out }
 }
 
 /** Whether `stored` holds a condition `pushed` does not own (ST-12). */
@@ -355,8 +400,8 @@ const decodeStatus = Schema.decodeUnknownOption(PodStatusSchema)
  * still go through. `base` is the Pod the push was made from. None when the push carries no
  * readable status.
  */
-export const statusWriteBody = (push: V1Pod, current: Pod, base: Pod | undefined): Option.Option<Pod> =>
-  Option.map(pushedOf(push), (pushed) => pushedBody(pushed, current, base))
+export const statusWriteBody = (push: V1Pod, current: Pod, base: Pod | undefined, now: number): Option.Option<Pod> =>
+  Option.map(pushedOf(push), (pushed) => pushedBody(pushed, current, base, now))
 
 /**
  * What a status write and the status repair need of a provider push, and all the status writer
@@ -387,8 +432,8 @@ export const pushedOf = (push: V1Pod): Option.Option<Pushed> =>
     status: copyPlain(status)
   }))
 
-/** `statusWriteBody` of a push already read (`pushedOf`). */
-export const pushedBody = (push: Pushed, current: Pod, base: Pod | undefined): Pod => {
+/** `statusWriteBody` of a push already read (`pushedOf`); `now` is the write's time in epoch millis (CRT-21). */
+export const pushedBody = (push: Pushed, current: Pod, base: Pod | undefined, now: number): Pod => {
   const status = push.status
   const hasBase = base !== undefined && uidOf(base) === push.uid
   const labels = mergeProviderMap(base?.metadata?.labels, push.labels, current.metadata?.labels, hasBase)
@@ -406,6 +451,11 @@ export const pushedBody = (push: Pushed, current: Pod, base: Pod | undefined): P
       ...(labels === undefined ? {} : { labels: { ...labels } }),
       ...(annotations === undefined ? {} : { annotations: { ...annotations } })
     },
-    status: applyReadinessGates(keepForeignConditions(asServerStores(status, current), current), current)
+    status: withTransitionTimes(
+      applyReadinessGates(keepForeignConditions(asServerStores(status, current), current), current),
+      current,
+      status,
+      now
+    )
   }
 }

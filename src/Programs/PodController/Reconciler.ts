@@ -117,7 +117,7 @@ export const make = (
      * Services would keep sending traffic to a Pod with no sandbox.
      */
     const writeProviderFailed = (key: PodKey, uid: string, failure: CreatePodError) =>
-      status.write(key, uid, (current) => {
+      status.write(key, uid, (current, time) => {
         const phase = failure._tag === "SandboxLost" ||
             (current.spec?.restartPolicy === "Never" && failure._tag !== "ClaimInDoubt")
           ? "Failed"
@@ -126,7 +126,7 @@ export const make = (
         const now = current.status
         // Terminal is final; the same failure already shown needs no write (a resync retry).
         if (isTerminal(current)) return undefined
-        const status = withoutReadiness({ ...now, phase, reason, message: failure.message }, reason)
+        const status = withoutReadiness({ ...now, phase, reason, message: failure.message }, reason, time)
         if (now?.phase === phase && now.reason === reason && now.message === failure.message && status.conditions === now.conditions) {
           return undefined
         }

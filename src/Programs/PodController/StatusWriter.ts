@@ -96,9 +96,14 @@ export interface StatusWriter {
   readonly handed: (key: PodKey, pod: Pod) => Effect.Effect<void>
   /**
    * One write built from the current Pod by `body` (undefined: nothing to write), with the
-   * 404/409/UID rules; for the controller's own statuses (a create failure).
+   * 404/409/UID rules; for the controller's own statuses (a create failure). `now` is the
+   * clock's time (epoch millis), for a condition whose status the write changes (CRT-21).
    */
-  readonly write: (key: PodKey, uid: string, body: (current: Pod) => Pod | undefined) => Effect.Effect<WriteResult, KubeError>
+  readonly write: (
+    key: PodKey,
+    uid: string,
+    body: (current: Pod, now: number) => Pod | undefined
+  ) => Effect.Effect<WriteResult, KubeError>
   /** The Pod is gone: drop all state for it; a write waiting for a retry ends now. */
   readonly forget: (key: PodKey) => Effect.Effect<void>
   readonly drain: (timeout: Duration.Duration) => Effect.Effect<void>
@@ -148,7 +153,7 @@ export const make = (
     const write = (
       key: PodKey,
       uid: string,
-      body: (current: Pod) => Pod | undefined,
+      body: (current: Pod, now: number) => Pod | undefined,
       onWritten: (written: Pod) => void = () => {}
     ) =>
       Effect.gen(function*() {
@@ -158,7 +163,7 @@ export const make = (
         // read. A write built on it would meet a 409, and the re-read the same undecodable Pod:
         // nothing is written until a readable version (or the deletion) arrives.
         if (yield* informer.unreadable(key)) return "Held" as const
-        const wanted = body(current.value)
+        const wanted = body(current.value, yield* Clock.currentTimeMillis)
         if (wanted === undefined) return "Skipped" as const
         return yield* failpoint("push-before-write").pipe(
           // An armed failure stands for an unreachable apiserver; after the write, for a lost reply.
@@ -205,9 +210,9 @@ export const make = (
         }
         const base = baseFor(key, push)
         let version: string | undefined
-        const result = yield* write(key, push.uid, (pod) => {
+        const result = yield* write(key, push.uid, (pod, now) => {
           if (isTerminal(pod)) return undefined
-          const body = pushedBody(push, pod, base)
+          const body = pushedBody(push, pod, base, now)
           // ST-13: nothing the server would store differently, no write
           return statusWriteIsNoop(pod, body) ? undefined : body
         }, (written) => (version = written.metadata?.resourceVersion)).pipe(
@@ -275,7 +280,9 @@ export const make = (
           if (pod.status !== undefined && pod.status !== pushed.status) lastPushed.set(key, keptAs(pushed, pod))
           return
         }
-        if (statusWriteIsNoop(pod, pushedBody(pushed, pod, baseFor(key, pushed)))) return
+        // the clock's time lands only in a body that differs anyway (`withTransitionTimes`)
+        const now = yield* Clock.currentTimeMillis
+        if (statusWriteIsNoop(pod, pushedBody(pushed, pod, baseFor(key, pushed), now))) return
         if (!pending.has(key)) pending.set(key, pushed)
         yield* queue.enqueue(key, "resync")
       })

@@ -20,9 +20,15 @@ const imageId = (claim: ClaimRecord): string => `sandboxd://${claim.id}`
 export const formatSeconds = (time: DateTime.Utc): string =>
   DateTime.formatIso(time).replace(/\.[0-9]+Z$/, "Z")
 
-/** CRT-21: Running, Ready, one ready container per spec container. */
+/**
+ * CRT-21: Running, Ready, one ready container per spec container. Its conditions turned True when
+ * the claim was made, so the claim time is their `lastTransitionTime`: the same on every push
+ * (no write of an unchanged status), and what a workload controller's `minReadySeconds` counts
+ * from (a Ready condition without one never counts as available).
+ */
 export const runningStatus = (pod: V1Pod, claim: ClaimRecord, ip: PodIp): V1PodStatus => {
   const startedAt = toDate(claim.claimedAt)
+  const since = startedAt === undefined ? {} : { lastTransitionTime: startedAt }
   const address = ip._tag === "None" ? "" : ip.ip
   const containerStatuses: Array<V1ContainerStatus> = (pod.spec?.containers ?? []).map((container) => ({
     name: container.name,
@@ -35,9 +41,9 @@ export const runningStatus = (pod: V1Pod, claim: ClaimRecord, ip: PodIp): V1PodS
   const status: V1PodStatus = {
     phase: "Running",
     conditions: [
-      { type: "Initialized", status: "True" },
-      { type: "Ready", status: "True" },
-      { type: "PodScheduled", status: "True" }
+      { type: "Initialized", status: "True", ...since },
+      { type: "Ready", status: "True", ...since },
+      { type: "PodScheduled", status: "True", ...since }
     ],
     containerStatuses
   }

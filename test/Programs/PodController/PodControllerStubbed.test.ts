@@ -416,8 +416,9 @@ describe("PodController (stubbed)", () => {
       assert.strictEqual(model.statusWrites, 2, "no write since the repair")
     })).pipe(quiet))
 
-  it.effect("a Pod with a readiness gate: Ready False until its controller sets the gate True, then one write of Ready True and none after (ST-14)", () =>
+  it.effect("a Pod with a readiness gate: Ready False until its controller sets the gate True, then one write of Ready True, since that write's time, and none after (ST-14, CRT-21)", () =>
     Effect.scoped(Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-12-01T10:00:00Z"))
       const model = new CountingModel()
       const gate = "example.com/lb"
       const created = model.create(Pods, "default", {
@@ -427,17 +428,26 @@ describe("PodController (stubbed)", () => {
         spec: { nodeName: NODE, containers: [{ name: "c", image: "i" }], readinessGates: [{ conditionType: gate }] }
       })
       assert.strictEqual(created._tag, "Success")
+      // the Running status's conditions, True since the claim (CRT-21)
+      const claimedAt = new Date("2026-12-01T09:59:58.250Z")
       const ours = [
-        { type: "Initialized", status: "True" },
-        { type: "Ready", status: "True" },
-        { type: "PodScheduled", status: "True" }
+        { type: "Initialized", status: "True", lastTransitionTime: claimedAt },
+        { type: "Ready", status: "True", lastTransitionTime: claimedAt },
+        { type: "PodScheduled", status: "True", lastTransitionTime: claimedAt }
       ]
       yield* startOnModel(model, { runningStatus: { phase: "Running", podIP: "10.0.0.1", conditions: ours } }, {
         ...PodController.defaultOptions,
         resyncInterval: Duration.seconds(10)
       })
       yield* advance(100)
-      type Condition = { type: string; status: string; reason?: string; message?: string; observedGeneration?: number }
+      type Condition = {
+        type: string
+        status: string
+        reason?: string
+        message?: string
+        observedGeneration?: number
+        lastTransitionTime?: string
+      }
       const conditions = () =>
         ((model.peek(Pods, "default", "web")?.["status"] as { conditions?: Array<Condition> }).conditions ?? [])
       const conditionsOf = () => conditions().map((c) => `${c.type}=${c.status}`).sort()
@@ -450,6 +460,9 @@ describe("PodController (stubbed)", () => {
       assert.strictEqual(ready()?.reason, "ReadinessGatesNotReady")
       assert.include(ready()?.message ?? "", gate)
       assert.strictEqual(model.statusWrites, 1, "the Running status, gated")
+      const timeOf = (type: string) => conditions().find((c) => c.type === type)?.lastTransitionTime
+      assert.strictEqual(timeOf("ContainersReady"), "2026-12-01T09:59:58Z", "the containers are ready since the claim")
+      assert.strictEqual(timeOf("Ready"), "2026-12-01T10:00:00Z", "Ready False since the write")
 
       // its controller sets it False: nothing for the daemon to write, however many events and resyncs
       patchStatus({ status: { conditions: [{ type: gate, status: "False", observedGeneration: 1 }] } })
@@ -457,20 +470,27 @@ describe("PodController (stubbed)", () => {
       assert.deepStrictEqual(conditionsOf(), ["ContainersReady=True", "Initialized=True", "PodScheduled=True", "Ready=False", `${gate}=False`])
       assert.strictEqual(model.statusWrites, 1, "no write for a gate that stays not ready")
 
-      // True: the watch event brings one write of Ready True at once, the gate as its controller wrote it
+      // True: the watch event brings one write of Ready True at once, the gate as its controller
+      // wrote it, Ready since that write (a workload's minReadySeconds counts from it)
+      const flippedAt = yield* Clock.currentTimeMillis
       patchStatus({ status: { conditions: [{ type: gate, status: "True", observedGeneration: 1 }] } })
       yield* advance(100)
-      assert.deepStrictEqual(ready(), { type: "Ready", status: "True" })
+      const flipSecond = new Date(Math.floor(flippedAt / 1000) * 1000).toISOString().replace(".000Z", "Z")
+      assert.strictEqual(flipSecond, "2026-12-01T10:00:35Z")
+      assert.deepStrictEqual(ready(), { type: "Ready", status: "True", lastTransitionTime: flipSecond })
+      assert.strictEqual(timeOf("ContainersReady"), "2026-12-01T09:59:58Z", "unchanged: its time kept")
       assert.deepStrictEqual(conditions().find((c) => c.type === gate), { type: gate, status: "True", observedGeneration: 1 })
       assert.strictEqual(model.statusWrites, 2, "one write for the gate turning True")
       yield* advance(35_000)
       assert.strictEqual(model.statusWrites, 2, "and none after: its own write's event and three resyncs")
+      assert.strictEqual(timeOf("Ready"), flipSecond, "the time kept")
 
       // False again (the load balancer took it out): Ready follows, with one write
       patchStatus({ status: { conditions: [{ type: gate, status: "False", observedGeneration: 1 }] } })
       yield* advance(35_000)
       assert.strictEqual(ready()?.status, "False")
       assert.strictEqual(model.statusWrites, 3)
+      assert.notStrictEqual(timeOf("Ready"), flipSecond, "changed again: a new time")
       assert.deepStrictEqual(conditions().find((c) => c.type === gate), { type: gate, status: "False", observedGeneration: 1 })
     })).pipe(quiet))
 
@@ -488,7 +508,7 @@ describe("PodController (stubbed)", () => {
       const status = model.peek(Pods, "default", "web")?.["status"] as {
         phase?: string
         reason?: string
-        conditions?: Array<{ type: string; status: string; reason?: string }>
+        conditions?: Array<{ type: string; status: string; reason?: string; lastTransitionTime?: string }>
       }
       assert.strictEqual(status.phase, "Pending")
       assert.strictEqual(status.reason, "ProviderFailed")
@@ -496,6 +516,9 @@ describe("PodController (stubbed)", () => {
       assert.strictEqual(byType.get("Ready")?.status, "False")
       assert.strictEqual(byType.get("Ready")?.reason, "ProviderFailed")
       assert.strictEqual(byType.get("ContainersReady")?.status, "False")
+      // since the failure was written (CRT-21): the clock's time at whole seconds
+      assert.strictEqual(byType.get("Ready")?.lastTransitionTime, "1970-01-01T00:00:00Z")
+      assert.strictEqual(byType.get("ContainersReady")?.lastTransitionTime, "1970-01-01T00:00:00Z")
       assert.strictEqual(byType.get("example.com/other")?.status, "True", "another writer's condition is not ours to change")
       const writes = model.statusWrites
       // the retries that fail the same way write nothing more
@@ -844,6 +867,11 @@ describe("PodController (stubbed)", () => {
         const stored = yield* kube.getPod("default", "web-0")
         assert.strictEqual(stored.status?.phase, "Running")
         assert.isUndefined(stored.status?.hostIP, "served without an empty hostIP")
+        // CRT-21: every condition since the claim, at whole seconds (the restart below must keep them)
+        assert.deepStrictEqual((stored.status?.conditions ?? []).map((c) => c.type), ["Initialized", "Ready", "PodScheduled"])
+        for (const condition of stored.status?.conditions ?? []) {
+          assert.strictEqual(condition.lastTransitionTime?.toISOString(), "2026-11-29T09:00:01.000Z", condition.type)
+        }
         yield* before.handle.drain(Duration.seconds(1))
       }))
 

@@ -10,7 +10,8 @@ import {
   sameCanonical,
   statusWriteBody as bodyOption,
   statusWriteIsNoop,
-  wireStatus
+  wireStatus,
+  withoutReadiness
 } from "../../../src/Programs/PodController/PodFacts.ts"
 import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
 import type { ClaimId } from "../../../src/Schemas/Ids.ts"
@@ -22,7 +23,12 @@ import {
   sandboxLostStatus
 } from "../../../src/Programs/Provider/Status.ts"
 
-const statusWriteBody = (push: V1Pod, current: Pod, base: Pod | undefined): Pod => Option.getOrThrow(bodyOption(push, current, base))
+/** The clock's time of the writes below (epoch millis, not a whole second). */
+const writeTime = Date.parse("2026-12-01T10:00:00.250Z")
+
+/** The status write body at a fixed clock time (`now`, epoch millis). */
+const statusWriteBody = (push: V1Pod, current: Pod, base: Pod | undefined, now = writeTime): Pod =>
+  Option.getOrThrow(bodyOption(push, current, base, now))
 
 const pod = (rv: string, labels: Record<string, string>, annotations: Record<string, string>, uid = "u1"): V1Pod => ({
   metadata: { namespace: "default", name: "p", uid, resourceVersion: rv, labels, annotations },
@@ -81,7 +87,7 @@ describe("PodFacts status write body", () => {
         podIP: "10.0.0.5",
         podIPs: [{ ip: "10.0.0.5" }],
         startTime: new Date(startedAt),
-        conditions: [{ type: "Ready", status: "True" }]
+        conditions: [{ type: "Ready", status: "True", lastTransitionTime: new Date(startedAt) }]
       }
     }
     // the provider's push: no qosClass (the server keeps its own), no podIPs, times with milliseconds
@@ -91,7 +97,7 @@ describe("PodFacts status write body", () => {
         phase: "Running",
         podIP: "10.0.0.5",
         startTime: new Date("2026-11-29T09:00:01.734Z"),
-        conditions: [{ type: "Ready", status: "True" }]
+        conditions: [{ type: "Ready", status: "True", lastTransitionTime: new Date("2026-11-29T09:00:01.734Z") }]
       }
     }
     const body = statusWriteBody(push, current, undefined)
@@ -107,10 +113,11 @@ describe("PodFacts status write body", () => {
 })
 
 describe("PodFacts status writes keep other writers' conditions (ST-12)", () => {
+  const since = new Date("2026-11-29T09:00:01Z")
   const ours = [
-    { type: "Initialized", status: "True" },
-    { type: "Ready", status: "True" },
-    { type: "PodScheduled", status: "True" }
+    { type: "Initialized", status: "True", lastTransitionTime: since },
+    { type: "Ready", status: "True", lastTransitionTime: since },
+    { type: "PodScheduled", status: "True", lastTransitionTime: since }
   ]
   const gate = { type: "example.com/gate", status: "True", lastTransitionTime: new Date("2026-11-29T09:00:05Z") }
   const disruption = { type: "DisruptionTarget", status: "True", reason: "EvictionByEvictionAPI" }
@@ -324,6 +331,9 @@ describe("PodFacts sameCanonical", () => {
 })
 
 describe("PodFacts readiness gates: Ready only when the containers and every gate are (ST-14)", () => {
+  const claimedAt = new Date("2026-11-29T09:00:01Z")
+  /** The write's time as the apiserver stores it (whole seconds). */
+  const flippedAt = new Date("2026-12-01T10:00:00Z")
   const gateType = "example.com/lb"
   const otherType = "example.com/dns"
   const gatedPod = (conditions: NonNullable<NonNullable<Pod["status"]>["conditions"]>, gates = [gateType]): Pod => ({
@@ -337,9 +347,9 @@ describe("PodFacts readiness gates: Ready only when the containers and every gat
       phase: "Running",
       podIP: "10.0.0.5",
       conditions: [
-        { type: "Initialized", status: "True" },
-        { type: "Ready", status: "True" },
-        { type: "PodScheduled", status: "True" }
+        { type: "Initialized", status: "True", lastTransitionTime: claimedAt },
+        { type: "Ready", status: "True", lastTransitionTime: claimedAt },
+        { type: "PodScheduled", status: "True", lastTransitionTime: claimedAt }
       ]
     }
   }
@@ -370,7 +380,7 @@ describe("PodFacts readiness gates: Ready only when the containers and every gat
   it("every gate True: Ready True; of two gates, the message names only the one not ready", () => {
     const both = [gateType, otherType]
     const allTrue = statusWriteBody(push, gatedPod([{ type: gateType, status: "True" }, { type: otherType, status: "True" }], both), undefined)
-    assert.deepStrictEqual(readyOf(allTrue), { type: "Ready", status: "True" })
+    assert.deepStrictEqual(readyOf(allTrue), { type: "Ready", status: "True", lastTransitionTime: flippedAt })
     assert.strictEqual(statusOf(allTrue, "ContainersReady"), "True")
     const one = statusWriteBody(push, gatedPod([{ type: gateType, status: "True" }], both), undefined)
     assert.strictEqual(readyOf(one)?.status, "False")
@@ -394,7 +404,7 @@ describe("PodFacts readiness gates: Ready only when the containers and every gat
     for (const from of [push, keptPush]) {
       const body = statusWriteBody(from, gateTrue, undefined)
       assert.isFalse(statusWriteIsNoop(gateTrue, body))
-      assert.deepStrictEqual(readyOf(body), { type: "Ready", status: "True" })
+      assert.deepStrictEqual(readyOf(body), { type: "Ready", status: "True", lastTransitionTime: flippedAt })
       assert.strictEqual(statusOf(body, gateType), "True")
       // and once written, nothing more to write
       assert.isTrue(statusWriteIsNoop(stored(body), statusWriteBody(from, stored(body), undefined)))
@@ -433,5 +443,113 @@ describe("PodFacts readiness gates: Ready only when the containers and every gat
     assert.deepStrictEqual(served.spec?.readinessGates, [{ conditionType: gateType }])
     const body = statusWriteBody(push, served, undefined)
     assert.deepStrictEqual(body.status?.conditions?.find((c) => c.type === gateType), { type: gateType, status: "True", observedGeneration: 3 })
+  })
+})
+
+describe("PodFacts condition transition times: kept while a status holds, set when it changes (CRT-21)", () => {
+  const claimedAt = "2026-11-29T09:00:01.734Z"
+  const claim: ClaimRecord = {
+    id: "sb_1" as ClaimId,
+    token: Redacted.make("t"),
+    address: "10.0.0.5:7000",
+    podUID: "u1",
+    claimedAt: Option.some(DateTime.makeUnsafe(claimedAt)),
+    deadline: Option.none()
+  }
+  const scheduledAt = "2026-11-29T08:59:58Z"
+  type Conditions = NonNullable<NonNullable<Pod["status"]>["conditions"]>
+  /** The Pod the apiserver serves, from its JSON (times as the server prints them: whole seconds). */
+  const served = (status: object, gates: ReadonlyArray<string> = []): Pod =>
+    Option.getOrThrow(decodePod(JSON.parse(JSON.stringify({
+      metadata: { namespace: "default", name: "p", uid: "u1", resourceVersion: "12", annotations: { "claim-id": "sb_1" } },
+      spec: { containers: [{ name: "main", image: "python:3.12" }], readinessGates: gates.map((conditionType) => ({ conditionType })) },
+      status
+    }), (key, value: unknown) => (typeof value === "string" && /(Time|At)$/.test(key) ? value.replace(/\.\d+Z$/, "Z") : value))))
+  const handed = served({ phase: "Pending", conditions: [{ type: "PodScheduled", status: "True", lastTransitionTime: scheduledAt }] })
+  const push: V1Pod = { ...handed, status: runningStatus(handed, claim, { _tag: "OwnerAddr", ip: "10.0.0.5" }) }
+  const timeOf = (conditions: Conditions | undefined, type: string) =>
+    conditions?.find((c) => c.type === type)?.lastTransitionTime?.toISOString()
+  const whole = (iso: string) => new Date(Math.floor(Date.parse(iso) / 1000) * 1000).toISOString()
+
+  it("the Running status written on a Pending Pod: Ready and Initialized since the claim, PodScheduled keeps the scheduler's time", () => {
+    const body = statusWriteBody(push, handed, handed)
+    const conditions = body.status?.conditions
+    // at the claim's whole second, as the apiserver stores it: Ready has a non-zero time, so a
+    // workload's minReadySeconds counts from the claim
+    assert.strictEqual(whole(timeOf(conditions, "Ready") ?? ""), whole(claimedAt))
+    assert.strictEqual(whole(timeOf(conditions, "Initialized") ?? ""), whole(claimedAt))
+    assert.strictEqual(timeOf(conditions, "PodScheduled"), new Date(scheduledAt).toISOString(), "True already: its time is kept")
+    for (const condition of conditions ?? []) assert.isDefined(condition.lastTransitionTime, condition.type)
+    // once stored, the same push (a restart's re-attach, a resync) at a later clock is no write
+    const stored = served(body.status ?? {})
+    assert.isTrue(statusWriteIsNoop(stored, statusWriteBody(push, stored, handed, writeTime + 3_600_000)))
+  })
+
+  it("a condition whose status holds keeps the Pod's time, whatever the push says: no write", () => {
+    const earlier = "2026-11-29T08:00:00Z"
+    const current = served({
+      ...push.status,
+      conditions: ["Initialized", "Ready", "PodScheduled"].map((type) => ({ type, status: "True", lastTransitionTime: earlier }))
+    })
+    const body = statusWriteBody(push, current, handed)
+    for (const type of ["Initialized", "Ready", "PodScheduled"]) assert.strictEqual(timeOf(body.status?.conditions, type), new Date(earlier).toISOString())
+    assert.isTrue(statusWriteIsNoop(current, body))
+  })
+
+  it("a Pod written without times (by an earlier daemon) is written once to add them, then never again", () => {
+    const current = served({ ...push.status, conditions: ["Initialized", "Ready", "PodScheduled"].map((type) => ({ type, status: "True" })) })
+    const body = statusWriteBody(push, current, handed)
+    assert.isFalse(statusWriteIsNoop(current, body))
+    assert.strictEqual(whole(timeOf(body.status?.conditions, "Ready") ?? ""), whole(claimedAt))
+    const stored = served(body.status ?? {})
+    assert.isTrue(statusWriteIsNoop(stored, statusWriteBody(push, stored, handed, writeTime + 60_000)))
+  })
+
+  it("Ready turned back True after another writer set it False: a change, written with the push's time", () => {
+    const current = served({
+      ...push.status,
+      conditions: [{ type: "Ready", status: "False", reason: "SomeoneElse", lastTransitionTime: "2026-11-30T00:00:00Z" }]
+    })
+    const body = statusWriteBody(push, current, handed)
+    assert.isFalse(statusWriteIsNoop(current, body))
+    assert.strictEqual(timeOf(body.status?.conditions, "Ready"), new Date(claimedAt).toISOString())
+  })
+
+  it("a readiness gate turning True sets Ready's time to the write's; ContainersReady stays at the claim; nothing after (ST-14)", () => {
+    const gate = "example.com/lb"
+    const first = statusWriteBody(push, served(handed.status ?? {}, [gate]), handed)
+    assert.strictEqual(first.status?.conditions?.find((c) => c.type === "Ready")?.status, "False")
+    assert.strictEqual(whole(timeOf(first.status?.conditions, "Ready") ?? ""), whole(new Date(writeTime).toISOString()))
+    const waiting = served(first.status ?? {}, [gate])
+    const flip = writeTime + 90_000
+    const gateTrue = served({
+      ...first.status,
+      conditions: [...(first.status?.conditions ?? []), { type: gate, status: "True", lastTransitionTime: "2026-12-01T10:01:00Z" }]
+    }, [gate])
+    const body = statusWriteBody(push, gateTrue, handed, flip)
+    assert.isFalse(statusWriteIsNoop(gateTrue, body))
+    assert.strictEqual(timeOf(body.status?.conditions, "Ready"), whole(new Date(flip).toISOString()), "the time it changed")
+    assert.strictEqual(whole(timeOf(body.status?.conditions, "ContainersReady") ?? ""), whole(claimedAt))
+    assert.strictEqual(timeOf(body.status?.conditions, gate), "2026-12-01T10:01:00.000Z", "the gate's own time is its controller's")
+    // a gate that stays not True: nothing to write, its time unchanged
+    assert.isTrue(statusWriteIsNoop(waiting, statusWriteBody(push, waiting, handed, flip)))
+    // stored: later events and resyncs, from the raw push or the stored status kept as the push, write nothing
+    const stored = served(body.status ?? {}, [gate])
+    const keptPush: V1Pod = { ...push, status: stored.status as NonNullable<V1Pod["status"]> }
+    for (const from of [push, keptPush]) assert.isTrue(statusWriteIsNoop(stored, statusWriteBody(from, stored, handed, flip + 600_000)))
+  })
+
+  it("a create failure turning Ready False sets the failure's time; shown again, the status is left as it is (CU-05)", () => {
+    const ready = served({ ...push.status }).status ?? {}
+    const failedAt = Date.parse("2026-12-01T11:00:00.900Z")
+    const failed = withoutReadiness(ready, "ProviderFailed", failedAt)
+    const readyAfter = failed.conditions?.find((c) => c.type === "Ready")
+    assert.deepStrictEqual(readyAfter, {
+      type: "Ready",
+      status: "False",
+      reason: "ProviderFailed",
+      lastTransitionTime: new Date("2026-12-01T11:00:00Z")
+    })
+    assert.strictEqual(withoutReadiness(failed, "ProviderFailed", failedAt + 60_000), failed)
   })
 })

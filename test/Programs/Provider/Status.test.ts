@@ -21,10 +21,11 @@ describe("status builders (CRT-20, CRT-21, LEASE-3, UPD-4)", () => {
       podIP: "10.0.0.5",
       podIPs: [{ ip: "10.0.0.5" }],
       startTime: DateTime.toDateUtc(claimedAt),
+      // each condition turned True when the claim was made (a workload's minReadySeconds counts from it)
       conditions: [
-        { type: "Initialized", status: "True" },
-        { type: "Ready", status: "True" },
-        { type: "PodScheduled", status: "True" }
+        { type: "Initialized", status: "True", lastTransitionTime: DateTime.toDateUtc(claimedAt) },
+        { type: "Ready", status: "True", lastTransitionTime: DateTime.toDateUtc(claimedAt) },
+        { type: "PodScheduled", status: "True", lastTransitionTime: DateTime.toDateUtc(claimedAt) }
       ],
       containerStatuses: [
         {
