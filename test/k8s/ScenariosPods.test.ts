@@ -112,10 +112,11 @@ describe("the pod controller on the real kube-apiserver, as the daemon", () => {
         readonly reason?: string
         readonly message?: string
         readonly observedGeneration?: number
+        readonly lastTransitionTime?: string
       }
       interface Served {
         readonly metadata: { readonly resourceVersion: string }
-        readonly status?: { readonly conditions?: ReadonlyArray<Condition> }
+        readonly status?: { readonly conditions?: ReadonlyArray<Condition>; readonly startTime?: string }
       }
       const conditions = Effect.map(adminGet<Served>(path), (pod) => (pod?.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`))
       // a readiness gate's controller adds its condition; then someone turns Ready False, which
@@ -170,7 +171,47 @@ describe("the pod controller on the real kube-apiserver, as the daemon", () => {
       // (kube-apiserver would copy it back for a write that left it out: Differential.test.ts;
       // PodFacts.test.ts shows the daemon keeping it itself)
       assert.strictEqual(conditionOf(ready, gate)?.observedGeneration, 1, "the gate's condition is written back whole")
+      // CRT-21: Ready since that write (seconds after the claim: the gate was False a while),
+      // the containers since the claim (startTime)
+      const claimedAt = ready.status?.startTime ?? ""
+      assert.match(claimedAt, /Z$/)
+      assert.strictEqual(conditionOf(ready, "ContainersReady")?.lastTransitionTime, claimedAt)
+      assert.isAbove(Date.parse(conditionOf(ready, "Ready")?.lastTransitionTime ?? ""), Date.parse(claimedAt) + 2_000)
     }).pipe(quiet)), { timeout: 60_000 })
+
+  it.live("CRT-21: every condition of a Running Pod has a lastTransitionTime, Ready's the claim time; resyncs then write nothing", () =>
+    Effect.scoped(Effect.gen(function*() {
+      // resyncs every second: the wait below spans several, each a chance for a needless write
+      const { namespace, nodeName } = yield* world({}, { ...fastPodOptions, resyncInterval: Duration.seconds(1) })
+      yield* createPod(namespace, "available", nodeName)
+      yield* eventually("available Running", runningPod(namespace, "available"))
+      const { config } = yield* admin
+      interface Served {
+        readonly metadata: { readonly resourceVersion: string }
+        readonly status?: {
+          readonly startTime?: string
+          readonly conditions?: ReadonlyArray<{ readonly type: string; readonly status: string; readonly lastTransitionTime?: string }>
+        }
+      }
+      const path = `/api/v1/namespaces/${namespace}/pods/available`
+      const pod = yield* Effect.flatMap(adminGet<Served>(path), (served) =>
+        served === undefined ? new ScenarioFailed({ message: "available is gone" }) : Effect.succeed(served))
+      const conditions = pod.status?.conditions ?? []
+      assert.deepStrictEqual(conditions.map((c) => `${c.type}=${c.status}`).sort(), ["Initialized=True", "PodScheduled=True", "Ready=True"])
+      // as the server stores it: RFC 3339 at whole seconds, a non-zero time a workload's
+      // minReadySeconds counts from; the Running conditions since the claim (startTime)
+      const claimedAt = pod.status?.startTime ?? ""
+      assert.match(claimedAt, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/)
+      for (const condition of conditions) assert.strictEqual(condition.lastTransitionTime, claimedAt, condition.type)
+      // nothing written after: a watch from the Pod's version replays what came after it and
+      // waits 4 s more (four resyncs)
+      const query = `watch=1&fieldSelector=metadata.name%3Davailable&resourceVersion=${pod.metadata.resourceVersion}&timeoutSeconds=4`
+      const reply = yield* rawRequest(config, "GET", `/api/v1/namespaces/${namespace}/pods?${query}`)
+      assert.strictEqual(reply.status, 200, reply.text)
+      assert.deepStrictEqual(reply.text.split("\n").filter((line) => line.trim() !== ""), [], "no write: the kept times are no change")
+      const again = yield* adminGet<Served>(path)
+      assert.strictEqual(again?.metadata.resourceVersion, pod.metadata.resourceVersion, "resourceVersion unchanged")
+    }).pipe(quiet)), { timeout: 45_000 })
 
   it.live("no warm capacity: ProviderFailed/Pending naming the cause, Running once a claim is freed", () =>
     Effect.scoped(Effect.gen(function*() {
