@@ -644,7 +644,11 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       if (name === undefined || namespace === undefined) {
         return invalid("replacePodStatus", "pod without metadata.name/namespace")
       }
-      const body = encodePod({ apiVersion: "v1", kind: "Pod", ...pod })
+      // Without the spec: a status write keeps the stored one whatever the body says, and an int64
+      // in it past 2^53 (a toleration's tolerationSeconds, which the apiserver accepts up to
+      // int64's largest) comes back from a double as a number the server refuses to decode (400).
+      const { spec: _spec, ...written } = pod
+      const body = encodePod({ apiVersion: "v1", kind: "Pod", ...written })
       if (Option.isNone(body)) return invalid("replacePodStatus", "pod that cannot be encoded")
       return raw("replacePodStatus", {
         method: HttpMethod.PUT,

@@ -118,7 +118,10 @@ export class KubeApi extends Context.Service<KubeApi, {
    */
   readonly watchPods: (nodeName: string, resourceVersion: string) => Stream.Stream<PodWatchEvent, KubeError>
   readonly getPod: (namespace: string, name: string) => Effect.Effect<Pod, KubeError>
-  /** PUT pods/status with the whole (slim) Pod and the resourceVersion it carries; times at whole seconds. */
+  /**
+   * PUT pods/status with the slim Pod's metadata (its resourceVersion the precondition) and status,
+   * not its spec (the server keeps the stored one); times at whole seconds.
+   */
   readonly replacePodStatus: (pod: Pod) => Effect.Effect<Pod, KubeError>
   /** DELETE with gracePeriodSeconds 0 and a UID precondition. 404 → KubeNotFound, 409 → KubeConflict. */
   readonly deletePod: (namespace: string, name: string, uid: string) => Effect.Effect<void, KubeError>

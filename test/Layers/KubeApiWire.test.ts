@@ -508,6 +508,10 @@ describe("KubeApiClientNode on the wire", () => {
       rec.setHandler(() => json(200, served))
       assert.deepStrictEqual(yield* kube.getPod("x", "a"), slim)
       assert.deepStrictEqual(yield* kube.replacePodStatus(slim), slim)
+      // ST-06: the PUT carries metadata and status, no spec (the server keeps the stored one)
+      const put = rec.requests.at(-1)!
+      assert.strictEqual(put.method, "PUT")
+      assert.deepStrictEqual(Object.keys(JSON.parse(put.body)).sort(), ["apiVersion", "kind", "metadata", "status"])
       // INF-1: an event whose Pod is not one says what it can of it, and the watch goes on
       const refused = { ...served, metadata: { ...served.metadata, uid: "u-a", resourceVersion: "10", labels: { team: 7 } } }
       rec.setHandler(() => ({

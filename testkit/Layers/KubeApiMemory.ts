@@ -160,7 +160,9 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
     const name = pod.metadata?.name
     const namespace = pod.metadata?.namespace
     if (name === undefined || namespace === undefined) return invalid("replacePodStatus", "pod without metadata.name/namespace")
-    const body = encodePod({ apiVersion: "v1", kind: "Pod", ...pod })
+    // as the live layer sends it: no spec (the server keeps the stored one)
+    const { spec: _spec, ...written } = pod
+    const body = encodePod({ apiVersion: "v1", kind: "Pod", ...written })
     if (Option.isNone(body)) return invalid("replacePodStatus", "pod that cannot be encoded")
     return run("replacePodStatus", () => model.updateStatus(Pods, namespace, name, body.value)).pipe(
       Effect.flatMap((o) => Effect.fromResult(slimPod("replacePodStatus", o)))

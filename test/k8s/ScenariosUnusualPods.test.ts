@@ -1,0 +1,161 @@
+/**
+ * INF-1 on the real kube-apiserver: what can a Pod hold that the slim Pod might refuse?
+ *
+ * The real server decodes every write into its typed Pod, so a field of another type (a label
+ * whose value is a number, an image that is not a string) is refused with a 400 and can never be
+ * stored: the undecodable Pod of INF-1 is shown with the simulator only
+ * (`test/Programs/PodController/Undecodable.test.ts`). What the real server does accept, and
+ * serves back, is checked here to decode: unknown fields (dropped by the server), `null` for
+ * lists and maps, empty strings, int64 extremes, times at the edges of what it parses, and a
+ * status written by another client. Each Pod is listed and watched by the daemon's client with
+ * nothing left out, and goes Running under the pod controller. The last found a bug: an int64
+ * past 2^53 (a toleration's `tolerationSeconds` of int64's largest) read into a double went back
+ * in the status PUT's spec as a number the server refuses (400), so that Pod never went Running;
+ * the PUT now carries no spec (ST-06).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Stream } from "effect"
+import {
+  admin,
+  createNamespace,
+  daemonGround,
+  eventually,
+  kubeApiOf,
+  quiet,
+  rawRequest,
+  runningPod,
+  startPodHalf,
+  Template
+} from "./scenarioHarness.ts"
+
+const pods = (namespace: string) => `/api/v1/namespaces/${namespace}/pods`
+
+const base = (name: string, nodeName: string) => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name, annotations: { "sandbox.cocoonstack.io/template": Template } },
+  spec: { nodeName, containers: [{ name: "main", image: "python:3.12" }] }
+})
+
+describe("Pods the real kube-apiserver accepts decode (INF-1)", () => {
+  it.live("a field of another type is refused by the server (400); every unusual value it accepts is read, listed, watched and run", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { config } = yield* daemonGround("vk-k8s-unusual-")
+      const nodeName = config.nodeName
+      const namespace = yield* createNamespace("unusual")
+      const { config: adminConfig } = yield* admin
+      const post = (body: object) => rawRequest(adminConfig, "POST", pods(namespace), body)
+
+      // ---- what the server refuses: the shapes INF-1 guards against cannot be stored here
+      const wrongType = base("wrong-type", nodeName)
+      for (const body of [
+        { ...wrongType, metadata: { ...wrongType.metadata, labels: { team: 7 } } },
+        { ...wrongType, spec: { ...wrongType.spec, containers: [{ name: "main", image: 7 }] } },
+        { ...wrongType, spec: { ...wrongType.spec, tolerations: "all" } }
+      ]) {
+        const reply = yield* post(body)
+        assert.strictEqual(reply.status, 400, `refused: ${reply.text.slice(0, 200)}`)
+      }
+
+      // ---- what it accepts
+      const int64Max = "9223372036854775807"
+      const unusual: Record<string, object> = {
+        "unknown-fields": {
+          ...base("unknown-fields", nodeName),
+          futureTop: { a: [1, 2] },
+          metadata: { ...base("", "").metadata, name: "unknown-fields", futureMeta: "x" },
+          spec: { nodeName, futureSpec: true, containers: [{ name: "main", image: "python:3.12", futureContainer: 1 }] }
+        },
+        nulls: {
+          ...base("nulls", nodeName),
+          metadata: { ...base("", "").metadata, name: "nulls", labels: null, finalizers: null, ownerReferences: null, generateName: null },
+          spec: { nodeName, containers: [{ name: "main", image: "python:3.12" }], initContainers: null, tolerations: null, activeDeadlineSeconds: null }
+        },
+        "empty-values": {
+          ...base("empty-values", nodeName),
+          metadata: {
+            ...base("", "").metadata,
+            name: "empty-values",
+            labels: { empty: "", "example.com/x": "" },
+            annotations: { "sandbox.cocoonstack.io/template": Template, empty: "", long: "é".repeat(50_000), control: "a\u0001b\nc" }
+          }
+        },
+        extremes: {
+          ...base("extremes", nodeName),
+          spec: {
+            nodeName,
+            containers: [{ name: "main", image: "python:3.12" }],
+            activeDeadlineSeconds: 2147483647,
+            terminationGracePeriodSeconds: 0,
+            tolerations: [
+              { key: "k", operator: "Exists", effect: "NoExecute", tolerationSeconds: Number.MAX_SAFE_INTEGER },
+              { key: "n", operator: "Exists", effect: "NoExecute", tolerationSeconds: -1 }
+            ]
+          }
+        }
+      }
+      for (const [name, body] of Object.entries(unusual)) {
+        const reply = yield* post(body)
+        assert.strictEqual(reply.status, 201, `${name} accepted: ${reply.text.slice(0, 300)}`)
+      }
+      // int64's largest, beyond what a double holds exactly: sent as written (`JSON.rawJSON`), kept
+      // exactly by the server, read by the daemon as the nearest double
+      const rawJson = (JSON as unknown as { readonly rawJSON: (text: string) => unknown }).rawJSON
+      const int64 = base("int64-max", nodeName)
+      const big = yield* post({
+        ...int64,
+        spec: { ...int64.spec, tolerations: [{ key: "k", operator: "Exists", effect: "NoExecute", tolerationSeconds: rawJson(int64Max) }] }
+      })
+      assert.strictEqual(big.status, 201, big.text.slice(0, 300))
+      assert.include(big.text, `"tolerationSeconds":${int64Max}`)
+
+      // a status written by another client: odd but valid values the daemon reads
+      const other = base("other-status", nodeName)
+      assert.strictEqual((yield* post(other)).status, 201)
+      const current = (yield* rawRequest(adminConfig, "GET", `${pods(namespace)}/other-status`)).body as { metadata: { resourceVersion: string } }
+      const status = yield* rawRequest(adminConfig, "PUT", `${pods(namespace)}/other-status/status`, {
+        ...other,
+        metadata: { ...other.metadata, resourceVersion: current.metadata.resourceVersion },
+        status: {
+          phase: "Pending",
+          message: "x\u0000y",
+          hostIPs: null,
+          conditions: [
+            { type: "example.com/Gate", status: "Unknown", lastProbeTime: null, lastTransitionTime: "0001-01-01T00:00:01Z" },
+            { type: "PodScheduled", status: "True", lastTransitionTime: "9999-12-31T23:59:59Z" }
+          ],
+          containerStatuses: [{
+            name: "main",
+            ready: false,
+            restartCount: 2147483647,
+            image: "",
+            imageID: "",
+            state: { terminated: { exitCode: -2147483648, signal: 9, finishedAt: null } },
+            lastState: {}
+          }]
+        }
+      })
+      assert.strictEqual(status.status, 200, status.text.slice(0, 300))
+
+      const names = [...Object.keys(unusual), "int64-max", "other-status"].sort()
+
+      // ---- the daemon's client reads every one of them: listed, and watched from the start
+      const kube = yield* kubeApiOf(config)
+      const list = yield* kube.listPods(nodeName)
+      assert.deepStrictEqual(list.undecodable, [], "nothing the real server serves is left out")
+      assert.deepStrictEqual(list.items.map((pod) => pod.metadata?.name ?? "").sort(), names)
+      const watched = yield* kube.watchPods(nodeName, "0").pipe(
+        Stream.filter((event) => event.type !== "BOOKMARK"),
+        Stream.take(names.length),
+        Stream.runCollect,
+        Effect.timeout("20 seconds")
+      )
+      assert.deepStrictEqual(watched.filter((event) => event.type === "UNDECODABLE"), [])
+
+      // ---- and the pod controller runs each; int64-max only since the status PUT leaves the spec out (ST-06)
+      yield* startPodHalf(config)
+      for (const name of names) {
+        yield* eventually(`${name} Running`, runningPod(namespace, name), 30_000)
+      }
+    }).pipe(quiet)), { timeout: 120_000 })
+})
