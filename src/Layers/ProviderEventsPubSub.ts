@@ -17,6 +17,7 @@ export const ProviderEventsPubSubLayer: Layer.Layer<ProviderEvents> = Layer.effe
       pushStatus: (pod) => PubSub.publish(statuses, pod).pipe(Effect.asVoid),
       statusPushes: PubSub.subscribe(statuses),
       publishUnquarantined: (keys) => keys.length === 0 ? Effect.void : PubSub.publish(lifted, keys).pipe(Effect.asVoid),
+      publishRetry: (keys) => keys.length === 0 ? Effect.void : PubSub.publish(lifted, keys).pipe(Effect.asVoid),
       unquarantined: PubSub.subscribe(lifted),
       firstIpWarning: (id) =>
         Ref.modify(warned, (set) => {

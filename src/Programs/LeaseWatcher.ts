@@ -6,6 +6,13 @@
  * defers everything. An expired row is not dropped or released here; a later authorized delete
  * does that. A sandbox confirmed gone before its deadline makes the Pod Failed/SandboxLost
  * (`SandboxLost.ts`).
+ *
+ * Rows with no tracked Pod are watched too (LEASE-9): a row kept after its Pod was deleted
+ * (Preserve), or loaded at startup for a Pod that no longer exists, waits for a replacement Pod
+ * to adopt its VM, and nothing else ever looks at it. The daemon never renews a lease, so such a
+ * VM ends at its own deadline (sandboxd reaps it); once sandboxd confirms it gone, the row is
+ * marked Lost and its key handed to the pod controller, whose run drops it when the key has no
+ * Pod (VER-7), or ends a Pod of that generation not tracked yet rather than give it a new VM.
  */
 import { EventRecorder, involvedPod } from "../Services/EventRecorder.ts"
 import { leaseExpiries } from "../Services/Metrics.ts"
@@ -27,6 +34,8 @@ export interface LeaseWatchOutcome {
   readonly deferred: boolean
   /** Pods declared SandboxLost: their sandbox confirmed gone before the lease ended. */
   readonly lost: ReadonlyArray<PodKey>
+  /** LEASE-9: rows with no tracked Pod whose sandbox is confirmed gone: now Lost, their keys handed on. */
+  readonly podless: ReadonlyArray<PodKey>
 }
 
 /** One tick (LEASE-4 steps 1–6, plus sandboxes confirmed gone before their lease ended). */
@@ -39,18 +48,19 @@ export const publishExpiredLeases = Effect.gen(function*() {
   const state = yield* table.state
   const expired = (claim: ClaimRecord) =>
     Option.isSome(claim.deadline) && DateTime.isGreaterThanOrEqualTo(now, claim.deadline.value)
-  // Every settled row with a tracked Pod: expired ones for the lease rule, the rest so a sandbox
-  // that vanished early is noticed.
+  // Every settled row: with a tracked Pod, expired ones for the lease rule and the rest so a
+  // sandbox that vanished early is noticed; without one, so a row whose VM is gone goes (LEASE-9).
   const candidates: Array<{ key: PodKey; claim: ClaimRecord }> = []
   for (const [key, row] of state.rows) {
-    if (row.state._tag === "Durable" && state.pods.has(key)) candidates.push({ key, claim: row.record })
+    if (row.state._tag === "Durable") candidates.push({ key, claim: row.record })
   }
   const outcome = (
     published: Array<PodKey>,
     refreshed: Array<PodKey>,
     deferred: boolean,
-    lost: Array<PodKey> = []
-  ): LeaseWatchOutcome => ({ published, refreshed, deferred, lost })
+    lost: Array<PodKey> = [],
+    podless: Array<PodKey> = []
+  ): LeaseWatchOutcome => ({ published, refreshed, deferred, lost, podless })
   if (candidates.length === 0) return outcome([], [], false)
   const listing = yield* Effect.result(sandboxd.listSandboxes)
   if (listing._tag === "Failure") {
@@ -64,6 +74,7 @@ export const publishExpiredLeases = Effect.gen(function*() {
   const published: Array<PodKey> = []
   const refreshed: Array<PodKey> = []
   const lost: Array<PodKey> = []
+  const podless: Array<PodKey> = []
   for (const { claim, key } of candidates) {
     const row = listed.get(claim.id)
     if (row !== undefined) {
@@ -81,7 +92,18 @@ export const publishExpiredLeases = Effect.gen(function*() {
     const current = yield* table.state
     const pod: V1Pod | undefined = current.pods.get(key)
     const currentRow = current.rows.get(key)
-    if (pod === undefined || currentRow === undefined || currentRow.record.id !== claim.id) continue
+    if (currentRow === undefined || currentRow.record.id !== claim.id || currentRow.state._tag !== "Durable") continue
+    if (pod === undefined) {
+      // LEASE-9: no Pod tracked, so no status to push. Whether its Pod still exists only the pod
+      // controller knows: the row is marked Lost (so that Pod, if it comes, is not given a new VM)
+      // and the key gets a run, which drops the row when the key has no Pod (VER-7).
+      if (Option.isNone(yield* table.markLost(key, claim.id, currentRow.record.podUID))) continue
+      yield* Effect.logInfo("the sandbox of a row with no pod is gone; the row goes once its pod is known gone").pipe(
+        Effect.annotateLogs({ pod: key, claim: claim.id })
+      )
+      podless.push(key)
+      continue
+    }
     if (!expired(claim)) {
       yield* declareSandboxLost(key, currentRow.record, Option.some(pod))
       lost.push(key)
@@ -101,7 +123,9 @@ export const publishExpiredLeases = Effect.gen(function*() {
     }
     published.push(key)
   }
-  return outcome(published, refreshed, false, lost)
+  // Published for a run each (the channel the pod controller retries keys from).
+  yield* events.publishRetry(podless)
+  return outcome(published, refreshed, false, lost, podless)
 }).pipe(Effect.withSpan("LeaseWatcher.tick"))
 
 /** LEASE-4: forever, the first tick one interval after start. */

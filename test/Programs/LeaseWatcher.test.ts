@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, Deferred, Effect, Fiber, Option } from "effect"
+import { DateTime, Deferred, Effect, Fiber, Option, PubSub } from "effect"
 import { TestClock } from "effect/testing"
 import { type ClaimRecord, ClaimState } from "../../src/Schemas/Claims.ts"
 import type { ClaimId } from "../../src/Schemas/Ids.ts"
@@ -7,6 +7,7 @@ import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { Provider } from "../../src/Services/Provider.ts"
 import { SandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { publishExpiredLeases, runLeaseWatch } from "../../src/Programs/LeaseWatcher.ts"
+import { ClaimsStoreMemoryControl } from "../../testkit/Layers/ClaimsStoreMemory.ts"
 import {
   advanceUntil,
   claimCount,
@@ -91,7 +92,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
       const pushes = yield* subscribePushes
       yield* TestClock.adjust("59 seconds")
       const outcome = yield* publishExpiredLeases
-      assert.deepStrictEqual(outcome, { published: [], refreshed: [], deferred: false, lost: [] })
+      assert.deepStrictEqual(outcome, { published: [], refreshed: [], deferred: false, lost: [], podless: [] })
       // Listed every tick, so a sandbox that vanishes early is noticed (SandboxLost).
       assert.strictEqual(yield* listCount, 1)
       assert.deepStrictEqual(yield* drain(pushes), [])
@@ -141,7 +142,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
       const pushes = yield* subscribePushes
       const sim = yield* SandboxdSim
       yield* sim.injectFault("list", SimFault.status(500, "down"))
-      assert.deepStrictEqual(yield* publishExpiredLeases, { published: [], refreshed: [], deferred: true, lost: [] })
+      assert.deepStrictEqual(yield* publishExpiredLeases, { published: [], refreshed: [], deferred: true, lost: [], podless: [] })
       yield* sim.clearFaults
       yield* sim.injectFault("list", SimFault.body(200, "{}"))
       assert.isTrue((yield* publishExpiredLeases).deferred, "a {} body is a failed listing too")
@@ -156,7 +157,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
       const record = yield* createThenArchive
       const pushes = yield* subscribePushes
       const outcome = yield* publishExpiredLeases
-      assert.deepStrictEqual(outcome, { published: [], refreshed: [keyOf("web")], deferred: false, lost: [] })
+      assert.deepStrictEqual(outcome, { published: [], refreshed: [keyOf("web")], deferred: false, lost: [], podless: [] })
       assert.deepStrictEqual((yield* claimOf("web")).record.deadline, Option.none())
       assert.deepStrictEqual(yield* drain(pushes), [])
       assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "web")).phase, "Running")
@@ -172,13 +173,68 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
       yield* expiresWhileListing(forgetPod("web"))
     }).pipe(Effect.provide(world(), { local: true })))
 
-  it.effect("claims without a tracked Pod (preserved) are not candidates: nothing listed", () =>
+  it.effect("LEASE-9: a row with no tracked Pod (preserved) is kept while its VM lives; once sandboxd reaped it at its deadline the row is Lost, its key handed on, and its run drops it", () =>
     Effect.gen(function*() {
-      yield* createThenExpire
+      const provider = yield* Provider
+      const sim = yield* SandboxdSim
+      const retried = yield* provider.unquarantined
+      yield* provider.createPod(pod("web", ttl60))
+      const { record } = yield* claimOf("web")
       yield* forgetPod("web")
-      const before = yield* listCount
-      assert.deepStrictEqual((yield* publishExpiredLeases).published, [])
-      assert.strictEqual(yield* listCount, before)
+      // Alive and listed: kept for a replacement Pod to adopt.
+      assert.deepStrictEqual((yield* publishExpiredLeases).podless, [])
+      // One listing that misses it proves nothing: the by-id read finds it.
+      yield* sim.omitFromListings(record.id, 1)
+      assert.deepStrictEqual((yield* publishExpiredLeases).podless, [])
+      assert.strictEqual((yield* claimOf("web")).state._tag, "Durable")
+      // The daemon's listings and reads renewed nothing: sandboxd reaps the VM at its own deadline.
+      yield* TestClock.adjust("65 seconds")
+      yield* eventually(Effect.map(simIds, (ids) => ids.length === 0))
+      assert.isFalse((yield* sim.audit).some((entry) => entry.route === "wake"))
+      const outcome = yield* publishExpiredLeases
+      assert.deepStrictEqual(outcome.podless, [keyOf("web")])
+      assert.deepStrictEqual(outcome.published, [], "no Pod, no status")
+      assert.strictEqual((yield* claimOf("web")).state._tag, "Lost")
+      assert.deepStrictEqual(Array.from(yield* PubSub.takeAll(retried)), [[keyOf("web")]])
+      // The key's run (its Pod is gone from the apiserver) drops the row and writes the file.
+      assert.strictEqual(yield* provider.settleGone(keyOf("web")), "LostDropped")
+      assert.isTrue(Option.isNone(yield* ClaimTable.use((table) => table.held(keyOf("web")))))
+      assert.deepStrictEqual(Array.from((yield* ClaimsStoreMemoryControl.use((c) => c.disk)).keys()), [])
+      assert.strictEqual(yield* claimCount, 1, "nothing claimed, nothing released")
+      assert.isFalse((yield* sim.audit).some((entry) => entry.route === "release"))
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("LEASE-9 without a by-id read: a Pod-less row's VM is confirmed gone only by two listings a verify interval apart", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const sim = yield* SandboxdSim
+      yield* provider.createPod(pod("web"))
+      const { record } = yield* claimOf("web")
+      yield* forgetPod("web")
+      yield* sim.setRevision({ byIdRead: false })
+      yield* sim.forget(record.id)
+      assert.deepStrictEqual((yield* publishExpiredLeases).podless, [])
+      yield* TestClock.adjust("14 seconds")
+      assert.deepStrictEqual((yield* publishExpiredLeases).podless, [], "14 s < the 15 s verify interval")
+      assert.strictEqual((yield* claimOf("web")).state._tag, "Durable")
+      yield* TestClock.adjust("1 second")
+      assert.deepStrictEqual((yield* publishExpiredLeases).podless, [keyOf("web")])
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("LEASE-9: the Pod of a Pod-less row whose VM went, not tracked yet (a restart's adoption still to come), is ended, not given a new VM", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const sim = yield* SandboxdSim
+      yield* provider.createPod(pod("web"))
+      const { record } = yield* claimOf("web")
+      yield* forgetPod("web")
+      yield* sim.forget(record.id)
+      assert.deepStrictEqual((yield* publishExpiredLeases).podless, [keyOf("web")])
+      const running = { ...pod("web"), status: { phase: "Running" } }
+      assert.strictEqual((yield* Effect.flip(provider.createPod(running)))._tag, "SandboxLost")
+      assert.strictEqual(yield* claimCount, 1)
+      // A new Pod of the name (another generation) gets a fresh claim.
+      assert.strictEqual((yield* provider.createPod(pod("web", { uid: "uid-web-2" })))._tag, "Claimed")
     }).pipe(Effect.provide(world(), { local: true })))
 
   it.effect("the loop: first tick one interval after start, Failed pushed once the VM is gone", () =>

@@ -653,4 +653,51 @@ describe("PodController: a lost sandbox across restarts (VER-7)", () => {
       assert.isUndefined(fourth.calls.create.get(keyOf("web")))
       yield* stopOnTestClock(fourth)
     }).pipe(quiet), { timeout: 60_000 })
+
+  it.effect("the VM lost and the Pod force-deleted, both while the daemon was down: the next start drops the row at its first sync", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const first = yield* world.start(backoffOnly)
+      createPod(world.model, podBody("web"))
+      yield* secondsUntil(() => running(world.model, "web") !== undefined)
+      const vm = claimIdOf(running(world.model, "web")!)
+      yield* stopOnTestClock(first)
+      yield* world.sim.forget(vm)
+      assert.isTrue(world.model.remove(Pods, NS, "web"))
+      const second = yield* world.start(backoffOnly)
+      yield* secondsUntil(() => claimsOnDisk(world.statePath).length === 0)
+      assert.isTrue(Option.isNone(yield* second.table.held(keyOf("web"))))
+      assert.strictEqual(yield* claimRequests(world.sim), 1)
+      yield* stopOnTestClock(second)
+    }).pipe(quiet), { timeout: 60_000 })
+})
+
+describe("PodController: rows whose Pod is gone (LEASE-9)", () => {
+  it.effect("a Pod force-deleted while the daemon was down: its row is kept (preserved, not released) while the VM lives, and goes once sandboxd reaped the VM", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const first = yield* world.start(backoffOnly)
+      createPod(world.model, podBody("web", { annotations: { "sandbox.cocoonstack.io/ttl-seconds": "600" } }))
+      yield* secondsUntil(() => running(world.model, "web") !== undefined)
+      const vm = claimIdOf(running(world.model, "web")!)
+      yield* stopOnTestClock(first)
+      // Force-deleted: no object, so no owner reference to judge by. A bare Pod or an owned one?
+      assert.isTrue(world.model.remove(Pods, NS, "web"))
+      const second = yield* world.start(backoffOnly)
+      yield* secondsUntil(second.handle.synced)
+      // AUTH-6: treated as preserved. The VM lives on for a replacement Pod; nothing is released.
+      assert.strictEqual((yield* second.leaseTick).podless.length, 0)
+      yield* ioTurns
+      assert.deepStrictEqual(yield* releaseRequests(world.sim), [])
+      assert.deepStrictEqual(claimsOnDisk(world.statePath), [vm])
+      // Its deadline passes: sandboxd reaps it (the daemon never renews a lease).
+      yield* TestClock.adjust("10 minutes")
+      yield* secondsUntil(Effect.map(world.sim.claims, (claims) => claims.length === 0))
+      assert.deepStrictEqual((yield* second.leaseTick).podless, [keyOf("web")])
+      yield* secondsUntil(() => claimsOnDisk(world.statePath).length === 0)
+      assert.isTrue(Option.isNone(yield* second.table.held(keyOf("web"))))
+      assert.strictEqual(yield* claimRequests(world.sim), 1)
+      assert.deepStrictEqual(yield* releaseRequests(world.sim), [])
+      yield* stopOnTestClock(second)
+    }).pipe(quiet), { timeout: 90_000 })
 })

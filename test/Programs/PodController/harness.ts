@@ -11,6 +11,7 @@ import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import * as KubeApiClientNode from "../../../src/Layers/KubeApiClientNode.ts"
+import { type LeaseWatchOutcome, publishExpiredLeases } from "../../../src/Programs/LeaseWatcher.ts"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
 import { type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
@@ -91,6 +92,8 @@ export interface Daemon {
   readonly lifecycle: PodLifecycle["Service"]
   readonly table: ClaimTable["Service"]
   readonly calls: Calls
+  /** One tick of the daemon's lease watch on this provider (the loop itself is not run here). */
+  readonly leaseTick: Effect.Effect<LeaseWatchOutcome>
   /** Closes the controller and provider (drain first, as the daemon's finalizer does). */
   readonly stop: Effect.Effect<void>
 }
@@ -150,6 +153,7 @@ export const makeWorld = (worldOptions: WorldOptions = {}) =>
           lifecycle: Context.get(context, PodLifecycle),
           table: Context.get(context, ClaimTable),
           pushStatus: Context.get(context, ProviderEvents).pushStatus,
+          leaseTick: publishExpiredLeases.pipe(Effect.provideContext(context)),
           calls,
           stop
         }
