@@ -368,8 +368,9 @@ export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
   // 2. a claim loaded from disk is judged before it is adopted or replaced.
   yield* resolveQuarantined(key)
   // A Pod that lost its sandbox stays Failed: no silent replacement under the same UID (VER-7).
-  // After step 2, whose pass may have just found the sandbox gone.
-  yield* refuseLost(key, pod)
+  // After step 2, whose pass may have just found the sandbox gone. Without a row before step 2
+  // there is none to be Lost (a burst of new Pods skips the look).
+  if (Option.isSome(heldBefore)) yield* refuseLost(key, pod)
   // 2b. a claim whose outcome is unknown is settled before the key claims again.
   yield* settleDoubt(key)
   // 3. a settled claim past its deadline: refreshed while it lives, dropped once confirmed gone.

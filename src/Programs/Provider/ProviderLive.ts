@@ -3,7 +3,8 @@
  * sandboxd, the config and the provider's event channels; the daemon runs
  * `Programs/Provider/Startup.ts` before the pod controller starts calling it.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
+import { podKeyOfPod } from "../../Schemas/Ids.ts"
 import { AppConfig } from "../../Services/Config.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimDoubts } from "../../Services/ClaimDoubts.ts"
@@ -39,7 +40,11 @@ export const ProviderLiveLayer: Layer.Layer<
       updatePod: (pod) => Effect.provide(updatePod(pod), context),
       deletePod: (pod) => Effect.provide(deletePod(pod), context),
       settleGone: (key) => Effect.provide(settleGone(key), context),
-      settleTerminal: (pod) => Effect.provide(settleTerminal(pod), context),
+      // Every terminal Pod at every resync: a memory-only look first, the program (its span and
+      // its services) only for the rare key whose row is Lost.
+      settleTerminal: (pod) =>
+        Effect.flatMap(table.lost(podKeyOfPod(pod)), (lost) =>
+          Option.isNone(lost) ? Effect.void : Effect.provide(settleTerminal(pod), context)),
       doubtKeys: Effect.map(doubts.all, (all) => Array.from(all.keys())),
       lostKeys: table.lostKeys,
       // a memory-only read of the table, once per reconcile: the one service it uses, added alone
