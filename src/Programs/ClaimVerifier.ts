@@ -93,6 +93,9 @@ export const verifyQuarantinedWith = <R>(listing: Effect.Effect<SandboxListing, 
       }
     }
     const judgement = yield* table.judgeQuarantined(judged, listed)
+    // Lost rows no tracked Pod stands for: only a run of their key ends them (VER-7), and nothing
+    // else would queue one (the resync walks the cache's Pods; the first sync's pass is over).
+    const podless: Array<PodKey> = []
     for (const { id, key } of judgement.lost) {
       yield* Effect.logInfo("a claim's sandbox is gone from the node; its row is kept as lost").pipe(
         Effect.annotateLogs({ pod: key, claim: id })
@@ -105,11 +108,13 @@ export const verifyQuarantinedWith = <R>(listing: Effect.Effect<SandboxListing, 
       const pod = Option.fromUndefinedOr(current.pods.get(key))
       if (record !== undefined && Option.match(pod, { onNone: () => true, onSome: (p) => (p.metadata?.uid ?? "") === record.podUID })) {
         yield* declareSandboxLost(key, record, Option.filter(pod, (p) => p.status?.phase === "Running"))
+        if (Option.isNone(pod)) podless.push(key)
       } else {
         yield* dropLostRow(key)
       }
     }
     yield* events.publishUnquarantined(judgement.lifted)
+    yield* events.publishRetry(podless)
     return judgement
   }).pipe(Effect.withSpan("ClaimVerifier.pass"))
 

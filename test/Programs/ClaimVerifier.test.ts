@@ -69,7 +69,8 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
       assert.strictEqual(writes.length, 1)
       // The gone row is written as it was (VER-7): a restart before its Pod is settled finds it gone again.
       assert.deepStrictEqual([...writes[0].rows.keys()], [keyOf("alive"), keyOf("gone")])
-      assert.deepStrictEqual(Array.from(yield* PubSub.takeAll(lifted)), [[keyOf("alive")]])
+      // The lifted key is retried, and the Lost row no tracked Pod stands for gets a run (VER-7).
+      assert.deepStrictEqual(Array.from(yield* PubSub.takeAll(lifted)), [[keyOf("alive")], [keyOf("gone")]])
     }).pipe(Effect.provide(world({ seed }), { local: true })))
 
   it.effect("a failed listing drops nothing: every row stays quarantined, still written, never Running (VER-4, VER-5)", () =>
@@ -284,7 +285,10 @@ describe("verification loop (VER-6)", () => {
       yield* advanceUntil(Effect.sync(() => loop.pollUnsafe() !== undefined))
       yield* Fiber.join(loop)
       assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Durable", [keyOf("gone")]: "Lost" })
-      assert.deepStrictEqual(Array.from(yield* PubSub.takeAll(lifted)), [[keyOf("alive")]])
+      // A row turned Lost by a later pass, with no Pod tracked for it: its key is queued for the run
+      // that ends the row (VER-7). Without it nothing would: the first sync's look at the Lost rows
+      // is long over, and the resync walks only the cached Pods.
+      assert.deepStrictEqual(Array.from(yield* PubSub.takeAll(lifted)), [[keyOf("alive")], [keyOf("gone")]])
       const settled = yield* listings
       yield* TestClock.adjust("5 minutes")
       for (let i = 0; i < 20; i++) yield* flushIO
