@@ -551,7 +551,12 @@ describe("PodController: claims in doubt whose Pod never comes back (DEL-3)", ()
   // real I/O turns in between.
   const lostReply = (name: string, spec: Parameters<typeof podBody>[1] = {}) =>
     Effect.gen(function*() {
-      const world = yield* makeWorld({ sim: { claimsOutliveClients: true } })
+      // A long request timeout: TestClock seconds pass while a request is on the wire, and under
+      // load a round trip can outlast many of them; the settle window stays the default's 10 s.
+      const world = yield* makeWorld({
+        sim: { claimsOutliveClients: true },
+        config: { sandboxdTimeout: Duration.hours(1), claimSettleTime: Duration.seconds(10) }
+      })
       const daemon = yield* world.start(backoffOnly)
       yield* world.sim.injectFault("claim", SimFault.loseReply("drop"), { times: 1 })
       createPod(world.model, podBody(name, spec))
