@@ -246,6 +246,11 @@ export const make = (
     const reconcile = (key: PodKey): Effect.Effect<RunOutcome> =>
       Effect.gen(function*() {
         const cached = yield* informer.get(key)
+        // Before the first complete list an empty cache says nothing of the apiserver: a key run
+        // then (a Lost or lifted key published by the lease watch or a verification pass while the
+        // first list is slow or failing) must not take its Pod for gone and drop its row or settle
+        // its doubt. The first sync queues every key that needs a run, these included (SY-02).
+        if (Option.isNone(cached) && !(yield* informer.synced)) return yield* execute(key, { _tag: "LeaveAlone" })
         // Asked only of a key the cache lacks: the common run reads nothing more.
         const unreadable = Option.isNone(cached) && (yield* informer.unreadable(key))
         if (Option.isNone(cached) && !unreadable) createFailed.delete(key)

@@ -681,6 +681,36 @@ describe("PodController: a lost sandbox across restarts (VER-7)", () => {
       assert.strictEqual(yield* claimRequests(world.sim), 1)
       yield* stopOnTestClock(second)
     }).pipe(quiet), { timeout: 60_000 })
+
+  it.effect("the VM lost while the first Pod list fails: the Lost key's run before the sync drops nothing, and the Pod ends SandboxLost on its own VM", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld(longRequests)
+      const first = yield* world.start(backoffOnly)
+      createPod(world.model, podBody("web"))
+      yield* secondsUntil(() => running(world.model, "web") !== undefined)
+      const vm = claimIdOf(running(world.model, "web")!)
+      yield* stopOnTestClock(first)
+      // The restart's Pod list fails: no Pod is tracked yet, so every row looks Pod-less.
+      const listFails: FailureRule = { method: "GET", path: "/api/v1/pods", code: 500 }
+      world.model.faults.failures.push(listFails)
+      const second = yield* world.start(backoffOnly)
+      // The VM goes after the startup pass vouched for it; the lease watch confirms it gone and
+      // publishes the key for a run, which comes before any Pod list.
+      yield* world.sim.forget(vm)
+      assert.deepStrictEqual((yield* second.leaseTick).podless, [keyOf("web")])
+      yield* ioTurns
+      assert.isFalse(yield* second.handle.synced)
+      assert.deepStrictEqual(claimsOnDisk(world.statePath), [vm], "the Lost row stays: its Pod may well exist")
+      world.model.faults.failures.length = 0
+      yield* secondsUntil(() => {
+        const now = peekPod(world.model, "web")
+        return now?.status?.reason === "SandboxLost" || (now !== undefined && claimIdOf(now) !== vm)
+      })
+      assert.strictEqual(claimIdOf(peekPod(world.model, "web")!), vm, "not moved to another VM")
+      assert.strictEqual(peekPod(world.model, "web")?.status?.phase, "Failed")
+      assert.strictEqual(yield* claimRequests(world.sim), 1, "never claimed again for the same Pod")
+      yield* stopOnTestClock(second)
+    }).pipe(quiet), { timeout: 60_000 })
 })
 
 describe("PodController: rows whose Pod is gone (LEASE-9)", () => {
