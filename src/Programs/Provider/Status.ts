@@ -24,11 +24,17 @@ export const formatSeconds = (time: DateTime.Utc): string =>
  * CRT-21: Running, Ready, one ready container per spec container. Its conditions turned True when
  * the claim was made, so the claim time is their `lastTransitionTime`: the same on every push
  * (no write of an unchanged status), and what a workload controller's `minReadySeconds` counts
- * from (a Ready condition without one never counts as available).
+ * from (a Ready condition without one never counts as available). A Pod that adopted a VM claimed
+ * for an earlier Pod (CRT-4) did not exist at the claim time: its conditions date from its own
+ * creation, the later of the two, or a `minReadySeconds` would count from before the Pod was made.
  */
 export const runningStatus = (pod: V1Pod, claim: ClaimRecord, ip: PodIp): V1PodStatus => {
   const startedAt = toDate(claim.claimedAt)
-  const since = startedAt === undefined ? {} : { lastTransitionTime: startedAt }
+  const created = pod.metadata?.creationTimestamp
+  const becameTrue = startedAt !== undefined && created instanceof Date && created.getTime() > startedAt.getTime()
+    ? created
+    : startedAt
+  const since = becameTrue === undefined ? {} : { lastTransitionTime: becameTrue }
   const address = ip._tag === "None" ? "" : ip.ip
   const containerStatuses: Array<V1ContainerStatus> = (pod.spec?.containers ?? []).map((container) => ({
     name: container.name,

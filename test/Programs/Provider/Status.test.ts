@@ -48,6 +48,19 @@ describe("status builders (CRT-20, CRT-21, LEASE-3, UPD-4)", () => {
     })
   })
 
+  it("Running on a VM adopted from an earlier Pod: the conditions date from this Pod's creation, not the claim (CRT-21)", () => {
+    const adopter = pod("web")
+    const created = new Date("2026-07-27T05:00:00Z")
+    adopter.metadata = { ...adopter.metadata, creationTimestamp: created }
+    const status = runningStatus(adopter, claim, { _tag: "OwnerAddr", ip: "10.0.0.5" })
+    assert.deepStrictEqual(status.conditions?.map((c) => c.lastTransitionTime), [created, created, created])
+    assert.deepStrictEqual(status.startTime, DateTime.toDateUtc(claimedAt))
+    // A Pod made before its claim (the usual case) keeps the claim time.
+    adopter.metadata = { ...adopter.metadata, creationTimestamp: new Date("2026-07-27T02:14:59Z") }
+    const usual = runningStatus(adopter, claim, { _tag: "OwnerAddr", ip: "10.0.0.5" })
+    assert.deepStrictEqual(usual.conditions?.map((c) => c.lastTransitionTime), Array(3).fill(DateTime.toDateUtc(claimedAt)))
+  })
+
   it("Running without any usable IP: no podIP/podIPs, no hostIP (ST-13)", () => {
     const status = runningStatus(pod("web"), claim, { _tag: "None" })
     assert.isFalse("hostIP" in status, "an empty hostIP is stored as none")
