@@ -614,15 +614,22 @@ describe("PodController: claims in doubt whose Pod never comes back (DEL-3)", ()
  */
 const longRequests = { config: { sandboxdTimeout: Duration.hours(1) } }
 
+/** A first daemon runs Pod "web" on a VM and stops: the VM's id, for the restarts that follow. */
+const runningThenStopped = (world: World, spec: Parameters<typeof podBody>[1] = {}) =>
+  Effect.gen(function*() {
+    const first = yield* world.start(backoffOnly)
+    createPod(world.model, podBody("web", spec))
+    yield* secondsUntil(() => running(world.model, "web") !== undefined)
+    const vm = claimIdOf(running(world.model, "web")!)
+    yield* stopOnTestClock(first)
+    return vm
+  })
+
 describe("PodController: a lost sandbox across restarts (VER-7)", () => {
   it.effect("the VM lost while the daemon was down, and a restart before the SandboxLost status landed: the Pod never goes Running on a new VM", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld(longRequests)
-      const first = yield* world.start(backoffOnly)
-      createPod(world.model, podBody("web"))
-      yield* secondsUntil(() => running(world.model, "web") !== undefined)
-      const vm = claimIdOf(running(world.model, "web")!)
-      yield* stopOnTestClock(first)
+      const vm = yield* runningThenStopped(world)
       // sandboxd loses the VM while no daemon runs (its lease is far from over).
       yield* world.sim.forget(vm)
       // The second daemon confirms it gone, but its status write cannot land before it stops.
@@ -668,11 +675,7 @@ describe("PodController: a lost sandbox across restarts (VER-7)", () => {
   it.effect("the VM lost and the Pod force-deleted, both while the daemon was down: the next start drops the row at its first sync", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld(longRequests)
-      const first = yield* world.start(backoffOnly)
-      createPod(world.model, podBody("web"))
-      yield* secondsUntil(() => running(world.model, "web") !== undefined)
-      const vm = claimIdOf(running(world.model, "web")!)
-      yield* stopOnTestClock(first)
+      const vm = yield* runningThenStopped(world)
       yield* world.sim.forget(vm)
       assert.isTrue(world.model.remove(Pods, NS, "web"))
       const second = yield* world.start(backoffOnly)
@@ -685,11 +688,7 @@ describe("PodController: a lost sandbox across restarts (VER-7)", () => {
   it.effect("the VM lost while the first Pod list fails: the Lost key's run before the sync drops nothing, and the Pod ends SandboxLost on its own VM", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld(longRequests)
-      const first = yield* world.start(backoffOnly)
-      createPod(world.model, podBody("web"))
-      yield* secondsUntil(() => running(world.model, "web") !== undefined)
-      const vm = claimIdOf(running(world.model, "web")!)
-      yield* stopOnTestClock(first)
+      const vm = yield* runningThenStopped(world)
       // The restart's Pod list fails: no Pod is tracked yet, so every row looks Pod-less.
       const listFails: FailureRule = { method: "GET", path: "/api/v1/pods", code: 500 }
       world.model.faults.failures.push(listFails)
@@ -717,11 +716,7 @@ describe("PodController: rows whose Pod is gone (LEASE-9)", () => {
   it.effect("a Pod force-deleted while the daemon was down: its row is kept (preserved, not released) while the VM lives, and goes once sandboxd reaped the VM", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld(longRequests)
-      const first = yield* world.start(backoffOnly)
-      createPod(world.model, podBody("web", { annotations: { "sandbox.cocoonstack.io/ttl-seconds": "600" } }))
-      yield* secondsUntil(() => running(world.model, "web") !== undefined)
-      const vm = claimIdOf(running(world.model, "web")!)
-      yield* stopOnTestClock(first)
+      const vm = yield* runningThenStopped(world, { annotations: { "sandbox.cocoonstack.io/ttl-seconds": "600" } })
       // Force-deleted: no object, so no owner reference to judge by. A bare Pod or an owned one?
       assert.isTrue(world.model.remove(Pods, NS, "web"))
       const second = yield* world.start(backoffOnly)
