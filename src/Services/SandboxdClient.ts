@@ -138,7 +138,8 @@ export class SandboxdListError extends Schema.TaggedError<SandboxdListError>()("
  * What one claim attempt tells us about sandboxd's state. Known: a valid 200 reply, the VM and its
  * token are ours. Failed: sandboxd said no, or the request provably never left, so no VM was
  * made. Unknown: sandboxd may have made a VM we hold no token for (a timeout or a reset after
- * sending, a reply that is not a valid claim): the key is in doubt until a listing settles it.
+ * sending, a gateway's 5xx, a reply that is not a valid claim): the key is in doubt until a
+ * listing settles it.
  */
 export type ClaimOutcome =
   | { readonly _tag: "Known"; readonly result: ClaimResult }
@@ -152,9 +153,11 @@ export const claimFailureKind = (error: SandboxdClaimError): "Failed" | "Unknown
     case "SandboxdUnauthorized": // refused before anything was made
       return "Failed"
     case "SandboxdHttpError":
-      // Status 0 is a request refused locally (never sent). A gateway's 502/504 may have
-      // forwarded the claim before giving up on it; any other status is sandboxd's own "no".
-      return error.status === 502 || error.status === 504 ? "Unknown" : "Failed"
+      // CRT-23: status 0 is a request refused locally (never sent), and sandboxd's own answers to
+      // a claim are 4xx or its 500 "provisioning failed": no VM. Any other 5xx is never
+      // sandboxd's: a proxy in between (502, 503 on an upstream reset, 504) may have forwarded
+      // the claim before it answered, so sandboxd may have made the VM.
+      return error.status > 500 && error.status <= 599 ? "Unknown" : "Failed"
     case "SandboxdUnreachable":
       return error.requestSent === false ? "Failed" : "Unknown"
     case "SandboxdTimeout":

@@ -6,7 +6,8 @@
  * it answers was never made. Faults that let the request through and break the reply (a cut
  * body, a reply that never ends) leave a claim whose outcome the daemon cannot know: sandboxd
  * made the VM, the token never arrived. The invariants then say the daemon found it again
- * (adopted with its token, or released), and never claimed a second VM beside it.
+ * (adopted with its token, or released), and never claimed a second VM beside it. So does a
+ * gateway's 5xx in front of sandboxd after the request went through (CRT-23).
  */
 import { assert } from "@effect/vitest"
 import { Effect, Option } from "effect"
@@ -103,6 +104,17 @@ export const sandboxdCases: ReadonlyArray<readonly [string, FaultCase]> = [
   ["claims: the reply cut short after sandboxd made the VM", {
     arm: (world) =>
       Effect.sync(() => world.sandboxd.setRule((request) => (request.url.startsWith("/v1/claim") ? { _tag: "Truncate", bytes: 20 } : Pass))),
+    disarm: (world) => Effect.sync(() => world.sandboxd.clear())
+  }],
+  ["claims: sandboxd made the VM, a proxy answered 503 for it (an upstream reset after forwarding: CRT-23)", {
+    arm: (world) =>
+      Effect.sync(() =>
+        world.sandboxd.setRule((request) =>
+          request.url.startsWith("/v1/claim")
+            ? { _tag: "Rewrite", rewrite: () => ({ status: 503, body: "upstream connect error or disconnect/reset before headers" }) }
+            : Pass
+        )
+      ),
     disarm: (world) => Effect.sync(() => world.sandboxd.clear())
   }],
   ["listing: every held claim missing", rewriteListing(() => [])],

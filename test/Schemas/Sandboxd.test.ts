@@ -302,6 +302,27 @@ describe("reply interpretation", () => {
     for (const error of unknown) assert.strictEqual(claimFailureKind(error), "Unknown", error.message)
   })
 
+  it("CRT-23: a claim's HTTP status is sandboxd's no, except a 5xx other than 500, which only a gateway in between answers", () => {
+    // sandboxd answers a claim with 200, 400, 401/403, 404 (unknown path), 409, 429 or its 500
+    // "provisioning failed"; 501-599 come from a proxy that may have forwarded the claim.
+    for (let status = 100; status <= 599; status++) {
+      const interpreted = interpretClaim({ status, body: JSON.stringify({ error: "no" }) })
+      if (status === 200) continue
+      assert.isTrue(Result.isFailure(interpreted), String(status))
+      if (Result.isSuccess(interpreted)) continue
+      const expected = status > 500 ? "Unknown" : "Failed"
+      assert.strictEqual(claimFailureKind(interpreted.failure), expected, `HTTP ${status}`)
+    }
+    for (const status of [502, 503, 504, 507, 520, 599]) {
+      const error = new SandboxdHttpError({ operation: "claim", status, message: "" })
+      assert.strictEqual(claimFailureKind(error), "Unknown", `HTTP ${status}`)
+    }
+    for (const status of [0, 400, 404, 409, 500]) {
+      const error = new SandboxdHttpError({ operation: "claim", status, message: "" })
+      assert.strictEqual(claimFailureKind(error), "Failed", `HTTP ${status}`)
+    }
+  })
+
   it("an error body that repeats a known token is scrubbed", () => {
     const secret = "root-token-0123"
     const result = interpretClaim({ status: 401, body: JSON.stringify({ error: `invalid api token ${secret}` }) }, [secret])

@@ -2,7 +2,8 @@
  * Claims whose outcome is unknown, over the wire (the sandboxd simulator on loopback HTTP, the
  * real client) on TestClock: a key in doubt is never claimed again until a listing settles it;
  * the attempt's VM is adopted through the root by-id read, or released by id and its absence
- * confirmed, or — where neither is possible — the key stays in doubt with its stray reported.
+ * confirmed, or — where neither is possible — the key stays in doubt with its stray reported. A
+ * gateway's 5xx (other than sandboxd's own 500) is such an outcome too (CRT-23).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Metric, Option, Redacted, Result } from "effect"
@@ -71,6 +72,49 @@ describe("claims whose outcome is unknown", () => {
       const pushed = (yield* drain(pushes)).at(-1)
       assert.strictEqual(pushed?.status?.phase, "Running")
       assert.strictEqual(pushed?.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"], made.id)
+    }).pipe(Effect.provide(world(rooted), { local: true })))
+
+  it.effect("a gateway's 503 after sandboxd made the VM (CRT-23): the key is in doubt, no second claim, the VM is adopted with its token", () =>
+    Effect.gen(function*() {
+      const sim = yield* SandboxdSim
+      const pushes = yield* subscribePushes
+      // A proxy forwarded the claim, the upstream connection broke, the proxy answered 503.
+      yield* sim.injectFault("claim", SimFault.replaceReply(503, "upstream connect error or disconnect/reset before headers"), { times: 1 })
+      const first = yield* createToEnd(pod("web"))
+      assert.strictEqual(failureTag(first), "ClaimInDoubt")
+      assert.isTrue(Option.isSome(yield* ClaimDoubts.use((d) => d.get(keyOf("web")))))
+      const [made] = yield* sim.claims
+      assert.isDefined(made)
+      assert.deepStrictEqual(yield* drain(pushes), [], "never Running while in doubt")
+
+      const second = yield* createToEnd(pod("web"))
+      assert.isTrue(Result.isSuccess(second) && second.success._tag === "Adopted" && second.success.claimId === made.id)
+      assert.strictEqual(yield* claimCount, 1, "no second claim")
+      const row = (yield* (yield* ClaimsStoreMemoryControl).disk).get(keyOf("web"))
+      assert.strictEqual(row?.id, made.id)
+      assert.strictEqual(Redacted.value(row!.token), made.token)
+      assert.isTrue(Option.isNone(yield* ClaimDoubts.use((d) => d.get(keyOf("web")))))
+      assert.deepStrictEqual(yield* vmsPerPod, new Map([[keyOf("web"), 1]]))
+    }).pipe(Effect.provide(world(rooted), { local: true })))
+
+  it.effect("a gateway's 503 after sandboxd made the VM, no by-id read (CRT-23): the VM is released by id, and only then a fresh claim", () =>
+    Effect.gen(function*() {
+      const sim = yield* SandboxdSim
+      yield* sim.setRevision({ byIdRead: false })
+      yield* sim.injectFault("claim", SimFault.replaceReply(503, "upstream reset"), { times: 1 })
+      assert.strictEqual(failureTag(yield* createToEnd(pod("web"))), "ClaimInDoubt")
+      const [made] = yield* sim.claims
+      assert.isDefined(made)
+      // Still in doubt: the attempt's VM is released by id, and nothing new is claimed.
+      assert.strictEqual(failureTag(yield* createToEnd(pod("web"))), "ClaimInDoubt")
+      assert.deepStrictEqual(yield* sim.claims, [], "the attempt's VM is released, not leaked")
+      assert.strictEqual(yield* claimCount, 1, "no second claim while in doubt")
+      yield* TestClock.adjust("10 seconds")
+      assert.strictEqual(failureTag(yield* createToEnd(pod("web"))), "Success")
+      assert.strictEqual(yield* claimCount, 2)
+      const [fresh] = yield* sim.claims
+      assert.notStrictEqual(fresh?.id, made.id)
+      assert.deepStrictEqual(yield* vmsPerPod, new Map([[keyOf("web"), 1]]))
     }).pipe(Effect.provide(world(rooted), { local: true })))
 
   it.effect("slow sandboxd (replies after the timeout): never more than two VMs per Pod, every Pod Running", () =>

@@ -151,6 +151,12 @@ export type SimFault =
    * connection, `"hang"` never answers. Models a response lost after sandboxd committed.
    */
   | { readonly _tag: "LoseReply"; readonly how: "drop" | "hang" }
+  /**
+   * Do the work, then answer with this status and body instead of the model's reply: a gateway in
+   * front of sandboxd that forwarded the request and answered on its own when the upstream broke
+   * off (Envoy's 503 after a reset).
+   */
+  | { readonly _tag: "ReplaceReply"; readonly status: number; readonly body: string }
 
 export const SimFault = {
   latency: (delay: Duration.Input): SimFault => ({ _tag: "Latency", delay }),
@@ -169,7 +175,8 @@ export const SimFault = {
   truncate: (status: number, body: string): SimFault => ({ _tag: "Truncate", status, body }),
   stall: (status: number, body: string): SimFault => ({ _tag: "Stall", status, body }),
   hang: { _tag: "Hang" } as SimFault,
-  loseReply: (how: "drop" | "hang"): SimFault => ({ _tag: "LoseReply", how })
+  loseReply: (how: "drop" | "hang"): SimFault => ({ _tag: "LoseReply", how }),
+  replaceReply: (status: number, body: string): SimFault => ({ _tag: "ReplaceReply", status, body })
 }
 
 /** How the caller authenticated, as the simulator classifies the Authorization header. */
@@ -762,10 +769,11 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
 
     /**
      * Consumes the route's faults in order: latency accumulates, the first terminal one wins.
-     * `Some(Left)` answers instead of the model; `Some(Right)` loses the model's reply.
+     * `Some(Left)` answers instead of the model; `Some(Right)` does the model's work and then
+     * answers this way instead (`"hang"`: never).
      */
     const applyFaults = (r: SimRoute) =>
-      Effect.gen(function*(): Effect.fn.Return<Option.Option<Result.Result<"drop" | "hang", SimResponse>>> {
+      Effect.gen(function*(): Effect.fn.Return<Option.Option<Result.Result<SimResponse | "hang", SimResponse>>> {
         for (const state of [...faults]) {
           if (state.route !== r && state.route !== "*") continue
           if (state.remaining !== undefined) {
@@ -797,7 +805,14 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
             case "Hang":
               return yield* Effect.never
             case "LoseReply":
-              return Option.some(Result.succeed(fault.how))
+              return Option.some(Result.succeed(fault.how === "hang" ? "hang" : { _tag: "Drop" }))
+            case "ReplaceReply":
+              return Option.some(Result.succeed<SimResponse>({
+                _tag: "Reply",
+                status: fault.status,
+                contentType: "text/plain; charset=utf-8",
+                body: fault.body
+              }))
           }
         }
         return Option.none()
@@ -859,14 +874,14 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
           if (Option.isNone(faulted)) return Result.succeed<SimResponse>(yield* answerRoute(target, request, auth))
           const outcome = faulted.value
           if (Result.isFailure(outcome)) return Result.succeed<SimResponse>(outcome.failure)
-          // The work is done; only the reply is lost.
+          // The work is done; only the reply is lost (or replaced).
           yield* answerRoute(target, request, auth)
           return Result.fail(outcome.success)
         })
         // A client going away interrupts its request, unless claims are finished regardless.
         const done = yield* (target.route === "claim" && claimsOutliveClients ? Effect.uninterruptible(work) : work)
         if (Result.isSuccess(done)) return done.success
-        return done.failure === "drop" ? { _tag: "Drop" } as const : yield* Effect.never
+        return done.failure === "hang" ? yield* Effect.never : done.failure
       }).pipe(
         Effect.onExit(() =>
           Effect.sync(() => {
