@@ -57,7 +57,7 @@ import * as ProcessMetrics from "./Programs/Observability/ProcessMetrics.ts"
 import { BuildInfo } from "./Services/BuildInfo.ts"
 import { instrumentKube, instrumentSandboxd } from "./Programs/Observability/Instrument.ts"
 import * as Metrics from "./Services/Metrics.ts"
-import { claimsByState, claimsHeld, commitDuration, labelled, quarantinedClaims } from "./Services/Metrics.ts"
+import { claimsByState, claimsHeld, claimStateLabel, commitDuration, labelled, quarantinedClaims } from "./Services/Metrics.ts"
 import * as PodController from "./Programs/PodController/PodController.ts"
 import { startClaimsWith } from "./Programs/Provider/Startup.ts"
 import { listSandboxesNow } from "./Programs/ClaimVerifier.ts"
@@ -210,16 +210,14 @@ const HealthLayer = Layer.unwrap(
       beforeScrape: Effect.gen(function*() {
         const state = yield* table.state
         yield* Metric.update(claimsHeld, state.rows.size)
-        const byState = { durable: 0, tentative: 0, quarantined: 0 }
-        for (const row of state.rows.values()) {
-          // A Lost row (VER-7) holds no VM: it counts in claimsHeld only.
-          if (row.state._tag === "Lost") continue
-          byState[row.state._tag === "Durable" ? "durable" : row.state._tag === "Tentative" ? "tentative" : "quarantined"] += 1
-        }
-        yield* Metric.update(quarantinedClaims, byState.quarantined)
+        // Every row state has its label; a Lost row (VER-7) holds no VM, but an operator sees how
+        // many rows wait for their Pod to be settled under state="lost".
+        const byState = { Durable: 0, Tentative: 0, Quarantined: 0, Lost: 0 }
+        for (const row of state.rows.values()) byState[row.state._tag] += 1
+        yield* Metric.update(quarantinedClaims, byState.Quarantined)
         // Claims in doubt are not rows (no token is known): vk_sandbox_claims_in_doubt counts them.
-        for (const [state, value] of Object.entries(byState)) {
-          yield* Metric.update(labelled(claimsByState, { state }), value)
+        for (const [tag, label] of Object.entries(claimStateLabel)) {
+          yield* Metric.update(labelled(claimsByState, { state: label }), byState[tag as keyof typeof claimStateLabel])
         }
       })
     })

@@ -3,6 +3,7 @@
  * happens. Exposed as Prometheus text by `HealthServer.ts` (`/metrics` on `--metrics-addr`).
  */
 import { Duration, Effect, Metric } from "effect"
+import type { ClaimState } from "../Schemas/Claims.ts"
 
 /**
  * One series of a metric per attribute set, made once and kept. `Metric.withAttributes` on every
@@ -119,8 +120,16 @@ export const eventsFolded = counter("vk_sandbox_events_folded_total", {
   description: "Normal Pod events over the event budget, counted on the Node's summary Event by reason instead of written per Pod"
 })
 export const claimsByState = gauge("vk_sandbox_claims", {
-  description: "claims table rows by state: durable, tentative (commit in flight), quarantined (not yet confirmed)"
+  description:
+    "claims table rows by state: durable, tentative (commit in flight), quarantined (not yet confirmed), lost (VM confirmed gone, row kept until its Pod is settled: VER-7)"
 })
+/** The `state` label of `vk_sandbox_claims` for each row state. */
+export const claimStateLabel = {
+  Durable: "durable",
+  Tentative: "tentative",
+  Quarantined: "quarantined",
+  Lost: "lost"
+} as const satisfies Record<ClaimState["_tag"], string>
 export const watchRestarts = counter("vk_sandbox_watch_restarts_total", {
   description: "pod watch restarts by reason: closed, gone (relist), failed; backwards: the apiserver's resourceVersion older than the cache's (a silent watch's check or a list; relist)"
 })
@@ -166,7 +175,7 @@ export const initialize = Effect.all([
   Metric.update(statusWriteConflicts, 0),
   Metric.update(undecodablePods, 0),
   Metric.update(sandboxdUp, 0),
-  ...["durable", "tentative", "quarantined"].map((state) => Metric.update(labelled(claimsByState, { state }), 0)),
+  ...Object.values(claimStateLabel).map((state) => Metric.update(labelled(claimsByState, { state }), 0)),
   Metric.update(nodeTainted, 0)
 ], { discard: true })
 

@@ -10,13 +10,10 @@
  * seam is added to the daemon for it.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Layer, Logger, Scope } from "effect"
-import { daemonLayer, onDaemonScheduler } from "../../src/Daemon.ts"
-import type { AppConfigShape } from "../../src/Schemas/Config.ts"
-import { BuildInfo } from "../../src/Services/BuildInfo.ts"
-import { freePort } from "../../testkit/Demo/Harness.ts"
+import { Duration, Effect, Logger } from "effect"
 import { SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
-import { createPod, eventually, eventuallyEffect, makeWorld, podBody, running } from "../Programs/PodController/harness.ts"
+import { createPod, eventually, eventuallyEffect, podBody, running } from "../Programs/PodController/harness.ts"
+import { startDaemon, world } from "./harness.ts"
 
 const STOPPED = "pod controller part stopped; /healthz fails from now on"
 
@@ -30,28 +27,6 @@ const dyingOn = (line: string) => {
   })
   return { messages, layer: Logger.layer([logger]) }
 }
-
-/** The whole daemon as `vk-sandbox run` builds it, in a scope of its own, and its `/healthz`. */
-const startDaemon = (config: AppConfigShape) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    yield* onDaemonScheduler(Layer.buildWithScope(
-      daemonLayer(config).pipe(Layer.provide(Layer.succeed(BuildInfo, { version: "test", revision: "test", builtAt: "test" }))),
-      scope
-    )).pipe(Effect.orDie)
-    const healthz = Effect.promise(async () => {
-      const response = await fetch(`http://127.0.0.1:${config.metricsAddr.port}/healthz`)
-      return { status: response.status, body: await response.text() }
-    })
-    return { healthz, stop: Scope.close(scope, Exit.void) }
-  })
-
-const world = (config: Partial<AppConfigShape> = {}) =>
-  Effect.gen(function*() {
-    const listenAddr = { host: "127.0.0.1", port: yield* freePort }
-    const metricsAddr = { host: "127.0.0.1", port: yield* freePort }
-    return yield* makeWorld({ config: { listenAddr, metricsAddr, ...config } })
-  })
 
 describe("Daemon: /healthz names the parts that stopped (HZ-1)", () => {
   it.live("the pod controller's informer dies: /healthz answers 503 naming it", () => {

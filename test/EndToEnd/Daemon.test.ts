@@ -135,7 +135,7 @@ describe("daemon end to end", () => {
       assert.match(body, /^process_resident_memory_bytes [1-9]\d*$/m)
       assert.match(body, /^vk_sandbox_claims\{state="durable"\} 2$/m)
       // one gauge per fact: claims in doubt are vk_sandbox_claims_in_doubt, not a state of the rows
-      assert.deepStrictEqual([...body.matchAll(/^vk_sandbox_claims\{state="([a-z_]+)"\}/gm)].map((m) => m[1]).sort(), ["durable", "quarantined", "tentative"])
+      assert.deepStrictEqual([...body.matchAll(/^vk_sandbox_claims\{state="([a-z_]+)"\}/gm)].map((m) => m[1]).sort(), ["durable", "lost", "quarantined", "tentative"])
       assert.match(body, /^vk_sandbox_claims_in_doubt 0$/m)
       assert.notMatch(body, /pod="/, "no per-Pod label")
       assert.match(body, /^vk_sandbox_claims_held(\{[^}]*\})? 2$/m, "two claims held")

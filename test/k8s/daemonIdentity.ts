@@ -4,12 +4,9 @@
  * TokenRequest of a service account, a kubeconfig for that token, and the whole daemon in a scope.
  */
 import * as k8s from "@kubernetes/client-node"
-import { Effect, Exit, Layer, Scope } from "effect"
+import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { daemonLayer, onDaemonScheduler } from "../../src/Daemon.ts"
-import type { AppConfigShape } from "../../src/Schemas/Config.ts"
-import { BuildInfo } from "../../src/Services/BuildInfo.ts"
 import { kube } from "./fixture/Kube.ts"
 
 /**
@@ -107,16 +104,5 @@ export const kubeconfigForToken = (adminConfig: k8s.KubeConfig, dir: string, nam
   return { file, config }
 }
 
-/**
- * The whole daemon (`daemonLayer`, as `vk-sandbox run` builds it, on the daemon's scheduler: Q-06)
- * in a scope of its own; closing it is the daemon's shutdown.
- */
-export const startDaemon = (config: AppConfigShape) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    yield* onDaemonScheduler(Layer.buildWithScope(
-      daemonLayer(config).pipe(Layer.provide(Layer.succeed(BuildInfo, { version: "test", revision: "test", builtAt: "test" }))),
-      scope
-    ))
-    return { stop: Scope.close(scope, Exit.void) }
-  })
+/** The whole daemon in this process (`test/support/InProcessDaemon.ts`). */
+export { startDaemon } from "../support/InProcessDaemon.ts"
