@@ -25,7 +25,7 @@ import { ClaimTable } from "../Services/ClaimTable.ts"
 import { ProviderEvents } from "../Services/Provider.ts"
 import { SandboxdClient } from "../Services/SandboxdClient.ts"
 import { confirmAbsence, notePresent } from "./Absence.ts"
-import { leaseExpiredPod } from "./Provider/Status.ts"
+import { leaseEndedBy, leaseExpiredPod } from "./Provider/Status.ts"
 import { declareSandboxLost } from "./SandboxLost.ts"
 
 export interface LeaseWatchOutcome {
@@ -46,8 +46,7 @@ export const publishExpiredLeases = Effect.gen(function*() {
   const recorder = yield* Effect.serviceOption(EventRecorder)
   const now = yield* DateTime.now
   const state = yield* table.state
-  const expired = (claim: ClaimRecord) =>
-    Option.isSome(claim.deadline) && DateTime.isGreaterThanOrEqualTo(now, claim.deadline.value)
+  const expired = (claim: ClaimRecord) => leaseEndedBy(claim, now)
   // Every settled row: with a tracked Pod, expired ones for the lease rule and the rest so a
   // sandbox that vanished early is noticed; without one, so a row whose VM is gone goes (LEASE-9).
   const candidates: Array<{ key: PodKey; claim: ClaimRecord }> = []

@@ -1,6 +1,8 @@
 /**
  * A Pod whose sandbox sandboxd confirmed gone (see `Absence.ts`) before its lease ended: it goes
- * Failed/SandboxLost naming the id, with a Warning Event, and its row becomes Lost (VER-7): kept
+ * Failed/SandboxLost naming the id, with a Warning Event (one confirmed gone at or after its
+ * deadline, as a restart finds a lease that ran out while the daemon was down, goes
+ * Failed/SandboxLeaseExpired instead: LEASE-10), and its row becomes Lost (VER-7): kept
  * in the table and in the claims file exactly as it was, so that no create ever claims for that
  * Pod generation again, across restarts too (the next start finds the VM gone again and marks the
  * row Lost again), until the Pod is terminal or gone, when the row is dropped
@@ -8,15 +10,15 @@
  * a replacement Pod must not adopt a dead VM. A Pod is never left Running without a durable row.
  */
 import type { V1Pod } from "@kubernetes/client-node"
-import { Effect, Metric, Option } from "effect"
+import { DateTime, Effect, Metric, Option } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
 import { ClaimsStore } from "../Services/ClaimsStore.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
 import { EventRecorder, involvedPod } from "../Services/EventRecorder.ts"
 import { ProviderEvents } from "../Services/Provider.ts"
-import { sandboxesLost } from "../Services/Metrics.ts"
-import { sandboxLostPod } from "./Provider/Status.ts"
+import { leaseExpiries, sandboxesLost } from "../Services/Metrics.ts"
+import { leaseEndedBy, lostRowPod } from "./Provider/Status.ts"
 
 /**
  * Declares `claim` of `key` lost. `pod` is the tracked Pod when there is one; without it the
@@ -29,14 +31,20 @@ export const declareSandboxLost = Effect.fnUntraced(function*(key: PodKey, claim
   const podUid = Option.match(pod, { onNone: () => claim.podUID, onSome: (p) => p.metadata?.uid ?? "" })
   const marked = yield* table.markLost(key, claim.id, podUid)
   if (Option.isNone(marked)) return
+  // LEASE-10: a row whose lease had run out lost its VM to it; the Pod ends as the lease watch ends one.
+  const now = yield* DateTime.now
+  const leaseEnded = leaseEndedBy(claim, now)
   if (Option.isSome(pod)) {
-    yield* events.pushStatus(sandboxLostPod(pod.value, claim.id, claim.claimedAt))
+    yield* events.pushStatus(lostRowPod(pod.value, claim, now))
+    if (leaseEnded) yield* Metric.update(leaseExpiries, 1)
     if (Option.isSome(recorder)) {
       yield* recorder.value.record(
         involvedPod(pod.value),
         "Warning",
-        "SandboxLost",
-        `sandbox ${claim.id} is gone (sandboxd confirmed it); the pod is not given another`
+        leaseEnded ? "LeaseExpired" : "SandboxLost",
+        leaseEnded
+          ? `sandbox ${claim.id} lease ended; the microVM is reaped at the deadline`
+          : `sandbox ${claim.id} is gone (sandboxd confirmed it); the pod is not given another`
       )
     }
   }
@@ -46,6 +54,12 @@ export const declareSandboxLost = Effect.fnUntraced(function*(key: PodKey, claim
       Effect.catchTag("ClaimsWriteError", (err) =>
         Effect.logError("persist claims state").pipe(Effect.annotateLogs({ err: err.message, path: err.path })))
     )
+  }
+  if (leaseEnded) {
+    yield* Effect.logInfo("sandbox lease expired").pipe(
+      Effect.annotateLogs({ pod: key, claim: claim.id })
+    )
+    return
   }
   yield* Metric.update(sandboxesLost, 1)
   yield* Effect.logWarning("sandbox confirmed gone; pod declared SandboxLost").pipe(

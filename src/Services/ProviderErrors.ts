@@ -168,12 +168,14 @@ export class ClaimInDoubt extends Schema.TaggedError<ClaimInDoubt>()("ClaimInDou
 }
 
 /**
- * This Pod generation's sandbox is confirmed gone: the Pod is Failed/SandboxLost and is never
- * claimed for again under the same UID.
+ * This Pod generation's sandbox is confirmed gone: the Pod is Failed and is never claimed for
+ * again under the same UID. `podReason` is the Pod's reason: SandboxLost, or SandboxLeaseExpired
+ * when the row's lease had run out (LEASE-10).
  */
 export class SandboxLost extends Schema.TaggedError<SandboxLost>()("SandboxLost", {
   pod: Schema.String,
   claimId: Schema.String,
+  podReason: Schema.Literals(["SandboxLost", "SandboxLeaseExpired"]),
   message: Schema.String
 }) {
   get retryable(): false {

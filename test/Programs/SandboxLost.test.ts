@@ -5,7 +5,7 @@
  * by-id read) ends its Pod Failed/SandboxLost, and that Pod generation is never claimed for again.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option, Redacted } from "effect"
+import { DateTime, type Duration, Effect, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import type { V1Pod } from "@kubernetes/client-node"
 import { publishExpiredLeases } from "../../src/Programs/LeaseWatcher.ts"
@@ -150,6 +150,55 @@ describe("a sandbox confirmed gone", () => {
       assert.isUndefined(failed?.status?.podIP)
       assert.notInclude(JSON.stringify(failed), Redacted.value(record("x").token).slice(0, 4))
     }).pipe(Effect.provide(world({ seed: seedDead }), { local: true })))
+})
+
+describe("a row whose lease ran out while the daemon was down (LEASE-10)", () => {
+  /** The row of "web" with a deadline an hour after the TestClock's start; its VM is gone. */
+  const deadline = DateTime.makeUnsafe(3_600_000)
+  const seedDeadline = () => Effect.succeed(new Map<PodKey, ClaimRecord>([[keyOf("web"), record("sb_00000000000dead0", { deadline })]]))
+
+  /** The restart at `elapsed` after the clock's start: the Pod's create, and what was pushed for it. */
+  const restartAt = (elapsed: Duration.Input) =>
+    Effect.gen(function*() {
+      yield* TestClock.adjust(elapsed)
+      const pushes = yield* subscribePushes
+      yield* startClaims
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Lost"))
+      const provider = yield* Provider
+      const error = yield* Effect.flip(provider.createPod(runningPod("sb_00000000000dead0")))
+      assert.strictEqual(error._tag, "SandboxLost", "never given another VM")
+      assert.strictEqual(yield* claimCount, 0)
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Lost"), "the row stays Lost (VER-7)")
+      const [pushed] = yield* drain(pushes)
+      // The status read (UPD-4) of the Pod once tracked says what the push said.
+      yield* provider.updatePod(runningPod("sb_00000000000dead0"))
+      const reported = yield* provider.getPodStatus("default", "web")
+      return { error, pushed, reported }
+    })
+
+  for (const [when, elapsed] of [["at its deadline", "1 hour"], ["past its deadline", "3 hours"]] as const) {
+    it.effect(`restarted ${when}: the Pod ends Failed/SandboxLeaseExpired naming the deadline, not SandboxLost`, () =>
+      Effect.gen(function*() {
+        const { error, pushed, reported } = yield* restartAt(elapsed)
+        assert.strictEqual(error._tag === "SandboxLost" ? error.podReason : "", "SandboxLeaseExpired")
+        assert.strictEqual(pushed?.status?.phase, "Failed")
+        assert.strictEqual(pushed?.status?.reason, "SandboxLeaseExpired")
+        assert.include(pushed?.status?.message ?? "", "1970-01-01T01:00:00Z")
+        assert.strictEqual(pushed?.status?.containerStatuses?.[0]?.state?.terminated?.reason, "SandboxLeaseExpired")
+        assert.strictEqual(error.message, pushed?.status?.message, "the create's failure says the same")
+        assert.strictEqual(Option.getOrUndefined(reported)?.reason, "SandboxLeaseExpired", "the status read agrees")
+      }).pipe(Effect.provide(world({ seed: seedDeadline }), { local: true })))
+  }
+
+  it.effect("restarted before its deadline: the VM went early, the Pod ends Failed/SandboxLost as before", () =>
+    Effect.gen(function*() {
+      const { error, pushed, reported } = yield* restartAt("59 minutes")
+      assert.strictEqual(error._tag === "SandboxLost" ? error.podReason : "", "SandboxLost")
+      assert.strictEqual(pushed?.status?.phase, "Failed")
+      assert.strictEqual(pushed?.status?.reason, "SandboxLost")
+      assert.include(pushed?.status?.message ?? "", "sb_00000000000dead0")
+      assert.strictEqual(Option.getOrUndefined(reported)?.reason, "SandboxLost")
+    }).pipe(Effect.provide(world({ seed: seedDeadline }), { local: true })))
 })
 
 describe("a Lost row's life (VER-7)", () => {

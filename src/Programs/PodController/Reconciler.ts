@@ -80,13 +80,19 @@ export const isRefusedToken = (failure: CreatePodError): boolean =>
   (failure._tag === "ClaimFailed" && failure.cause._tag === "SandboxdUnauthorized") ||
   (failure._tag === "ClaimUnverifiable" && failure.cause?.reason._tag === "SandboxdUnauthorized")
 
-/** The Pod status reason of a create failure: the doubt and the loss have their own. */
+/**
+ * The Pod status reason of a create failure: the doubt and the loss have their own (a loss whose
+ * lease had run out is lease-expired, LEASE-10).
+ */
 export const failureReason = (failure: CreatePodError): string =>
-  failure._tag === "ClaimInDoubt" || failure._tag === "SandboxLost" ? failure._tag : "ProviderFailed"
+  failure._tag === "SandboxLost" ? failure.podReason : failure._tag === "ClaimInDoubt" ? failure._tag : "ProviderFailed"
 
 /** The Event reason of a create failure. */
-export const eventReason = (failure: CreatePodError): string =>
-  isNoWarmCapacity(failure) ? "NoWarmCapacity" : failure._tag === "ClaimInDoubt" ? "ClaimInDoubt" : "CreateFailed"
+export const eventReason = (failure: CreatePodError): string => {
+  if (isNoWarmCapacity(failure)) return "NoWarmCapacity"
+  if (failure._tag === "ClaimInDoubt") return "ClaimInDoubt"
+  return failure._tag === "SandboxLost" && failure.podReason === "SandboxLeaseExpired" ? "LeaseExpired" : "CreateFailed"
+}
 
 export interface Reconciler {
   readonly reconcile: (key: PodKey) => Effect.Effect<RunOutcome>

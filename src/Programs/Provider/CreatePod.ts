@@ -8,7 +8,7 @@
  * reported, or returned, or kept in memory as a tentative row.
  */
 import type { V1Pod } from "@kubernetes/client-node"
-import { Cause, DateTime, Effect, Exit, Option, Result } from "effect"
+import { Cause, DateTime, Effect, Exit, Metric, Option, Result } from "effect"
 import type { ClaimRecord } from "../../Schemas/Claims.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import {
@@ -39,11 +39,11 @@ import {
   requestedRuntime,
   SERVED_RUNTIME
 } from "../../Schemas/PodAnnotations.ts"
-import { timeStage } from "../../Services/Metrics.ts"
+import { leaseExpiries, timeStage } from "../../Services/Metrics.ts"
 import { detachedRelease } from "./DetachedRelease.ts"
 import { dropLostRow } from "./LostRows.ts"
 import { pushRunning } from "./Push.ts"
-import { formatSeconds, sandboxLostPod } from "./Status.ts"
+import { formatSeconds, LeaseExpiredReason, leaseEndedBy, leaseExpiredMessage, lostRowPod, SandboxLostReason } from "./Status.ts"
 
 /** The pod key used everywhere: `namespace/name` (CRT-8). */
 export { podKeyOfPod }
@@ -203,14 +203,20 @@ const refuseLost = Effect.fnUntraced(function*(key: PodKey, pod: V1Pod) {
     return
   }
   // A Pod still shown Running (its VM went while the daemon was down, or before its Failed status
-  // landed) is ended here.
+  // landed) is ended here: lease-expired when the lease had run out (LEASE-10), else SandboxLost.
+  const now = yield* DateTime.now
+  const leaseEnded = leaseEndedBy(lost.value, now)
   if (pod.status?.phase === "Running") {
-    yield* (yield* ProviderEvents).pushStatus(sandboxLostPod(pod, lost.value.id, lost.value.claimedAt))
+    yield* (yield* ProviderEvents).pushStatus(lostRowPod(pod, lost.value, now))
+    if (leaseEnded) yield* Metric.update(leaseExpiries, 1)
   }
   return yield* new SandboxLost({
     pod: key,
     claimId: lost.value.id,
-    message: `sandbox ${lost.value.id} of pod ${key} is gone; this pod is not given another`
+    podReason: leaseEnded ? LeaseExpiredReason : SandboxLostReason,
+    message: leaseEnded
+      ? leaseExpiredMessage(lost.value)
+      : `sandbox ${lost.value.id} of pod ${key} is gone; this pod is not given another`
   })
 })
 

@@ -78,10 +78,15 @@ export const runningPod = (pod: V1Pod, claim: ClaimRecord, ip: PodIp): V1Pod => 
 /** UPD-4 step 2: the tracked Pod's own status with the phase forced to Pending. */
 export const pendingStatus = (pod: V1Pod): V1PodStatus => ({ ...copyPlain(pod.status ?? {}), phase: "Pending" })
 
+/** LEASE-3: the lease-expired status's message, naming the deadline. */
+export const leaseExpiredMessage = (claim: ClaimRecord): string => {
+  const endedAt = Option.isSome(claim.deadline) ? formatSeconds(claim.deadline.value) : "an unknown time"
+  return `sandbox lease ended at ${endedAt}; sandboxd reaps the microVM at its deadline`
+}
+
 /** LEASE-3: Failed/SandboxLeaseExpired, every container terminated at the deadline; no IPs, no conditions. */
 export const leaseExpiredStatus = (pod: V1Pod, claim: ClaimRecord): V1PodStatus => {
   const finishedAt = toDate(claim.deadline)
-  const endedAt = Option.isSome(claim.deadline) ? formatSeconds(claim.deadline.value) : "an unknown time"
   const containerStatuses: Array<V1ContainerStatus> = (pod.spec?.containers ?? []).map((container) => ({
     name: container.name,
     ready: false,
@@ -99,7 +104,7 @@ export const leaseExpiredStatus = (pod: V1Pod, claim: ClaimRecord): V1PodStatus 
   const status: V1PodStatus = {
     phase: "Failed",
     reason: LeaseExpiredReason,
-    message: `sandbox lease ended at ${endedAt}; sandboxd reaps the microVM at its deadline`,
+    message: leaseExpiredMessage(claim),
     containerStatuses
   }
   const startTime = toDate(claim.claimedAt)
@@ -111,6 +116,27 @@ export const leaseExpiredStatus = (pod: V1Pod, claim: ClaimRecord): V1PodStatus 
 export const leaseExpiredPod = (pod: V1Pod, claim: ClaimRecord): V1Pod => {
   const copy = copyPlain(pod)
   copy.status = leaseExpiredStatus(pod, claim)
+  return copy
+}
+
+/** The lease watch's boundary (LEASE-8): `claim`'s lease has run out at or before `now`. */
+export const leaseEndedBy = (claim: ClaimRecord, now: DateTime.Utc): boolean =>
+  Option.isSome(claim.deadline) && DateTime.isGreaterThanOrEqualTo(now, claim.deadline.value)
+
+/**
+ * LEASE-10: the status of a Pod whose row is Lost (VER-7: its VM confirmed gone). A row whose lease
+ * had run out by `now` most likely lost its VM to that lease (it ended while the daemon was down,
+ * so no lease watch saw it end): the Pod ends lease-expired (LEASE-3), as a running daemon would
+ * have ended it. Otherwise the VM went early: SandboxLost. Either way that Pod generation is never
+ * given another VM.
+ */
+export const lostRowStatus = (pod: V1Pod, claim: ClaimRecord, now: DateTime.Utc): V1PodStatus =>
+  leaseEndedBy(claim, now) ? leaseExpiredStatus(pod, claim) : sandboxLostStatus(pod, claim.id, claim.claimedAt)
+
+/** A copy of the Pod carrying `lostRowStatus`. */
+export const lostRowPod = (pod: V1Pod, claim: ClaimRecord, now: DateTime.Utc): V1Pod => {
+  const copy = copyPlain(pod)
+  copy.status = lostRowStatus(pod, claim, now)
   return copy
 }
 
@@ -138,11 +164,4 @@ export const sandboxLostStatus = (pod: V1Pod, id: string, claimedAt: Option.Opti
   const startTime = toDate(claimedAt)
   if (startTime !== undefined) status.startTime = startTime
   return status
-}
-
-/** A copy of the Pod carrying the SandboxLost status. */
-export const sandboxLostPod = (pod: V1Pod, id: string, claimedAt: Option.Option<DateTime.Utc>): V1Pod => {
-  const copy = copyPlain(pod)
-  copy.status = sandboxLostStatus(pod, id, claimedAt)
-  return copy
 }

@@ -6,7 +6,7 @@ import { copyPlain } from "../../Schemas/Pod.ts"
 import { ClaimTable, type ClaimTableState } from "../../Services/ClaimTable.ts"
 import { podKeyOfPod } from "./CreatePod.ts"
 import { podIpFor } from "./Push.ts"
-import { leaseExpiredStatus, pendingStatus, runningStatus, sandboxLostStatus } from "./Status.ts"
+import { leaseExpiredStatus, lostRowStatus, pendingStatus, runningStatus } from "./Status.ts"
 
 /** UPD-1: store the newer Pod unless it belongs to an older generation (ST-4). Always succeeds. */
 export const updatePod = Effect.fn("Provider.updatePod")(function*(pod: V1Pod) {
@@ -32,9 +32,10 @@ export const getPod = (namespace: string, name: string) =>
  */
 const reportedStatus = Effect.fnUntraced(function*(state: ClaimTableState, key: PodKey, pod: V1Pod) {
   const row = state.rows.get(key)
-  // VER-7: the sandbox of this generation is gone for good.
+  // VER-7: the sandbox of this generation is gone for good (lease-expired if its lease had run
+  // out, LEASE-10: the same status its push carried).
   if (row !== undefined && row.state._tag === "Lost" && row.record.podUID === (pod.metadata?.uid ?? "")) {
-    return sandboxLostStatus(pod, row.record.id, row.record.claimedAt)
+    return lostRowStatus(pod, row.record, yield* DateTime.now)
   }
   if (row === undefined || row.state._tag !== "Durable") return pendingStatus(pod)
   const claim = row.record

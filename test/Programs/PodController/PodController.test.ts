@@ -672,6 +672,29 @@ describe("PodController: a lost sandbox across restarts (VER-7)", () => {
       yield* stopOnTestClock(fourth)
     }).pipe(quiet), { timeout: 60_000 })
 
+  it.effect("the lease ran out while the daemon was down: the restart ends the Pod Failed/SandboxLeaseExpired naming the deadline, never a new VM (LEASE-10)", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld(longRequests)
+      const vm = yield* runningThenStopped(world, { annotations: { "sandbox.cocoonstack.io/ttl-seconds": "600" } })
+      const [claim] = yield* world.sim.claims
+      assert.strictEqual(claim?.id, vm)
+      // No daemon runs while the lease ends; sandboxd reaps the VM at its deadline.
+      yield* TestClock.adjust("10 minutes")
+      yield* secondsUntil(Effect.map(world.sim.claims, (claims) => claims.length === 0))
+      const second = yield* world.start(backoffOnly)
+      yield* secondsUntil(() => {
+        const now = peekPod(world.model, "web")
+        return now?.status?.phase === "Failed" || (now !== undefined && claimIdOf(now) !== vm)
+      })
+      const ended = peekPod(world.model, "web")!
+      assert.strictEqual(claimIdOf(ended), vm, "not moved to another VM")
+      assert.strictEqual(ended.status?.reason, "SandboxLeaseExpired")
+      assert.include(ended.status?.message ?? "", claim!.deadline.replace(/\.[0-9]+Z$/, "Z"), "the message names the deadline")
+      assert.strictEqual(yield* claimRequests(world.sim), 1, "never claimed again for the same Pod")
+      assert.include(claimsOnDisk(world.statePath), vm, "the row stays Lost until the Pod is seen terminal (VER-7)")
+      yield* stopOnTestClock(second)
+    }).pipe(quiet), { timeout: 60_000 })
+
   it.effect("the VM lost and the Pod force-deleted, both while the daemon was down: the next start drops the row at its first sync", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld(longRequests)

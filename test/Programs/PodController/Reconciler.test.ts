@@ -1,9 +1,9 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
-import { decide, isNoWarmCapacity } from "../../../src/Programs/PodController/Reconciler.ts"
+import { decide, eventReason, failureReason, isNoWarmCapacity } from "../../../src/Programs/PodController/Reconciler.ts"
 import type { Pod } from "../../../src/Schemas/Pod.ts"
-import { ClaimFailed, MissingTemplate } from "../../../src/Services/ProviderErrors.ts"
+import { ClaimFailed, MissingTemplate, SandboxLost } from "../../../src/Services/ProviderErrors.ts"
 import { NoWarmCapacity, SandboxdUnreachable } from "../../../src/Services/SandboxdClient.ts"
 
 const pod = (overrides: { uid?: string; image?: string; deleting?: boolean; running?: boolean; phase?: string } = {}): Pod => ({
@@ -63,5 +63,16 @@ describe("Reconciler.decide", () => {
     assert.isTrue(isNoWarmCapacity(noWarm))
     assert.isFalse(isNoWarmCapacity(unreachable))
     assert.isFalse(isNoWarmCapacity(new MissingTemplate({ pod: "default/p", annotation: "sandbox.cocoonstack.io/template", message: "no template" })))
+  })
+})
+
+describe("Reconciler: what a lost sandbox's create failure writes and records", () => {
+  it("LEASE-10: a Lost row whose lease had run out is lease-expired (reason and Event), one lost early SandboxLost", () => {
+    const lost = (podReason: "SandboxLost" | "SandboxLeaseExpired") =>
+      new SandboxLost({ pod: "default/web", claimId: "sb_1", podReason, message: "gone" })
+    assert.strictEqual(failureReason(lost("SandboxLeaseExpired")), "SandboxLeaseExpired")
+    assert.strictEqual(eventReason(lost("SandboxLeaseExpired")), "LeaseExpired")
+    assert.strictEqual(failureReason(lost("SandboxLost")), "SandboxLost")
+    assert.strictEqual(eventReason(lost("SandboxLost")), "CreateFailed")
   })
 })
