@@ -201,6 +201,12 @@ const decodeOwnerBody = Schema.decodeUnknownOption(OwnerBody)
 const BookmarkObject = Schema.Struct({ metadata: Schema.Struct({ resourceVersion: Schema.String }) })
 const decodeBookmark = Schema.decodeUnknownOption(BookmarkObject)
 
+/** A Pod's metadata without its deletion grace (what a status PUT must not send, see there). */
+const withoutGrace = <M extends { readonly deletionGracePeriodSeconds?: number | undefined }>(metadata: M): Omit<M, "deletionGracePeriodSeconds"> => {
+  const { deletionGracePeriodSeconds: _grace, ...kept } = metadata
+  return kept
+}
+
 const segment = encodeURIComponent
 
 const spanned = (operation: string) => Effect.withSpan(`KubeApi.${operation}`)
@@ -644,10 +650,15 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       if (name === undefined || namespace === undefined) {
         return invalid("replacePodStatus", "pod without metadata.name/namespace")
       }
-      // Without the spec: a status write keeps the stored one whatever the body says, and an int64
-      // in it past 2^53 (a toleration's tolerationSeconds, which the apiserver accepts up to
-      // int64's largest) comes back from a double as a number the server refuses to decode (400).
-      const { spec: _spec, ...written } = pod
+      // Without the spec or the deletion grace: a status write keeps the stored ones whatever the
+      // body says, and an int64 in them past 2^53 (a toleration's tolerationSeconds, a delete's
+      // gracePeriodSeconds: the apiserver takes both up to int64's largest) comes back from a
+      // double as another number, which the server refuses (400 past int64, else 422: the grace
+      // of a Pod being deleted cannot change).
+      const { spec: _spec, ...rest } = pod
+      const written = rest.metadata?.deletionGracePeriodSeconds === undefined
+        ? rest
+        : { ...rest, metadata: withoutGrace(rest.metadata) }
       const body = encodePod({ apiVersion: "v1", kind: "Pod", ...written })
       if (Option.isNone(body)) return invalid("replacePodStatus", "pod that cannot be encoded")
       return raw("replacePodStatus", {

@@ -512,6 +512,14 @@ describe("KubeApiClientNode on the wire", () => {
       const put = rec.requests.at(-1)!
       assert.strictEqual(put.method, "PUT")
       assert.deepStrictEqual(Object.keys(JSON.parse(put.body)).sort(), ["apiVersion", "kind", "metadata", "status"])
+      // ... and no deletion grace (int64, past 2^53 not a double's): the server keeps the stored one
+      const deleting = {
+        ...slim,
+        metadata: { ...slim.metadata, deletionTimestamp: new Date("2026-01-02T03:04:05Z"), deletionGracePeriodSeconds: 2 ** 53 }
+      }
+      yield* kube.replacePodStatus(deleting)
+      const graced = JSON.parse(rec.requests.at(-1)!.body) as { readonly metadata: Record<string, unknown> }
+      assert.deepStrictEqual(graced.metadata, { name: "a", namespace: "x", resourceVersion: "9", deletionTimestamp: "2026-01-02T03:04:05Z" })
       // INF-1: an event whose Pod is not one says what it can of it, and the watch goes on
       const refused = { ...served, metadata: { ...served.metadata, uid: "u-a", resourceVersion: "10", labels: { team: 7 } } }
       rec.setHandler(() => ({

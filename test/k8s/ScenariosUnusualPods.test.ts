@@ -11,7 +11,8 @@
  * nothing left out, and goes Running under the pod controller. The last found a bug: an int64
  * past 2^53 (a toleration's `tolerationSeconds` of int64's largest) read into a double went back
  * in the status PUT's spec as a number the server refuses (400), so that Pod never went Running;
- * the PUT now carries no spec (ST-06).
+ * the PUT now carries no spec (ST-06). A delete's grace is int64 too, and in the metadata the PUT
+ * does carry: a terminating Pod with a grace past 2^53 is the second case.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
@@ -158,4 +159,38 @@ describe("Pods the real kube-apiserver accepts decode (INF-1)", () => {
         yield* eventually(`${name} Running`, runningPod(namespace, name), 30_000)
       }
     }).pipe(quiet)), { timeout: 120_000 })
+
+  it.live("a terminating Pod's int64 deletionGracePeriodSeconds past 2^53 does not break the daemon's status PUT (ST-06)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { config } = yield* daemonGround("vk-k8s-grace-")
+      const namespace = yield* createNamespace("grace")
+      const { config: adminConfig } = yield* admin
+      const rawJson = (JSON as unknown as { readonly rawJSON: (text: string) => unknown }).rawJSON
+      // a finalizer keeps the Pod once deleted; a delete without a grace of its own takes the spec's
+      const grace = "9007199254740993" // 2^53 + 1: the nearest double is 2^53
+      const body = base("long-grace", config.nodeName)
+      const created = yield* rawRequest(adminConfig, "POST", pods(namespace), {
+        ...body,
+        metadata: { ...body.metadata, finalizers: ["example.com/keep"] },
+        spec: { ...body.spec, terminationGracePeriodSeconds: rawJson(grace) }
+      })
+      assert.strictEqual(created.status, 201, created.text.slice(0, 300))
+      const deleted = yield* rawRequest(adminConfig, "DELETE", `${pods(namespace)}/long-grace`)
+      assert.strictEqual(deleted.status, 200, deleted.text.slice(0, 300))
+      const stored = yield* rawRequest(adminConfig, "GET", `${pods(namespace)}/long-grace`)
+      assert.include(stored.text, `"deletionGracePeriodSeconds":${grace}`)
+
+      // the daemon's client reads it (as the nearest double) and writes a status on it
+      const kube = yield* kubeApiOf(config)
+      const pod = yield* kube.getPod(namespace, "long-grace")
+      const written = yield* kube.replacePodStatus({
+        ...pod,
+        status: { ...pod.status, phase: "Failed", reason: "SandboxLost", message: "test" }
+      }).pipe(Effect.result)
+      assert.isTrue(written._tag === "Success", `status PUT accepted: ${JSON.stringify(written)}`)
+      const after = yield* rawRequest(adminConfig, "GET", `${pods(namespace)}/long-grace`)
+      assert.include(after.text, `"deletionGracePeriodSeconds":${grace}`, "the stored grace is unchanged")
+      assert.include(after.text, `"reason":"SandboxLost"`)
+      yield* rawRequest(adminConfig, "PATCH", `${pods(namespace)}/long-grace`, { metadata: { finalizers: null } }, "application/merge-patch+json")
+    }).pipe(quiet)), { timeout: 60_000 })
 })
