@@ -1,9 +1,11 @@
 /**
  * `npm run bench [-- --json] [-- --only=<section>]`: runs every benchmark section and prints one
  * JSON object keyed by section (`--json`), or a readable table. The bench reports; it does not
- * assert. A section is a `BenchSection` in `sections` below; add new ones there.
+ * assert. A section is a `BenchSection` in `sections` below; add new ones there. The `machine`
+ * figures (`machine.ts`) come with every run.
  */
 import { daemonSection } from "./daemon.ts"
+import { machineBefore } from "./machine.ts"
 import { podListSection } from "./podList.ts"
 import { soakSection } from "./soak.ts"
 import { storeSection } from "./store.ts"
@@ -16,11 +18,15 @@ const json = args.includes("--json")
 const only = args.find((a) => a.startsWith("--only="))?.slice("--only=".length)
 
 const results: Record<string, Figures> = {}
+// Always, whatever `--only` picks: a figure means little without the machine it was taken on.
+const machineAfter = machineBefore()
 for (const section of sections) {
   if (only !== undefined && section.name !== only) continue
   if (!json) process.stderr.write(`running ${section.name}…\n`)
   results[section.name] = await section.run()
 }
+
+results["machine"] = machineAfter()
 
 if (json) {
   process.stdout.write(`${JSON.stringify(results)}\n`)
