@@ -80,13 +80,15 @@ export interface Informer {
   readonly run: (hooks: InformerHooks) => Effect.Effect<never>
 }
 
+/** The warning an undecodable Pod's version is logged with (once per resourceVersion). */
+export const undecodableWarning = "a pod the daemon cannot decode is left out"
+
+const noneUnreadable = Effect.succeed(false)
+
 /**
  * True when resourceVersion `a` is older than `b`. Versions are opaque to clients except that
  * the apiserver hands out increasing integers (etcd revisions); anything else compares as not older.
  */
-/** The warning an undecodable Pod's version is logged with (once per resourceVersion). */
-export const undecodableWarning = "a pod the daemon cannot decode is left out"
-
 export const resourceVersionOlder = (a: string, b: string): boolean =>
   /^\d+$/.test(a) && /^\d+$/.test(b) && (a.length !== b.length ? a.length < b.length : a < b)
 
@@ -112,7 +114,8 @@ export const make = (
       const key = podKeyOfPod(pod)
       const previous = cache.get(key)
       cache.set(key, pod)
-      if (undecodable.size !== 0) undecodable.delete(key)
+      // Readable again: a create left alone while it was not (INF-1) runs now.
+      if (undecodable.size !== 0 && undecodable.delete(key)) return true
       return previous === undefined || shouldReconcile(previous, pod)
     }
 
@@ -359,7 +362,8 @@ export const make = (
       pods: Effect.sync(() => [...cache.values()]),
       size: Effect.sync(() => cache.size),
       synced: Ref.get(synced),
-      unreadable: (key) => Effect.sync(() => undecodable.has(key)),
+      // A shared constant while no Pod is unreadable: a create asks it once (the burst path).
+      unreadable: (key) => undecodable.size === 0 ? noneUnreadable : Effect.sync(() => undecodable.has(key)),
       observe: (pod) => Effect.sync(() => store(pod)),
       written: (before, after) =>
         Effect.sync(() => {

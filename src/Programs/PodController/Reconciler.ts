@@ -5,7 +5,8 @@
  * - Gone from the apiserver: the provider lets go of what it tracks (deletePod is idempotent);
  *   tracking nothing, it still settles a claim of the key in doubt (DEL-3).
  * - There, but never read (INF-1: the informer cannot decode it, and holds no last good Pod):
- *   left alone. It is not gone: what the provider holds for the key stays.
+ *   left alone. It is not gone: what the provider holds for the key stays. Read before, but its
+ *   newest version cannot be: no create from the last good one (deletion and ending still run).
  * - Being deleted: nothing runs → the final grace-0 delete now; something runs → the provider
  *   decides (release or preserve), then the final delete.
  * - Terminal: left alone, but for the provider letting go of a lost sandbox's row (VER-7).
@@ -65,6 +66,9 @@ export const decide = (
   if (Option.isSome(held) && uidOf(held.value) === uidOf(pod) && !lastCreateFailed) {
     return podsEqual(held.value, pod) ? { _tag: "LeaveAlone" } : { _tag: "Update", pod }
   }
+  // INF-1: the newest version may have changed in ways the last good one cannot show (a new
+  // deletion, another template): no VM is claimed from it until a readable version comes.
+  if (unreadable) return { _tag: "LeaveAlone" }
   return { _tag: "Create", pod }
 }
 
@@ -257,11 +261,15 @@ export const make = (
         // first list is slow or failing) must not take its Pod for gone and drop its row or settle
         // its doubt. The first sync queues every key that needs a run, these included (SY-02).
         if (Option.isNone(cached) && !(yield* informer.synced)) return yield* execute(key, { _tag: "LeaveAlone" })
-        // Asked only of a key the cache lacks: the common run reads nothing more.
+        // Asked only of a key the cache lacks, or of a create: the common run reads nothing more.
         const unreadable = Option.isNone(cached) && (yield* informer.unreadable(key))
         if (Option.isNone(cached) && !unreadable) createFailed.delete(key)
         const held = yield* provider.getPod(key)
-        return yield* execute(key, decide(cached, held, createFailed.has(key), unreadable))
+        const action = decide(cached, held, createFailed.has(key), unreadable)
+        if (action._tag === "Create" && (yield* informer.unreadable(key))) {
+          return yield* execute(key, decide(cached, held, createFailed.has(key), true))
+        }
+        return yield* execute(key, action)
       })
 
     return { reconcile, retainedKeys: Effect.sync(() => new Set(createFailed)) }

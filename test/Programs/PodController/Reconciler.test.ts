@@ -50,6 +50,13 @@ describe("Reconciler.decide", () => {
     // with a last good Pod cached, that Pod is reconciled as before
     assert.strictEqual(decide(Option.some(pod()), held(pod()), false, true)._tag, "LeaveAlone")
     assert.strictEqual(decide(Option.some(pod({ image: "python:3.13" })), held(pod()), false, true)._tag, "Update")
+    // but no VM is claimed from a last good version: the newest may say otherwise
+    assert.strictEqual(decide(Option.some(pod()), Option.none(), false, true)._tag, "LeaveAlone", "new, unreadable now")
+    assert.strictEqual(decide(Option.some(pod()), held(pod()), true, true)._tag, "LeaveAlone", "last create failed, unreadable now")
+    assert.strictEqual(decide(Option.some(pod({ uid: "u2" })), held(pod()), false, true)._tag, "LeaveAlone", "another UID, unreadable now")
+    // its deletion and its ending still run
+    assert.strictEqual(decide(Option.some(pod({ deleting: true })), Option.none(), false, true)._tag, "DeleteThenRemove")
+    assert.strictEqual(decide(Option.some(pod({ phase: "Failed" })), Option.none(), false, true)._tag, "Terminal")
   })
 
   it("NoWarmCapacity is found by its tag in the typed cause, nowhere else", () => {

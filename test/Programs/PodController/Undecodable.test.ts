@@ -8,6 +8,7 @@ import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Metric, Option } from "effect"
 import * as Metrics from "../../../src/Services/Metrics.ts"
+import { SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { Pods } from "../../../testkit/Simulators/Apiserver/Resources.ts"
 import type { JsonObject } from "../../../testkit/Simulators/Apiserver/Status.ts"
 import { makeLogCapture } from "../../support/Logs.ts"
@@ -118,6 +119,35 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "p")!, "seven"))
         yield* eventually("the waiting push written", () => peekPod(world.model, "p")?.status?.message === "pushed while unreadable")
         assert.deepStrictEqual(yield* releaseRequests(world.sim), [])
+      }).pipe(Effect.provide(logs.layer))
+    }), { timeout: 30_000 })
+
+  it.live("a Pending Pod whose newest version is undecodable gets no claim from its last good version; readable again, it is claimed at once", () =>
+    Effect.gen(function*() {
+      const logs = makeLogCapture()
+      yield* Effect.gen(function*() {
+        const world = yield* makeWorld()
+        const daemon = yield* world.start()
+        // No claim can be had: the create fails and is retried on the backoff (50 → 400 ms).
+        yield* world.sim.injectFault("claim", SimFault.status(429, "pool empty"))
+        createPod(world.model, podBody("p"))
+        yield* eventually("p ProviderFailed", () => peekPod(world.model, "p")?.status?.reason === "ProviderFailed")
+        world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "p")!))
+        yield* eventually("the bad update logged", () => logs.lines.some((line) => line.message === WARNING))
+        const attempts = daemon.calls.create.get(keyOf("p")) ?? 0
+        // Claims could be had now; the retries that come find the key unreadable and claim nothing.
+        yield* world.sim.clearFaults
+        yield* sleepReal(1_000)
+        assert.deepStrictEqual(yield* world.sim.claims, [], "no VM claimed from the last good version")
+        assert.strictEqual(daemon.calls.create.get(keyOf("p")) ?? 0, attempts, "no create")
+        assert.strictEqual(peekPod(world.model, "p")?.status?.phase, "Pending")
+
+        // Readable again, as it was before (no change PC-06 would reconcile for; the resync is a
+        // minute away): claimed at once.
+        const { labels: _bad, ...metadata } = world.model.peek(Pods, NS, "p")!["metadata"] as JsonObject
+        world.model.put(Pods, { ...world.model.peek(Pods, NS, "p")!, metadata } as JsonObject)
+        yield* eventually("p Running once readable", () => running(world.model, "p"), 5_000)
+        assert.strictEqual((yield* world.sim.claims).length, 1)
       }).pipe(Effect.provide(logs.layer))
     }), { timeout: 30_000 })
 
