@@ -22,7 +22,7 @@ import { AppConfig } from "../Services/Config.ts"
 import { decodeEvent, encodeEvent, type Event } from "../Schemas/Event.ts"
 import { decodeLease, encodeLease, type Lease } from "../Schemas/Lease.ts"
 import { decodeNode, encodeNode, type Node } from "../Schemas/Node.ts"
-import { decodePod, dropNulls, encodePod, type Pod, undecodablePod } from "../Schemas/Pod.ts"
+import { decodePod, dropNulls, encodePod, type Pod, type PodStatus, statusMergePatch, undecodablePod } from "../Schemas/Pod.ts"
 import { redactCause, redactUrlUserinfo } from "../Schemas/UrlRedaction.ts"
 import {
   KubeApi,
@@ -668,6 +668,20 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       }).pipe(Effect.flatMap(slim("replacePodStatus")))
     }
 
+    const patchPodStatus = (namespace: string, name: string, uid: string, status: PodStatus) =>
+      encoded("patchPodStatus", "status", statusMergePatch(uid, status)).pipe(
+        Effect.flatMap((body) =>
+          raw("patchPodStatus", {
+            method: HttpMethod.PATCH,
+            path: `${podPath(namespace, name)}/status`,
+            body,
+            contentType: PatchStrategy.MergePatch
+          })
+        ),
+        // the reply is the whole Pod, maybe one the slim Pod refuses: nothing of it is needed
+        Effect.asVoid
+      )
+
     const deletePod = (namespace: string, name: string, uid: string) =>
       raw("deletePod", {
         method: HttpMethod.DELETE,
@@ -841,6 +855,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       watchPods,
       getPod,
       replacePodStatus,
+      patchPodStatus,
       deletePod,
       getNode,
       createNode,

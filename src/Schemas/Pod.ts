@@ -792,6 +792,25 @@ export const slimStatus = (status: unknown): Option.Option<PodStatus> => decodeS
 /** The JSON body of a write: times at whole seconds. */
 export const encodePod = (pod: Pod): Option.Option<unknown> => encodePodOption(pod)
 
+/** The status fields the slim Pod holds, but the QoS class (fixed at creation: never removed). */
+const patchedStatusKeys = Object.keys(PodStatus.fields).filter((key) => key !== "qosClass")
+
+/**
+ * The body of a JSON merge patch of pods/status (INF-1: a status written without reading the Pod).
+ * Each status field the slim Pod holds ends as `status` has it, one it leaves out removed (`null`):
+ * what a PUT of `status` would store of those fields. Fields the slim Pod does not read are kept.
+ * `uid` goes in as metadata.uid: a stored Pod with another is refused (422, the uid being immutable),
+ * never written. Times at whole seconds; None when the status does not encode.
+ */
+export const statusMergePatch = (uid: string, status: PodStatus): Option.Option<unknown> =>
+  Option.map(encodePodOption({ status }), (encoded) => {
+    const wire: Readonly<Record<string, unknown>> = encoded.status ?? {}
+    const patch: Record<string, unknown> = {}
+    for (const key of patchedStatusKeys) patch[key] = wire[key] ?? null
+    if (wire["qosClass"] !== undefined) patch["qosClass"] = wire["qosClass"]
+    return { metadata: { uid }, status: patch }
+  })
+
 /**
  * A deep copy of plain data such as a Pod: objects (class instances included) and arrays are new,
  * keys holding `undefined` are left out, a `Date` is a new `Date`, and strings and other

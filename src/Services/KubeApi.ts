@@ -10,7 +10,7 @@ import { Context, type Effect, Schema, type Stream } from "effect"
 import type { Event } from "../Schemas/Event.ts"
 import type { Lease } from "../Schemas/Lease.ts"
 import type { Node } from "../Schemas/Node.ts"
-import type { Pod, UndecodablePod } from "../Schemas/Pod.ts"
+import type { Pod, PodStatus, UndecodablePod } from "../Schemas/Pod.ts"
 
 /** Status `details` exactly as the server wrote them; never filled in from the request. */
 export const StatusDetails = Schema.Struct({
@@ -123,6 +123,14 @@ export class KubeApi extends Context.Service<KubeApi, {
    * not its spec (the server keeps the stored one); times at whole seconds.
    */
   readonly replacePodStatus: (pod: Pod) => Effect.Effect<Pod, KubeError>
+  /**
+   * JSON merge patch of pods/status (`statusMergePatch`): the status fields the slim Pod holds end
+   * as `status` has them; `uid` goes in as metadata.uid, so a stored Pod of another uid is not
+   * written (kube-apiserver answers 422, `metadata.uid: field is immutable` → KubeInvalid: a patch
+   * has no uid precondition of its own). Needs no read of the Pod and decodes nothing of the
+   * reply, so it works on a Pod the slim Pod refuses (INF-1). 404 → KubeNotFound.
+   */
+  readonly patchPodStatus: (namespace: string, name: string, uid: string, status: PodStatus) => Effect.Effect<void, KubeError>
   /** DELETE with gracePeriodSeconds 0 and a UID precondition. 404 → KubeNotFound, 409 → KubeConflict. */
   readonly deletePod: (namespace: string, name: string, uid: string) => Effect.Effect<void, KubeError>
   // nodes

@@ -196,6 +196,95 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         assert.strictEqual(staleLease._tag, "KubeConflict")
       }))
 
+    scenario("patchPodStatus: a merge patch of pods/status with the uid as precondition (INF-1)", () =>
+      Effect.gen(function*() {
+        const backend = yield* acquire
+        const namespace = yield* newNamespace(backend)
+        const pod = yield* createPod(backend, namespace, uniqueName("vk-node"), { labels: { team: "a" } })
+        const podName = pod.metadata?.name ?? ""
+        const uid = pod.metadata?.uid ?? ""
+        const fresh = yield* backend.daemon.getPod(namespace, podName)
+        const started = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000)
+        // Running with IPs and Ready, and a condition of another writer's.
+        const running = runningStatus(started)
+        yield* backend.daemon.replacePodStatus({
+          ...fresh,
+          status: { ...fresh.status, ...running, conditions: [...running.conditions, { type: "example.com/Gate", status: "True" }] }
+        })
+        const qosClass = (yield* backend.daemon.getPod(namespace, podName)).status?.qosClass
+        assert.strictEqual(qosClass, "BestEffort")
+
+        // another uid: refused, nothing written. Not the 409 of a PUT's uid precondition: a patch
+        // has none, and the uid it would change is immutable (422).
+        const before = yield* backend.daemon.getPod(namespace, podName)
+        const otherUid = "0b9f8f1e-0000-4000-8000-000000000000"
+        const refused = yield* backend.daemon.patchPodStatus(namespace, podName, otherUid, { phase: "Failed" }).pipe(Effect.flip)
+        assert.strictEqual(refused._tag, "KubeInvalid")
+        assert.include(refused.message, `metadata.uid: Invalid value: "${otherUid}": field is immutable`)
+        const unchanged = yield* backend.daemon.getPod(namespace, podName)
+        assert.strictEqual(unchanged.metadata?.resourceVersion, before.metadata?.resourceVersion)
+
+        // its own uid: the slim status's fields end as given (IPs, startTime and the dropped
+        // conditions removed), the QoS class kept, metadata untouched
+        const finished = new Date(started.getTime() + 30_000)
+        yield* backend.daemon.patchPodStatus(namespace, podName, uid, {
+          phase: "Failed",
+          reason: "SandboxLost",
+          message: "sandbox sb_1a2b3c4d5e6f7081 is gone",
+          conditions: [{ type: "example.com/Gate", status: "True" }],
+          containerStatuses: [{
+            name: "agent",
+            ready: false,
+            restartCount: 0,
+            image: "ghcr.io/acme/agent-runtime:1.4.2",
+            imageID: "sandboxd://sb_1a2b3c4d5e6f7081",
+            state: { terminated: { exitCode: 137, reason: "SandboxLost", startedAt: started, finishedAt: finished } }
+          }]
+        })
+        const after = yield* raw(backend.adminConfig, "GET", `/api/v1/namespaces/${namespace}/pods/${podName}`)
+        const stored = after.body as { metadata: { labels?: object; uid: string }; status: Record<string, unknown> }
+        assert.strictEqual(stored.metadata.uid, uid)
+        assert.deepStrictEqual(stored.metadata.labels, { team: "a" })
+        const { conditions, containerStatuses, ...rest } = stored.status
+        assert.deepStrictEqual(rest, {
+          phase: "Failed",
+          reason: "SandboxLost",
+          message: "sandbox sb_1a2b3c4d5e6f7081 is gone",
+          qosClass: "BestEffort"
+        })
+        assert.deepStrictEqual(
+          (conditions as ReadonlyArray<{ type: string; status: string }>).map((c) => [c.type, c.status]),
+          [["example.com/Gate", "True"]]
+        )
+        assert.deepStrictEqual(
+          (containerStatuses as ReadonlyArray<{ state: object }>).map((c) => c.state),
+          [{ terminated: { exitCode: 137, reason: "SandboxLost", startedAt: started.toISOString().replace(/\.\d+Z$/, "Z"), finishedAt: finished.toISOString().replace(/\.\d+Z$/, "Z") } }]
+        )
+
+        // the same patch again: accepted, and nothing changes (no new resourceVersion)
+        const version = (yield* backend.daemon.getPod(namespace, podName)).metadata?.resourceVersion
+        yield* backend.daemon.patchPodStatus(namespace, podName, uid, {
+          phase: "Failed",
+          reason: "SandboxLost",
+          message: "sandbox sb_1a2b3c4d5e6f7081 is gone",
+          conditions: [{ type: "example.com/Gate", status: "True" }],
+          containerStatuses: [{
+            name: "agent",
+            ready: false,
+            restartCount: 0,
+            image: "ghcr.io/acme/agent-runtime:1.4.2",
+            imageID: "sandboxd://sb_1a2b3c4d5e6f7081",
+            state: { terminated: { exitCode: 137, reason: "SandboxLost", startedAt: started, finishedAt: finished } }
+          }]
+        })
+        assert.strictEqual((yield* backend.daemon.getPod(namespace, podName)).metadata?.resourceVersion, version)
+
+        // a Pod that is gone: 404
+        yield* backend.daemon.deletePod(namespace, podName, uid)
+        const gone = yield* backend.daemon.patchPodStatus(namespace, podName, uid, { phase: "Failed" }).pipe(Effect.flip)
+        assert.strictEqual(gone._tag, "KubeNotFound")
+      }))
+
     scenario(watchOrder, () =>
       Effect.gen(function*() {
         const backend = yield* acquire

@@ -17,7 +17,7 @@ export const daemonVerbs: ReadonlyArray<readonly [string, string, ReadonlyArray<
   ["", "nodes", ["get", "create", "patch"]],
   ["", "nodes/status", ["patch"]],
   ["", "pods", ["get", "list", "watch", "delete"]],
-  ["", "pods/status", ["update"]],
+  ["", "pods/status", ["update", "patch"]],
   ["", "events", ["create", "patch"]],
   ["coordination.k8s.io", "leases", ["get", "create", "update"]],
   ["agents.x-k8s.io", "sandboxes", ["get"]],

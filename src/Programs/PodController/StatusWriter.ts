@@ -6,9 +6,12 @@
  *   class the server keeps) and skipped when the server would store exactly what it has: an
  *   unchanged status is never written again.
  * - Never for another generation of the Pod (UID), a terminal Pod, or a Pod that is gone; a 404
- *   ends the write. Not while the apiserver's version of the Pod cannot be decoded (INF-1): the
- *   write waits, on the retry schedule, for a readable one. On 409 the Pod is re-read into the informer and the write retried on the
+ *   ends the write. On 409 the Pod is re-read into the informer and the write retried on the
  *   shared retry schedule, rebuilt from the fresh Pod.
+ * - While the apiserver's version of the Pod cannot be decoded (INF-1), an ending status (the
+ *   VM gone: Failed) is written as a merge patch carrying the UID (another Pod of the name
+ *   refuses it), which needs no read; any other write waits, on the retry schedule, for a
+ *   readable version.
  * - Status repair: when a Pod arrives (an event or the resync) whose stored status differs from
  *   what was last pushed, someone else changed it: the last push is written again. Another
  *   writer's conditions (types neither the push nor a node agent sets) are no difference: every
@@ -23,7 +26,7 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Clock, type Duration, Effect, Metric, Option, type Scope } from "effect"
 import { type PodKey, podKeyOfPod, splitPodKey } from "../../Schemas/Ids.ts"
-import type { Pod } from "../../Schemas/Pod.ts"
+import type { Pod, PodStatus } from "../../Schemas/Pod.ts"
 import { failpoint } from "../../Services/Failpoints.ts"
 import { KubeApi, type KubeError, KubeUnavailable } from "../../Services/KubeApi.ts"
 import * as Metrics from "../../Services/Metrics.ts"
@@ -147,6 +150,45 @@ export const make = (
     }
 
     /**
+     * The last ending status patched per key while its Pod could not be read (INF-1), so a repeat
+     * (the lease watch pushes every tick, LEASE-7) is not sent again; empty but for such keys.
+     */
+    const patched = new Map<PodKey, { readonly uid: string; readonly status: PodStatus }>()
+
+    /**
+     * INF-1: the key's newest version cannot be read; `lastGood` is what the informer keeps. Only
+     * an ending status (Failed, Succeeded) is written: a Pod whose VM is gone must not stay
+     * Running and Ready until a readable version comes. It goes as a merge patch carrying the UID,
+     * which needs no read of the Pod; a Pod recreated under the name refuses it (422, KubeInvalid:
+     * logged and not retried, as any refused write) and is never written. Any other status waits,
+     * on the retry schedule, for a readable version.
+     */
+    const writeUnreadable = (
+      key: PodKey,
+      uid: string,
+      lastGood: Pod,
+      body: (current: Pod, now: number) => Pod | undefined
+    ): Effect.Effect<WriteResult, KubeError> =>
+      Effect.gen(function*() {
+        const wanted = body(lastGood, yield* Clock.currentTimeMillis)
+        if (wanted === undefined || !isTerminal(wanted)) return "Held" as const
+        const status = wanted.status ?? {}
+        const before = patched.get(key)
+        if (before !== undefined && before.uid === uid && sameCanonical(before.status, status)) return "Skipped" as const
+        const [namespace, name] = splitPodKey(key)
+        return yield* kube.patchPodStatus(namespace, name, uid, status).pipe(
+          Effect.tap(() =>
+            Effect.logInfo("ending status written as a patch: the pod's newest version cannot be decoded").pipe(
+              Effect.annotateLogs({ phase: status.phase, reason: status.reason })
+            )
+          ),
+          Effect.andThen(Effect.sync(() => void patched.set(key, { uid, status }))),
+          Effect.as<WriteResult>("Written"),
+          Effect.catchTag("KubeNotFound", () => Effect.succeed<WriteResult>("Gone"))
+        )
+      })
+
+    /**
      * PUT pods/status of the body built from the informer's Pod. A 409 re-reads the Pod into the
      * informer and reports Conflicted (the queue retries on the schedule with the fresh Pod).
      */
@@ -160,9 +202,9 @@ export const make = (
         const current = yield* informer.get(key)
         if (Option.isNone(current) || uidOf(current.value) !== uid) return "Gone" as const
         // INF-1: the informer holds the last good Pod of a key whose newest version it cannot
-        // read. A write built on it would meet a 409, and the re-read the same undecodable Pod:
-        // nothing is written until a readable version (or the deletion) arrives.
-        if (yield* informer.unreadable(key)) return "Held" as const
+        // read. A PUT built on it would meet a 409, and the re-read the same undecodable Pod.
+        if (yield* informer.unreadable(key)) return yield* writeUnreadable(key, uid, current.value, body)
+        if (patched.size !== 0) patched.delete(key)
         const wanted = body(current.value, yield* Clock.currentTimeMillis)
         if (wanted === undefined) return "Skipped" as const
         return yield* failpoint("push-before-write").pipe(
@@ -298,6 +340,7 @@ export const make = (
       write,
       forget: (key) =>
         Effect.suspend(() => {
+          patched.delete(key)
           lastPushed.delete(key)
           lastPushedVersion.delete(key)
           handedPods.delete(key)
@@ -307,7 +350,7 @@ export const make = (
       drain: queue.drain,
       lastPush: (key) => Effect.sync(() => Option.fromNullishOr(lastPushed.get(key))),
       retainedKeys: Effect.sync(() =>
-        new Set([...pending.keys(), ...lastPushed.keys(), ...lastPushedVersion.keys(), ...handedPods.keys()])
+        new Set([...pending.keys(), ...lastPushed.keys(), ...lastPushedVersion.keys(), ...handedPods.keys(), ...patched.keys()])
       ),
       queued: queue.size
     }

@@ -125,6 +125,7 @@ const kubeStub = (
         return { ...body, metadata: { ...body.metadata, resourceVersion: `${counts.statusWrites + 1}` } }
         })
       }))),
+    patchPodStatus: unsupported,
     deletePod: unsupported,
     getNode: unsupported,
     createNode: unsupported,

@@ -7,6 +7,7 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Metric, Option } from "effect"
+import { sandboxLostStatus } from "../../../src/Programs/Provider/Status.ts"
 import * as Metrics from "../../../src/Services/Metrics.ts"
 import { SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { Pods } from "../../../testkit/Simulators/Apiserver/Resources.ts"
@@ -148,6 +149,53 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         world.model.put(Pods, { ...world.model.peek(Pods, NS, "p")!, metadata } as JsonObject)
         yield* eventually("p Running once readable", () => running(world.model, "p"), 5_000)
         assert.strictEqual((yield* world.sim.claims).length, 1)
+      }).pipe(Effect.provide(logs.layer))
+    }), { timeout: 30_000 })
+
+  it.live("a tracked Running Pod that turns undecodable and then loses its VM is written Failed/SandboxLost all the same (a merge patch, once)", () =>
+    Effect.gen(function*() {
+      const logs = makeLogCapture()
+      yield* Effect.gen(function*() {
+        const world = yield* makeWorld()
+        const daemon = yield* world.start()
+        createPod(world.model, podBody("p"))
+        const p = yield* eventually("p Running", () => running(world.model, "p"))
+        assert.isDefined(p.status?.podIP)
+        world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "p")!))
+        yield* eventually("the bad update logged", () => logs.lines.some((line) => line.message === WARNING))
+
+        // sandboxd loses the VM; the lease watch confirms it gone and pushes Failed/SandboxLost.
+        yield* world.sim.forget(claimIdOf(p))
+        assert.deepStrictEqual((yield* daemon.leaseTick).lost, [keyOf("p")])
+        const failed = yield* eventually("p Failed", () => {
+          const pod = peekPod(world.model, "p")
+          return pod?.status?.phase === "Failed" ? pod : undefined
+        })
+        assert.strictEqual(failed.status?.reason, "SandboxLost")
+        assert.include(failed.status?.message ?? "", claimIdOf(p))
+        assert.isUndefined(failed.status?.podIP, "the Running status's IP is gone")
+        const stored = world.model.peek(Pods, NS, "p")!
+        const status = stored["status"] as JsonObject
+        assert.isFalse(
+          ((status["conditions"] ?? []) as ReadonlyArray<JsonObject>).some((c) => c["type"] === "Ready" && c["status"] === "True"),
+          "no Ready=True left"
+        )
+        assert.deepStrictEqual((stored["metadata"] as JsonObject)["labels"], { team: 7 }, "nothing else of the Pod written")
+        assert.strictEqual(failed.metadata.uid, p.metadata.uid)
+        assert.deepStrictEqual(yield* releaseRequests(world.sim), [], "nothing released: the VM is gone")
+
+        // The same ending pushed again (as the lease watch repeats its pushes) is not written again.
+        assert.strictEqual(world.model.statusPatches, 1)
+        const writes = world.model.statusWrites
+        const tracked = yield* daemon.lifecycle.getPod(keyOf("p"))
+        const row = yield* daemon.table.held(keyOf("p"))
+        assert.isTrue(Option.isSome(tracked) && Option.isSome(row))
+        const claim = Option.getOrThrow(row).record
+        const trackedPod = Option.getOrThrow(tracked)
+        yield* daemon.pushStatus({ ...trackedPod, status: sandboxLostStatus(trackedPod, claim.id, claim.claimedAt) })
+        yield* sleepReal(500)
+        assert.strictEqual(world.model.statusPatches, 1)
+        assert.strictEqual(world.model.statusWrites, writes)
       }).pipe(Effect.provide(logs.layer))
     }), { timeout: 30_000 })
 

@@ -34,12 +34,17 @@ export const NS = "default"
 export const Template = "python"
 export const ClaimIdAnnotation = "sandbox.cocoonstack.io/claim-id"
 
-/** The apiserver model, counting the pods/status writes that reach it. */
+/** The apiserver model, counting the pods/status writes (PUTs, and patches apart) that reach it. */
 export class CountingModel extends ClusterModel {
   statusWrites = 0
+  statusPatches = 0
   override updateStatus(...args: Parameters<ClusterModel["updateStatus"]>) {
     if (args[0] === Pods) this.statusWrites++
     return super.updateStatus(...args)
+  }
+  override patch(...args: Parameters<ClusterModel["patch"]>) {
+    if (args[0] === Pods && args[5]?.subresource === "status") this.statusPatches++
+    return super.patch(...args)
   }
 }
 

@@ -28,7 +28,8 @@
  * resourceVersion, pod IP checks, preconditions, SSA wording and watch starts were compared with raw
  * requests to kube-apiserver v1.37.2 from test/k8s):
  * - request order: authorization, decoding (400), admission (NamespaceLifecycle 404/403), validation
- *   (422), storage (uid precondition, then resourceVersion 409; AlreadyExists 409);
+ *   (422), storage (uid precondition, then resourceVersion 409; AlreadyExists 409); a PATCH has no
+ *   uid precondition: a uid it sets that is not the stored one is a 422 (`metadata.uid`: field is immutable);
  * - PUT without resourceVersion: allowed for pods, nodes, events, namespaces; 422 for leases and custom
  *   resources; a PUT of a missing lease or event creates it, unless the body carries a
  *   uid (a storage precondition the missing object fails: 409);
@@ -626,6 +627,14 @@ export class ClusterModel {
     }
     if (stored === undefined) return Result.fail(notFound(r, name))
     if (patchedFrom !== undefined && stored !== patchedFrom) return Result.fail(staleConflict(r, name))
+    // A patch has no storage precondition of its own: a uid it sets that is not the stored one is
+    // refused by validation, as a change of an immutable field (422, never the PUT's 409).
+    const patchedUid = patchedFrom === undefined ? undefined : str(m["uid"])
+    if (patchedUid !== undefined && patchedUid !== (str(metaOf(stored)["uid"]) ?? "")) {
+      return Result.fail(invalid(r.group, r.kind, name, [
+        { field: "metadata.uid", type: "FieldValueInvalid", value: JSON.stringify(patchedUid), detail: "field is immutable" }
+      ]))
+    }
     const refused = updatePreconditions(r, name, namespace, obj, stored, this.unconditionalPodUpdates)
     if (refused !== undefined) return Result.fail(refused)
     const next = updatedObject(r, name, namespace, obj, stored, sub)
