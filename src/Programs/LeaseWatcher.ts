@@ -3,9 +3,10 @@
  * whose settled claim is at or past its deadline are pushed Failed/SandboxLeaseExpired, but
  * only once sandboxd confirms the VM is gone (`Absence.ts`: a listing alone is not enough). A
  * listed one gets the listing's deadline instead (archive rewrites leases). A failed listing
- * defers everything. An expired row is not dropped or released here; a later authorized delete
- * does that. A sandbox confirmed gone before its deadline makes the Pod Failed/SandboxLost
- * (`SandboxLost.ts`).
+ * defers everything. The push repeats every tick (LEASE-7) until the pod controller has seen the
+ * Pod terminal; the next tick then drops the row and writes the file without it, releasing
+ * nothing: sandboxd reaped the VM (LEASE-11). A sandbox confirmed gone before its deadline makes
+ * the Pod Failed/SandboxLost (`SandboxLost.ts`).
  *
  * Rows with no tracked Pod are watched too (LEASE-9): a row kept after its Pod was deleted
  * (Preserve), or loaded at startup for a Pod that no longer exists, waits for a replacement Pod
@@ -25,6 +26,7 @@ import { ClaimTable } from "../Services/ClaimTable.ts"
 import { ProviderEvents } from "../Services/Provider.ts"
 import { SandboxdClient } from "../Services/SandboxdClient.ts"
 import { confirmAbsence, notePresent } from "./Absence.ts"
+import { dropEndedLease, isTerminalPhase } from "./Provider/LostRows.ts"
 import { leaseEndedBy, leaseExpiredPod } from "./Provider/Status.ts"
 import { declareSandboxLost } from "./SandboxLost.ts"
 
@@ -36,6 +38,8 @@ export interface LeaseWatchOutcome {
   readonly lost: ReadonlyArray<PodKey>
   /** LEASE-9: rows with no tracked Pod whose sandbox is confirmed gone: now Lost, their keys handed on. */
   readonly podless: ReadonlyArray<PodKey>
+  /** LEASE-11: rows of ended leases (VM reaped) whose Pod is seen terminal: dropped. */
+  readonly ended: ReadonlyArray<PodKey>
 }
 
 /** One tick (LEASE-4 steps 1–6, plus sandboxes confirmed gone before their lease ended). */
@@ -58,8 +62,9 @@ export const publishExpiredLeases = Effect.gen(function*() {
     refreshed: Array<PodKey>,
     deferred: boolean,
     lost: Array<PodKey> = [],
-    podless: Array<PodKey> = []
-  ): LeaseWatchOutcome => ({ published, refreshed, deferred, lost, podless })
+    podless: Array<PodKey> = [],
+    ended: Array<PodKey> = []
+  ): LeaseWatchOutcome => ({ published, refreshed, deferred, lost, podless, ended })
   if (candidates.length === 0) return outcome([], [], false)
   const listing = yield* Effect.result(sandboxd.listSandboxes)
   if (listing._tag === "Failure") {
@@ -74,6 +79,7 @@ export const publishExpiredLeases = Effect.gen(function*() {
   const refreshed: Array<PodKey> = []
   const lost: Array<PodKey> = []
   const podless: Array<PodKey> = []
+  const ended: Array<PodKey> = []
   for (const { claim, key } of candidates) {
     const row = listed.get(claim.id)
     if (row !== undefined) {
@@ -108,6 +114,12 @@ export const publishExpiredLeases = Effect.gen(function*() {
       lost.push(key)
       continue
     }
+    if (isTerminalPhase(pod) && (pod.metadata?.uid ?? "") === currentRow.record.podUID) {
+      // LEASE-11: the pod controller saw this Pod terminal (the status pushed below on earlier
+      // ticks is stored): the row guards nothing now, and its VM is gone.
+      if (yield* dropEndedLease(key, claim.id)) ended.push(key)
+      continue
+    }
     yield* events.pushStatus(leaseExpiredPod(pod, claim))
     yield* Effect.logInfo("sandbox lease expired").pipe(Effect.annotateLogs({ pod: key, claim: claim.id }))
     yield* Metric.update(leaseExpiries, 1)
@@ -124,7 +136,7 @@ export const publishExpiredLeases = Effect.gen(function*() {
   }
   // Published for a run each (the channel the pod controller retries keys from).
   yield* events.publishRetry(podless)
-  return outcome(published, refreshed, false, lost, podless)
+  return outcome(published, refreshed, false, lost, podless, ended)
 }).pipe(Effect.withSpan("LeaseWatcher.tick"))
 
 /** LEASE-4: forever, the first tick one interval after start. */

@@ -92,7 +92,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
       const pushes = yield* subscribePushes
       yield* TestClock.adjust("59 seconds")
       const outcome = yield* publishExpiredLeases
-      assert.deepStrictEqual(outcome, { published: [], refreshed: [], deferred: false, lost: [], podless: [] })
+      assert.deepStrictEqual(outcome, { published: [], refreshed: [], deferred: false, lost: [], podless: [], ended: [] })
       // Listed every tick, so a sandbox that vanishes early is noticed (SandboxLost).
       assert.strictEqual(yield* listCount, 1)
       assert.deepStrictEqual(yield* drain(pushes), [])
@@ -142,7 +142,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
       const pushes = yield* subscribePushes
       const sim = yield* SandboxdSim
       yield* sim.injectFault("list", SimFault.status(500, "down"))
-      assert.deepStrictEqual(yield* publishExpiredLeases, { published: [], refreshed: [], deferred: true, lost: [], podless: [] })
+      assert.deepStrictEqual(yield* publishExpiredLeases, { published: [], refreshed: [], deferred: true, lost: [], podless: [], ended: [] })
       yield* sim.clearFaults
       yield* sim.injectFault("list", SimFault.body(200, "{}"))
       assert.isTrue((yield* publishExpiredLeases).deferred, "a {} body is a failed listing too")
@@ -157,7 +157,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
       const record = yield* createThenArchive
       const pushes = yield* subscribePushes
       const outcome = yield* publishExpiredLeases
-      assert.deepStrictEqual(outcome, { published: [], refreshed: [keyOf("web")], deferred: false, lost: [], podless: [] })
+      assert.deepStrictEqual(outcome, { published: [], refreshed: [keyOf("web")], deferred: false, lost: [], podless: [], ended: [] })
       assert.deepStrictEqual((yield* claimOf("web")).record.deadline, Option.none())
       assert.deepStrictEqual(yield* drain(pushes), [])
       assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "web")).phase, "Running")
@@ -251,6 +251,42 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
       assert.isAtLeast(now, 60_000)
       assert.strictEqual(now % 30_000, 0, "pushed on a 30 s tick")
       yield* Fiber.interrupt(loop)
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("LEASE-11: once the provider has seen the Pod terminal, the row of a reaped VM goes (file rewritten, nothing released); a VM still there keeps its row", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      // Archived: past its old deadline but still listed. Seen terminal (written by someone else).
+      yield* createThenArchive
+      const failed = { ...pod("web", ttl60), status: { phase: "Failed", reason: "Evicted" } }
+      yield* provider.settleTerminal(failed)
+      const archived = yield* publishExpiredLeases
+      assert.deepStrictEqual([archived.ended, archived.published], [[], []], "a VM that is there keeps its row")
+      assert.strictEqual((yield* claimOf("web")).state._tag, "Durable")
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("LEASE-11: the expired status repeats while the Pod is not seen terminal; once it is, the next tick drops the row of the reaped VM", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const sim = yield* SandboxdSim
+      yield* createThenExpire
+      const pushes = yield* subscribePushes
+      for (let i = 0; i < 2; i++) assert.deepStrictEqual((yield* publishExpiredLeases).published, [keyOf("web")])
+      assert.strictEqual((yield* drain(pushes)).length, 2)
+      // The pod controller sees the Pod terminal: the status pushed is stored.
+      yield* provider.settleTerminal({ ...pod("web", ttl60), status: { phase: "Failed", reason: "SandboxLeaseExpired" } })
+      assert.isTrue(Option.isSome(yield* ClaimTable.use((table) => table.held(keyOf("web")))), "memory only until the watch confirms")
+      const outcome = yield* publishExpiredLeases
+      assert.deepStrictEqual([outcome.ended, outcome.published], [[keyOf("web")], []])
+      assert.deepStrictEqual(yield* drain(pushes), [])
+      assert.isTrue(Option.isNone(yield* ClaimTable.use((table) => table.held(keyOf("web")))))
+      assert.deepStrictEqual(Array.from((yield* ClaimsStoreMemoryControl.use((c) => c.disk)).keys()), [])
+      assert.isFalse((yield* sim.audit).some((entry) => entry.route === "release"), "nothing released")
+      // Nothing left to look at: the next tick lists nothing.
+      const listed = yield* listCount
+      assert.deepStrictEqual((yield* publishExpiredLeases).ended, [])
+      assert.strictEqual(yield* listCount, listed)
+      assert.isTrue(Option.isSome(yield* provider.getPod("default", "web")), "the Pod itself is still tracked")
     }).pipe(Effect.provide(world(), { local: true })))
 })
 

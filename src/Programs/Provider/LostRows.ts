@@ -13,7 +13,7 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Option } from "effect"
-import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
+import { type ClaimId, type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
 
@@ -38,4 +38,34 @@ export const dropLostRow = Effect.fnUntraced(function*(key: PodKey, podUID?: str
 /** The Pod is terminal: the Lost row of its generation has nothing left to guard. Memory only otherwise. */
 export const settleTerminal = Effect.fn("Provider.settleTerminal")(function*(pod: V1Pod) {
   yield* dropLostRow(podKeyOfPod(pod), pod.metadata?.uid ?? "")
+})
+
+/** Failed or Succeeded: the phases no Pod leaves. */
+export const isTerminalPhase = (pod: V1Pod): boolean => pod.status?.phase === "Failed" || pod.status?.phase === "Succeeded"
+
+/**
+ * LEASE-11: the pod controller sees terminal a Pod whose row is still Durable (its lease ended and
+ * its Failed/SandboxLeaseExpired status is now stored, or another writer ended it). The provider's
+ * copy takes the terminal phase, memory only: that is how the lease watch learns that the status
+ * it kept pushing is stored, and that the row of a VM sandboxd reaped can go.
+ */
+export const noteTerminal = Effect.fn("Provider.noteTerminal")(function*(pod: V1Pod) {
+  yield* (yield* ClaimTable).storePod(podKeyOfPod(pod), pod)
+})
+
+/**
+ * LEASE-11: drops the row of `key` when it still carries `id` (its VM confirmed gone after its
+ * deadline, its Pod seen terminal) and writes the file without it; nothing is released, sandboxd
+ * already reaped the VM. A write that fails is only logged (the next write carries the change).
+ */
+export const dropEndedLease = Effect.fnUntraced(function*(key: PodKey, id: ClaimId) {
+  if (!(yield* (yield* ClaimTable).dropClaim(key, id))) return false
+  yield* Effect.logInfo("dropped the row of an ended lease: its pod is terminal and sandboxd reaped the VM").pipe(
+    Effect.annotateLogs({ pod: key, claim: id })
+  )
+  yield* (yield* ClaimsStore).commit(Option.none()).pipe(
+    Effect.catchTag("ClaimsWriteError", (err) =>
+      Effect.logError("persist claims state").pipe(Effect.annotateLogs({ err: err.message, path: err.path })))
+  )
+  return true
 })

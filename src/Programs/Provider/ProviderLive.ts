@@ -15,7 +15,7 @@ import { createPod } from "./CreatePod.ts"
 import { deletePod } from "./DeletePod.ts"
 import { EventRecorder } from "../../Services/EventRecorder.ts"
 import { OwnerResolver } from "../../Services/OwnerResolver.ts"
-import { settleTerminal } from "./LostRows.ts"
+import { isTerminalPhase, noteTerminal, settleTerminal } from "./LostRows.ts"
 import { settleGone } from "./SettleGone.ts"
 import { getPod, getPodStatus, getPods, updatePod } from "./UpdatePod.ts"
 
@@ -41,10 +41,21 @@ export const ProviderLiveLayer: Layer.Layer<
       deletePod: (pod) => Effect.provide(deletePod(pod), context),
       settleGone: (key) => Effect.provide(settleGone(key), context),
       // Every terminal Pod at every resync: a memory-only look first, the program (its span and
-      // its services) only for the rare key whose row is Lost.
+      // its services) only for the rare key whose row is Lost, or Durable under a copy of this
+      // Pod not yet seen terminal (LEASE-11: once, until the lease watch drops the row).
       settleTerminal: (pod) =>
-        Effect.flatMap(table.lost(podKeyOfPod(pod)), (lost) =>
-          Option.isNone(lost) ? Effect.void : Effect.provide(settleTerminal(pod), context)),
+        Effect.flatMap(table.state, (state) => {
+          const key = podKeyOfPod(pod)
+          const row = state.rows.get(key)
+          if (row === undefined) return Effect.void
+          if (row.state._tag === "Lost") return Effect.provide(settleTerminal(pod), context)
+          const tracked = state.pods.get(key)
+          const uid = pod.metadata?.uid ?? ""
+          return row.state._tag === "Durable" && row.record.podUID === uid && tracked !== undefined &&
+              (tracked.metadata?.uid ?? "") === uid && !isTerminalPhase(tracked)
+            ? Effect.provide(noteTerminal(pod), context)
+            : Effect.void
+        }),
       doubtKeys: Effect.map(doubts.all, (all) => Array.from(all.keys())),
       lostKeys: table.lostKeys,
       // a memory-only read of the table, once per reconcile: the one service it uses, added alone

@@ -760,3 +760,55 @@ describe("PodController: rows whose Pod is gone (LEASE-9)", () => {
       yield* stopOnTestClock(second)
     }).pipe(quiet), { timeout: 90_000 })
 })
+
+describe("PodController: the row of an ended lease (LEASE-11)", () => {
+  it.effect("a Pod never deleted whose lease ended: Failed/SandboxLeaseExpired repeats until seen stored, then the row leaves the table and the file, nothing released, and later ticks list nothing", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld(longRequests)
+      // The default resync (60 s): a status change enqueues nothing (PC-06), the resync sees it.
+      const daemon = yield* world.start(PodController.defaultOptions)
+      createPod(world.model, podBody("web", { annotations: { "sandbox.cocoonstack.io/ttl-seconds": "600" } }))
+      yield* secondsUntil(() => running(world.model, "web") !== undefined)
+      const vm = claimIdOf(running(world.model, "web")!)
+      // Its deadline passes: sandboxd reaps it (the daemon never renews a lease).
+      yield* TestClock.adjust("10 minutes")
+      yield* secondsUntil(Effect.map(world.sim.claims, (claims) => claims.length === 0))
+      assert.deepStrictEqual((yield* daemon.leaseTick).published, [keyOf("web")])
+      yield* secondsUntil(() => peekPod(world.model, "web")?.status?.reason === "SandboxLeaseExpired")
+      assert.strictEqual(peekPod(world.model, "web")?.status?.phase, "Failed")
+      assert.deepStrictEqual(claimsOnDisk(world.statePath), [vm])
+      // Until the pod controller has seen the Pod terminal, each tick pushes the status again (LEASE-7).
+      const seenTerminal = Effect.map(daemon.lifecycle.getPod(keyOf("web")), (pod) =>
+        Option.isSome(pod) && pod.value.status?.phase === "Failed")
+      if (!(yield* seenTerminal)) assert.deepStrictEqual((yield* daemon.leaseTick).published, [keyOf("web")])
+      yield* secondsUntil(seenTerminal)
+      // Seen terminal: the next tick drops the row and writes the file without it.
+      const tick = yield* daemon.leaseTick
+      assert.deepStrictEqual(tick.ended, [keyOf("web")])
+      assert.deepStrictEqual(tick.published, [])
+      assert.isTrue(Option.isNone(yield* daemon.table.held(keyOf("web"))))
+      assert.deepStrictEqual(claimsOnDisk(world.statePath), [])
+      // Later ticks have nothing to look at: no listing, no by-id read, no push.
+      const asked = (yield* world.sim.audit).length
+      for (let i = 0; i < 3; i++) {
+        yield* TestClock.adjust("30 seconds")
+        const later = yield* daemon.leaseTick
+        assert.deepStrictEqual([later.published, later.refreshed, later.lost, later.podless, later.ended], [[], [], [], [], []])
+      }
+      assert.strictEqual((yield* world.sim.audit).length, asked, "no sandboxd request")
+      // Nothing released (sandboxd reaped it) and nothing claimed again; the Pod stays as it was.
+      assert.deepStrictEqual(yield* releaseRequests(world.sim), [])
+      assert.strictEqual(yield* claimRequests(world.sim), 1)
+      assert.strictEqual(peekPod(world.model, "web")?.status?.reason, "SandboxLeaseExpired")
+      yield* stopOnTestClock(daemon)
+      // A restart finds a terminal Pod and no row: nothing claimed or written.
+      const writes = world.model.statusWrites
+      const second = yield* world.start(backoffOnly)
+      yield* secondsUntil(second.handle.synced)
+      yield* ioTurns
+      assert.strictEqual(yield* claimRequests(world.sim), 1)
+      assert.strictEqual(world.model.statusWrites, writes)
+      assert.deepStrictEqual(claimsOnDisk(world.statePath), [])
+      yield* stopOnTestClock(second)
+    }).pipe(quiet), { timeout: 90_000 })
+})
