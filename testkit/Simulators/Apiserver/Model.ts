@@ -25,8 +25,8 @@
  *   global counter), `openWatches()`.
  *
  * Modelled as the real server does it (sources in the comments at each place; Status bodies, PUT without
- * resourceVersion, pod IP checks, preconditions, SSA wording and watch starts were compared with raw
- * requests to kube-apiserver v1.37.2 from test/k8s):
+ * resourceVersion, pod IP checks, preconditions, the deletion fields on update, SSA wording and watch
+ * starts were compared with raw requests to kube-apiserver v1.37.2 from test/k8s):
  * - request order: authorization, decoding (400), admission (NamespaceLifecycle 404/403), validation
  *   (422), storage (uid precondition, then resourceVersion 409; AlreadyExists 409); a PATCH has no
  *   uid precondition: a uid it sets that is not the stored one is a 422 (`metadata.uid`: field is immutable);
@@ -36,13 +36,22 @@
  * - a no-op write keeps the resourceVersion and sends no watch event;
  * - every pod DELETE first writes deletionTimestamp/deletionGracePeriodSeconds (MODIFIED), then, at
  *   grace 0 with no finalizer left, removes the pod (DELETED) — the graceful-delete strategy;
+ * - an update (PUT and PATCH, of the main resource and of status) never changes the deletion fields, but
+ *   does not always ignore them: a stored deletionTimestamp replaces the body's, a grace the body
+ *   leaves out (or sends null) is the stored one; a grace that differs from the stored one (or is
+ *   set on an object not being deleted) is 422 "field is immutable", as is a deletionTimestamp on
+ *   an object not being deleted (pods/status drops that one instead); a grace that is no int64 is
+ *   a 400 decode error; a custom resource's 422 lists each metadata cause twice;
  * - a watch from an expired resourceVersion gets one ERROR event (410 Expired) on a 200 response; one
  *   from a future resourceVersion stays open and silent until the counter passes it; an object leaving
  *   a watch's selector is a DELETED event for that watch;
  * - lists are atomic for server-side apply (the CRDs here declare no list types);
  * - pagination with limit/continue (later pages come from the current state, not a snapshot at the
  *   token's resourceVersion; a token older than the retained window is 410 Expired).
- * Not modelled: the not-ready taint TaintNodesByCondition adds to new nodes (opt in: nodeNotReadyTaint),
+ * Not modelled: int64 values past 2^53 (bodies are parsed into doubles: a grace of 2^53+1 is stored as
+ * 2^53, so a write carrying 2^53 counts as equal here, where the real server refuses it), a
+ * deletionTimestamp that is no RFC 3339 time (a 400 there; here, a 422 or ignored),
+ * the not-ready taint TaintNodesByCondition adds to new nodes (opt in: nodeNotReadyTaint),
  * managedFields detail (no "." or "k:" entries: lists are leaves), dryRun, propagationPolicy,
  * structural-schema pruning of custom resources, and events.k8s.io/v1 as a view of core/v1 events
  * (here they are two separate stores).

@@ -186,7 +186,8 @@ export const invalid = (
   errors: ReadonlyArray<FieldError>
 ): ApiStatusError => {
   const causes = errors.map((e) => ({ reason: e.type, message: renderFieldError(e), field: e.field }))
-  const list = errors.map((e) => `${e.field}: ${renderFieldError(e)}`)
+  // the message lists an error found twice once (a custom resource's update validates metadata twice)
+  const list = [...new Set(errors.map((e) => `${e.field}: ${renderFieldError(e)}`))]
   const joined = list.length === 1 ? list[0] : `[${list.join(", ")}]`
   const qualifiedKind = group === "" ? kind : `${kind}.${group}`
   return failure(422, "Invalid", `${qualifiedKind} "${name}" is invalid: ${joined}`, {

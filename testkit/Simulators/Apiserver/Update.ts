@@ -3,13 +3,15 @@
  * (a uid in the body must be the stored one; a resourceVersion must be the stored one, and only
  * some resources may omit it), and the update strategy — what the main resource and the status
  * subresource each take from the request and what they keep from storage, the system metadata that
- * always comes from storage, and the generation bump on a spec change.
+ * always comes from storage (the deletion fields only where the request cannot change them: a
+ * deletionGracePeriodSeconds it carries, or a deletionTimestamp on an object not being deleted, is
+ * left for validation to refuse as immutable), and the generation bump on a spec change.
  */
 import { sameValue } from "./Fields.ts"
 import { applyDefaults } from "./Kinds.ts"
 import { clone } from "./Patch.ts"
 import { Pods, registryKey, type ResourceInfo } from "./Resources.ts"
-import { metaOf, str } from "./Objects.ts"
+import { metaOf, rfc3339, str } from "./Objects.ts"
 import { dropEmptyStatusStrings, keepOnStatusWrite, syncPodIPs } from "./Pods.ts"
 import { type ApiStatusError, invalid, type JsonObject, staleConflict, uidPreconditionConflict } from "./Status.ts"
 
@@ -89,10 +91,9 @@ export const updatedObject = (
   if (r.namespaced) nm["namespace"] = namespace
   nm["uid"] = str(sm["uid"]) ?? ""
   nm["creationTimestamp"] = sm["creationTimestamp"]
-  for (const k of ["deletionTimestamp", "deletionGracePeriodSeconds", "generation"] as const) {
-    if (sm[k] === undefined) delete nm[k]
-    else nm[k] = sm[k]
-  }
+  if (sm["generation"] === undefined) delete nm["generation"]
+  else nm["generation"] = sm["generation"]
+  keepDeletionFields(r, nm, sm, sub)
   if (sm["managedFields"] !== undefined) nm["managedFields"] = clone(sm["managedFields"])
   else delete nm["managedFields"]
   nm["resourceVersion"] = sm["resourceVersion"]
@@ -111,4 +112,30 @@ export const updatedObject = (
   }
   applyDefaults(r, next)
   return next
+}
+
+const rfc3339Text = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/
+
+/**
+ * The deletion fields an update leaves for validation to hold immutable (`Validation.ts`): storage
+ * wins only where the request cannot change anything. A stored deletionTimestamp always replaces
+ * the request's; with none stored the request's stays (decoded to whole seconds in UTC), except on
+ * pods/status, which drops it. A deletionGracePeriodSeconds the request leaves out (or sends null)
+ * is the stored one; one it carries stays, so a different one is refused (kube-apiserver v1.37.2,
+ * test/k8s/Differential.test.ts). Changes `nm`, the metadata about to be stored.
+ */
+const keepDeletionFields = (
+  r: ResourceInfo,
+  nm: Record<string, unknown>,
+  sm: Record<string, unknown>,
+  sub: "status" | undefined
+): void => {
+  const sent = nm["deletionTimestamp"]
+  if (sm["deletionTimestamp"] !== undefined) nm["deletionTimestamp"] = sm["deletionTimestamp"]
+  else if (sent === undefined || sent === null || (sub === "status" && r === Pods)) delete nm["deletionTimestamp"]
+  else if (typeof sent === "string" && rfc3339Text.test(sent)) nm["deletionTimestamp"] = rfc3339(new Date(sent).getTime())
+  const grace = nm["deletionGracePeriodSeconds"]
+  if (grace !== undefined && grace !== null) return
+  if (sm["deletionGracePeriodSeconds"] === undefined) delete nm["deletionGracePeriodSeconds"]
+  else nm["deletionGracePeriodSeconds"] = sm["deletionGracePeriodSeconds"]
 }

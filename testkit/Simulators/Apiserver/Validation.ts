@@ -1,12 +1,13 @@
 /**
  * The checks a write passes before storage, in the real server's order: decoding (the kind and
- * apiVersion in the body; MicroTime fields, whose decoding failure is a 400, not a 422), admission
+ * apiVersion in the body; MicroTime fields and a deletionGracePeriodSeconds that is no int64, whose
+ * decoding failure is a 400, not a 422), admission
  * (NamespaceLifecycle: 404 for a missing namespace, 403 for one being deleted), then validation
  * (422 Invalid): the name, object metadata for every kind (ownerReferences, at most one of them the
- * controller; no new finalizer on an object being deleted) and each kind's own rules (`Pods.ts`,
- * `Kinds.ts`).
+ * controller; on an update, no new finalizer on an object being deleted, and deletionTimestamp and
+ * deletionGracePeriodSeconds immutable) and each kind's own rules (`Pods.ts`, `Kinds.ts`).
  */
-import { getPath } from "./Fields.ts"
+import { getPath, sameValue } from "./Fields.ts"
 import { isRecord } from "./Patch.ts"
 import { apiVersionOf, Namespaces, Pods, type ResourceInfo } from "./Resources.ts"
 import { finalizersOf, metaOf, str } from "./Objects.ts"
@@ -64,8 +65,23 @@ export const microTimeError = (value: string): string | undefined => {
   return `parsing time "${value}" as "${microTimeLayout}": cannot parse "${rest}" as ".000000"`
 }
 
+/** What Go's JSON decoder names a value it cannot put in an int64 (`number 29.5`, `string`). */
+const notInt64 = (v: unknown): string | undefined => {
+  if (v === undefined || v === null) return undefined
+  if (typeof v === "number") return Number.isInteger(v) && Math.abs(v) < 2 ** 63 ? undefined : `number ${v}`
+  if (Array.isArray(v)) return "array"
+  if (isRecord(v)) return "object"
+  return typeof v === "boolean" ? "bool" : typeof v
+}
+
 /** Fields whose JSON decoding fails in the real server (400 BadRequest before any validation). */
 export const decodeCheck = (r: ResourceInfo, obj: JsonObject): ApiStatusError | undefined => {
+  const grace = notInt64(getPath(obj, ["metadata", "deletionGracePeriodSeconds"]))
+  if (grace !== undefined) {
+    // a custom resource's metadata is decoded on its own, so the field path starts at ObjectMeta
+    const path = r.customResource ? "ObjectMeta.deletionGracePeriodSeconds" : "ObjectMeta.metadata.deletionGracePeriodSeconds"
+    return badRequest(`${r.kind} in version "${r.version}" cannot be handled as a ${r.kind}: json: cannot unmarshal ${grace} into Go struct field ${path} of type int64`)
+  }
   const micro: Array<Array<string>> = r.plural === "leases"
     ? [["spec", "renewTime"], ["spec", "acquireTime"]]
     : r.plural === "events"
@@ -149,28 +165,52 @@ export const ownerReferenceErrors = (refs: unknown): ReadonlyArray<FieldError> =
   return errors
 }
 
-/** No finalizer may be added to an object that is being deleted. */
-const finalizerErrors = (obj: JsonObject, old: JsonObject): ReadonlyArray<FieldError> => {
+/**
+ * An update's metadata rules, in the server's order: no finalizer may be added to an object that is
+ * being deleted (the message lists the new ones as Go prints a string slice), and the deletion
+ * fields the update strategy left from the request (`Update.ts`) must be the stored ones.
+ */
+const metadataUpdateErrors = (obj: JsonObject, old: JsonObject): ReadonlyArray<FieldError> => {
+  const errors: Array<FieldError> = []
+  const m = metaOf(obj)
+  const o = metaOf(old)
   const before = finalizersOf(old)
   const added = finalizersOf(obj).filter((f) => !before.includes(f))
-  if (metaOf(old)["deletionTimestamp"] !== undefined && added.length > 0) {
-    return [{ field: "metadata.finalizers", type: "FieldValueForbidden", detail: "no new finalizers can be added if the object is being deleted" }]
+  if (o["deletionTimestamp"] !== undefined && added.length > 0) {
+    errors.push({
+      field: "metadata.finalizers",
+      type: "FieldValueForbidden",
+      detail: `no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => JSON.stringify(f)).join(", ")}}`
+    })
   }
-  return []
+  const immutable = (key: "deletionTimestamp" | "deletionGracePeriodSeconds", render: (v: unknown) => string) => {
+    if (!sameValue(m[key], o[key])) {
+      errors.push({ field: `metadata.${key}`, type: "FieldValueInvalid", value: m[key] === undefined ? "null" : render(m[key]), detail: "field is immutable" })
+    }
+  }
+  immutable("deletionTimestamp", (v) => JSON.stringify(v))
+  immutable("deletionGracePeriodSeconds", (v) => String(v))
+  return errors
 }
 
 /**
  * Validation of the object about to be stored (`old`: the stored one, for an update): every error
- * found, in the server's order, as one 422 Invalid; undefined when there is none.
+ * found, in the server's order, as one 422 Invalid; undefined when there is none. A custom
+ * resource's update checks its metadata more than once, and each pass adds its errors again to
+ * the causes (the message lists each once): [ownerReferences, update rules] twice, then the
+ * ownerReferences once more (kube-apiserver v1.37.2, seen with two controllers and both deletion
+ * fields, with a new finalizer and a grace, and with each alone).
  */
 export const validate = (r: ResourceInfo, obj: JsonObject, old: JsonObject | undefined): ApiStatusError | undefined => {
   const name = str(metaOf(obj)["name"]) ?? ""
+  const owners = ownerReferenceErrors(metaOf(obj)["ownerReferences"])
+  const update = old !== undefined ? metadataUpdateErrors(obj, old) : []
+  const metadata = r.customResource && old !== undefined ? [...owners, ...update, ...owners, ...update, ...owners] : [...owners, ...update]
   const errors: Array<FieldError> = [
-    ...ownerReferenceErrors(metaOf(obj)["ownerReferences"]),
+    ...metadata,
     ...(r === Pods ? podErrors(obj) : []),
     ...eventErrors(r, obj),
     ...leaseErrors(r, obj),
-    ...(old !== undefined ? finalizerErrors(obj, old) : []),
     ...(r === Pods && old !== undefined ? podUpdateErrors(obj, old) : [])
   ]
   return errors.length === 0 ? undefined : invalid(errGroup(r), r.kind, name, errors)

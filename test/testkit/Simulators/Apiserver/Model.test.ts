@@ -506,6 +506,132 @@ describe("ClusterModel: pod deletion", () => {
     }))
 })
 
+describe("ClusterModel: the deletion fields on update (as kube-apiserver v1.37.2 answers, test/k8s/Differential.test.ts)", () => {
+  type Body = { metadata: Record<string, unknown>; status?: unknown }
+  /** A bound pod held by a finalizer, deleted with the default grace (30 s), and a copy of it to write. */
+  const terminating = () => {
+    const m = model({ now: clock().now })
+    ok(m.create(Pods, "default", pod("a", "n1", { metadata: { finalizers: ["example.com/keep"] } })))
+    const stored = ok(m.delete(Pods, "default", "a")).object
+    return { m, stored, body: () => structuredClone(stored) as Body }
+  }
+  const immutable = (field: string, value: string) => ({
+    kind: "Status",
+    apiVersion: "v1",
+    metadata: {},
+    status: "Failure",
+    message: `Pod "a" is invalid: metadata.${field}: Invalid value: ${value}: field is immutable`,
+    reason: "Invalid",
+    details: { name: "a", kind: "Pod", causes: [{ reason: "FieldValueInvalid", message: `Invalid value: ${value}: field is immutable`, field: `metadata.${field}` }] },
+    code: 422
+  })
+  const write = (m: ClusterModel, sub: "main" | "status", body: Body) =>
+    sub === "main" ? m.update(Pods, "default", "a", body) : m.updateStatus(Pods, "default", "a", { ...body, status: { phase: "Failed" } })
+
+  for (const sub of ["main", "status"] as const) {
+    it.effect(`${sub} PUT of a pod being deleted: a grace left out, null or equal keeps the stored one; a different one is 422; any deletionTimestamp keeps the stored one`, () =>
+      Effect.gen(function*() {
+        const { m, stored, body } = terminating()
+        const kept = (change: (meta: Record<string, unknown>) => void) => {
+          const b = body()
+          change(b.metadata)
+          b.metadata["resourceVersion"] = meta(ok(m.get(Pods, "default", "a")))["resourceVersion"]
+          const written = ok(write(m, sub, b))
+          assert.deepStrictEqual([meta(written)["deletionTimestamp"], meta(written)["deletionGracePeriodSeconds"]], ["2026-07-27T02:00:30Z", 30])
+        }
+        kept((meta) => delete meta["deletionGracePeriodSeconds"])
+        kept((meta) => void (meta["deletionGracePeriodSeconds"] = null))
+        kept(() => undefined)
+        kept((meta) => delete meta["deletionTimestamp"])
+        kept((meta) => void (meta["deletionTimestamp"] = null))
+        kept((meta) => void (meta["deletionTimestamp"] = "2020-01-01T00:00:00Z"))
+        for (const grace of [29, 31, 0, -1]) {
+          const b = body()
+          b.metadata["deletionGracePeriodSeconds"] = grace
+          delete b.metadata["resourceVersion"]
+          assert.deepStrictEqual(refused(write(m, sub, b)).body, immutable("deletionGracePeriodSeconds", String(grace)))
+        }
+        assert.strictEqual(meta(ok(m.get(Pods, "default", "a")))["deletionGracePeriodSeconds"], meta(stored)["deletionGracePeriodSeconds"])
+      }))
+  }
+
+  it.effect("a pod not being deleted: a grace is 422 on both; a deletionTimestamp is 422 on the main resource (in whole seconds, UTC), dropped by pods/status", () =>
+    Effect.gen(function*() {
+      const m = model()
+      const p = ok(m.create(Pods, "default", pod("a", "n1")))
+      const body = (extra: Record<string, unknown>) => {
+        const b = structuredClone(p) as Body
+        Object.assign(b.metadata, extra)
+        delete b.metadata["resourceVersion"]
+        return b
+      }
+      const ts = { deletionTimestamp: "2020-01-01T01:00:00.5+01:00" }
+      assert.deepStrictEqual(refused(write(m, "main", body(ts))).body, immutable("deletionTimestamp", "\"2020-01-01T00:00:00Z\""))
+      for (const sub of ["main", "status"] as const) {
+        assert.deepStrictEqual(refused(write(m, sub, body({ deletionGracePeriodSeconds: 0 }))).body, immutable("deletionGracePeriodSeconds", "0"))
+      }
+      const both = refused(write(m, "main", body({ ...ts, deletionGracePeriodSeconds: 5 })))
+      assert.strictEqual(
+        both.message,
+        "Pod \"a\" is invalid: [metadata.deletionTimestamp: Invalid value: \"2020-01-01T00:00:00Z\": field is immutable, metadata.deletionGracePeriodSeconds: Invalid value: 5: field is immutable]"
+      )
+      assert.strictEqual(refused(write(m, "status", body({ ...ts, deletionGracePeriodSeconds: 5 }))).message, immutable("deletionGracePeriodSeconds", "5").message)
+      const dropped = ok(write(m, "status", body(ts)))
+      assert.isUndefined(meta(dropped)["deletionTimestamp"])
+      // a lease (no status subresource, any kind) answers the same, with its own kind
+      const lease = ok(m.create(Leases, "default", { metadata: { name: "l" }, spec: { holderIdentity: "x" } })) as Body
+      const leaseBody = { ...lease, metadata: { ...lease.metadata, deletionGracePeriodSeconds: 5 } }
+      assert.strictEqual(
+        refused(m.update(Leases, "default", "l", leaseBody)).message,
+        "Lease.coordination.k8s.io \"l\" is invalid: metadata.deletionGracePeriodSeconds: Invalid value: 5: field is immutable"
+      )
+    }))
+
+  it.effect("a patch is refused alike; a patch that removes the grace keeps the stored one", () =>
+    Effect.gen(function*() {
+      const { m } = terminating()
+      for (const subresource of [undefined, "status"] as const) {
+        const e = refused(m.patch(Pods, "default", "a", "merge", { metadata: { deletionGracePeriodSeconds: 5 } }, { subresource }))
+        assert.deepStrictEqual(e.body, immutable("deletionGracePeriodSeconds", "5"))
+      }
+      const nulled = ok(m.patch(Pods, "default", "a", "merge", { metadata: { deletionGracePeriodSeconds: null, deletionTimestamp: null } }))
+      assert.deepStrictEqual([meta(nulled.object)["deletionTimestamp"], meta(nulled.object)["deletionGracePeriodSeconds"]], ["2026-07-27T02:00:30Z", 30])
+      const removed = ok(m.patch(Pods, "default", "a", "json", [{ op: "remove", path: "/metadata/deletionGracePeriodSeconds" }]))
+      assert.strictEqual(meta(removed.object)["deletionGracePeriodSeconds"], 30)
+    }))
+
+  it.effect("metadata errors come first, finalizers before the grace; a custom resource lists them twice in the causes, once in the message", () =>
+    Effect.gen(function*() {
+      const { m, body } = terminating()
+      const b = body()
+      b.metadata["deletionGracePeriodSeconds"] = 5
+      b.metadata["finalizers"] = ["example.com/keep", "example.com/other"]
+      const fields = (e: { body: unknown }) => (e.body as { details: { causes: Array<{ field: string }> } }).details.causes.map((c) => c.field)
+      const status = refused(m.updateStatus(Pods, "default", "a", { ...b, status: { phase: "Running", podIP: "bad" } }))
+      assert.deepStrictEqual(fields(status), ["metadata.finalizers", "metadata.deletionGracePeriodSeconds", "status.podIPs[0]"])
+
+      ok(m.create(Namespaces, "", { metadata: { name: "team-a" } }))
+      ok(m.create(Sandboxes, "team-a", { metadata: { name: "s", finalizers: ["example.com/keep"] }, spec: { operatingMode: "Running" } }))
+      const sandbox = ok(m.delete(Sandboxes, "team-a", "s")).object as Body
+      const e = refused(m.update(Sandboxes, "team-a", "s", { ...sandbox, metadata: { ...sandbox.metadata, deletionGracePeriodSeconds: 5 } }))
+      assert.deepStrictEqual(fields(e), ["metadata.deletionGracePeriodSeconds", "metadata.deletionGracePeriodSeconds"])
+      assert.strictEqual(e.message, "Sandbox.agents.x-k8s.io \"s\" is invalid: metadata.deletionGracePeriodSeconds: Invalid value: 5: field is immutable")
+    }))
+
+  it.effect("a grace that is no int64 is a 400 decode error, before anything else", () =>
+    Effect.gen(function*() {
+      const { m, body } = terminating()
+      const sent = (grace: unknown) => {
+        const b = body()
+        b.metadata["deletionGracePeriodSeconds"] = grace
+        return refused(m.update(Pods, "default", "a", b))
+      }
+      assert.strictEqual(sent("29").message, "Pod in version \"v1\" cannot be handled as a Pod: json: cannot unmarshal string into Go struct field ObjectMeta.metadata.deletionGracePeriodSeconds of type int64")
+      assert.strictEqual(sent(29.5).message, "Pod in version \"v1\" cannot be handled as a Pod: json: cannot unmarshal number 29.5 into Go struct field ObjectMeta.metadata.deletionGracePeriodSeconds of type int64")
+      assert.strictEqual(sent(true).code, 400)
+    }))
+})
+
 describe("ClusterModel: pods/status strategy", () => {
   it.effect("labels, annotations and status come from the request; spec and ownerReferences from storage", () =>
     Effect.gen(function*() {

@@ -70,7 +70,12 @@ describe("admission and validation", () => {
     assert.strictEqual(bad?.code, 422)
     assert.deepStrictEqual(causes(bad?.status), ["metadata.ownerReferences", "spec.containers"])
     const deleting = { metadata: { name: "n", deletionTimestamp: "2026-07-27T02:00:00Z", finalizers: ["a"] } }
-    assert.deepStrictEqual(causes(validate(Nodes, { metadata: { name: "n", finalizers: ["a", "b"] } }, deleting)?.status), ["metadata.finalizers"])
-    assert.isUndefined(validate(Nodes, { metadata: { name: "n", finalizers: [] } }, deleting))
+    const added = validate(Nodes, { metadata: { ...deleting.metadata, finalizers: ["a", "b", "c"] } }, deleting)
+    assert.deepStrictEqual(causes(added?.status), ["metadata.finalizers"])
+    assert.strictEqual(
+      added?.message,
+      "Node \"n\" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"b\", \"c\"}"
+    )
+    assert.isUndefined(validate(Nodes, { metadata: { ...deleting.metadata, finalizers: [] } }, deleting))
   })
 })
