@@ -91,6 +91,14 @@ const createPod = (backend: Backend, namespace: string, nodeName: string, extra:
       }
     }))
 
+/** A bound Pod in a namespace of its own: its name and its path. */
+const podInNewNamespace = (backend: Backend, extra: Partial<k8s.V1ObjectMeta> = {}) =>
+  Effect.gen(function*() {
+    const namespace = yield* newNamespace(backend)
+    const name = (yield* createPod(backend, namespace, uniqueName("vk-node"), extra)).metadata?.name ?? ""
+    return { name, path: `/api/v1/namespaces/${namespace}/pods/${name}` }
+  })
+
 /** The daemon's first "Claimed" Event about `pod` (count 1, whole seconds, as the recorder writes it). */
 const claimedEvent = (namespace: string, pod: k8s.V1Pod) => {
   const eventName = `${pod.metadata?.name}.${Date.now().toString(16)}`
@@ -114,6 +122,13 @@ const createSandbox = (backend: Backend, namespace: string, finalizers: Readonly
     const name = uniqueName("sandbox")
     return { name, uid: yield* createSandboxAs(backend.adminConfig, namespace, name, finalizers) }
   })
+
+/** Lets an object held by a finalizer go (a merge patch that clears the list). */
+const releaseFinalizers = (backend: Backend, path: string) =>
+  Effect.map(
+    rawRequest(backend.adminConfig, "PATCH", path, { metadata: { finalizers: null } }, "application/merge-patch+json"),
+    (released) => assert.strictEqual(released.status, 200, released.text)
+  )
 
 const sandboxRef = (namespace: string, name: string) =>
   ({ group: "agents.x-k8s.io", version: "v1beta1", plural: "sandboxes", namespace, name }) as const
@@ -429,6 +444,120 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
           status: { ...written.status, podIP: "not-an-ip", podIPs: [{ ip: "not-an-ip" }] }
         }).pipe(Effect.flip)
         assert.strictEqual(invalid._tag, "KubeInvalid")
+      }))
+
+    // The deletion fields of an update: kube-apiserver keeps a stored deletionTimestamp whatever the
+    // body says and keeps the stored grace when the body leaves it out, but holds both immutable
+    // otherwise. Found with the daemon's status PUT of a Pod whose grace, past 2^53, it read as
+    // another number (ST-06); these are the same rules at ordinary values.
+    scenario("pods being deleted, PUT of the object and of /status: a deletionGracePeriodSeconds left out, null or equal keeps the stored one, a different one is 422 immutable; any deletionTimestamp keeps the stored one", () =>
+      Effect.gen(function*() {
+        const backend = yield* acquire
+        const { name, path } = yield* podInNewNamespace(backend, { finalizers: ["example.com/keep"] })
+        const deleted = yield* raw(backend.adminConfig, "DELETE", path)
+        assert.strictEqual(deleted.status, 200, deleted.text)
+        type Meta = Record<string, unknown>
+        const read = Effect.map(raw(backend.adminConfig, "GET", path), (reply) => JSON.parse(reply.text) as { metadata: Meta })
+        const stored = (yield* read).metadata
+        assert.strictEqual(stored["deletionGracePeriodSeconds"], 30)
+        const put = (sub: string, change: (meta: Meta) => void) =>
+          Effect.gen(function*() {
+            const current = yield* read
+            change(current.metadata)
+            return yield* raw(backend.adminConfig, "PUT", `${path}${sub}`, { ...current, status: { phase: "Running" } })
+          })
+        const deletion = (meta: Meta) => [meta["deletionTimestamp"], meta["deletionGracePeriodSeconds"]]
+        for (const sub of ["", "/status"]) {
+          for (
+            const change of [
+              (meta: Meta) => delete meta["deletionGracePeriodSeconds"],
+              (meta: Meta) => void (meta["deletionGracePeriodSeconds"] = null),
+              (_: Meta) => undefined,
+              (meta: Meta) => delete meta["deletionTimestamp"],
+              (meta: Meta) => void (meta["deletionTimestamp"] = "2020-01-01T00:00:00Z")
+            ]
+          ) {
+            const accepted = yield* put(sub, change)
+            assert.strictEqual(accepted.status, 200, `${sub} ${change.toString()}: ${accepted.text}`)
+            assert.deepStrictEqual(deletion((JSON.parse(accepted.text) as { metadata: Meta }).metadata), deletion(stored))
+          }
+          for (const grace of [29, 0]) {
+            const refused = yield* put(sub, (meta) => void (meta["deletionGracePeriodSeconds"] = grace))
+            assert.strictEqual(refused.status, 422)
+            const error = `Invalid value: ${grace}: field is immutable`
+            assert.deepStrictEqual(JSON.parse(refused.text), {
+              kind: "Status",
+              apiVersion: "v1",
+              metadata: {},
+              status: "Failure",
+              message: `Pod "${name}" is invalid: metadata.deletionGracePeriodSeconds: ${error}`,
+              reason: "Invalid",
+              details: { name, kind: "Pod", causes: [{ reason: "FieldValueInvalid", message: error, field: "metadata.deletionGracePeriodSeconds" }] },
+              code: 422
+            })
+          }
+        }
+        assert.deepStrictEqual(deletion((yield* read).metadata), deletion(stored))
+        yield* releaseFinalizers(backend, path)
+      }))
+
+    scenario("pods not being deleted: a deletionGracePeriodSeconds is 422 on the object and on /status; a deletionTimestamp is 422 on the object (in whole seconds, UTC) and dropped by /status", () =>
+      Effect.gen(function*() {
+        const backend = yield* acquire
+        const { name, path } = yield* podInNewNamespace(backend)
+        type Meta = Record<string, unknown>
+        const put = (sub: string, extra: Meta) =>
+          Effect.gen(function*() {
+            const current = JSON.parse((yield* raw(backend.adminConfig, "GET", path)).text) as { metadata: Meta }
+            return yield* raw(backend.adminConfig, "PUT", `${path}${sub}`, { ...current, metadata: { ...current.metadata, ...extra } })
+          })
+        const refusal = (reply: RawReply) => {
+          const body = JSON.parse(reply.text) as { message?: string; reason?: string; details?: { causes?: Array<{ field?: string; message?: string }> } }
+          return [reply.status, body.reason, body.message, (body.details?.causes ?? []).map((cause) => `${cause.field}: ${cause.message}`)]
+        }
+        const grace = "metadata.deletionGracePeriodSeconds: Invalid value: 5: field is immutable"
+        const timestamp = "metadata.deletionTimestamp: Invalid value: \"2020-01-01T00:00:00Z\": field is immutable"
+        const at = "2020-01-01T01:00:00.5+01:00"
+        for (const sub of ["", "/status"]) {
+          assert.deepStrictEqual(refusal(yield* put(sub, { deletionGracePeriodSeconds: 5 })), [422, "Invalid", `Pod "${name}" is invalid: ${grace}`, [grace]])
+        }
+        assert.deepStrictEqual(refusal(yield* put("", { deletionTimestamp: at })), [422, "Invalid", `Pod "${name}" is invalid: ${timestamp}`, [timestamp]])
+        assert.deepStrictEqual(
+          refusal(yield* put("", { deletionTimestamp: at, deletionGracePeriodSeconds: 5 })),
+          [422, "Invalid", `Pod "${name}" is invalid: [${timestamp}, ${grace}]`, [timestamp, grace]]
+        )
+        assert.deepStrictEqual(
+          refusal(yield* put("/status", { deletionTimestamp: at, deletionGracePeriodSeconds: 5 })),
+          [422, "Invalid", `Pod "${name}" is invalid: ${grace}`, [grace]]
+        )
+        const dropped = yield* put("/status", { deletionTimestamp: at })
+        assert.strictEqual(dropped.status, 200, dropped.text)
+        assert.notInclude(dropped.text, "deletionTimestamp")
+        assert.notInclude((yield* raw(backend.adminConfig, "GET", path)).text, "deletionTimestamp")
+      }))
+
+    scenario("a Sandbox being deleted: a PUT with another deletionGracePeriodSeconds is 422, the cause listed twice, the message once", () =>
+      Effect.gen(function*() {
+        const backend = yield* acquire
+        const namespace = yield* newNamespace(backend)
+        const { name } = yield* createSandbox(backend, namespace, ["example.com/keep"])
+        const path = `/apis/agents.x-k8s.io/v1beta1/namespaces/${namespace}/sandboxes/${name}`
+        assert.strictEqual((yield* raw(backend.adminConfig, "DELETE", path)).status, 200)
+        const current = JSON.parse((yield* raw(backend.adminConfig, "GET", path)).text) as { metadata: Record<string, unknown> }
+        const reply = yield* raw(backend.adminConfig, "PUT", path, { ...current, metadata: { ...current.metadata, deletionGracePeriodSeconds: 5 } })
+        const error = "Invalid value: 5: field is immutable"
+        const cause = { reason: "FieldValueInvalid", message: error, field: "metadata.deletionGracePeriodSeconds" }
+        assert.deepStrictEqual(JSON.parse(reply.text), {
+          kind: "Status",
+          apiVersion: "v1",
+          metadata: {},
+          status: "Failure",
+          message: `Sandbox.agents.x-k8s.io "${name}" is invalid: metadata.deletionGracePeriodSeconds: ${error}`,
+          reason: "Invalid",
+          details: { name, group: "agents.x-k8s.io", kind: "Sandbox", causes: [cause, cause] },
+          code: 422
+        })
+        yield* releaseFinalizers(backend, path)
       }))
 
     scenario("a Pod with two controller ownerReferences is 422 Invalid on create and on update", () =>
