@@ -27,7 +27,7 @@ import { ProviderEvents } from "../Services/Provider.ts"
 import { SandboxdClient } from "../Services/SandboxdClient.ts"
 import { confirmAbsence, notePresent } from "./Absence.ts"
 import { dropEndedLease, isTerminalPhase } from "./Provider/LostRows.ts"
-import { leaseEndedBy, leaseExpiredPod } from "./Provider/Status.ts"
+import { leaseEndedBy, leaseExpiredPod, lostVmEvent } from "./Provider/Status.ts"
 import { declareSandboxLost } from "./SandboxLost.ts"
 
 export interface LeaseWatchOutcome {
@@ -125,12 +125,8 @@ export const publishExpiredLeases = Effect.gen(function*() {
     yield* Metric.update(leaseExpiries, 1)
     if (Option.isSome(recorder)) {
       // Repeats on later ticks aggregate into the same Event's count.
-      yield* recorder.value.record(
-        involvedPod(pod),
-        "Warning",
-        "LeaseExpired",
-        `sandbox ${claim.id} lease ended; the microVM is reaped at the deadline`
-      )
+      const event = lostVmEvent(claim.id, true)
+      yield* recorder.value.record(involvedPod(pod), "Warning", event.reason, event.message)
     }
     published.push(key)
   }

@@ -18,7 +18,7 @@ import { ClaimTable } from "../Services/ClaimTable.ts"
 import { EventRecorder, involvedPod } from "../Services/EventRecorder.ts"
 import { ProviderEvents } from "../Services/Provider.ts"
 import { leaseExpiries, sandboxesLost } from "../Services/Metrics.ts"
-import { leaseEndedBy, lostRowPod } from "./Provider/Status.ts"
+import { leaseEndedBy, lostRowPod, lostVmEvent } from "./Provider/Status.ts"
 
 /**
  * Declares `claim` of `key` lost. `pod` is the tracked Pod when there is one; without it the
@@ -38,14 +38,8 @@ export const declareSandboxLost = Effect.fnUntraced(function*(key: PodKey, claim
     yield* events.pushStatus(lostRowPod(pod.value, claim, now))
     if (leaseEnded) yield* Metric.update(leaseExpiries, 1)
     if (Option.isSome(recorder)) {
-      yield* recorder.value.record(
-        involvedPod(pod.value),
-        "Warning",
-        leaseEnded ? "LeaseExpired" : "SandboxLost",
-        leaseEnded
-          ? `sandbox ${claim.id} lease ended; the microVM is reaped at the deadline`
-          : `sandbox ${claim.id} is gone (sandboxd confirmed it); the pod is not given another`
-      )
+      const event = lostVmEvent(claim.id, leaseEnded)
+      yield* recorder.value.record(involvedPod(pod.value), "Warning", event.reason, event.message)
     }
   }
   if (marked.value.podUID !== claim.podUID) {

@@ -197,6 +197,7 @@ describe("a row whose lease ran out while the daemon was down (LEASE-10)", () =>
       assert.strictEqual(pushed?.status?.phase, "Failed")
       assert.strictEqual(pushed?.status?.reason, "SandboxLost")
       assert.include(pushed?.status?.message ?? "", "sb_00000000000dead0")
+      assert.strictEqual(error.message, pushed?.status?.message, "the create's failure says the same (the status a Pod not Running gets)")
       assert.strictEqual(Option.getOrUndefined(reported)?.reason, "SandboxLost")
     }).pipe(Effect.provide(world({ seed: seedDeadline }), { local: true })))
 })

@@ -26,6 +26,7 @@ import type { Informer } from "./Informer.ts"
 import type { RunOutcome } from "./KeyedQueue.ts"
 import { isDeleting, isRunning, isTerminal, podsEqual, uidOf, withoutReadiness } from "./PodFacts.ts"
 import type { StatusWriter } from "./StatusWriter.ts"
+import { LeaseExpiredReason, lostVmEvent } from "../Provider/Status.ts"
 
 export type Action =
   /**
@@ -91,11 +92,15 @@ export const isRefusedToken = (failure: CreatePodError): boolean =>
 export const failureReason = (failure: CreatePodError): string =>
   failure._tag === "SandboxLost" ? failure.podReason : failure._tag === "ClaimInDoubt" ? failure._tag : "ProviderFailed"
 
-/** The Event reason of a create failure. */
-export const eventReason = (failure: CreatePodError): string => {
-  if (isNoWarmCapacity(failure)) return "NoWarmCapacity"
-  if (failure._tag === "ClaimInDoubt") return "ClaimInDoubt"
-  return failure._tag === "SandboxLost" && failure.podReason === "SandboxLeaseExpired" ? "LeaseExpired" : "CreateFailed"
+/**
+ * The Warning Event of a create failure: its reason, and a message that starts with the error's
+ * tag. A lost VM's is the Event every other path records for it (LeaseExpired or SandboxLost, the
+ * Pod's own reason, LEASE-10), never CreateFailed or a message naming another reason.
+ */
+export const failureEvent = (failure: CreatePodError): { readonly reason: string; readonly message: string } => {
+  if (failure._tag === "SandboxLost") return lostVmEvent(failure.claimId, failure.podReason === LeaseExpiredReason)
+  const reason = isNoWarmCapacity(failure) ? "NoWarmCapacity" : failure._tag === "ClaimInDoubt" ? "ClaimInDoubt" : "CreateFailed"
+  return { reason, message: `${failure._tag}: ${failure.message}` }
 }
 
 export interface Reconciler {
@@ -172,12 +177,8 @@ export const make = (
     const onCreateFailure = (key: PodKey, pod: Pod, failure: CreatePodError) =>
       Effect.gen(function*() {
         yield* Effect.logWarning("create failed").pipe(Effect.annotateLogs({ error: failure, retryable: failure.retryable }))
-        yield* events.record(
-          involvedPod(pod),
-          "Warning",
-          eventReason(failure),
-          `${failure._tag}: ${failure.message}`
-        )
+        const event = failureEvent(failure)
+        yield* events.record(involvedPod(pod), "Warning", event.reason, event.message)
         // For a Pod that has not started. A running one (adopted after a restart while sandboxd
         // cannot confirm its claim) keeps its status: Pending would be a phase going backwards,
         // and with restartPolicy Never a transient failure would end it for good.

@@ -43,7 +43,7 @@ import { leaseExpiries, timeStage } from "../../Services/Metrics.ts"
 import { detachedRelease } from "./DetachedRelease.ts"
 import { dropLostRow } from "./LostRows.ts"
 import { pushRunning } from "./Push.ts"
-import { formatSeconds, LeaseExpiredReason, leaseEndedBy, leaseExpiredMessage, lostRowPod, SandboxLostReason } from "./Status.ts"
+import { formatSeconds, LeaseExpiredReason, leaseEndedBy, leaseExpiredMessage, lostRowPod, sandboxLostMessage, SandboxLostReason } from "./Status.ts"
 
 /** The pod key used everywhere: `namespace/name` (CRT-8). */
 export { podKeyOfPod }
@@ -216,7 +216,7 @@ const refuseLost = Effect.fnUntraced(function*(key: PodKey, pod: V1Pod) {
     podReason: leaseEnded ? LeaseExpiredReason : SandboxLostReason,
     message: leaseEnded
       ? leaseExpiredMessage(lost.value)
-      : `sandbox ${lost.value.id} of pod ${key} is gone; this pod is not given another`
+      : sandboxLostMessage(lost.value.id)
   })
 })
 

@@ -142,6 +142,21 @@ export const lostRowPod = (pod: V1Pod, claim: ClaimRecord, now: DateTime.Utc): V
 
 export const SandboxLostReason = "SandboxLost"
 
+/** SandboxLost's message: the Pod's status and the create's refusal say the same. */
+export const sandboxLostMessage = (id: string): string =>
+  `sandbox ${id} is gone: sandboxd confirmed it no longer holds it; this pod is not given another`
+
+/**
+ * The Warning Event of a Pod ended because its VM is gone: LeaseExpired when the lease had run out
+ * (LEASE-10), else SandboxLost. One reason and one text whichever path ends the Pod (the lease
+ * watch, a verification pass, a create refused for its Lost row), so the Event matches the Pod's
+ * reason and its aggregate keeps one message.
+ */
+export const lostVmEvent = (id: string, leaseEnded: boolean): { readonly reason: string; readonly message: string } =>
+  leaseEnded
+    ? { reason: "LeaseExpired", message: `sandbox ${id} lease ended; the microVM is reaped at the deadline` }
+    : { reason: SandboxLostReason, message: `sandbox ${id} is gone (sandboxd confirmed it); the pod is not given another` }
+
 /**
  * Failed/SandboxLost: sandboxd confirmed the Pod's sandbox `id` gone before its lease ended (every
  * container terminated, no IPs, no conditions). The Pod is never given another sandbox.
@@ -158,7 +173,7 @@ export const sandboxLostStatus = (pod: V1Pod, id: string, claimedAt: Option.Opti
   const status: V1PodStatus = {
     phase: "Failed",
     reason: SandboxLostReason,
-    message: `sandbox ${id} is gone: sandboxd confirmed it no longer holds it; this pod is not given another`,
+    message: sandboxLostMessage(id),
     containerStatuses
   }
   const startTime = toDate(claimedAt)

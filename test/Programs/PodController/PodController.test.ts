@@ -11,7 +11,7 @@ import { Duration, Effect, Fiber, Option, Redacted, Result, Schema } from "effec
 import { TestClock } from "effect/testing"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
 import { Pod as SlimPod } from "../../../src/Schemas/Pod.ts"
-import { Pods, Sandboxes } from "../../../testkit/Simulators/Apiserver/Resources.ts"
+import { CoreEvents, Pods, Sandboxes } from "../../../testkit/Simulators/Apiserver/Resources.ts"
 import type { FailureRule } from "../../../testkit/Simulators/Apiserver/Model.ts"
 import { SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import {
@@ -625,6 +625,18 @@ const runningThenStopped = (world: World, spec: Parameters<typeof podBody>[1] = 
     return vm
   })
 
+/** The Warning Events recorded on Pod `name`, as the apiserver stores them. */
+const podWarnings = (world: World, name: string): ReadonlyArray<{ readonly reason: string; readonly message: string }> => {
+  const list = world.model.list(CoreEvents, NS)
+  if (!Result.isSuccess(list)) return []
+  const items = list.success["items"] as unknown as ReadonlyArray<
+    { type?: string; reason?: string; message?: string; involvedObject?: { kind?: string; name?: string } }
+  >
+  return items
+    .filter((e) => e.type === "Warning" && e.involvedObject?.kind === "Pod" && e.involvedObject.name === name)
+    .map((e) => ({ reason: e.reason ?? "", message: e.message ?? "" }))
+}
+
 describe("PodController: a lost sandbox across restarts (VER-7)", () => {
   it.effect("the VM lost while the daemon was down, and a restart before the SandboxLost status landed: the Pod never goes Running on a new VM", () =>
     Effect.gen(function*() {
@@ -656,6 +668,11 @@ describe("PodController: a lost sandbox across restarts (VER-7)", () => {
       assert.include(failed.status?.message ?? "", vm)
       assert.strictEqual(yield* claimRequests(world.sim), 1, "never claimed again for the same Pod")
       assert.deepStrictEqual(yield* world.sim.claims, [])
+      // The Event says what the Pod's reason says: SandboxLost, never CreateFailed (LEASE-10).
+      yield* secondsUntil(() => podWarnings(world, "web").length > 0)
+      for (const event of podWarnings(world, "web")) {
+        assert.deepStrictEqual(event, { reason: "SandboxLost", message: `sandbox ${vm} is gone (sandboxd confirmed it); the pod is not given another` })
+      }
       // Once the Failed status landed, the row has nothing left to guard: it leaves the file at
       // the next reconcile of the key (the resync's, the status change enqueues nothing: PC-06).
       yield* secondsUntil(() => claimsOnDisk(world.statePath).length === 0)
@@ -690,6 +707,11 @@ describe("PodController: a lost sandbox across restarts (VER-7)", () => {
       assert.strictEqual(claimIdOf(ended), vm, "not moved to another VM")
       assert.strictEqual(ended.status?.reason, "SandboxLeaseExpired")
       assert.include(ended.status?.message ?? "", claim!.deadline.replace(/\.[0-9]+Z$/, "Z"), "the message names the deadline")
+      // The Event reads as the lease watch's would: reason and message both say the lease ended.
+      yield* secondsUntil(() => podWarnings(world, "web").length > 0)
+      assert.deepStrictEqual(podWarnings(world, "web"), [
+        { reason: "LeaseExpired", message: `sandbox ${vm} lease ended; the microVM is reaped at the deadline` }
+      ])
       assert.strictEqual(yield* claimRequests(world.sim), 1, "never claimed again for the same Pod")
       assert.include(claimsOnDisk(world.statePath), vm, "the row stays Lost until the Pod is seen terminal (VER-7)")
       yield* stopOnTestClock(second)

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
-import { decide, eventReason, failureReason, isNoWarmCapacity } from "../../../src/Programs/PodController/Reconciler.ts"
+import { decide, failureEvent, failureReason, isNoWarmCapacity } from "../../../src/Programs/PodController/Reconciler.ts"
 import type { Pod } from "../../../src/Schemas/Pod.ts"
 import { ClaimFailed, MissingTemplate, SandboxLost } from "../../../src/Services/ProviderErrors.ts"
 import { NoWarmCapacity, SandboxdUnreachable } from "../../../src/Services/SandboxdClient.ts"
@@ -78,8 +78,14 @@ describe("Reconciler: what a lost sandbox's create failure writes and records", 
     const lost = (podReason: "SandboxLost" | "SandboxLeaseExpired") =>
       new SandboxLost({ pod: "default/web", claimId: "sb_1", podReason, message: "gone" })
     assert.strictEqual(failureReason(lost("SandboxLeaseExpired")), "SandboxLeaseExpired")
-    assert.strictEqual(eventReason(lost("SandboxLeaseExpired")), "LeaseExpired")
+    assert.deepStrictEqual(failureEvent(lost("SandboxLeaseExpired")), {
+      reason: "LeaseExpired",
+      message: "sandbox sb_1 lease ended; the microVM is reaped at the deadline"
+    })
     assert.strictEqual(failureReason(lost("SandboxLost")), "SandboxLost")
-    assert.strictEqual(eventReason(lost("SandboxLost")), "CreateFailed")
+    assert.deepStrictEqual(failureEvent(lost("SandboxLost")), {
+      reason: "SandboxLost",
+      message: "sandbox sb_1 is gone (sandboxd confirmed it); the pod is not given another"
+    })
   })
 })
