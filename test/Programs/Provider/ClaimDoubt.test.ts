@@ -47,55 +47,42 @@ const failureTag = <A, E extends { readonly _tag: string }>(result: Result.Resul
   Result.isFailure(result) ? result.failure._tag : "Success"
 
 describe("claims whose outcome is unknown", () => {
-  it.effect("a lost reply after creation: the key is in doubt, the VM is adopted with its token, no second claim", () =>
-    Effect.gen(function*() {
-      const sim = yield* SandboxdSim
-      const pushes = yield* subscribePushes
-      yield* sim.injectFault("claim", SimFault.loseReply("drop"), { times: 1 })
-      const first = yield* createToEnd(pod("web"))
-      assert.strictEqual(failureTag(first), "ClaimInDoubt")
-      assert.isTrue(Option.isSome(yield* ClaimDoubts.use((d) => d.get(keyOf("web")))))
-      assert.strictEqual((yield* Metric.value(claimsInDoubt)).value, 1)
-      const [made] = yield* sim.claims
-      assert.isDefined(made)
-      assert.deepStrictEqual(yield* drain(pushes), [], "never Running while in doubt")
+  // Two ways sandboxd makes the VM and the token never arrives: the reply is lost, or a proxy that
+  // forwarded the claim answers 503 when the upstream connection breaks (CRT-23).
+  for (
+    const [what, fault] of [
+      ["a lost reply after creation", SimFault.loseReply("drop")],
+      ["a gateway's 503 after sandboxd made the VM (CRT-23)", SimFault.replaceReply(503, "upstream connect error or disconnect/reset before headers")]
+    ] as const
+  ) {
+    it.effect(`${what}: the key is in doubt, the VM is adopted with its token, no second claim`, () =>
+      Effect.gen(function*() {
+        const sim = yield* SandboxdSim
+        const pushes = yield* subscribePushes
+        yield* sim.injectFault("claim", fault, { times: 1 })
+        const first = yield* createToEnd(pod("web"))
+        assert.strictEqual(failureTag(first), "ClaimInDoubt")
+        assert.isTrue(Option.isSome(yield* ClaimDoubts.use((d) => d.get(keyOf("web")))))
+        assert.strictEqual((yield* Metric.value(claimsInDoubt)).value, 1)
+        const [made] = yield* sim.claims
+        assert.isDefined(made)
+        assert.deepStrictEqual(yield* drain(pushes), [], "never Running while in doubt")
 
-      const second = yield* createToEnd(pod("web"))
-      assert.isTrue(Result.isSuccess(second) && second.success._tag === "Adopted" && second.success.claimId === made.id)
-      assert.strictEqual(yield* claimCount, 1, "no second claim")
-      const disk = yield* (yield* ClaimsStoreMemoryControl).disk
-      const row = disk.get(keyOf("web"))
-      assert.strictEqual(row?.id, made.id)
-      assert.strictEqual(Redacted.value(row!.token), made.token)
-      assert.isTrue(Option.isNone(yield* ClaimDoubts.use((d) => d.get(keyOf("web")))))
-      assert.strictEqual((yield* Metric.value(claimsInDoubt)).value, 0)
-      const pushed = (yield* drain(pushes)).at(-1)
-      assert.strictEqual(pushed?.status?.phase, "Running")
-      assert.strictEqual(pushed?.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"], made.id)
-    }).pipe(Effect.provide(world(rooted), { local: true })))
-
-  it.effect("a gateway's 503 after sandboxd made the VM (CRT-23): the key is in doubt, no second claim, the VM is adopted with its token", () =>
-    Effect.gen(function*() {
-      const sim = yield* SandboxdSim
-      const pushes = yield* subscribePushes
-      // A proxy forwarded the claim, the upstream connection broke, the proxy answered 503.
-      yield* sim.injectFault("claim", SimFault.replaceReply(503, "upstream connect error or disconnect/reset before headers"), { times: 1 })
-      const first = yield* createToEnd(pod("web"))
-      assert.strictEqual(failureTag(first), "ClaimInDoubt")
-      assert.isTrue(Option.isSome(yield* ClaimDoubts.use((d) => d.get(keyOf("web")))))
-      const [made] = yield* sim.claims
-      assert.isDefined(made)
-      assert.deepStrictEqual(yield* drain(pushes), [], "never Running while in doubt")
-
-      const second = yield* createToEnd(pod("web"))
-      assert.isTrue(Result.isSuccess(second) && second.success._tag === "Adopted" && second.success.claimId === made.id)
-      assert.strictEqual(yield* claimCount, 1, "no second claim")
-      const row = (yield* (yield* ClaimsStoreMemoryControl).disk).get(keyOf("web"))
-      assert.strictEqual(row?.id, made.id)
-      assert.strictEqual(Redacted.value(row!.token), made.token)
-      assert.isTrue(Option.isNone(yield* ClaimDoubts.use((d) => d.get(keyOf("web")))))
-      assert.deepStrictEqual(yield* vmsPerPod, new Map([[keyOf("web"), 1]]))
-    }).pipe(Effect.provide(world(rooted), { local: true })))
+        const second = yield* createToEnd(pod("web"))
+        assert.isTrue(Result.isSuccess(second) && second.success._tag === "Adopted" && second.success.claimId === made.id)
+        assert.strictEqual(yield* claimCount, 1, "no second claim")
+        const disk = yield* (yield* ClaimsStoreMemoryControl).disk
+        const row = disk.get(keyOf("web"))
+        assert.strictEqual(row?.id, made.id)
+        assert.strictEqual(Redacted.value(row!.token), made.token)
+        assert.isTrue(Option.isNone(yield* ClaimDoubts.use((d) => d.get(keyOf("web")))))
+        assert.strictEqual((yield* Metric.value(claimsInDoubt)).value, 0)
+        assert.deepStrictEqual(yield* vmsPerPod, new Map([[keyOf("web"), 1]]))
+        const pushed = (yield* drain(pushes)).at(-1)
+        assert.strictEqual(pushed?.status?.phase, "Running")
+        assert.strictEqual(pushed?.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"], made.id)
+      }).pipe(Effect.provide(world(rooted), { local: true })))
+  }
 
   it.effect("a gateway's 503 after sandboxd made the VM, no by-id read (CRT-23): the VM is released by id, and only then a fresh claim", () =>
     Effect.gen(function*() {
