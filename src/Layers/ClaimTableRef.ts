@@ -10,7 +10,7 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Context, Effect, Layer, Option, Ref } from "effect"
-import { type ClaimRecord, type ClaimRow, claimStates } from "../Schemas/Claims.ts"
+import { type ClaimRecord, type ClaimRow, claimStates, lostStateAt } from "../Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { PersistentMap } from "../Schemas/PersistentMap.ts"
 import { acceptedPodOf, copyPlain, type Pod } from "../Schemas/Pod.ts"
@@ -19,6 +19,7 @@ import {
   type Adoption,
   ClaimTable,
   type ClaimTableState,
+  type LostRow,
   podUidIsCurrent,
   type QuarantineJudgement,
   type StorePodOutcome
@@ -127,19 +128,28 @@ export const makeClaimTable = Effect.gen(function*() {
 
     dropClaim: (key, id) => modify((s) => rowWithId(s, key, id) === undefined ? [false, s] : [true, withoutRow(s, key)]),
 
-    markLost: (key, id, podUID) =>
-      modify((s) => {
+    markLost: (key, id, podUID, at) =>
+      modify((s): readonly [Option.Option<LostRow>, ClaimTableState] => {
         const row = rowWithId(s, key, id)
         if (row === undefined || row.state._tag === "Tentative") return [Option.none(), s]
-        if (row.state._tag === "Lost" && row.record.podUID === podUID) return [Option.some(row.record), s]
+        if (row.state._tag === "Lost" && row.record.podUID === podUID) {
+          return [Option.some({ record: row.record, leaseEnded: row.state.leaseEnded }), s]
+        }
         const record = row.record.podUID === podUID ? row.record : { ...row.record, podUID }
-        return [Option.some(record), withRow(s, key, { record, state: claimStates.Lost })]
+        // LEASE-10: decided when the VM was first found gone, and kept.
+        const state = row.state._tag === "Lost" ? row.state : lostStateAt(row.record, at)
+        return [
+          Option.some({ record, leaseEnded: state._tag === "Lost" && state.leaseEnded }),
+          withRow(s, key, { record, state })
+        ]
       }),
 
     lost: (key) =>
-      read((s) => {
+      read((s): Option.Option<LostRow> => {
         const row = s.rows.get(key)
-        return row !== undefined && row.state._tag === "Lost" ? Option.some(row.record) : Option.none()
+        return row !== undefined && row.state._tag === "Lost"
+          ? Option.some({ record: row.record, leaseEnded: row.state.leaseEnded })
+          : Option.none()
       }),
 
     dropLost: (key, podUID) =>
@@ -159,7 +169,7 @@ export const makeClaimTable = Effect.gen(function*() {
       return keys
     }),
 
-    judgeQuarantined: (snapshot, listed) =>
+    judgeQuarantined: (snapshot, listed, listedAt) =>
       modify((s): readonly [QuarantineJudgement, ClaimTableState] => {
         const lifted: Array<PodKey> = []
         const lost: Array<{ key: PodKey; id: ClaimId }> = []
@@ -178,7 +188,7 @@ export const makeClaimTable = Effect.gen(function*() {
               lifted.push(key)
             } else {
               // VER-7: kept, written as it was, so its Pod generation is never claimed for again.
-              rows.set(key, { record: row.record, state: claimStates.Lost })
+              rows.set(key, { record: row.record, state: lostStateAt(row.record, listedAt) })
               lost.push({ key, id })
             }
           })

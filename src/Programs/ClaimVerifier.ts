@@ -92,7 +92,7 @@ export const verifyQuarantinedWith = <R>(listing: Effect.Effect<SandboxListing, 
           break
       }
     }
-    const judgement = yield* table.judgeQuarantined(judged, listed)
+    const judgement = yield* table.judgeQuarantined(judged, listed, listedAt)
     // Lost rows no tracked Pod stands for: only a run of their key ends them (VER-7), and nothing
     // else would queue one (the resync walks the cache's Pods; the first sync's pass is over).
     const podless: Array<PodKey> = []
@@ -107,7 +107,7 @@ export const verifyQuarantinedWith = <R>(listing: Effect.Effect<SandboxListing, 
       const current = yield* table.state
       const pod = Option.fromUndefinedOr(current.pods.get(key))
       if (record !== undefined && Option.match(pod, { onNone: () => true, onSome: (p) => (p.metadata?.uid ?? "") === record.podUID })) {
-        yield* declareSandboxLost(key, record, Option.filter(pod, (p) => p.status?.phase === "Running"))
+        yield* declareSandboxLost(key, record, Option.filter(pod, (p) => p.status?.phase === "Running"), listedAt)
         if (Option.isNone(pod)) podless.push(key)
       } else {
         yield* dropLostRow(key)

@@ -19,7 +19,7 @@ import { EventRecorder, involvedPod } from "../Services/EventRecorder.ts"
 import { leaseExpiries } from "../Services/Metrics.ts"
 import type { V1Pod } from "@kubernetes/client-node"
 import { DateTime, Effect, Metric, Option, Schedule } from "effect"
-import type { ClaimRecord } from "../Schemas/Claims.ts"
+import { type ClaimRecord, leaseEndedBy } from "../Schemas/Claims.ts"
 import { AppConfig } from "../Services/Config.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
@@ -27,7 +27,7 @@ import { ProviderEvents } from "../Services/Provider.ts"
 import { SandboxdClient } from "../Services/SandboxdClient.ts"
 import { confirmAbsence, notePresent } from "./Absence.ts"
 import { dropEndedLease, isTerminalPhase } from "./Provider/LostRows.ts"
-import { leaseEndedBy, leaseExpiredPod, lostVmEvent } from "./Provider/Status.ts"
+import { leaseExpiredPod, lostVmEvent } from "./Provider/Status.ts"
 import { declareSandboxLost } from "./SandboxLost.ts"
 
 export interface LeaseWatchOutcome {
@@ -102,7 +102,7 @@ export const publishExpiredLeases = Effect.gen(function*() {
       // LEASE-9: no Pod tracked, so no status to push. Whether its Pod still exists only the pod
       // controller knows: the row is marked Lost (so that Pod, if it comes, is not given a new VM)
       // and the key gets a run, which drops the row when the key has no Pod (VER-7).
-      if (Option.isNone(yield* table.markLost(key, claim.id, currentRow.record.podUID))) continue
+      if (Option.isNone(yield* table.markLost(key, claim.id, currentRow.record.podUID, now))) continue
       yield* Effect.logInfo("the sandbox of a row with no pod is gone; the row goes once its pod is known gone").pipe(
         Effect.annotateLogs({ pod: key, claim: claim.id })
       )
@@ -110,7 +110,7 @@ export const publishExpiredLeases = Effect.gen(function*() {
       continue
     }
     if (!expired(claim)) {
-      yield* declareSandboxLost(key, currentRow.record, Option.some(pod))
+      yield* declareSandboxLost(key, currentRow.record, Option.some(pod), now)
       lost.push(key)
       continue
     }

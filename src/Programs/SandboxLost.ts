@@ -10,7 +10,7 @@
  * a replacement Pod must not adopt a dead VM. A Pod is never left Running without a durable row.
  */
 import type { V1Pod } from "@kubernetes/client-node"
-import { DateTime, Effect, Metric, Option } from "effect"
+import { type DateTime, Effect, Metric, Option } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
 import { ClaimsStore } from "../Services/ClaimsStore.ts"
@@ -18,31 +18,36 @@ import { ClaimTable } from "../Services/ClaimTable.ts"
 import { EventRecorder, involvedPod } from "../Services/EventRecorder.ts"
 import { ProviderEvents } from "../Services/Provider.ts"
 import { leaseExpiries, sandboxesLost } from "../Services/Metrics.ts"
-import { leaseEndedBy, lostRowPod, lostVmEvent } from "./Provider/Status.ts"
+import { lostRowPod, lostVmEvent } from "./Provider/Status.ts"
 
 /**
  * Declares `claim` of `key` lost. `pod` is the tracked Pod when there is one; without it the
  * row's Pod UID is the generation marked lost (its next create fails with SandboxLost).
  */
-export const declareSandboxLost = Effect.fnUntraced(function*(key: PodKey, claim: ClaimRecord, pod: Option.Option<V1Pod>) {
+export const declareSandboxLost = Effect.fnUntraced(function*(
+  key: PodKey,
+  claim: ClaimRecord,
+  pod: Option.Option<V1Pod>,
+  /** When sandboxd was found without the VM: whether the lease had run out is judged then (LEASE-10). */
+  foundAt: DateTime.Utc
+) {
   const table = yield* ClaimTable
   const events = yield* ProviderEvents
   const recorder = yield* Effect.serviceOption(EventRecorder)
   const podUid = Option.match(pod, { onNone: () => claim.podUID, onSome: (p) => p.metadata?.uid ?? "" })
-  const marked = yield* table.markLost(key, claim.id, podUid)
+  const marked = yield* table.markLost(key, claim.id, podUid, foundAt)
   if (Option.isNone(marked)) return
   // LEASE-10: a row whose lease had run out lost its VM to it; the Pod ends as the lease watch ends one.
-  const now = yield* DateTime.now
-  const leaseEnded = leaseEndedBy(claim, now)
+  const leaseEnded = marked.value.leaseEnded
   if (Option.isSome(pod)) {
-    yield* events.pushStatus(lostRowPod(pod.value, claim, now))
+    yield* events.pushStatus(lostRowPod(pod.value, marked.value))
     if (leaseEnded) yield* Metric.update(leaseExpiries, 1)
     if (Option.isSome(recorder)) {
       const event = lostVmEvent(claim.id, leaseEnded)
       yield* recorder.value.record(involvedPod(pod.value), "Warning", event.reason, event.message)
     }
   }
-  if (marked.value.podUID !== claim.podUID) {
+  if (marked.value.record.podUID !== claim.podUID) {
     // The row now names the generation that lost it: the file must say so before a restart.
     yield* (yield* ClaimsStore).commit(Option.none()).pipe(
       Effect.catchTag("ClaimsWriteError", (err) =>

@@ -2,7 +2,7 @@
  * The claims table as the daemon holds it in memory. The on-disk shape (PER-1, PER-2) is
  * `Schemas/ClaimsFile.ts`; this is the decoded, typed form.
  */
-import { Data, type DateTime, type Option, type Redacted } from "effect"
+import { Data, DateTime, Option, type Redacted } from "effect"
 import type { ClaimId, PodKey } from "./Ids.ts"
 
 export interface ClaimRecord {
@@ -33,26 +33,41 @@ export interface ClaimRecord {
  * - Lost: sandboxd confirmed the VM gone (`Programs/Absence.ts`). The row is kept, and written
  *   as it was, only so that the Pod generation it names is never claimed for again, across
  *   restarts too (the next start confirms it gone again), until that Pod is terminal or gone
- *   (VER-7). Nothing releases or adopts it: its token opens nothing.
+ *   (VER-7). Nothing releases or adopts it: its token opens nothing. `leaseEnded`: its lease had
+ *   run out when the VM was found gone, so its Pod ends lease-expired rather than SandboxLost
+ *   (LEASE-10); decided once, when the row turns Lost, so the reason never changes while the
+ *   process runs.
  */
 export type ClaimState = Data.TaggedEnum<{
   Durable: {}
   Tentative: {}
   Quarantined: {}
-  Lost: {}
+  Lost: { readonly leaseEnded: boolean }
 }>
 export const ClaimState = Data.taggedEnum<ClaimState>()
 
 /**
- * One value per state, shared by every row in it: a state has no fields of its own, so a row
- * need not own one (an object per row was ~56 bytes per Pod kept for the Pod's life).
+ * One value per state, shared by every row in it: a state has no fields of its own but Lost's one
+ * flag, so a row need not own one (an object per row was ~56 bytes per Pod kept for the Pod's
+ * life).
  */
 export const claimStates = {
   Durable: ClaimState.Durable(),
   Tentative: ClaimState.Tentative(),
   Quarantined: ClaimState.Quarantined(),
-  Lost: ClaimState.Lost()
+  /** Found gone before its lease ran out: the VM went early. */
+  Lost: ClaimState.Lost({ leaseEnded: false }),
+  /** Found gone once its lease had run out (LEASE-10). */
+  LostAfterLease: ClaimState.Lost({ leaseEnded: true })
 } as const
+
+/** The lease watch's boundary (LEASE-8): `claim`'s lease has run out at or before `at`. */
+export const leaseEndedBy = (claim: ClaimRecord, at: DateTime.Utc): boolean =>
+  Option.isSome(claim.deadline) && DateTime.isGreaterThanOrEqualTo(at, claim.deadline.value)
+
+/** The Lost state of `claim`'s row when its VM is found gone at `at` (LEASE-10). */
+export const lostStateAt = (claim: ClaimRecord, at: DateTime.Utc): ClaimState =>
+  leaseEndedBy(claim, at) ? claimStates.LostAfterLease : claimStates.Lost
 
 export interface ClaimRow {
   readonly record: ClaimRecord

@@ -30,6 +30,12 @@ export interface QuarantineJudgement {
 
 export type StorePodOutcome = "Stored" | "StaleUid"
 
+/** A Lost row (VER-7): its record, and whether its lease had run out when its VM was found gone (LEASE-10). */
+export interface LostRow {
+  readonly record: ClaimRecord
+  readonly leaseEnded: boolean
+}
+
 /** What one adoption did (CRT-4). */
 export interface Adoption {
   /** The claim as the row now holds it. */
@@ -78,11 +84,12 @@ export class ClaimTable extends Context.Service<ClaimTable, {
   readonly dropClaim: (key: PodKey, id: ClaimId) => Effect.Effect<boolean>
   /**
    * VER-7: when the row still carries `id` and is not Tentative, it becomes Lost, naming
-   * `podUID` as the generation that lost it. Returns the record as it now is, or None.
+   * `podUID` as the generation that lost it; `at` is when its VM was found gone, which decides
+   * `leaseEnded` (LEASE-10) unless the row was Lost already. Returns the row as it now is, or None.
    */
-  readonly markLost: (key: PodKey, id: ClaimId, podUID: string) => Effect.Effect<Option.Option<ClaimRecord>>
+  readonly markLost: (key: PodKey, id: ClaimId, podUID: string, at: DateTime.Utc) => Effect.Effect<Option.Option<LostRow>>
   /** The Lost row of `key`, if it has one. */
-  readonly lost: (key: PodKey) => Effect.Effect<Option.Option<ClaimRecord>>
+  readonly lost: (key: PodKey) => Effect.Effect<Option.Option<LostRow>>
   /**
    * VER-7: removes the row of `key` when it is Lost (and, with `podUID`, names that generation);
    * the tracked Pod stays. Returns whether a row went.
@@ -93,11 +100,13 @@ export class ClaimTable extends Context.Service<ClaimTable, {
   /**
    * VER-2 step 5, for the (key → id) pairs snapshotted before the listing. A pair whose row is
    * gone, carries another id, or is no longer Quarantined is skipped. Listed → Durable, with the
-   * listed deadline filling a missing one; not listed → Lost (VER-7).
+   * listed deadline filling a missing one; not listed → Lost (VER-7), its lease judged ended or
+   * not at `listedAt` (LEASE-10).
    */
   readonly judgeQuarantined: (
     snapshot: ReadonlyMap<PodKey, ClaimId>,
-    listed: ReadonlyMap<ClaimId, Option.Option<DateTime.Utc>>
+    listed: ReadonlyMap<ClaimId, Option.Option<DateTime.Utc>>,
+    listedAt: DateTime.Utc
   ) => Effect.Effect<QuarantineJudgement>
   /** UPD-1: store a copy of `pod` unless the stale-UID guard (ST-4) says it is an older generation. */
   readonly storePod: (key: PodKey, pod: V1Pod) => Effect.Effect<StorePodOutcome>

@@ -75,7 +75,7 @@ describe("ClaimTable (Ref layer)", () => {
       assert.strictEqual(stateOf(before, "q"), stateOf(before, "r"))
       assert.strictEqual(stateOf(before, "a"), stateOf(before, "b"))
       yield* snapshot.landed(new Map([[key("a"), "sb_a" as ClaimId], [key("b"), "sb_b" as ClaimId]]))
-      yield* table.judgeQuarantined(new Map([[key("q"), "sb_q" as ClaimId]]), new Map([["sb_q" as ClaimId, Option.none()]]))
+      yield* table.judgeQuarantined(new Map([[key("q"), "sb_q" as ClaimId]]), new Map([["sb_q" as ClaimId, Option.none()]]), DateTime.makeUnsafe(0))
       const after = yield* table.state
       assert.strictEqual(stateOf(after, "a")?._tag, "Durable")
       assert.strictEqual(stateOf(after, "a"), stateOf(after, "b"))
@@ -194,7 +194,7 @@ describe("ClaimTable (Ref layer)", () => {
       const judgement = yield* table.judgeQuarantined(snapshot, new Map([
         ["sb_1" as ClaimId, listedDeadline],
         ["sb_2" as ClaimId, listedDeadline]
-      ]))
+      ]), DateTime.makeUnsafe(0))
       assert.deepStrictEqual([...judgement.lifted].sort(), [key("listed-deadline"), key("listed-no-deadline")])
       assert.deepStrictEqual(judgement.lost, [{ key: key("gone"), id: "sb_3" as ClaimId }])
       assert.deepStrictEqual(Option.getOrThrow(yield* table.durable(key("listed-no-deadline"))).deadline, listedDeadline)
@@ -206,6 +206,21 @@ describe("ClaimTable (Ref layer)", () => {
       assert.strictEqual(Option.getOrThrow(yield* table.durable(key("listed-deadline"))), withDeadline)
       assert.strictEqual(Option.getOrThrow(yield* table.held(key("replaced"))).record.id, "sb_5")
       assert.deepStrictEqual(yield* table.quarantinedKeys, [])
+    })))
+
+  it.effect("LEASE-10: whether a Lost row's lease had ended is judged when its VM is found gone, and kept", () =>
+    run(Effect.gen(function*() {
+      const table = yield* ClaimTable
+      yield* table.loadQuarantined(new Map([[key("expired"), rec("sb_1", 1_000)], [key("early"), rec("sb_2", 5_000)]]))
+      const found = DateTime.makeUnsafe(2_000)
+      yield* table.judgeQuarantined(new Map([[key("expired"), "sb_1" as ClaimId], [key("early"), "sb_2" as ClaimId]]), new Map(), found)
+      const leaseEnded = (name: string) => Effect.map(table.lost(key(name)), Option.map((row) => row.leaseEnded))
+      assert.deepStrictEqual(yield* leaseEnded("expired"), Option.some(true), "found gone at or after its deadline")
+      assert.deepStrictEqual(yield* leaseEnded("early"), Option.some(false), "found gone before its deadline")
+      // Marked again later (another pass, a generation named), past the deadline: the VM still went early.
+      const again = yield* table.markLost(key("early"), "sb_2" as ClaimId, "another-uid", DateTime.makeUnsafe(9_000))
+      assert.deepStrictEqual(Option.map(again, (row) => [row.leaseEnded, row.record.podUID]), Option.some([false, "another-uid"]))
+      assert.deepStrictEqual(yield* leaseEnded("early"), Option.some(false))
     })))
 
   it.effect("notePresent forgets the missing mark of each listed id, in one update, and only theirs", () =>

@@ -49,7 +49,8 @@ const holdRows = (rows: ReadonlyMap<PodKey, ClaimRecord>) =>
       yield* table.loadQuarantined(rows)
       yield* table.judgeQuarantined(
         new Map([...rows].map(([k, r]) => [k, r.id])),
-        new Map([...rows].map(([, r]) => [r.id, Option.none()]))
+        new Map([...rows].map(([, r]) => [r.id, Option.none()])),
+        DateTime.makeUnsafe(0)
       )
     })
   )

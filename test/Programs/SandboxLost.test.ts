@@ -200,6 +200,24 @@ describe("a row whose lease ran out while the daemon was down (LEASE-10)", () =>
       assert.strictEqual(error.message, pushed?.status?.message, "the create's failure says the same (the status a Pod not Running gets)")
       assert.strictEqual(Option.getOrUndefined(reported)?.reason, "SandboxLost")
     }).pipe(Effect.provide(world({ seed: seedDeadline }), { local: true })))
+
+  it.effect("found gone before its deadline, its status not landed when the deadline passes: still SandboxLost, the reason is decided once", () =>
+    Effect.gen(function*() {
+      const first = yield* restartAt("59 minutes")
+      assert.strictEqual(first.pushed?.status?.reason, "SandboxLost")
+      // The status write did not land (the Pod still shows Running); the deadline passes, the
+      // resync runs the create again: the VM went before its lease ended, and that stays true.
+      yield* TestClock.adjust("2 minutes")
+      const pushes = yield* subscribePushes
+      const provider = yield* Provider
+      const again = yield* Effect.flip(provider.createPod(runningPod("sb_00000000000dead0")))
+      assert.strictEqual(again._tag === "SandboxLost" ? again.podReason : "", "SandboxLost")
+      const [pushed] = yield* drain(pushes)
+      assert.strictEqual(pushed?.status?.reason, "SandboxLost")
+      assert.strictEqual(pushed?.status?.message, first.pushed?.status?.message, "the same status as the first push")
+      const reported = yield* provider.getPodStatus("default", "web")
+      assert.strictEqual(Option.getOrUndefined(reported)?.reason, "SandboxLost", "the status read agrees")
+    }).pipe(Effect.provide(world({ seed: seedDeadline }), { local: true })))
 })
 
 describe("a Lost row's life (VER-7)", () => {

@@ -43,7 +43,7 @@ import { leaseExpiries, timeStage } from "../../Services/Metrics.ts"
 import { detachedRelease } from "./DetachedRelease.ts"
 import { dropLostRow } from "./LostRows.ts"
 import { pushRunning } from "./Push.ts"
-import { formatSeconds, LeaseExpiredReason, leaseEndedBy, leaseExpiredMessage, lostRowPod, sandboxLostMessage, SandboxLostReason } from "./Status.ts"
+import { formatSeconds, LeaseExpiredReason, leaseExpiredMessage, lostRowPod, sandboxLostMessage, SandboxLostReason } from "./Status.ts"
 
 /** The pod key used everywhere: `namespace/name` (CRT-8). */
 export { podKeyOfPod }
@@ -198,25 +198,22 @@ const refuseLost = Effect.fnUntraced(function*(key: PodKey, pod: V1Pod) {
   const lost = yield* (yield* ClaimTable).lost(key)
   if (Option.isNone(lost)) return
   const uid = pod.metadata?.uid ?? ""
-  if (lost.value.podUID !== uid) {
+  if (lost.value.record.podUID !== uid) {
     yield* dropLostRow(key)
     return
   }
   // A Pod still shown Running (its VM went while the daemon was down, or before its Failed status
   // landed) is ended here: lease-expired when the lease had run out (LEASE-10), else SandboxLost.
-  const now = yield* DateTime.now
-  const leaseEnded = leaseEndedBy(lost.value, now)
+  const { leaseEnded, record } = lost.value
   if (pod.status?.phase === "Running") {
-    yield* (yield* ProviderEvents).pushStatus(lostRowPod(pod, lost.value, now))
+    yield* (yield* ProviderEvents).pushStatus(lostRowPod(pod, lost.value))
     if (leaseEnded) yield* Metric.update(leaseExpiries, 1)
   }
   return yield* new SandboxLost({
     pod: key,
-    claimId: lost.value.id,
+    claimId: record.id,
     podReason: leaseEnded ? LeaseExpiredReason : SandboxLostReason,
-    message: leaseEnded
-      ? leaseExpiredMessage(lost.value)
-      : sandboxLostMessage(lost.value.id)
+    message: leaseEnded ? leaseExpiredMessage(record) : sandboxLostMessage(record.id)
   })
 })
 

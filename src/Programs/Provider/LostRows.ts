@@ -26,7 +26,7 @@ export const dropLostRow = Effect.fnUntraced(function*(key: PodKey, podUID?: str
   const row = yield* table.lost(key)
   if (Option.isNone(row) || !(yield* table.dropLost(key, podUID))) return false
   yield* Effect.logInfo("dropped the row of a lost sandbox: its pod can no longer be claimed for").pipe(
-    Effect.annotateLogs({ pod: key, claim: row.value.id })
+    Effect.annotateLogs({ pod: key, claim: row.value.record.id })
   )
   yield* (yield* ClaimsStore).commit(Option.none()).pipe(
     Effect.catchTag("ClaimsWriteError", (err) =>

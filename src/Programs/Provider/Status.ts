@@ -5,6 +5,7 @@
 import type { V1ContainerStatus, V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { DateTime, Option } from "effect"
 import type { ClaimRecord } from "../../Schemas/Claims.ts"
+import type { LostRow } from "../../Services/ClaimTable.ts"
 import { copyPlain } from "../../Schemas/Pod.ts"
 import { PodAnnotation } from "../../Schemas/PodAnnotations.ts"
 import type { PodIp } from "./PodIp.ts"
@@ -119,24 +120,20 @@ export const leaseExpiredPod = (pod: V1Pod, claim: ClaimRecord): V1Pod => {
   return copy
 }
 
-/** The lease watch's boundary (LEASE-8): `claim`'s lease has run out at or before `now`. */
-export const leaseEndedBy = (claim: ClaimRecord, now: DateTime.Utc): boolean =>
-  Option.isSome(claim.deadline) && DateTime.isGreaterThanOrEqualTo(now, claim.deadline.value)
-
 /**
  * LEASE-10: the status of a Pod whose row is Lost (VER-7: its VM confirmed gone). A row whose lease
- * had run out by `now` most likely lost its VM to that lease (it ended while the daemon was down,
- * so no lease watch saw it end): the Pod ends lease-expired (LEASE-3), as a running daemon would
- * have ended it. Otherwise the VM went early: SandboxLost. Either way that Pod generation is never
- * given another VM.
+ * had run out when its VM was found gone (`leaseEnded`, decided then and kept: `lostStateAt`) most
+ * likely lost its VM to that lease (it ended while the daemon was down, so no lease watch saw it
+ * end): the Pod ends lease-expired (LEASE-3), as a running daemon would have ended it. Otherwise
+ * the VM went early: SandboxLost. Either way that Pod generation is never given another VM.
  */
-export const lostRowStatus = (pod: V1Pod, claim: ClaimRecord, now: DateTime.Utc): V1PodStatus =>
-  leaseEndedBy(claim, now) ? leaseExpiredStatus(pod, claim) : sandboxLostStatus(pod, claim.id, claim.claimedAt)
+export const lostRowStatus = (pod: V1Pod, lost: LostRow): V1PodStatus =>
+  lost.leaseEnded ? leaseExpiredStatus(pod, lost.record) : sandboxLostStatus(pod, lost.record.id, lost.record.claimedAt)
 
 /** A copy of the Pod carrying `lostRowStatus`. */
-export const lostRowPod = (pod: V1Pod, claim: ClaimRecord, now: DateTime.Utc): V1Pod => {
+export const lostRowPod = (pod: V1Pod, lost: LostRow): V1Pod => {
   const copy = copyPlain(pod)
-  copy.status = lostRowStatus(pod, claim, now)
+  copy.status = lostRowStatus(pod, lost)
   return copy
 }
 

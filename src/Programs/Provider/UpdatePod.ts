@@ -35,7 +35,7 @@ const reportedStatus = Effect.fnUntraced(function*(state: ClaimTableState, key: 
   // VER-7: the sandbox of this generation is gone for good (lease-expired if its lease had run
   // out, LEASE-10: the same status its push carried).
   if (row !== undefined && row.state._tag === "Lost" && row.record.podUID === (pod.metadata?.uid ?? "")) {
-    return lostRowStatus(pod, row.record, yield* DateTime.now)
+    return lostRowStatus(pod, { record: row.record, leaseEnded: row.state.leaseEnded })
   }
   if (row === undefined || row.state._tag !== "Durable") return pendingStatus(pod)
   const claim = row.record
