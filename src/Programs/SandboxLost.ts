@@ -21,6 +21,12 @@ import { leaseExpiries, sandboxesLost } from "../Services/Metrics.ts"
 import { lostRowPod, lostVmEvent } from "./Provider/Status.ts"
 
 /**
+ * Counts a Pod ended for its lost VM under its reason's counter (LEASE-10): where its status is
+ * pushed or its failure written, never where only a row is marked (its Pod may be gone).
+ */
+export const countPodEnded = (leaseEnded: boolean) => Metric.update(leaseEnded ? leaseExpiries : sandboxesLost, 1)
+
+/**
  * Declares `claim` of `key` lost. `pod` is the tracked Pod when there is one; without it the
  * row's Pod UID is the generation marked lost (its next create fails with SandboxLost).
  */
@@ -41,7 +47,7 @@ export const declareSandboxLost = Effect.fnUntraced(function*(
   const leaseEnded = marked.value.leaseEnded
   if (Option.isSome(pod)) {
     yield* events.pushStatus(lostRowPod(pod.value, marked.value))
-    if (leaseEnded) yield* Metric.update(leaseExpiries, 1)
+    yield* countPodEnded(leaseEnded)
     if (Option.isSome(recorder)) {
       const event = lostVmEvent(claim.id, leaseEnded)
       yield* recorder.value.record(involvedPod(pod.value), "Warning", event.reason, event.message)
@@ -60,7 +66,6 @@ export const declareSandboxLost = Effect.fnUntraced(function*(
     )
     return
   }
-  yield* Metric.update(sandboxesLost, 1)
   yield* Effect.logWarning("sandbox confirmed gone; pod declared SandboxLost").pipe(
     Effect.annotateLogs({ pod: key, claim: claim.id })
   )

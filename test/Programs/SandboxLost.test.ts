@@ -5,13 +5,14 @@
  * by-id read) ends its Pod Failed/SandboxLost, and that Pod generation is never claimed for again.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, type Duration, Effect, Option, Redacted } from "effect"
+import { DateTime, type Duration, Effect, Metric, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import type { V1Pod } from "@kubernetes/client-node"
 import { publishExpiredLeases } from "../../src/Programs/LeaseWatcher.ts"
 import { startClaims } from "../../src/Programs/Provider/Startup.ts"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import type { PodKey } from "../../src/Schemas/Ids.ts"
+import { leaseExpiries, sandboxesLost } from "../../src/Services/Metrics.ts"
 import { Provider } from "../../src/Services/Provider.ts"
 import type { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim } from "../../testkit/Simulators/Sandboxd/Model.ts"
@@ -200,6 +201,29 @@ describe("a row whose lease ran out while the daemon was down (LEASE-10)", () =>
       assert.strictEqual(error.message, pushed?.status?.message, "the create's failure says the same (the status a Pod not Running gets)")
       assert.strictEqual(Option.getOrUndefined(reported)?.reason, "SandboxLost")
     }).pipe(Effect.provide(world({ seed: seedDeadline }), { local: true })))
+
+  /** How many Pods each counter says were ended SandboxLeaseExpired and SandboxLost. */
+  const endedCounts = Effect.all({
+    leaseExpired: Effect.map(Metric.value(leaseExpiries), (state) => state.count),
+    lost: Effect.map(Metric.value(sandboxesLost), (state) => state.count)
+  })
+  const countedSince = (before: { leaseExpired: number; lost: number }) =>
+    Effect.map(endedCounts, (now) => ({ leaseExpired: now.leaseExpired - before.leaseExpired, lost: now.lost - before.lost }))
+  /** The Pod "web" of the row's generation whose Running status never landed. */
+  const pendingPod: V1Pod = { ...runningPod("sb_00000000000dead0"), status: { phase: "Pending" } }
+
+  for (const [when, elapsed, counted] of [["past", "3 hours", { leaseExpired: 1, lost: 0 }], ["before", "59 minutes", { leaseExpired: 0, lost: 1 }]] as const) {
+    it.effect(`restarted ${when} its deadline: the counter of the Pod's reason counts it once it is ended, Running or not, and no Pod gone`, () =>
+      Effect.gen(function*() {
+        yield* TestClock.adjust(elapsed)
+        const before = yield* endedCounts
+        yield* startClaims
+        assert.deepStrictEqual(yield* countedSince(before), { leaseExpired: 0, lost: 0 }, "no Pod ended yet: none may exist")
+        const error = yield* Effect.flip((yield* Provider).createPod(pendingPod))
+        assert.strictEqual(error._tag, "SandboxLost")
+        assert.deepStrictEqual(yield* countedSince(before), counted)
+      }).pipe(Effect.provide(world({ seed: seedDeadline }), { local: true })))
+  }
 
   it.effect("found gone before its deadline, its status not landed when the deadline passes: still SandboxLost, the reason is decided once", () =>
     Effect.gen(function*() {

@@ -8,7 +8,7 @@
  * reported, or returned, or kept in memory as a tentative row.
  */
 import type { V1Pod } from "@kubernetes/client-node"
-import { Cause, DateTime, Effect, Exit, Metric, Option, Result } from "effect"
+import { Cause, DateTime, Effect, Exit, Option, Result } from "effect"
 import type { ClaimRecord } from "../../Schemas/Claims.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import {
@@ -39,7 +39,8 @@ import {
   requestedRuntime,
   SERVED_RUNTIME
 } from "../../Schemas/PodAnnotations.ts"
-import { leaseExpiries, timeStage } from "../../Services/Metrics.ts"
+import { timeStage } from "../../Services/Metrics.ts"
+import { countPodEnded } from "../SandboxLost.ts"
 import { detachedRelease } from "./DetachedRelease.ts"
 import { dropLostRow } from "./LostRows.ts"
 import { pushRunning } from "./Push.ts"
@@ -205,10 +206,9 @@ const refuseLost = Effect.fnUntraced(function*(key: PodKey, pod: V1Pod) {
   // A Pod still shown Running (its VM went while the daemon was down, or before its Failed status
   // landed) is ended here: lease-expired when the lease had run out (LEASE-10), else SandboxLost.
   const { leaseEnded, record } = lost.value
-  if (pod.status?.phase === "Running") {
-    yield* (yield* ProviderEvents).pushStatus(lostRowPod(pod, lost.value))
-    if (leaseEnded) yield* Metric.update(leaseExpiries, 1)
-  }
+  if (pod.status?.phase === "Running") yield* (yield* ProviderEvents).pushStatus(lostRowPod(pod, lost.value))
+  // Ended either way: pushed here, or (not Running) by the failure status the pod controller writes.
+  yield* countPodEnded(leaseEnded)
   return yield* new SandboxLost({
     pod: key,
     claimId: record.id,
