@@ -29,7 +29,8 @@
  * The rule. sandboxd's listing is the only witness: it is always filtered locally by `claim_ref`
  * (older servers ignore `?claim_ref=`). A listed sandbox carrying the key's `claim_ref`, recorded
  * under no key, and made at or after the attempt began (its `claimed_at`, or else the first time
- * this process listed it) is the attempt's. The first one whose token the root by-id read gives
+ * this process listed it; a `claimed_at` at a whole second counts from the second the attempt
+ * began in, CRT-24) is the attempt's. The first one whose token the root by-id read gives
  * is adopted: recorded durably under the key, so the Pod's next create adopts it like any held
  * claim. Every other one, and one whose token cannot be had, is released by id with the root
  * token; a 204 still waits for a later listing to confirm the id gone, and a 404 proves nothing
@@ -78,6 +79,19 @@ const publishDoubtCount = ClaimDoubts.use((doubts) =>
 const madeAt = (row: ListedSandbox, seen: ReadonlyMap<ClaimId, DateTime.Utc>): DateTime.Utc | undefined =>
   row.claimedAt ?? seen.get(row.id)
 
+/**
+ * CRT-24: whether a sandbox made at `made` may be the attempt begun at `startedAt`. sandboxd may
+ * write `claimed_at` without fractions (Go's RFC 3339 layout drops them), so one at a whole second
+ * is compared with the second the attempt began in: compared with the instant, a VM made within
+ * the attempt's first second read as older than the attempt, the doubt settled Absent, and the key
+ * claimed a second VM while the first was left with no row.
+ */
+export const madeSinceAttempt = (made: DateTime.Utc, startedAt: DateTime.Utc): boolean => {
+  const madeMillis = DateTime.toEpochMillis(made)
+  const startedMillis = DateTime.toEpochMillis(startedAt)
+  return madeMillis >= (madeMillis % 1000 === 0 ? startedMillis - (((startedMillis % 1000) + 1000) % 1000) : startedMillis)
+}
+
 /** Records `record` under `key` and waits for the write; withdraws it when the write fails. */
 const recordDurably = (key: PodKey, record: ClaimRecord) =>
   Effect.gen(function*() {
@@ -123,7 +137,7 @@ export const resolveDoubt = Effect.fn("ClaimDoubt.resolve")(function*(key: PodKe
     .filter((row) => {
       if (recorded.has(row.id) || releasing.includes(row.id)) return false
       const made = madeAt(row, seen)
-      return made !== undefined && DateTime.isGreaterThanOrEqualTo(made, doubt.startedAt)
+      return made !== undefined && madeSinceAttempt(made, doubt.startedAt)
     })
     .sort((a, b) => DateTime.toEpochMillis(madeAt(a, seen)!) - DateTime.toEpochMillis(madeAt(b, seen)!))
 

@@ -3,13 +3,15 @@
  * real client) on TestClock: a key in doubt is never claimed again until a listing settles it;
  * the attempt's VM is adopted through the root by-id read, or released by id and its absence
  * confirmed, or — where neither is possible — the key stays in doubt with its stray reported. A
- * gateway's 5xx (other than sandboxd's own 500) is such an outcome too (CRT-23).
+ * gateway's 5xx (other than sandboxd's own 500) is such an outcome too (CRT-23), and a VM whose
+ * `claimed_at` is written at whole seconds is still known as the attempt's (CRT-24).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Metric, Option, Redacted, Result } from "effect"
+import { DateTime, Duration, Effect, Fiber, Metric, Option, Redacted, Result } from "effect"
 import { TestClock } from "effect/testing"
 import type { V1Pod } from "@kubernetes/client-node"
 import { ClaimsStoreMemoryControl } from "../../../testkit/Layers/ClaimsStoreMemory.ts"
+import { madeSinceAttempt } from "../../../src/Programs/ClaimDoubt.ts"
 import { claimsInDoubt } from "../../../src/Services/Metrics.ts"
 import { ClaimDoubts } from "../../../src/Services/ClaimDoubts.ts"
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
@@ -83,6 +85,33 @@ describe("claims whose outcome is unknown", () => {
         assert.strictEqual(pushed?.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"], made.id)
       }).pipe(Effect.provide(world(rooted), { local: true })))
   }
+
+  it("CRT-24: a claimed_at at a whole second counts from the attempt's second; one with a fraction from its instant", () => {
+    const at = (iso: string) => DateTime.makeUnsafe(iso)
+    const started = at("2026-12-02T10:00:00.500Z")
+    assert.isTrue(madeSinceAttempt(at("2026-12-02T10:00:00Z"), started), "the same second, written without fractions")
+    assert.isFalse(madeSinceAttempt(at("2026-12-02T09:59:59Z"), started), "the second before")
+    assert.isFalse(madeSinceAttempt(at("2026-12-02T10:00:00.499Z"), started), "a fraction before the instant")
+    assert.isTrue(madeSinceAttempt(at("2026-12-02T10:00:00.500Z"), started))
+    assert.isTrue(madeSinceAttempt(at("1969-12-31T23:59:59Z"), at("1969-12-31T23:59:59.250Z")), "before 1970 too")
+  })
+
+  it.effect("a lost reply, sandboxd writing claimed_at at whole seconds (CRT-24): the VM made in the attempt's first second is the attempt's", () =>
+    Effect.gen(function*() {
+      const sim = yield* SandboxdSim
+      // The attempt begins half a second into a second; its VM's claimed_at reads that second's start.
+      yield* TestClock.adjust("500 millis")
+      yield* sim.injectFault("claim", SimFault.loseReply("drop"), { times: 1 })
+      assert.strictEqual(failureTag(yield* createToEnd(pod("web"))), "ClaimInDoubt")
+      const [made] = yield* sim.claims
+      assert.isDefined(made)
+      // Settled until it is no longer in doubt: adopted, never Absent with a second claim.
+      let settled = yield* createToEnd(pod("web"))
+      for (let i = 0; i < 20 && failureTag(settled) === "ClaimInDoubt"; i++) settled = yield* createToEnd(pod("web"))
+      assert.isTrue(Result.isSuccess(settled) && settled.success._tag === "Adopted" && settled.success.claimId === made.id)
+      assert.strictEqual(yield* claimCount, 1, "no second claim")
+      assert.deepStrictEqual(yield* vmsPerPod, new Map([[keyOf("web"), 1]]))
+    }).pipe(Effect.provide(world({ ...rooted, sim: { ...rooted.sim, wholeSecondClaimedAt: true } }), { local: true })))
 
   it.effect("a gateway's 503 after sandboxd made the VM, no by-id read (CRT-23): the VM is released by id, and only then a fresh claim", () =>
     Effect.gen(function*() {

@@ -41,6 +41,8 @@ export interface SandboxdSimOptions {
   readonly zoneOffsetMinutes?: number
   /** Adds random sub-millisecond nanoseconds to deadlines so they carry 9 fractional digits. */
   readonly nanosecondDeadlines?: boolean
+  /** `claimed_at` is written at whole seconds (truncated), as Go's RFC 3339 layout writes a time. */
+  readonly wholeSecondClaimedAt?: boolean
   readonly coldProvisionDelay?: Duration.Input
   readonly refillDelay?: Duration.Input
   readonly reapInterval?: Duration.Input
@@ -447,6 +449,7 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
     const tenantTokens = options.tenantTokens ?? []
     const zoneOffset = options.zoneOffsetMinutes ?? 0
     const nanoJitter = options.nanosecondDeadlines ?? true
+    const claimedAtNanosOf = (now: bigint) => options.wholeSecondClaimedAt === true ? now - (now % 1_000_000_000n) : now
     const refillDelay = Duration.fromInputUnsafe(options.refillDelay ?? "1 second")
     const reapInterval = Duration.fromInputUnsafe(options.reapInterval ?? "5 seconds")
     const archiveOnExpiry = options.archiveOnExpiry ?? false
@@ -564,7 +567,7 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
           failed: "",
           claimedAtNanos: now,
           rowHead: `{"id":${JSON.stringify(id)},"key":${JSON.stringify(key)},"deadline":`,
-          claimedAtText: JSON.stringify(formatDeadline(now, zoneOffset)),
+          claimedAtText: JSON.stringify(formatDeadline(claimedAtNanosOf(now), zoneOffset)),
           deadlineText: "",
           deadlineTextNanos: -1n,
           row: undefined
