@@ -66,7 +66,11 @@ export const declareSandboxLost = Effect.fnUntraced(function*(
     )
     return
   }
-  yield* Effect.logWarning("sandbox confirmed gone; pod declared SandboxLost").pipe(
-    Effect.annotateLogs({ pod: key, claim: claim.id })
-  )
+  // No Pod tracked yet (a restart's verification): nothing is declared now; the row's Lost mark ends
+  // the Pod when its run comes (VER-7).
+  yield* Effect.logWarning(
+    Option.isSome(pod)
+      ? "sandbox confirmed gone; pod declared SandboxLost"
+      : "sandbox confirmed gone; its row is kept Lost until its pod is settled"
+  ).pipe(Effect.annotateLogs({ pod: key, claim: claim.id }))
 })

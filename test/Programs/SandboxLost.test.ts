@@ -18,6 +18,7 @@ import type { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { claimCount, drain, keyOf, pod, record, releasePaths, rowState, subscribePushes, Template, world } from "./Provider/harness.ts"
 import { ClaimsStoreMemoryControl } from "../../testkit/Layers/ClaimsStoreMemory.ts"
+import { makeLogCapture } from "../support/Logs.ts"
 
 
 /** A previous run left the live claim of default/web on disk, held by Pod generation "old-uid". */
@@ -137,10 +138,16 @@ describe("a sandbox confirmed gone", () => {
 
   it.effect("after a restart: the Running Pod whose claim is confirmed gone is ended, not given a new claim", () =>
     Effect.gen(function*() {
+      const logs = makeLogCapture()
       const pushes = yield* subscribePushes
-      const summary = yield* startClaims
+      const summary = yield* startClaims.pipe(Effect.provide(logs.layer))
       assert.strictEqual(summary.quarantined, 0)
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Lost"))
+      // No Pod is tracked while the claims load: the log says what was done, not a Pod declared.
+      assert.deepStrictEqual(
+        logs.lines.filter((line) => line.message.startsWith("sandbox confirmed gone")).map((line) => line.message),
+        ["sandbox confirmed gone; its row is kept Lost until its pod is settled"]
+      )
       const provider = yield* Provider
       const error = yield* Effect.flip(provider.createPod(runningPod("sb_00000000000dead0")))
       assert.strictEqual(error._tag, "SandboxLost")
