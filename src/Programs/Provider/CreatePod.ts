@@ -159,11 +159,17 @@ const clearStrandedClaim = Effect.fnUntraced(function*(key: PodKey) {
   )
 })
 
-/** The error as a Pod message shows it: an HTTP answer names its status (the body may say nothing). */
-const describeClaimError = (cause: SandboxdClaimError): string =>
-  cause._tag === "SandboxdHttpError" && cause.status !== 0
-    ? `${cause._tag}: sandboxd answered ${cause.status}${cause.message === "" ? "" : `: ${cause.message}`}`
-    : `${cause._tag}: ${cause.message}`
+/**
+ * The error as a Pod message shows it: an HTTP answer names its status (the body may say nothing).
+ * sandboxd's only 5xx is a 500 (CRT-23): any other came from something in front of it, and says so.
+ */
+const describeClaimError = (cause: SandboxdClaimError): string => {
+  if (cause._tag !== "SandboxdHttpError" || cause.status === 0) return `${cause._tag}: ${cause.message}`
+  const detail = cause.message === "" ? "" : `: ${cause.message}`
+  return cause.status > 500
+    ? `${cause._tag}: sandboxd's address answered ${cause.status}, a status sandboxd never sends (a proxy in front of it)${detail}`
+    : `${cause._tag}: sandboxd answered ${cause.status}${detail}`
+}
 
 /**
  * A key in doubt is settled before anything else is claimed for it. Adopted: the row is now
