@@ -22,7 +22,7 @@ import { AppConfig } from "../Services/Config.ts"
 import { decodeEvent, encodeEvent, type Event } from "../Schemas/Event.ts"
 import { decodeLease, encodeLease, type Lease } from "../Schemas/Lease.ts"
 import { decodeNode, encodeNode, type Node } from "../Schemas/Node.ts"
-import { decodePod, dropNulls, encodePod, type Pod, type PodStatus, statusMergePatch, undecodablePod } from "../Schemas/Pod.ts"
+import { decodePod, dropNulls, encodePod, type Pod, podStatusPatch, type PodStatus, undecodablePod } from "../Schemas/Pod.ts"
 import { redactCause, redactUrlUserinfo } from "../Schemas/UrlRedaction.ts"
 import {
   KubeApi,
@@ -68,7 +68,10 @@ const K8sStatus = Schema.Struct({
     group: Schema.optionalKey(Schema.String),
     kind: Schema.optionalKey(Schema.String),
     uid: Schema.optionalKey(Schema.String),
-    causes: Schema.optionalKey(Schema.Array(Schema.Struct({ reason: Schema.optionalKey(Schema.String) })))
+    causes: Schema.optionalKey(Schema.Array(Schema.Struct({
+      reason: Schema.optionalKey(Schema.String),
+      field: Schema.optionalKey(Schema.String)
+    })))
   }))
 })
 type K8sStatus = typeof K8sStatus.Type
@@ -123,8 +126,10 @@ export const errorFromResponse = (operation: string, code: number, body: unknown
     case 403:
       return new KubeForbidden({ operation, message })
     case 400:
-    case 422:
-      return new KubeInvalid({ operation, message })
+    case 422: {
+      const fields = (status?.details?.causes ?? []).flatMap((cause) => cause.field === undefined ? [] : [cause.field])
+      return new KubeInvalid({ operation, message, ...(fields.length === 0 ? {} : { fields }) })
+    }
     default:
       return new KubeUnavailable({ operation, status: code, message })
   }
@@ -668,14 +673,14 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       }).pipe(Effect.flatMap(slim("replacePodStatus")))
     }
 
-    const patchPodStatus = (namespace: string, name: string, uid: string, status: PodStatus) =>
-      encoded("patchPodStatus", "status", statusMergePatch(uid, status)).pipe(
+    const patchPodStatus = (namespace: string, name: string, uid: string, status: PodStatus, removedConditions: ReadonlyArray<string>) =>
+      encoded("patchPodStatus", "status", podStatusPatch(uid, status, removedConditions)).pipe(
         Effect.flatMap((body) =>
           raw("patchPodStatus", {
             method: HttpMethod.PATCH,
             path: `${podPath(namespace, name)}/status`,
             body,
-            contentType: PatchStrategy.MergePatch
+            contentType: PatchStrategy.StrategicMergePatch
           })
         ),
         // the reply is the whole Pod, maybe one the slim Pod refuses: nothing of it is needed

@@ -792,22 +792,41 @@ export const slimStatus = (status: unknown): Option.Option<PodStatus> => decodeS
 /** The JSON body of a write: times at whole seconds. */
 export const encodePod = (pod: Pod): Option.Option<unknown> => encodePodOption(pod)
 
-/** The status fields the slim Pod holds, but the QoS class (fixed at creation: never removed). */
-const patchedStatusKeys = Object.keys(PodStatus.fields).filter((key) => key !== "qosClass")
+/**
+ * The status fields a status patch sets or removes: those the slim Pod holds, but the QoS class
+ * (fixed at creation: never sent) and the conditions (merged by type, see `podStatusPatch`).
+ */
+const patchedStatusKeys = Object.keys(PodStatus.fields).filter((key) => key !== "qosClass" && key !== "conditions")
+
+/** Lists a strategic merge patch merges by `ip` rather than replacing: sent with the replace directive. */
+const mergedIpLists: ReadonlySet<string> = new Set(["podIPs", "hostIPs"])
 
 /**
- * The body of a JSON merge patch of pods/status (INF-1: a status written without reading the Pod).
- * Each status field the slim Pod holds ends as `status` has it, one it leaves out removed (`null`):
- * what a PUT of `status` would store of those fields. Fields the slim Pod does not read are kept.
- * `uid` goes in as metadata.uid: a stored Pod with another is refused (422, the uid being immutable),
- * never written. Times at whole seconds; None when the status does not encode.
+ * The body of a strategic merge patch of pods/status (INF-1: a status written without reading the
+ * Pod). Each status field the slim Pod holds but the conditions ends as `status` has it, one it
+ * leaves out removed (`null`); the IP lists, which the server merges by `ip`, are replaced whole.
+ * Conditions are merged by type, as the server does for this patch type: those of `status` are set,
+ * those of `removedConditions`' types deleted, and any other left as stored (another writer's,
+ * maybe set in a version the daemon could not read: a JSON merge patch would replace the whole
+ * list). Fields the slim Pod does not read, and the QoS class, are kept. `uid` goes in as
+ * metadata.uid: a stored Pod with another is refused (422, the uid being immutable), never
+ * written. Times at whole seconds; None when the status does not encode.
  */
-export const statusMergePatch = (uid: string, status: PodStatus): Option.Option<unknown> =>
+export const podStatusPatch = (
+  uid: string,
+  status: PodStatus,
+  removedConditions: ReadonlyArray<string>
+): Option.Option<unknown> =>
   Option.map(encodePodOption({ status }), (encoded) => {
     const wire: Readonly<Record<string, unknown>> = encoded.status ?? {}
     const patch: Record<string, unknown> = {}
-    for (const key of patchedStatusKeys) patch[key] = wire[key] ?? null
-    if (wire["qosClass"] !== undefined) patch["qosClass"] = wire["qosClass"]
+    for (const key of patchedStatusKeys) {
+      const value = wire[key]
+      patch[key] = value === undefined ? null : mergedIpLists.has(key) && Array.isArray(value) ? [{ $patch: "replace" }, ...value] : value
+    }
+    const set: ReadonlyArray<unknown> = Array.isArray(wire["conditions"]) ? wire["conditions"] : []
+    const conditions = [...set, ...removedConditions.map((type) => ({ type, $patch: "delete" }))]
+    if (conditions.length > 0) patch["conditions"] = conditions
     return { metadata: { uid }, status: patch }
   })
 

@@ -53,7 +53,9 @@ export class KubeForbidden extends Schema.TaggedError<KubeForbidden>()("KubeForb
 /** 422 (and 400): the server refused the object's content. */
 export class KubeInvalid extends Schema.TaggedError<KubeInvalid>()("KubeInvalid", {
   operation: Schema.String,
-  message: Schema.String
+  message: Schema.String,
+  /** The fields the server's Status names as refused (`details.causes[].field`), when it names any. */
+  fields: Schema.optionalKey(Schema.Array(Schema.String))
 }) {}
 
 /** Anything else: 401, 5xx, 429, timeouts, transport failures. */
@@ -124,13 +126,21 @@ export class KubeApi extends Context.Service<KubeApi, {
    */
   readonly replacePodStatus: (pod: Pod) => Effect.Effect<Pod, KubeError>
   /**
-   * JSON merge patch of pods/status (`statusMergePatch`): the status fields the slim Pod holds end
-   * as `status` has them; `uid` goes in as metadata.uid, so a stored Pod of another uid is not
-   * written (kube-apiserver answers 422, `metadata.uid: field is immutable` → KubeInvalid: a patch
-   * has no uid precondition of its own). Needs no read of the Pod and decodes nothing of the
-   * reply, so it works on a Pod the slim Pod refuses (INF-1). 404 → KubeNotFound.
+   * Strategic merge patch of pods/status (`podStatusPatch`): the status fields the slim Pod holds
+   * end as `status` has them, but the conditions, merged by type (those of `status` set, those of
+   * `removedConditions`' types deleted, others left as stored); `uid` goes in as metadata.uid, so
+   * a stored Pod of another uid is not written (kube-apiserver answers 422, `metadata.uid: field
+   * is immutable` → KubeInvalid with that field: a patch has no uid precondition of its own).
+   * Needs no read of the Pod and decodes nothing of the reply, so it works on a Pod the slim Pod
+   * refuses (INF-1). 404 → KubeNotFound.
    */
-  readonly patchPodStatus: (namespace: string, name: string, uid: string, status: PodStatus) => Effect.Effect<void, KubeError>
+  readonly patchPodStatus: (
+    namespace: string,
+    name: string,
+    uid: string,
+    status: PodStatus,
+    removedConditions: ReadonlyArray<string>
+  ) => Effect.Effect<void, KubeError>
   /** DELETE with gracePeriodSeconds 0 and a UID precondition. 404 → KubeNotFound, 409 → KubeConflict. */
   readonly deletePod: (namespace: string, name: string, uid: string) => Effect.Effect<void, KubeError>
   // nodes

@@ -211,7 +211,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         assert.strictEqual(staleLease._tag, "KubeConflict")
       }))
 
-    scenario("patchPodStatus: a merge patch of pods/status with the uid as precondition (INF-1)", () =>
+    scenario("patchPodStatus: a strategic merge patch of pods/status with the uid as precondition (INF-1)", () =>
       Effect.gen(function*() {
         const backend = yield* acquire
         const namespace = yield* newNamespace(backend)
@@ -233,20 +233,41 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         // has none, and the uid it would change is immutable (422).
         const before = yield* backend.daemon.getPod(namespace, podName)
         const otherUid = "0b9f8f1e-0000-4000-8000-000000000000"
-        const refused = yield* backend.daemon.patchPodStatus(namespace, podName, otherUid, { phase: "Failed" }).pipe(Effect.flip)
+        const refused = yield* backend.daemon.patchPodStatus(namespace, podName, otherUid, { phase: "Failed" }, []).pipe(Effect.flip)
         assert.strictEqual(refused._tag, "KubeInvalid")
         assert.include(refused.message, `metadata.uid: Invalid value: "${otherUid}": field is immutable`)
+        // the field the writer reads to tell a replaced Pod from a status the server refuses
+        assert.deepStrictEqual(refused._tag === "KubeInvalid" ? refused.fields : undefined, ["metadata.uid"])
         const unchanged = yield* backend.daemon.getPod(namespace, podName)
         assert.strictEqual(unchanged.metadata?.resourceVersion, before.metadata?.resourceVersion)
 
-        // its own uid: the slim status's fields end as given (IPs, startTime and the dropped
-        // conditions removed), the QoS class kept, metadata untouched
+        // the IP lists (merged by ip by the server) are replaced whole: the old address goes
+        yield* backend.daemon.patchPodStatus(namespace, podName, uid, {
+          ...running,
+          hostIP: "10.0.0.6",
+          podIP: "10.0.0.6",
+          podIPs: [{ ip: "10.0.0.6" }],
+          hostIPs: [{ ip: "10.0.0.6" }]
+        }, [])
+        const moved = (yield* raw(backend.adminConfig, "GET", `/api/v1/namespaces/${namespace}/pods/${podName}`)).body as {
+          status: { podIPs?: unknown; hostIPs?: unknown; conditions?: ReadonlyArray<{ type: string; status: string }> }
+        }
+        assert.deepStrictEqual([moved.status.podIPs, moved.status.hostIPs], [[{ ip: "10.0.0.6" }], [{ ip: "10.0.0.6" }]])
+        assert.deepStrictEqual(
+          (moved.status.conditions ?? []).map((c) => [c.type, c.status]),
+          [["Initialized", "True"], ["Ready", "True"], ["PodScheduled", "True"], ["example.com/Gate", "True"]],
+          "conditions merged by type: another writer's, not in the patch, stays"
+        )
+
+        // its own uid: the slim status's fields end as given (IPs, startTime and the node agent's
+        // conditions removed; another writer's condition, not sent, kept), the QoS class kept,
+        // metadata untouched
         const finished = new Date(started.getTime() + 30_000)
+        const agentTypes = ["PodScheduled", "Initialized", "ContainersReady", "Ready", "PodReadyToStartContainers"]
         yield* backend.daemon.patchPodStatus(namespace, podName, uid, {
           phase: "Failed",
           reason: "SandboxLost",
           message: "sandbox sb_1a2b3c4d5e6f7081 is gone",
-          conditions: [{ type: "example.com/Gate", status: "True" }],
           containerStatuses: [{
             name: "agent",
             ready: false,
@@ -255,7 +276,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
             imageID: "sandboxd://sb_1a2b3c4d5e6f7081",
             state: { terminated: { exitCode: 137, reason: "SandboxLost", startedAt: started, finishedAt: finished } }
           }]
-        })
+        }, agentTypes)
         const after = yield* raw(backend.adminConfig, "GET", `/api/v1/namespaces/${namespace}/pods/${podName}`)
         const stored = after.body as { metadata: { labels?: object; uid: string }; status: Record<string, unknown> }
         assert.strictEqual(stored.metadata.uid, uid)
@@ -282,7 +303,6 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
           phase: "Failed",
           reason: "SandboxLost",
           message: "sandbox sb_1a2b3c4d5e6f7081 is gone",
-          conditions: [{ type: "example.com/Gate", status: "True" }],
           containerStatuses: [{
             name: "agent",
             ready: false,
@@ -291,12 +311,12 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
             imageID: "sandboxd://sb_1a2b3c4d5e6f7081",
             state: { terminated: { exitCode: 137, reason: "SandboxLost", startedAt: started, finishedAt: finished } }
           }]
-        })
+        }, agentTypes)
         assert.strictEqual((yield* backend.daemon.getPod(namespace, podName)).metadata?.resourceVersion, version)
 
         // a Pod that is gone: 404
         yield* backend.daemon.deletePod(namespace, podName, uid)
-        const gone = yield* backend.daemon.patchPodStatus(namespace, podName, uid, { phase: "Failed" }).pipe(Effect.flip)
+        const gone = yield* backend.daemon.patchPodStatus(namespace, podName, uid, { phase: "Failed" }, []).pipe(Effect.flip)
         assert.strictEqual(gone._tag, "KubeNotFound")
       }))
 

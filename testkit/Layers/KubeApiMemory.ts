@@ -10,7 +10,7 @@ import { Cause, Effect, Layer, Option, Queue, Result, Stream } from "effect"
 import { decodeEvent, encodeEvent, type Event } from "../../src/Schemas/Event.ts"
 import { decodeLease, encodeLease, type Lease } from "../../src/Schemas/Lease.ts"
 import { decodeNode, encodeNode, type Node } from "../../src/Schemas/Node.ts"
-import { decodePod, dropNulls, encodePod, type Pod, type PodStatus, statusMergePatch, undecodablePod, type UndecodablePod } from "../../src/Schemas/Pod.ts"
+import { decodePod, dropNulls, encodePod, type Pod, podStatusPatch, type PodStatus, undecodablePod, type UndecodablePod } from "../../src/Schemas/Pod.ts"
 import {
   KubeApi,
   type KubeError,
@@ -169,9 +169,9 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
     )
   }
 
-  const patchPodStatus = (namespace: string, name: string, uid: string, status: PodStatus) =>
-    body("patchPodStatus", "status", statusMergePatch(uid, status)).pipe(
-      Effect.flatMap((patch) => run("patchPodStatus", () => model.patch(Pods, namespace, name, "merge", patch, { subresource: "status" }))),
+  const patchPodStatus = (namespace: string, name: string, uid: string, status: PodStatus, removedConditions: ReadonlyArray<string>) =>
+    body("patchPodStatus", "status", podStatusPatch(uid, status, removedConditions)).pipe(
+      Effect.flatMap((patch) => run("patchPodStatus", () => model.patch(Pods, namespace, name, "strategic", patch, { subresource: "status" }))),
       Effect.asVoid
     )
 

@@ -76,7 +76,8 @@ export const instrumentKube = (kube: KubeApi["Service"]): KubeApi["Service"] => 
     Stream.unwrap(count(apiserverRequests, { verb: "WATCH", resource: "pods", code: "200" }).pipe(Effect.as(kube.watchPods(node, rv)))),
   getPod: (ns, name) => counted(call("GET", "pods"), kube.getPod(ns, name)),
   replacePodStatus: (pod) => counted(call("PUT", "pods/status"), kube.replacePodStatus(pod)),
-  patchPodStatus: (ns, name, uid, status) => counted(call("PATCH", "pods/status"), kube.patchPodStatus(ns, name, uid, status)),
+  patchPodStatus: (ns, name, uid, status, removed) =>
+    counted(call("PATCH", "pods/status"), kube.patchPodStatus(ns, name, uid, status, removed)),
   deletePod: (ns, name, uid) => counted(call("DELETE", "pods"), kube.deletePod(ns, name, uid)),
   getNode: (name) => counted(call("GET", "nodes"), kube.getNode(name)),
   createNode: (node) => counted(call("POST", "nodes", "201"), kube.createNode(node)),

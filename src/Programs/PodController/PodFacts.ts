@@ -232,6 +232,19 @@ const agentConditionTypes: ReadonlySet<string> = new Set([
   "PodReadyToStartContainers"
 ])
 
+/**
+ * INF-1: what a status patch of `status` sets of the conditions: the node agent's own types it
+ * has, and the types it leaves out, to delete. Any other condition in `status` is another
+ * writer's as the last good Pod had it (ST-12): not sent, so the server keeps the one it stores,
+ * which may be newer than the daemon could read.
+ */
+export const agentConditionsOf = (status: PodStatus): { readonly status: PodStatus; readonly removed: ReadonlyArray<string> } => {
+  const own = (status.conditions ?? []).filter((condition) => agentConditionTypes.has(condition.type))
+  const removed = [...agentConditionTypes].filter((type) => !own.some((condition) => condition.type === type))
+  const { conditions: _conditions, ...rest } = status
+  return { status: own.length === 0 ? rest : { ...rest, conditions: own }, removed }
+}
+
 /** A condition of `current` that is not `pushed`'s to set: neither the push nor the node agent has its type. */
 const isForeign = (condition: Condition, pushed: PodStatus): boolean =>
   !agentConditionTypes.has(condition.type) &&

@@ -9,9 +9,9 @@
  *   ends the write. On 409 the Pod is re-read into the informer and the write retried on the
  *   shared retry schedule, rebuilt from the fresh Pod.
  * - While the apiserver's version of the Pod cannot be decoded (INF-1), an ending status (the
- *   VM gone: Failed) is written as a merge patch carrying the UID (another Pod of the name
- *   refuses it), which needs no read; any other write waits, on the retry schedule, for a
- *   readable version.
+ *   VM gone: Failed) is written as a strategic merge patch carrying the UID (another Pod of the
+ *   name refuses it), which needs no read and sets only the node agent's conditions; any other
+ *   write waits, on the retry schedule, for a readable version.
  * - Status repair: when a Pod arrives (an event or the resync) whose stored status differs from
  *   what was last pushed, someone else changed it: the last push is written again. Another
  *   writer's conditions (types neither the push nor a node agent sets) are no difference: every
@@ -34,6 +34,7 @@ import type * as Backoff from "./Backoff.ts"
 import type { Informer } from "./Informer.ts"
 import * as KeyedQueue from "./KeyedQueue.ts"
 import {
+  agentConditionsOf,
   hasForeignConditions,
   isTerminal,
   type Pushed,
@@ -158,10 +159,11 @@ export const make = (
     /**
      * INF-1: the key's newest version cannot be read; `lastGood` is what the informer keeps. Only
      * an ending status (Failed, Succeeded) is written: a Pod whose VM is gone must not stay
-     * Running and Ready until a readable version comes. It goes as a merge patch carrying the UID,
-     * which needs no read of the Pod; a Pod recreated under the name refuses it (422, KubeInvalid:
-     * logged and not retried, as any refused write) and is never written. Any other status waits,
-     * on the retry schedule, for a readable version.
+     * Running and Ready until a readable version comes. It goes as a strategic merge patch
+     * carrying the UID, which needs no read of the Pod and sets only the node agent's conditions
+     * (another writer's, maybe newer than the last good Pod, stay as stored). A Pod recreated under
+     * the name refuses it (422 on metadata.uid): the Pod written for is gone, as after a 404, and
+     * nothing is written. Any other status waits, on the retry schedule, for a readable version.
      */
     const writeUnreadable = (
       key: PodKey,
@@ -176,7 +178,8 @@ export const make = (
         const before = patched.get(key)
         if (before !== undefined && before.uid === uid && sameCanonical(before.status, status)) return "Skipped" as const
         const [namespace, name] = splitPodKey(key)
-        return yield* kube.patchPodStatus(namespace, name, uid, status).pipe(
+        const own = agentConditionsOf(status)
+        return yield* kube.patchPodStatus(namespace, name, uid, own.status, own.removed).pipe(
           Effect.tap(() =>
             Effect.logInfo("ending status written as a patch: the pod's newest version cannot be decoded").pipe(
               Effect.annotateLogs({ phase: status.phase, reason: status.reason })
@@ -184,7 +187,15 @@ export const make = (
           ),
           Effect.andThen(Effect.sync(() => void patched.set(key, { uid, status }))),
           Effect.as<WriteResult>("Written"),
-          Effect.catchTag("KubeNotFound", () => Effect.succeed<WriteResult>("Gone"))
+          Effect.catchTag("KubeNotFound", () => Effect.succeed<WriteResult>("Gone")),
+          // the uid the patch carries is not the stored Pod's: another Pod holds the name now
+          Effect.catchTag("KubeInvalid", (error) =>
+            error.fields?.includes("metadata.uid") === true
+              ? Effect.logInfo("ending status not written: the pod was replaced by another of the same name").pipe(
+                Effect.annotateLogs({ uid }),
+                Effect.as<WriteResult>("Gone")
+              )
+              : Effect.fail(error))
         )
       })
 

@@ -14,6 +14,7 @@ import { KubeApi } from "../../../src/Services/KubeApi.ts"
 import * as KubeApiMemory from "../../../testkit/Layers/KubeApiMemory.ts"
 import { ClusterModel } from "../../../testkit/Simulators/Apiserver/Model.ts"
 import { Pods } from "../../../testkit/Simulators/Apiserver/Resources.ts"
+import { makeLogCapture } from "../../support/Logs.ts"
 
 /** Lets forked fibers run to their next suspension point. */
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 50 }))
@@ -108,4 +109,43 @@ describe("StatusWriter", () => {
         assert.strictEqual(yield* status.queued, 0, order)
       }).pipe(Effect.scoped, Effect.provide(KubeApiMemory.layer(model)))
     }, { discard: true }))
+
+  it.effect("INF-1: an ending status patched for a Pod replaced meanwhile under its name writes nothing, and reads as a Pod gone, not a refused write", () => {
+    const model = new ClusterModel()
+    const logs = makeLogCapture()
+    const body = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "web" },
+      spec: { nodeName: "n1", containers: [{ name: "main", image: "python" }] }
+    }
+    return Effect.gen(function*() {
+      assert.isTrue(Result.isSuccess(model.create(Pods, "default", body)))
+      const kube = yield* KubeApi
+      const informer = yield* Informer.make("n1", PodController.defaultOptions, Backoff.schedule(Backoff.defaultBackoff))
+      const created = yield* kube.getPod("default", "web")
+      yield* informer.observe(created)
+      const key: PodKey = podKeyOfPod(created)
+      // The informer's newest version of the key cannot be read (INF-1), and before it learns of
+      // the deletion, another Pod of the name is made.
+      const writer = yield* StatusWriter.make(
+        { ...informer, unreadable: () => Effect.succeed(true) },
+        Backoff.schedule(Backoff.defaultBackoff),
+        () => Effect.void
+      )
+      assert.isTrue(Result.isSuccess(model.delete(Pods, "default", "web", { gracePeriodSeconds: 0 })))
+      assert.isTrue(Result.isSuccess(model.create(Pods, "default", body)))
+      const replacement = yield* kube.getPod("default", "web")
+      assert.notStrictEqual(replacement.metadata?.uid, created.metadata?.uid)
+      yield* writer.handed(key, created)
+      yield* writer.push({ ...created, status: { phase: "Failed", reason: "SandboxLost", message: "sandbox sb_1 is gone" } })
+      yield* settle
+      const stored = yield* kube.getPod("default", "web")
+      assert.strictEqual(stored.metadata?.resourceVersion, replacement.metadata?.resourceVersion, "the new Pod is not written")
+      const messages = logs.lines.map((line) => line.message)
+      assert.include(messages, "ending status not written: the pod was replaced by another of the same name")
+      assert.notInclude(messages, "status write refused by the apiserver")
+      assert.strictEqual(yield* writer.queued, 0, "not retried")
+    }).pipe(Effect.scoped, Effect.provide(KubeApiMemory.layer(model)), Effect.provide(logs.layer))
+  })
 })

@@ -152,7 +152,7 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
       }).pipe(Effect.provide(logs.layer))
     }), { timeout: 30_000 })
 
-  it.live("a tracked Running Pod that turns undecodable and then loses its VM is written Failed/SandboxLost all the same (a merge patch, once)", () =>
+  it.live("a tracked Running Pod that turns undecodable and then loses its VM is written Failed/SandboxLost all the same (a patch, once); a condition another writer set in the unreadable version stays", () =>
     Effect.gen(function*() {
       const logs = makeLogCapture()
       yield* Effect.gen(function*() {
@@ -161,7 +161,15 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         createPod(world.model, podBody("p"))
         const p = yield* eventually("p Running", () => running(world.model, "p"))
         assert.isDefined(p.status?.podIP)
-        world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "p")!))
+        // The version the daemon cannot read also carries another writer's condition (a
+        // readiness gate's controller): the last good Pod never had it.
+        const gate = { type: "example.com/Gate", status: "True", lastTransitionTime: "2026-01-01T00:00:00Z" }
+        const current = spoiled(world.model.peek(Pods, NS, "p")!)
+        const currentStatus = current["status"] as JsonObject
+        world.model.put(Pods, {
+          ...current,
+          status: { ...currentStatus, conditions: [...(currentStatus["conditions"] as ReadonlyArray<JsonObject>), gate] }
+        } as JsonObject)
         yield* eventually("the bad update logged", () => logs.lines.some((line) => line.message === WARNING))
 
         // sandboxd loses the VM; the lease watch confirms it gone and pushes Failed/SandboxLost.
@@ -179,6 +187,11 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         assert.isFalse(
           ((status["conditions"] ?? []) as ReadonlyArray<JsonObject>).some((c) => c["type"] === "Ready" && c["status"] === "True"),
           "no Ready=True left"
+        )
+        assert.deepStrictEqual(
+          ((status["conditions"] ?? []) as ReadonlyArray<JsonObject>).map((c) => c["type"]),
+          ["example.com/Gate"],
+          "the node agent's conditions gone, another writer's kept as stored"
         )
         assert.deepStrictEqual((stored["metadata"] as JsonObject)["labels"], { team: 7 }, "nothing else of the Pod written")
         assert.strictEqual(failed.metadata.uid, p.metadata.uid)
