@@ -57,6 +57,11 @@ export interface InformerHooks {
   readonly removed: (key: PodKey) => Effect.Effect<void>
   /** After the first complete list, before `synced` turns true (the dangling sweep). */
   readonly firstSync: Effect.Effect<void>
+  /**
+   * A version of a named Pod the slim Pod refuses, once per resourceVersion (INF-1), with whether
+   * the cache keeps a last good version of it.
+   */
+  readonly undecodable: (pod: UndecodablePod, lastGoodKept: boolean) => Effect.Effect<void>
 }
 
 export interface Informer {
@@ -124,13 +129,14 @@ export const make = (
      * and the version is logged and counted unless it was already (a relist meets it again).
      * A Pod without a name to key it by is only logged.
      */
-    const noteUndecodable = (pod: UndecodablePod): Effect.Effect<void> =>
+    const noteUndecodable = (hooks: InformerHooks, pod: UndecodablePod): Effect.Effect<void> =>
       Effect.suspend(() => {
         const key = podKeyOf(pod.namespace, pod.name)
         if (pod.name !== "") {
           if (undecodable.get(key) === pod.resourceVersion) return Effect.void
           undecodable.set(key, pod.resourceVersion)
         }
+        const lastGoodKept = cache.has(key)
         return Metric.update(Metrics.undecodablePods, 1).pipe(
           Effect.andThen(Effect.logWarning(undecodableWarning)),
           Effect.annotateLogs({
@@ -139,8 +145,9 @@ export const make = (
             resourceVersion: pod.resourceVersion,
             // the slim Pod's Schema message, scrubbed where it was made (`undecodablePod`)
             error: pod.error,
-            lastGoodKept: cache.has(key)
-          })
+            lastGoodKept
+          }),
+          Effect.andThen(pod.name === "" ? Effect.void : hooks.undecodable(pod, lastGoodKept))
         )
       })
 
@@ -162,7 +169,7 @@ export const make = (
       Effect.suspend(() => {
         if (event.type === "BOOKMARK") return Effect.void
         if (event.type === "UNDECODABLE") {
-          if (event.change !== "DELETED") return noteUndecodable(event.pod)
+          if (event.change !== "DELETED") return noteUndecodable(hooks, event.pod)
           // Gone, though unreadable: its metadata still names it. A Pod never tracked is reconciled
           // as gone too, so a claim the provider holds for its key (from before a restart) goes.
           return event.pod.name === "" ? Effect.void : gone(hooks, podKeyOf(event.pod.namespace, event.pod.name))
@@ -184,7 +191,7 @@ export const make = (
         const vanished = [...cache.keys()].filter((key) => !listed.has(key))
         for (const key of undecodable.keys()) if (!listed.has(key) && !cache.has(key)) vanished.push(key)
         for (const key of vanished) yield* gone(hooks, key)
-        for (const pod of refused) yield* noteUndecodable(pod)
+        for (const pod of refused) yield* noteUndecodable(hooks, pod)
         for (const pod of items) yield* deliver(hooks, pod)
       })
 
@@ -285,7 +292,7 @@ export const make = (
           // list: never sweep on a failed or partial one (DG-03).
           const changed = list.items.map(store)
           // Before the sweep: a claim whose Pod is listed but unreadable is not dangling.
-          for (const pod of list.undecodable) yield* noteUndecodable(pod)
+          for (const pod of list.undecodable) yield* noteUndecodable(hooks, pod)
           yield* hooks.firstSync
           yield* Ref.set(synced, true)
           yield* Effect.logInfo("pod controller synced").pipe(Effect.annotateLogs({ pods: list.items.length }))

@@ -14,8 +14,8 @@ import { Cause, Clock, Duration, Effect, Exit, type Fiber, Option, type Scope, S
 import type { AppConfigShape } from "../../Schemas/Config.ts"
 import { AppConfig } from "../../Services/Config.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
-import type { Pod } from "../../Schemas/Pod.ts"
-import type { EventRecorder } from "../../Services/EventRecorder.ts"
+import type { Pod, UndecodablePod } from "../../Schemas/Pod.ts"
+import { EventRecorder } from "../../Services/EventRecorder.ts"
 import type { KubeApi, KubeError, PodList } from "../../Services/KubeApi.ts"
 import { type DeletePodError, PodLifecycle } from "../../Services/PodLifecycle.ts"
 import type { PodControllerHandle } from "../../Services/Daemon.ts"
@@ -191,11 +191,26 @@ export const make = (
       )
     }
 
+    const events = yield* EventRecorder
+    // INF-1: a Pod held as it was (a Pending one given no VM) shows why where its owner looks,
+    // once per version the daemon cannot read (a restart's list meets it once more).
+    const undecodable = (pod: UndecodablePod, lastGoodKept: boolean) =>
+      events.record(
+        { kind: "Pod", namespace: pod.namespace, name: pod.name, uid: pod.uid },
+        "Warning",
+        "Undecodable",
+        `the daemon cannot decode this pod at resourceVersion ${pod.resourceVersion} (${pod.error}); ` +
+          (lastGoodKept
+            ? "it is kept as its last readable version was: no sandbox is claimed or released for it, and only an ending status is written, until a readable version"
+            : "it is left out: no sandbox is claimed for it until a readable version")
+      )
+
     yield* informer.run({
       changed,
       observed: status.repair,
       removed: status.forget,
-      firstSync: danglingSweep
+      firstSync: danglingSweep,
+      undecodable
     }).pipe(runForever("informer"))
 
     // Resync: re-examine every known Pod; also the status repair check.

@@ -6,11 +6,11 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Metric, Option } from "effect"
+import { Effect, Metric, Option, Result } from "effect"
 import { sandboxLostStatus } from "../../../src/Programs/Provider/Status.ts"
 import * as Metrics from "../../../src/Services/Metrics.ts"
 import { SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
-import { Pods } from "../../../testkit/Simulators/Apiserver/Resources.ts"
+import { CoreEvents, Pods } from "../../../testkit/Simulators/Apiserver/Resources.ts"
 import type { JsonObject } from "../../../testkit/Simulators/Apiserver/Status.ts"
 import { makeLogCapture } from "../../support/Logs.ts"
 import {
@@ -44,6 +44,13 @@ const spoiled = (stored: JsonObject, value: unknown = 7): JsonObject => {
 const WARNING = "a pod the daemon cannot decode is left out"
 
 const undecodableCount = Effect.map(Metric.value(Metrics.undecodablePods), (state) => state.count)
+
+/** The Events with reason Undecodable the daemon wrote in the namespace. */
+const undecodableEvents = (model: { list: (r: typeof CoreEvents, ns: string) => Result.Result<JsonObject, unknown> }) => {
+  const list = model.list(CoreEvents, NS)
+  const items = Result.isSuccess(list) ? (list.success["items"] as ReadonlyArray<JsonObject>) : []
+  return items.filter((event) => event["reason"] === "Undecodable")
+}
 
 describe("PodController: a Pod the decoder refuses (INF-1)", () => {
   it.live("is left out of a list and of the watch: the node syncs, others run, it gets no claim and no status; logged once per version", () =>
@@ -142,6 +149,15 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         assert.deepStrictEqual(yield* world.sim.claims, [], "no VM claimed from the last good version")
         assert.strictEqual(daemon.calls.create.get(keyOf("p")) ?? 0, attempts, "no create")
         assert.strictEqual(peekPod(world.model, "p")?.status?.phase, "Pending")
+        // Why it waits is on the Pod, where its owner looks (kubectl describe), not only in the log.
+        const [event] = yield* eventually("the Undecodable event", () => {
+          const found = undecodableEvents(world.model)
+          return found.length > 0 ? found : undefined
+        })
+        const involved = event!["involvedObject"] as JsonObject
+        assert.deepStrictEqual([involved["kind"], involved["name"], involved["uid"]], ["Pod", "p", (world.model.peek(Pods, NS, "p")!["metadata"] as JsonObject)["uid"]])
+        assert.strictEqual(event!["type"], "Warning")
+        assert.match(String(event!["message"]), /cannot decode this pod at resourceVersion \d+ \(.*labels.*\).*no sandbox is claimed/)
 
         // Readable again, as it was before (no change PC-06 would reconcile for; the resync is a
         // minute away): claimed at once.
