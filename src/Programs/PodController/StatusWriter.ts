@@ -26,7 +26,7 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Clock, type Duration, Effect, Metric, Option, type Scope } from "effect"
 import { type PodKey, podKeyOfPod, splitPodKey } from "../../Schemas/Ids.ts"
-import type { Pod, PodStatus } from "../../Schemas/Pod.ts"
+import type { Pod } from "../../Schemas/Pod.ts"
 import { failpoint } from "../../Services/Failpoints.ts"
 import { KubeApi, type KubeError, KubeUnavailable } from "../../Services/KubeApi.ts"
 import * as Metrics from "../../Services/Metrics.ts"
@@ -151,12 +151,6 @@ export const make = (
     }
 
     /**
-     * The last ending status patched per key while its Pod could not be read (INF-1), so a repeat
-     * (the lease watch pushes every tick, LEASE-7) is not sent again; empty but for such keys.
-     */
-    const patched = new Map<PodKey, { readonly uid: string; readonly status: PodStatus }>()
-
-    /**
      * INF-1: the key's newest version cannot be read; `lastGood` is what the informer keeps. Only
      * an ending status (Failed, Succeeded) is written: a Pod whose VM is gone must not stay
      * Running and Ready until a readable version comes. It goes as a strategic merge patch
@@ -175,8 +169,6 @@ export const make = (
         const wanted = body(lastGood, yield* Clock.currentTimeMillis)
         if (wanted === undefined || !isTerminal(wanted)) return "Held" as const
         const status = wanted.status ?? {}
-        const before = patched.get(key)
-        if (before !== undefined && before.uid === uid && sameCanonical(before.status, status)) return "Skipped" as const
         const [namespace, name] = splitPodKey(key)
         const own = agentConditionsOf(status)
         return yield* kube.patchPodStatus(namespace, name, uid, own.status, own.removed).pipe(
@@ -185,7 +177,12 @@ export const make = (
               Effect.annotateLogs({ phase: status.phase, reason: status.reason })
             )
           ),
-          Effect.andThen(Effect.sync(() => void patched.set(key, { uid, status }))),
+          // The cache holds the Pod as the patch left it (its newest version still unreadable), so a
+          // repeat of the ending (the lease watch pushes every tick, LEASE-7) finds it terminal and
+          // is not sent (ST-11); and the key gets a run: seen terminal, the provider lets go of the
+          // row of the VM that is gone (VER-7, LEASE-11), as after a PUT.
+          Effect.andThen(informer.written(lastGood, { ...lastGood, status })),
+          Effect.andThen(changed(key)),
           Effect.as<WriteResult>("Written"),
           Effect.catchTag("KubeNotFound", () => Effect.succeed<WriteResult>("Gone")),
           // the uid the patch carries is not the stored Pod's: another Pod holds the name now
@@ -215,7 +212,6 @@ export const make = (
         // INF-1: the informer holds the last good Pod of a key whose newest version it cannot
         // read. A PUT built on it would meet a 409, and the re-read the same undecodable Pod.
         if (yield* informer.unreadable(key)) return yield* writeUnreadable(key, uid, current.value, body)
-        if (patched.size !== 0) patched.delete(key)
         const wanted = body(current.value, yield* Clock.currentTimeMillis)
         if (wanted === undefined) return "Skipped" as const
         return yield* failpoint("push-before-write").pipe(
@@ -351,7 +347,6 @@ export const make = (
       write,
       forget: (key) =>
         Effect.suspend(() => {
-          patched.delete(key)
           lastPushed.delete(key)
           lastPushedVersion.delete(key)
           handedPods.delete(key)
@@ -361,7 +356,7 @@ export const make = (
       drain: queue.drain,
       lastPush: (key) => Effect.sync(() => Option.fromNullishOr(lastPushed.get(key))),
       retainedKeys: Effect.sync(() =>
-        new Set([...pending.keys(), ...lastPushed.keys(), ...lastPushedVersion.keys(), ...handedPods.keys(), ...patched.keys()])
+        new Set([...pending.keys(), ...lastPushed.keys(), ...lastPushedVersion.keys(), ...handedPods.keys()])
       ),
       queued: queue.size
     }

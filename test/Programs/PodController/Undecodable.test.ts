@@ -15,6 +15,7 @@ import type { JsonObject } from "../../../testkit/Simulators/Apiserver/Status.ts
 import { makeLogCapture } from "../../support/Logs.ts"
 import {
   claimIdOf,
+  claimsOnDisk,
   claimRequests,
   createPod,
   eventually,
@@ -177,6 +178,10 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         createPod(world.model, podBody("p"))
         const p = yield* eventually("p Running", () => running(world.model, "p"))
         assert.isDefined(p.status?.podIP)
+        // What the lease watch builds its push from (taken now: once the Pod is seen Failed, its Lost row goes).
+        const tracked = yield* daemon.lifecycle.getPod(keyOf("p"))
+        const row = yield* daemon.table.held(keyOf("p"))
+        assert.isTrue(Option.isSome(tracked) && Option.isSome(row))
         // The version the daemon cannot read also carries another writer's condition (a
         // readiness gate's controller): the last good Pod never had it.
         const gate = { type: "example.com/Gate", status: "True", lastTransitionTime: "2026-01-01T00:00:00Z" }
@@ -216,15 +221,43 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         // The same ending pushed again (as the lease watch repeats its pushes) is not written again.
         assert.strictEqual(world.model.statusPatches, 1)
         const writes = world.model.statusWrites
-        const tracked = yield* daemon.lifecycle.getPod(keyOf("p"))
-        const row = yield* daemon.table.held(keyOf("p"))
-        assert.isTrue(Option.isSome(tracked) && Option.isSome(row))
+        // Seen terminal as the patch left it: the Lost row goes (VER-7), as after a PUT.
+        yield* eventuallyEffect("the Lost row dropped", Effect.map(daemon.table.held(keyOf("p")), Option.isNone), 5_000)
         const claim = Option.getOrThrow(row).record
         const trackedPod = Option.getOrThrow(tracked)
         yield* daemon.pushStatus({ ...trackedPod, status: sandboxLostStatus(trackedPod, claim.id, claim.claimedAt) })
         yield* sleepReal(500)
         assert.strictEqual(world.model.statusPatches, 1)
         assert.strictEqual(world.model.statusWrites, writes)
+      }).pipe(Effect.provide(logs.layer))
+    }), { timeout: 30_000 })
+
+  it.live("the lease of a Pod that turned undecodable ends: written Failed/SandboxLeaseExpired once, then its row goes (LEASE-11) instead of a push, a log line and an Event bump every tick", () =>
+    Effect.gen(function*() {
+      const logs = makeLogCapture()
+      yield* Effect.gen(function*() {
+        const world = yield* makeWorld()
+        const daemon = yield* world.start()
+        createPod(world.model, podBody("p", { annotations: { "sandbox.cocoonstack.io/ttl-seconds": "1" } }))
+        const p = yield* eventually("p Running", () => running(world.model, "p"))
+        world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "p")!))
+        yield* eventually("the bad update logged", () => logs.lines.some((line) => line.message === WARNING))
+        // The lease ends and sandboxd reaps the VM.
+        yield* sleepReal(1_200)
+        yield* world.sim.forget(claimIdOf(p))
+        assert.deepStrictEqual((yield* daemon.leaseTick).published, [keyOf("p")])
+        yield* eventually("p Failed", () => peekPod(world.model, "p")?.status?.reason === "SandboxLeaseExpired")
+        assert.strictEqual(world.model.statusPatches, 1)
+        // What was patched is what the daemon now holds of the Pod (its newest version still
+        // unreadable): the next tick drops the row rather than pushing, logging and counting again.
+        yield* eventuallyEffect("seen terminal", Effect.map(daemon.lifecycle.getPod(keyOf("p")), (pod) =>
+          Option.isSome(pod) && pod.value.status?.phase === "Failed"), 5_000)
+        const tick = yield* daemon.leaseTick
+        assert.deepStrictEqual([tick.ended, tick.published], [[keyOf("p")], []])
+        assert.isTrue(Option.isNone(yield* daemon.table.held(keyOf("p"))))
+        assert.deepStrictEqual(claimsOnDisk(world.statePath), [])
+        assert.deepStrictEqual(yield* releaseRequests(world.sim), [], "nothing released: sandboxd reaped it")
+        assert.strictEqual(world.model.statusPatches, 1)
       }).pipe(Effect.provide(logs.layer))
     }), { timeout: 30_000 })
 
