@@ -264,7 +264,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         // metadata untouched
         const finished = new Date(started.getTime() + 30_000)
         const agentTypes = ["PodScheduled", "Initialized", "ContainersReady", "Ready", "PodReadyToStartContainers"]
-        yield* backend.daemon.patchPodStatus(namespace, podName, uid, {
+        const ending = {
           phase: "Failed",
           reason: "SandboxLost",
           message: "sandbox sb_1a2b3c4d5e6f7081 is gone",
@@ -276,7 +276,8 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
             imageID: "sandboxd://sb_1a2b3c4d5e6f7081",
             state: { terminated: { exitCode: 137, reason: "SandboxLost", startedAt: started, finishedAt: finished } }
           }]
-        }, agentTypes)
+        }
+        yield* backend.daemon.patchPodStatus(namespace, podName, uid, ending, agentTypes)
         const after = yield* raw(backend.adminConfig, "GET", `/api/v1/namespaces/${namespace}/pods/${podName}`)
         const stored = after.body as { metadata: { labels?: object; uid: string }; status: Record<string, unknown> }
         assert.strictEqual(stored.metadata.uid, uid)
@@ -299,19 +300,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
 
         // the same patch again: accepted, and nothing changes (no new resourceVersion)
         const version = (yield* backend.daemon.getPod(namespace, podName)).metadata?.resourceVersion
-        yield* backend.daemon.patchPodStatus(namespace, podName, uid, {
-          phase: "Failed",
-          reason: "SandboxLost",
-          message: "sandbox sb_1a2b3c4d5e6f7081 is gone",
-          containerStatuses: [{
-            name: "agent",
-            ready: false,
-            restartCount: 0,
-            image: "ghcr.io/acme/agent-runtime:1.4.2",
-            imageID: "sandboxd://sb_1a2b3c4d5e6f7081",
-            state: { terminated: { exitCode: 137, reason: "SandboxLost", startedAt: started, finishedAt: finished } }
-          }]
-        }, agentTypes)
+        yield* backend.daemon.patchPodStatus(namespace, podName, uid, ending, agentTypes)
         assert.strictEqual((yield* backend.daemon.getPod(namespace, podName)).metadata?.resourceVersion, version)
 
         // a Pod that is gone: 404
