@@ -136,6 +136,9 @@ export const watchRestarts = counter("vk_sandbox_watch_restarts_total", {
 export const undecodablePods = counter("vk_sandbox_pods_undecodable_total", {
   description: "versions of Pods on this node the daemon cannot decode, each left out of its cache (INF-1); one per resourceVersion"
 })
+export const unreadablePods = gauge("vk_sandbox_pods_unreadable", {
+  description: "Pods on this node whose newest version the daemon cannot decode (INF-1): each held as its last readable version was, or left out, until a readable version"
+})
 export const statusWriteConflicts = counter("vk_sandbox_status_write_conflicts_total", {
   description: "pods/status writes that met a 409 and were retried"
 })

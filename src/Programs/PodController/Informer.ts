@@ -113,6 +113,14 @@ export const make = (
      * resourceVersion (the one logged). Empty but for such Pods: the good path only reads its size.
      */
     const undecodable = new Map<PodKey, string>()
+    /** `undecodable.size` as last set on `vk_sandbox_pods_unreadable`. */
+    let reportedUnreadable = 0
+    /** Sets the gauge when the count moved: a good event costs one comparison. */
+    const reportUnreadable = Effect.suspend(() => {
+      if (undecodable.size === reportedUnreadable) return Effect.void
+      reportedUnreadable = undecodable.size
+      return Metric.update(Metrics.unreadablePods, reportedUnreadable)
+    })
 
     /** Stores `pod`; true when the provider must see the change. */
     const store = (pod: Pod): boolean => {
@@ -147,7 +155,8 @@ export const make = (
             error: pod.error,
             lastGoodKept
           }),
-          Effect.andThen(pod.name === "" ? Effect.void : hooks.undecodable(pod, lastGoodKept))
+          Effect.andThen(pod.name === "" ? Effect.void : hooks.undecodable(pod, lastGoodKept)),
+          Effect.andThen(reportUnreadable)
         )
       })
 
@@ -155,14 +164,16 @@ export const make = (
     const gone = (hooks: InformerHooks, key: PodKey) =>
       Effect.suspend(() => {
         cache.delete(key)
-        undecodable.delete(key)
-        return hooks.removed(key).pipe(Effect.andThen(hooks.changed(key)))
+        const wasUnreadable = undecodable.delete(key)
+        return hooks.removed(key).pipe(Effect.andThen(hooks.changed(key)), Effect.andThen(wasUnreadable ? reportUnreadable : Effect.void))
       })
 
     const deliver = (hooks: InformerHooks, pod: Pod) =>
       Effect.suspend(() => {
         const changed = store(pod)
-        return (changed ? hooks.changed(podKeyOfPod(pod)) : Effect.void).pipe(Effect.andThen(hooks.observed(pod)))
+        const delivered = (changed ? hooks.changed(podKeyOfPod(pod)) : Effect.void).pipe(Effect.andThen(hooks.observed(pod)))
+        // readable again: one key fewer held
+        return undecodable.size === reportedUnreadable ? delivered : Effect.andThen(delivered, reportUnreadable)
       })
 
     const applyEvent = (hooks: InformerHooks, event: PodWatchEvent) =>

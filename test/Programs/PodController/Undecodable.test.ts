@@ -46,6 +46,9 @@ const WARNING = "a pod the daemon cannot decode is left out"
 
 const undecodableCount = Effect.map(Metric.value(Metrics.undecodablePods), (state) => state.count)
 
+/** `vk_sandbox_pods_unreadable`: the keys held by a version the daemon cannot decode now. */
+const unreadableNow = Effect.map(Metric.value(Metrics.unreadablePods), (state) => state.value)
+
 /** The Events with reason Undecodable the daemon wrote in the namespace. */
 const undecodableEvents = (model: { list: (r: typeof CoreEvents, ns: string) => Result.Result<JsonObject, unknown> }) => {
   const list = model.list(CoreEvents, NS)
@@ -144,6 +147,7 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "p")!))
         yield* eventually("the bad update logged", () => logs.lines.some((line) => line.message === WARNING))
         const attempts = daemon.calls.create.get(keyOf("p")) ?? 0
+        assert.strictEqual(yield* unreadableNow, 1, "held: counted in the gauge")
         // Claims could be had now; the retries that come find the key unreadable and claim nothing.
         yield* world.sim.clearFaults
         yield* sleepReal(1_000)
@@ -166,6 +170,7 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         world.model.put(Pods, { ...world.model.peek(Pods, NS, "p")!, metadata } as JsonObject)
         yield* eventually("p Running once readable", () => running(world.model, "p"), 5_000)
         assert.strictEqual((yield* world.sim.claims).length, 1)
+        assert.strictEqual(yield* unreadableNow, 0, "readable again: no longer held")
       }).pipe(Effect.provide(logs.layer))
     }), { timeout: 30_000 })
 
@@ -276,6 +281,7 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
       assert.deepStrictEqual(yield* releaseRequests(world.sim), [], "no dangling release of a Pod that is there")
       assert.isTrue(Option.isSome(yield* daemon.lifecycle.getPod(keyOf("p"))))
       assert.strictEqual(world.model.statusWrites, writes, "no status write")
+      assert.strictEqual(yield* unreadableNow, 1)
 
       // Its deletion is seen although the DELETED event's Pod cannot be decoded.
       assert.isTrue(world.model.remove(Pods, NS, "p"))
@@ -283,6 +289,7 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         "p released",
         Effect.map(releaseRequests(world.sim), (paths) => paths.includes(`/v1/sandboxes/${claimIdOf(p)}/release`))
       )
+      assert.strictEqual(yield* unreadableNow, 0, "gone: no longer held")
     }).pipe(Effect.provide(makeLogCapture().layer)), { timeout: 30_000 })
 
   it.live("a relist that no longer holds a Pod known only in an undecodable version ends it: released", () =>
