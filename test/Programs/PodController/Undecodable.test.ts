@@ -44,6 +44,16 @@ const spoiled = (stored: JsonObject, value: unknown = 7): JsonObject => {
 
 const WARNING = "a pod the daemon cannot decode is left out"
 
+/** A daemon on a fresh world, with Pod `name` created and Running on it. */
+const runningIn = (name: string, options?: Parameters<typeof podBody>[1]) =>
+  Effect.gen(function*() {
+    const world = yield* makeWorld()
+    const daemon = yield* world.start()
+    createPod(world.model, podBody(name, options))
+    const pod = yield* eventually(`${name} Running`, () => running(world.model, name))
+    return { world, daemon, pod }
+  })
+
 const undecodableCount = Effect.map(Metric.value(Metrics.undecodablePods), (state) => state.count)
 
 /** `vk_sandbox_pods_unreadable`: the keys held by a version the daemon cannot decode now. */
@@ -109,10 +119,7 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
     Effect.gen(function*() {
       const logs = makeLogCapture()
       yield* Effect.gen(function*() {
-        const world = yield* makeWorld()
-        const daemon = yield* world.start()
-        createPod(world.model, podBody("p"))
-        const p = yield* eventually("p Running", () => running(world.model, "p"))
+        const { world, daemon, pod: p } = yield* runningIn("p")
         const good = world.model.peek(Pods, NS, "p")!
         const writes = world.model.statusWrites
 
@@ -178,10 +185,7 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
     Effect.gen(function*() {
       const logs = makeLogCapture()
       yield* Effect.gen(function*() {
-        const world = yield* makeWorld()
-        const daemon = yield* world.start()
-        createPod(world.model, podBody("p"))
-        const p = yield* eventually("p Running", () => running(world.model, "p"))
+        const { world, daemon, pod: p } = yield* runningIn("p")
         assert.isDefined(p.status?.podIP)
         // What the lease watch builds its push from (taken now: once the Pod is seen Failed, its Lost row goes).
         const tracked = yield* daemon.lifecycle.getPod(keyOf("p"))
@@ -241,10 +245,7 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
     Effect.gen(function*() {
       const logs = makeLogCapture()
       yield* Effect.gen(function*() {
-        const world = yield* makeWorld()
-        const daemon = yield* world.start()
-        createPod(world.model, podBody("p", { annotations: { "sandbox.cocoonstack.io/ttl-seconds": "1" } }))
-        const p = yield* eventually("p Running", () => running(world.model, "p"))
+        const { world, daemon, pod: p } = yield* runningIn("p", { annotations: { "sandbox.cocoonstack.io/ttl-seconds": "1" } })
         world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "p")!))
         yield* eventually("the bad update logged", () => logs.lines.some((line) => line.message === WARNING))
         // The lease ends and sandboxd reaps the VM.
@@ -268,10 +269,7 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
 
   it.live("a controller restart meets a tracked Pod only in an undecodable version: what the provider holds is not dangling; its DELETED event releases it", () =>
     Effect.gen(function*() {
-      const world = yield* makeWorld()
-      const daemon = yield* world.start()
-      createPod(world.model, podBody("p"))
-      const p = yield* eventually("p Running", () => running(world.model, "p"))
+      const { world, daemon, pod: p } = yield* runningIn("p")
       yield* daemon.stopController
       world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "p")!))
       const writes = world.model.statusWrites
@@ -294,10 +292,7 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
 
   it.live("a relist that no longer holds a Pod known only in an undecodable version ends it: released", () =>
     Effect.gen(function*() {
-      const world = yield* makeWorld()
-      const daemon = yield* world.start()
-      createPod(world.model, podBody("q"))
-      const q = yield* eventually("q Running", () => running(world.model, "q"))
+      const { world, daemon, pod: q } = yield* runningIn("q")
       // After a controller restart (the provider keeps what it holds) q is known only in its
       // undecodable version.
       yield* daemon.stopController
