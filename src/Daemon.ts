@@ -19,7 +19,7 @@
  * then loops, node loops (the Node and Lease are left in place) and servers close. Every
  * finalizer is time-boxed, and a watchdog ends the process if the whole bound is exceeded.
  */
-import { Context, Deferred, Duration, Effect, Fiber, Layer, Metric, Option, References, Scheduler } from "effect"
+import { Context, Deferred, Duration, Effect, Fiber, Layer, Option, References, Scheduler } from "effect"
 import { StartupError } from "./Cli/Errors.ts"
 import { applyDaemonHeapFlags, applyOnceStarted } from "./Cli/HeapFlags.ts"
 import * as ClaimsStoreFile from "./Layers/ClaimsStoreFile.ts"
@@ -38,6 +38,7 @@ import { redactUrlUserinfo } from "./Schemas/UrlRedaction.ts"
 import { AppConfig } from "./Services/Config.ts"
 import { ClaimsStore } from "./Services/ClaimsStore.ts"
 import { ClaimTable } from "./Services/ClaimTable.ts"
+import { ClaimDoubts } from "./Services/ClaimDoubts.ts"
 import { EventRecorder } from "./Services/EventRecorder.ts"
 import { Failpoints } from "./Services/Failpoints.ts"
 import { ClaimsStartup, EarlyPodList, RunningPodController } from "./Services/Daemon.ts"
@@ -57,7 +58,8 @@ import * as ProcessMetrics from "./Programs/Observability/ProcessMetrics.ts"
 import { BuildInfo } from "./Services/BuildInfo.ts"
 import { instrumentKube, instrumentSandboxd } from "./Programs/Observability/Instrument.ts"
 import * as Metrics from "./Services/Metrics.ts"
-import { claimsByState, claimsHeld, claimStateLabel, commitDuration, labelled, quarantinedClaims } from "./Services/Metrics.ts"
+import { commitDuration } from "./Services/Metrics.ts"
+import * as Sampled from "./Programs/Observability/Sampled.ts"
 import * as PodController from "./Programs/PodController/PodController.ts"
 import { startClaimsWith } from "./Programs/Provider/Startup.ts"
 import { listSandboxesNow } from "./Programs/ClaimVerifier.ts"
@@ -192,6 +194,7 @@ const HealthLayer = Layer.unwrap(
     const pods = yield* RunningPodController
     const node = yield* NodeController
     const table = yield* ClaimTable
+    const doubts = yield* ClaimDoubts
     const build = yield* BuildInfo
     const sampleProcess = yield* ProcessMetrics.make
     return HealthServer.layer(config.metricsAddr, {
@@ -207,19 +210,7 @@ const HealthLayer = Layer.unwrap(
         if (!(yield* node.sandboxdAnswered)) missing.push("sandboxd has not answered yet")
         return missing
       }),
-      beforeScrape: Effect.gen(function*() {
-        const state = yield* table.state
-        yield* Metric.update(claimsHeld, state.rows.size)
-        // Every row state has its label; a Lost row (VER-7) holds no VM, but an operator sees how
-        // many rows wait for their Pod to be settled under state="lost".
-        const byState = { Durable: 0, Tentative: 0, Quarantined: 0, Lost: 0 }
-        for (const row of state.rows.values()) byState[row.state._tag] += 1
-        yield* Metric.update(quarantinedClaims, byState.Quarantined)
-        // Claims in doubt are not rows (no token is known): vk_sandbox_claims_in_doubt counts them.
-        for (const [tag, label] of Object.entries(claimStateLabel)) {
-          yield* Metric.update(labelled(claimsByState, { state: label }), byState[tag as keyof typeof claimStateLabel])
-        }
-      })
+      beforeScrape: Sampled.sample({ table, doubts, sandboxd: node.sandboxd, pods: pods.cachedPods, config })
     })
   })
 )

@@ -43,10 +43,10 @@
 import { Cause, DateTime, Effect, Exit, Metric, Option } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
 import { claimStates } from "../Schemas/Claims.ts"
-import { effectiveSettleTime } from "../Schemas/Config.ts"
+import { type AppConfigShape, effectiveSettleTime } from "../Schemas/Config.ts"
 import { AppConfig } from "../Services/Config.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
-import { ClaimDoubts } from "../Services/ClaimDoubts.ts"
+import { ClaimDoubts, type Doubt } from "../Services/ClaimDoubts.ts"
 import { ClaimsStore, ClaimsWriteError } from "../Services/ClaimsStore.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
 import { type ListedSandbox, SandboxdClient } from "../Services/SandboxdClient.ts"
@@ -114,6 +114,21 @@ const recordDurably = (key: PodKey, record: ClaimRecord) =>
         }))
     )
   }).pipe(Effect.uninterruptible)
+
+/**
+ * The first instant a listing may prove that the attempt made no VM. CRT-22: the window counts
+ * from when the attempt was abandoned, not from when it was sent. A claim may wait for a
+ * connection permit before its request (and its timeout) even starts, so `startedAt + timeout`
+ * can pass while sandboxd is still making the VM.
+ */
+export const settlesAt = (
+  doubt: Pick<Doubt, "startedAt" | "abandonedAt">,
+  config: Pick<AppConfigShape, "sandboxdTimeout" | "claimSettleTime">
+): DateTime.Utc =>
+  DateTime.addDuration(
+    DateTime.max(DateTime.addDuration(doubt.startedAt, config.sandboxdTimeout), doubt.abandonedAt),
+    effectiveSettleTime(config)
+  )
 
 /** One attempt to settle the doubt of `key` (see the module comment). */
 export const resolveDoubt = Effect.fn("ClaimDoubt.resolve")(function*(key: PodKey) {
@@ -210,13 +225,7 @@ export const resolveDoubt = Effect.fn("ClaimDoubt.resolve")(function*(key: PodKe
       strays: []
     } as DoubtResolution
   }
-  // CRT-22: the window counts from when the attempt was abandoned, not from when it was sent. A
-  // claim may wait for a connection permit before its request (and its timeout) even starts, so
-  // `startedAt + timeout` can pass while sandboxd is still making the VM.
-  const settledAt = DateTime.addDuration(
-    DateTime.max(DateTime.addDuration(doubt.startedAt, config.sandboxdTimeout), doubt.abandonedAt),
-    effectiveSettleTime(config)
-  )
+  const settledAt = settlesAt(doubt, config)
   if (DateTime.isLessThan(listedAt, settledAt)) {
     return {
       _tag: "Pending",

@@ -3,12 +3,14 @@
  * server-side applied with force as field manager `vk-sandbox`. Entries come from sandboxd's
  * listing (the authoritative live set), never from the claims table; the table only lends
  * each own claim's `owner_addr`. A failed listing or info call skips the publish: a half-empty
- * inventory is never applied. Nothing here is fatal.
+ * inventory is never applied. Nothing here is fatal. Each publish is counted by its result, and
+ * the last success's time is kept, so an operator can alert on an inventory gone stale.
  */
-import { Duration, Effect, Schedule } from "effect"
+import { Clock, Duration, Effect, Metric, Schedule } from "effect"
 import type { ClaimId } from "../Schemas/Ids.ts"
 import { AppConfig } from "../Services/Config.ts"
 import { KubeApi, type KubeError } from "../Services/KubeApi.ts"
+import { inventoryInterval, inventoryLastSuccess, inventoryPublishes, labelled } from "../Services/Metrics.ts"
 import {
   type ListedSandbox,
   type NodeInfo,
@@ -110,6 +112,9 @@ export const publishOnce = Effect.fn("InventoryPublisher.publishOnce")(function*
 
 export type PublishError = SandboxdListError | KubeError
 
+const published = labelled(inventoryPublishes, { result: "success" })
+const failed = labelled(inventoryPublishes, { result: "failed" })
+
 /**
  * Publish immediately, then every `--publish-interval`, forever; each failure is logged with
  * its typed cause and the next tick rebuilds from live state (INV-7).
@@ -117,15 +122,25 @@ export type PublishError = SandboxdListError | KubeError
 export const runPublisher = (sources: InventorySources) =>
   Effect.gen(function*() {
     const config = yield* AppConfig
+    // The families appear as publishing starts, so "never published" is a series an alert can read.
+    yield* Metric.update(inventoryInterval, Duration.toMillis(config.publishInterval) / 1000)
+    yield* Metric.update(inventoryLastSuccess, 0)
+    yield* Metric.update(published, 0)
+    yield* Metric.update(failed, 0)
     const tick = publishOnce(sources).pipe(
       Effect.tap((body) =>
         Effect.logDebug("node inventory published").pipe(
           Effect.annotateLogs({ node: config.nodeName, entries: body.entries?.length ?? 0 })
         )
       ),
+      Effect.tap(() =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.andThen(Metric.update(published, 1), Metric.update(inventoryLastSuccess, now / 1000)))
+      ),
       Effect.tapError((error: PublishError) =>
         Effect.logError("node inventory publish failed; will retry on next tick").pipe(
-          Effect.annotateLogs({ node: config.nodeName, error })
+          Effect.annotateLogs({ node: config.nodeName, error }),
+          Effect.andThen(Metric.update(failed, 1))
         )
       ),
       Effect.ignore

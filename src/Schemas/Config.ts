@@ -104,5 +104,5 @@ export const testConfig = (overrides: Partial<AppConfigShape> = {}): AppConfigSh
 })
 
 /** The settle time in force: the flag's value, or `--sandboxd-timeout` when it is zero. */
-export const effectiveSettleTime = (config: AppConfigShape): Duration.Duration =>
+export const effectiveSettleTime = (config: Pick<AppConfigShape, "sandboxdTimeout" | "claimSettleTime">): Duration.Duration =>
   Duration.isZero(config.claimSettleTime) ? config.sandboxdTimeout : config.claimSettleTime

@@ -27,16 +27,17 @@ const histogram = (name: string, options: { readonly description: string; readon
   withSeries(Metric.histogram(name, options), (attributes) => Metric.histogram(name, { ...options, attributes }))
 
 /** The series of `metric` for `attributes` (a metric defined here), made on first use. */
-export const labelled = (metric: Metric.Metric<number, unknown>, attributes: Record<string, string>): Metric.Metric<number, unknown> => {
+export const labelled = <S>(metric: Metric.Metric<number, S>, attributes: Record<string, string>): Metric.Metric<number, S> => {
   const family = series.get(metric)
   if (family === undefined) return Metric.withAttributes(metric, attributes)
   let key = ""
   for (const name in attributes) key += `${name}\u0000${attributes[name]}\u0001`
   const known = family.made.get(key)
-  if (known !== undefined) return known
+  // The family's series are made by the same constructor as `metric`, so they share its state type.
+  if (known !== undefined) return known as Metric.Metric<number, S>
   const made = family.make(attributes)
   family.made.set(key, made)
-  return made
+  return made as Metric.Metric<number, S>
 }
 
 const latencyBoundaries = Metric.exponentialBoundaries({ start: 0.0005, factor: 2, count: 16 }) // 0.5 ms … ~16 s
@@ -146,6 +147,29 @@ export const statusWriteConflicts = counter("vk_sandbox_status_write_conflicts_t
 export const sandboxdUp = gauge("vk_sandbox_sandboxd_up", {
   description: "1 when the last sandboxd probe succeeded, else 0"
 })
+/** Why sandboxd cannot serve now, one series per reason (1 for the current one), sampled at the scrape. */
+export const sandboxdUnavailable = gauge("vk_sandbox_sandboxd_unavailable", {
+  description: "1 for the reason the last sandboxd probe failed (Unreachable, Unauthorized, Failing, Draining), 0 for the others"
+})
+/** The label values of `vk_sandbox_sandboxd_unavailable`: every reason the probe tells apart. */
+export const sandboxdUnavailableReasons = ["Unreachable", "Unauthorized", "Failing", "Draining"] as const
+export const claimsInDoubtPastSettle = gauge("vk_sandbox_claims_in_doubt_past_settle", {
+  description: "pod keys in doubt whose settle window (--claim-settle-time after the attempt was abandoned) has passed, sampled at the scrape"
+})
+export const podsByPhase = gauge("vk_sandbox_pods", {
+  description: "Pods on this node in the daemon's cache by phase, sampled at the scrape"
+})
+/** The label values of `vk_sandbox_pods`; any other phase a Pod reports counts as Unknown. */
+export const podPhases = ["Pending", "Running", "Succeeded", "Failed", "Unknown"] as const
+export const inventoryPublishes = counter("vk_sandbox_inventory_publishes_total", {
+  description: "NodeInventory publishes by result: success, failed (only with --publish-inventory)"
+})
+export const inventoryLastSuccess = gauge("vk_sandbox_inventory_last_success_timestamp_seconds", {
+  description: "when the NodeInventory was last applied, seconds since the Unix epoch; 0 until the first success (only with --publish-inventory)"
+})
+export const inventoryInterval = gauge("vk_sandbox_inventory_publish_interval_seconds", {
+  description: "--publish-interval in seconds (only with --publish-inventory)"
+})
 export const nodeTainted = gauge("vk_sandbox_node_tainted", {
   description: "1 while the Node carries the sandboxd-unavailable NoSchedule taint, else 0"
 })
@@ -177,7 +201,11 @@ export const initialize = Effect.all([
   count0(watchRestarts, { reason: "backwards" }),
   Metric.update(statusWriteConflicts, 0),
   Metric.update(undecodablePods, 0),
+  Metric.update(unreadablePods, 0),
   Metric.update(sandboxdUp, 0),
+  ...sandboxdUnavailableReasons.map((reason) => Metric.update(labelled(sandboxdUnavailable, { reason }), 0)),
+  Metric.update(claimsInDoubtPastSettle, 0),
+  ...podPhases.map((phase) => Metric.update(labelled(podsByPhase, { phase }), 0)),
   ...Object.values(claimStateLabel).map((state) => Metric.update(labelled(claimsByState, { state }), 0)),
   Metric.update(nodeTainted, 0)
 ], { discard: true })

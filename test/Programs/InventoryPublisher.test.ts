@@ -7,7 +7,7 @@
  */
 import { KubeConfig } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Option, Redacted } from "effect"
+import { Duration, Effect, Fiber, Metric, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import * as fs from "node:fs/promises"
 import * as http from "node:http"
@@ -27,6 +27,7 @@ import {
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import { testConfig } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
+import { inventoryInterval, inventoryLastSuccess, inventoryPublishes, labelled } from "../../src/Services/Metrics.ts"
 import type { ClaimId, PodKey } from "../../src/Schemas/Ids.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { type ClaimSpec, type ClaimResult, SandboxdClient } from "../../src/Services/SandboxdClient.ts"
@@ -428,10 +429,19 @@ describe("InventoryPublisher", () => {
       const claims = yield* populate(world)
       assert.isUndefined(world.stored(), "runPublisher is the only writer: no object before it runs")
 
+      // The publish counters and the last success's time (seconds since the epoch, 0 before any).
+      const outcomes = Effect.all({
+        success: Effect.map(Metric.value(labelled(inventoryPublishes, { result: "success" })), (s) => s.count),
+        failed: Effect.map(Metric.value(labelled(inventoryPublishes, { result: "failed" })), (s) => s.count),
+        lastSuccess: Effect.map(Metric.value(inventoryLastSuccess), (s) => s.value)
+      })
+      const before = yield* outcomes
       const fiber = yield* Effect.forkChild(world.provide(runPublisher(world.sources)))
       yield* eventually("the immediate publish", () => world.answered().length === 1)
       assert.strictEqual(world.stored()?.entries?.length, 4)
       yield* settle
+      assert.deepStrictEqual(yield* outcomes, { success: before.success + 1, failed: before.failed, lastSuccess: START / 1000 })
+      assert.strictEqual((yield* Metric.value(inventoryInterval)).value, 30)
 
       // nothing before the interval has passed
       yield* TestClock.adjust(Duration.subtract(INTERVAL, Duration.millis(1)))
@@ -450,6 +460,11 @@ describe("InventoryPublisher", () => {
       assert.strictEqual(world.answered()[2].status, 500)
       assert.strictEqual(world.stored()?.metadata.resourceVersion, rvBefore)
       yield* settle
+      assert.deepStrictEqual(yield* outcomes, {
+        success: before.success + 2,
+        failed: before.failed + 1,
+        lastSuccess: (START + Duration.toMillis(INTERVAL)) / 1000
+      }, "a failed apply is counted and leaves the last success's time")
       yield* TestClock.adjust(INTERVAL)
       yield* eventually("the publish after the failure", () => world.answered().length === 4)
       assert.strictEqual(world.answered()[3].status, 200)
@@ -463,6 +478,7 @@ describe("InventoryPublisher", () => {
       yield* settle
       assert.strictEqual(world.applies().length, 4, "no apply for the skipped tick")
       assert.strictEqual(world.stored()?.metadata.resourceVersion, skippedRv)
+      assert.strictEqual((yield* outcomes).failed, before.failed + 2, "a skipped tick is a failed publish")
       yield* TestClock.adjust(INTERVAL)
       yield* eventually("the publish after the skipped tick", () => world.answered().length === 5)
 
