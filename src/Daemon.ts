@@ -46,7 +46,7 @@ import { KubeApi, type KubeError, type PodList } from "./Services/KubeApi.ts"
 import { DaemonLoops } from "./Services/Loops.ts"
 import { Provider } from "./Services/Provider.ts"
 import { SandboxdClient } from "./Services/SandboxdClient.ts"
-import { KubeletPods } from "./Services/KubeletServer.ts"
+import { KubeletPods, KubeletServer } from "./Services/KubeletServer.ts"
 import { NodeController, NodeHealth } from "./Services/NodeController.ts"
 import * as KubeletServerLive from "./Programs/Kubelet/KubeletServer.ts"
 import * as NodeControllerLive from "./Programs/Node/NodeController.ts"
@@ -288,6 +288,8 @@ export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Eff
           sandboxd: redactUrlUserinfo(config.sandboxdUrl),
           state: config.statePath,
           kubelet: formatListenAddr(config.listenAddr),
+          // Which certificate the kubelet port serves: flags, vk-cocoon or self-signed (TLS-2, TLS-4).
+          tls: Context.get(daemon, KubeletServer).tls.source,
           metrics: formatListenAddr(config.metricsAddr)
         })
       )

@@ -43,8 +43,22 @@ export const daemonFlags: ReadonlyArray<FlagSpec> = [
   value("node-name", "string", "vk-sandboxd", "name of the virtual Node", "VK_NODE_NAME"),
   value("node-ip", "string", "", "the Node's InternalIP (also the Pod IP fallback)", "VK_NODE_IP"),
   value("listen-addr", "host:port", ":10260", "kubelet API listen address (port 1..65535)", "VK_LISTEN_ADDR"),
-  value("tls-cert", "path", "", "kubelet API serving certificate (with --tls-key; self-signed when both are unset)", "VK_TLS_CERT"),
+  value(
+    "tls-cert",
+    "path",
+    "",
+    "kubelet API serving certificate (with --tls-key; must load); when both are unset: vk-cocoon's pair, else self-signed",
+    "VK_TLS_CERT"
+  ),
   value("tls-key", "path", "", "kubelet API serving key (with --tls-cert)", "VK_TLS_KEY"),
+  value(
+    "vk-cocoon-tls-cert",
+    "path",
+    "/etc/cocoon/vk/tls/vk-kubelet.crt",
+    "vk-cocoon's kubelet certificate, served without --tls-cert when usable (else self-signed); empty = not looked for",
+    "VK_COCOON_TLS_CERT"
+  ),
+  value("vk-cocoon-tls-key", "path", "/etc/cocoon/vk/tls/vk-kubelet.key", "vk-cocoon's kubelet key (with --vk-cocoon-tls-cert)", "VK_COCOON_TLS_KEY"),
   value("client-ca-file", "path", "", "CA bundle; when set, kubelet API clients must present a certificate it signed"),
   value("node-cpu", "quantity", "4000", "Node cpu capacity (Kubernetes quantity)", "VK_NODE_CPU"),
   value("node-memory", "quantity", "8Ti", "Node memory capacity (Kubernetes quantity)", "VK_NODE_MEMORY"),

@@ -59,6 +59,23 @@ const parseNodeName = (text: string): Result.Result<string, string> =>
       "must be a Node name: at most 253 characters of lowercase letters, digits, '-' and '.', each part between dots starting and ending with a letter or digit"
     )
 
+/**
+ * A certificate flag and its key flag, empty together or set together; otherwise a usage error
+ * naming the empty one, with `message(set, empty)`.
+ */
+const pairedPaths = (
+  text: (name: string) => string,
+  certFlag: string,
+  keyFlag: string,
+  message: (set: string, empty: string) => string
+): Result.Result<readonly [string, string], UsageError> => {
+  const cert = text(certFlag)
+  const key = text(keyFlag)
+  if ((cert === "") === (key === "")) return Result.succeed([cert, key])
+  const [set, empty] = cert === "" ? [keyFlag, certFlag] : [certFlag, keyFlag]
+  return Result.fail(new UsageError({ flag: empty, message: message(set, empty) }))
+}
+
 /** Validate everything on the command line and in the environment into a configuration. */
 export const configFromTokens = (tokens: Tokens, env: Environment): Result.Result<AppConfigShape, UsageError> => {
   const { field, text } = flagReader(tokens, env)
@@ -118,23 +135,19 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
     // Off when empty; otherwise the same rules as a sandboxd base URL (http or https, a host, no query).
     const otlpEndpoint = yield* field("otlp-endpoint", (t) => (t === "" ? Result.succeed("") : parseSandboxdUrl(t)))
     // A certificate without its key (or the reverse) is a mistake, not a wish for self-signing.
-    const tlsCert = text("tls-cert")
-    const tlsKey = text("tls-key")
-    if ((tlsCert === "") !== (tlsKey === "")) {
-      const [given, missing] = tlsCert === "" ? ["tls-key", "tls-cert"] : ["tls-cert", "tls-key"]
-      return yield* Result.fail(
-        new UsageError({
-          flag: missing,
-          message: `--${given} needs --${missing}: give both (a serving certificate and its key) or neither (self-signed)`
-        })
-      )
-    }
+    const [tlsCert, tlsKey] = yield* pairedPaths(text, "tls-cert", "tls-key", (given, missing) =>
+      `--${given} needs --${missing}: give both (a serving certificate and its key) or neither (self-signed)`)
+    // Clearing one vk-cocoon path and not the other is a half-made choice (TLS-4): say so.
+    const [vkCocoonTlsCert, vkCocoonTlsKey] = yield* pairedPaths(text, "vk-cocoon-tls-cert", "vk-cocoon-tls-key", (kept, cleared) =>
+      `--${cleared} is empty but --${kept} is not: clear both to never reuse vk-cocoon's pair, or neither`)
     const config: AppConfigShape = {
       nodeName,
       nodeIp: text("node-ip"),
       listenAddr,
       tlsCert,
       tlsKey,
+      vkCocoonTlsCert,
+      vkCocoonTlsKey,
       clientCaFile: text("client-ca-file"),
       nodeCpu: nodeCpu.text,
       nodeMemory: nodeMemory.text,

@@ -19,6 +19,9 @@ export interface AppConfigShape {
   readonly listenAddr: ListenAddr
   readonly tlsCert: string
   readonly tlsKey: string
+  /** Where the co-located vk-cocoon keeps its kubelet pair, reused without --tls-cert (TLS-4); "" = not looked for. */
+  readonly vkCocoonTlsCert: string
+  readonly vkCocoonTlsKey: string
   readonly clientCaFile: string
   /** Kubernetes quantities as given (validated): written to capacity/allocatable verbatim. */
   readonly nodeCpu: string
@@ -64,13 +67,18 @@ export interface AppConfigShape {
   readonly otlpEndpoint: string
 }
 
-/** Defaults of every flag (CFG-2), with a node name and paths suitable for tests. */
+/**
+ * Defaults of every flag (CFG-2), with a node name and paths suitable for tests: no vk-cocoon pair
+ * is looked for, so a test never serves a certificate of the machine it runs on.
+ */
 export const testConfig = (overrides: Partial<AppConfigShape> = {}): AppConfigShape => ({
   nodeName: "vk-sandboxd",
   nodeIp: "",
   listenAddr: { host: "", port: 10260 },
   tlsCert: "",
   tlsKey: "",
+  vkCocoonTlsCert: "",
+  vkCocoonTlsKey: "",
   clientCaFile: "",
   nodeCpu: "4000",
   nodeMemory: "8Ti",

@@ -23,8 +23,24 @@ export class KubeletListenError extends Schema.TaggedError<KubeletListenError>()
   message: Schema.String
 }) {}
 
-/** Where the serving certificate came from: `--tls-cert`/`--tls-key`, or made in memory. */
-export type KubeletTlsSource = "files" | "self-signed"
+/**
+ * Where the serving certificate came from (TLS-2): the operator's `--tls-cert`/`--tls-key`, the
+ * co-located vk-cocoon's kubelet pair (TLS-4), or made in memory.
+ */
+export type KubeletTlsSource = "flags" | "vk-cocoon" | "self-signed"
+
+/**
+ * Why vk-cocoon's kubelet pair was not reused (TLS-4). `disabled` (the paths cleared) and `absent`
+ * (no vk-cocoon pair on this host) are ordinary; the others mean a pair is there but unusable.
+ */
+export const vkCocoonPairReasons = ["disabled", "absent", "incomplete", "unreadable", "invalid", "expired"] as const
+export type VkCocoonPairReason = typeof vkCocoonPairReasons[number]
+
+/** vk-cocoon's kubelet pair cannot be reused; the daemon self-signs instead (TLS-4). */
+export class VkCocoonPairUnused extends Schema.TaggedError<VkCocoonPairUnused>()("VkCocoonPairUnused", {
+  reason: Schema.Literals(vkCocoonPairReasons),
+  message: Schema.String
+}) {}
 
 export class KubeletServer extends Context.Service<KubeletServer, {
   /** The address actually bound (the port matters when the configured one is 0). */

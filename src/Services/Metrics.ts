@@ -173,6 +173,10 @@ export const inventoryInterval = gauge("vk_sandbox_inventory_publish_interval_se
 export const nodeTainted = gauge("vk_sandbox_node_tainted", {
   description: "1 while the Node carries the sandboxd-unavailable NoSchedule taint, else 0"
 })
+/** Set once, when the kubelet port's certificate is chosen (TLS-2, TLS-4). */
+export const kubeletTlsInfo = gauge("vk_sandbox_kubelet_tls_info", {
+  description: "always 1; source names the kubelet port's serving certificate: flags (--tls-cert/--tls-key), vk-cocoon (its kubelet pair, reused) or self-signed"
+})
 
 /** Add one to a counter with attributes. */
 export const count = (counter: Metric.Metric<number, unknown>, attributes: Record<string, string>) =>

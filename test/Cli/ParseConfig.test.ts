@@ -18,6 +18,15 @@ const usageError = (argv: ReadonlyArray<string>, env: Record<string, string | un
   return result.failure
 }
 
+/**
+ * Every flag's default: testConfig's, except that the daemon looks for vk-cocoon's pair where
+ * vk-cocoon keeps it (TLS-4), which a test config never does.
+ */
+const flagDefaults = testConfig({
+  vkCocoonTlsCert: "/etc/cocoon/vk/tls/vk-kubelet.crt",
+  vkCocoonTlsKey: "/etc/cocoon/vk/tls/vk-kubelet.key"
+})
+
 /** The config with Durations compared by length and the token unwrapped, for deepStrictEqual. */
 const comparable = (config: AppConfigShape) =>
   Object.fromEntries(
@@ -33,12 +42,12 @@ const comparable = (config: AppConfigShape) =>
 
 describe("parseConfig: defaults", () => {
   it("gives every CFG-2 default with an empty command line and environment", () => {
-    assert.deepStrictEqual(comparable(ok([])), comparable(testConfig()))
+    assert.deepStrictEqual(comparable(ok([])), comparable(flagDefaults))
   })
 
   it("ignores unrelated and empty environment variables", () => {
     const env = Object.fromEntries(daemonFlags.flatMap((spec) => spec.env === undefined ? [] : [[spec.env, ""]]))
-    assert.deepStrictEqual(comparable(ok([], { ...env, KUBECONFIG: "/k", VK_LOG_LEVEL: "debug" })), comparable(testConfig()))
+    assert.deepStrictEqual(comparable(ok([], { ...env, KUBECONFIG: "/k", VK_LOG_LEVEL: "debug" })), comparable(flagDefaults))
   })
 })
 
@@ -51,6 +60,8 @@ const envBacked: ReadonlyArray<
   ["listen-addr", "VK_LISTEN_ADDR", "127.0.0.1:1", ":2", (c) => c.listenAddr, { host: "127.0.0.1", port: 1 }, { host: "", port: 2 }],
   ["tls-cert", "VK_TLS_CERT", "/env.crt", "/flag.crt", (c) => c.tlsCert, "/env.crt", "/flag.crt"],
   ["tls-key", "VK_TLS_KEY", "/env.key", "/flag.key", (c) => c.tlsKey, "/env.key", "/flag.key"],
+  ["vk-cocoon-tls-cert", "VK_COCOON_TLS_CERT", "/env/vk.crt", "/flag/vk.crt", (c) => c.vkCocoonTlsCert, "/env/vk.crt", "/flag/vk.crt"],
+  ["vk-cocoon-tls-key", "VK_COCOON_TLS_KEY", "/env/vk.key", "/flag/vk.key", (c) => c.vkCocoonTlsKey, "/env/vk.key", "/flag/vk.key"],
   ["node-cpu", "VK_NODE_CPU", "500m", "2e3", (c) => c.nodeCpu, "500m", "2e3"],
   ["node-memory", "VK_NODE_MEMORY", "1.5Gi", "64Gi", (c) => c.nodeMemory, "1.5Gi", "64Gi"],
   ["node-pods", "VK_NODE_PODS", "110", "3000", (c) => c.nodePods, "110", "3000"],
@@ -77,7 +88,7 @@ describe("parseConfig: env-backed flags (CFG-1, CFG-3)", () => {
   for (const [flag, envVar, envValue, flagValue, read, fromEnv, fromFlag] of envBacked) {
     it(`--${flag} / $${envVar}: default, env fallback, flag wins, empty env = unset`, () => {
       const base = partner[flag] ?? {}
-      const defaultValue = read(testConfig())
+      const defaultValue = read(flagDefaults)
       assert.deepStrictEqual(read(ok([])), defaultValue, "default")
       assert.deepStrictEqual(read(ok([], { ...base, [envVar]: envValue })), fromEnv, "env fallback")
       assert.deepStrictEqual(read(ok([`--${flag}`, flagValue], { ...base, [envVar]: envValue })), fromFlag, "flag beats env")
@@ -89,6 +100,9 @@ describe("parseConfig: env-backed flags (CFG-1, CFG-3)", () => {
   it("an explicit empty flag value beats the env var", () => {
     assert.strictEqual(ok(["--node-ip="], { VK_NODE_IP: "10.0.0.1" }).nodeIp, "")
     assert.strictEqual(ok(["--tls-cert", ""], { VK_TLS_CERT: "/env.crt" }).tlsCert, "")
+    // Both vk-cocoon paths cleared: its pair is never looked for (TLS-4).
+    const off = ok(["--vk-cocoon-tls-cert=", "--vk-cocoon-tls-key="], { VK_COCOON_TLS_CERT: "/env/vk.crt" })
+    assert.deepStrictEqual([off.vkCocoonTlsCert, off.vkCocoonTlsKey], ["", ""])
   })
 })
 
@@ -248,6 +262,8 @@ const rejections: ReadonlyArray<readonly [ReadonlyArray<string>, Record<string, 
   [["--tls-cert", "/tls.crt"], {}, "tls-key", "--tls-cert needs --tls-key"],
   [["--tls-key", "/tls.key"], {}, "tls-cert", "--tls-key needs --tls-cert"],
   [[], { VK_TLS_CERT: "/tls.crt" }, "tls-key", "--tls-cert needs --tls-key"],
+  [["--vk-cocoon-tls-cert="], {}, "vk-cocoon-tls-cert", "--vk-cocoon-tls-cert is empty but --vk-cocoon-tls-key is not"],
+  [["--vk-cocoon-tls-key="], { VK_COCOON_TLS_CERT: "/vk.crt" }, "vk-cocoon-tls-key", "clear both"],
   [["--sandboxd-probe-grace", "2.5"], {}, "sandboxd-probe-grace", "not an integer"],
   [["--listen-addr", ":0"], {}, "listen-addr", "out of range"],
   [["--listen-addr", ":http"], {}, "listen-addr", "not a number"],

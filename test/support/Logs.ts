@@ -1,7 +1,8 @@
 /** Capturing the log lines a test's effects write, with their annotations, in memory. */
-import { Logger, References } from "effect"
+import { Logger, type LogLevel, References } from "effect"
 
 export interface Line {
+  readonly level: LogLevel.LogLevel
   readonly message: string
   readonly annotations: Readonly<Record<string, unknown>>
 }
@@ -11,6 +12,7 @@ export const makeLogCapture = () => {
   const lines: Array<Line> = []
   const logger = Logger.make((options) => {
     lines.push({
+      level: options.logLevel,
       message: Array.isArray(options.message) ? options.message.map(String).join(" ") : String(options.message),
       annotations: options.fiber.getRef(References.CurrentLogAnnotations)
     })

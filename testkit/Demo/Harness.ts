@@ -171,6 +171,16 @@ export const demoFlags = (shutdownTimeout = "5s"): ReadonlyArray<string> => [
 export type DaemonTarget = Pick<Cluster, "kubeconfigPath" | "sandboxdUrl" | "tokenFile" | "statePath" | "nodeName">
 
 /**
+ * Where a spawned daemon looks for vk-cocoon's kubelet pair: beside its state directory (every
+ * harness keeps the claims file at `<dir>/state/claims.json`), never where the machine running it
+ * may keep a real one (TLS-4). Nothing is there unless a test writes it.
+ */
+export const vkCocoonPairPaths = (cluster: Pick<DaemonTarget, "statePath">) => {
+  const dir = path.join(path.dirname(path.dirname(cluster.statePath)), "vk-cocoon")
+  return { dir, cert: path.join(dir, "vk-kubelet.crt"), key: path.join(dir, "vk-kubelet.key") }
+}
+
+/**
  * Runs the daemon against the cluster on two free loopback ports; SIGKILLed when the scope closes
  * if it is still running. The one way the demo, the tests, the crash suite and the bench start it.
  */
@@ -178,6 +188,7 @@ export const spawnDaemon = (cluster: DaemonTarget, options: DaemonOptions = {}):
   Effect.gen(function*() {
     const [kubeletPort = 0, metricsPort = 0] = yield* freePorts(2)
     const [program, ...leading] = options.command ?? [binary]
+    const vkCocoon = vkCocoonPairPaths(cluster)
     const args = [
       ...leading,
       "--kubeconfig", cluster.kubeconfigPath,
@@ -188,6 +199,8 @@ export const spawnDaemon = (cluster: DaemonTarget, options: DaemonOptions = {}):
       "--node-ip", "127.0.0.1",
       "--listen-addr", `127.0.0.1:${kubeletPort}`,
       "--metrics-addr", `127.0.0.1:${metricsPort}`,
+      "--vk-cocoon-tls-cert", vkCocoon.cert,
+      "--vk-cocoon-tls-key", vkCocoon.key,
       ...(options.flags ?? demoFlags(options.shutdownTimeout)),
       ...(options.extraArgs ?? [])
     ]

@@ -1,6 +1,6 @@
 /**
- * The in-memory serving certificate used when no `--tls-cert`/`--tls-key` pair is on disk
- * (TLS-3): ECDSA P-256, CN `vk-sandbox`, valid from an hour ago for ten
+ * The in-memory serving certificate used when neither `--tls-cert`/`--tls-key` nor vk-cocoon's
+ * kubelet pair (TLS-4) is served (TLS-3): ECDSA P-256, CN `vk-sandbox`, valid from an hour ago for ten
  * years, server-auth only, SANs for the node name, the node IP and 127.0.0.1. A new key is made on
  * every start and never written anywhere.
  *

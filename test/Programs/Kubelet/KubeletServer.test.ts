@@ -282,7 +282,7 @@ describe("KubeletServer TLS", () => {
         serverConfig({ tlsCert: join(dir, "tls.crt"), tlsKey: join(dir, "tls.key") }),
         (server) =>
           Effect.gen(function*() {
-            assert.strictEqual(server.tls.source, "files")
+            assert.strictEqual(server.tls.source, "flags")
             const presented = yield* handshake(server.port, {})
             assert.strictEqual(
               new X509Certificate(presented.peerCertificate).fingerprint256,
