@@ -1,7 +1,7 @@
 /**
- * How the container image starts the daemon, read from the Dockerfile's final stage: the node
- * flags of its ENTRYPOINT, and the compile cache it ships (the `NODE_COMPILE_CACHE` directory
- * and the command that fills it at build time). The bench starts the daemon the same way by
+ * How the container image starts the daemon, read from the Dockerfile: the node flags of the
+ * final stage's ENTRYPOINT, and the compile cache it ships (the `NODE_COMPILE_CACHE` directory
+ * and the build stage's command that fills it). The bench starts the daemon the same way by
  * default, so a bench figure and the image cannot drift apart (test/Packaging/Dockerfile.test.ts
  * holds bin/vk-sandbox to the flags, and the cache step to the ENTRYPOINT).
  */
@@ -38,31 +38,36 @@ const finalStage = (dockerfile: string): ReadonlyArray<string> => {
   return lines.slice(lines.findLastIndex((line) => /^FROM\s/i.test(line)) + 1)
 }
 
-/** What the image's build runs to fill its compile cache: `node <flags> <script> <args>`. */
+/** What the image's build runs to fill its compile cache: `NODE_COMPILE_CACHE=<dir> <wrapper> node <flags> <script> <args>`. */
 export interface CompileCacheStep {
-  /** the value of `ENV NODE_COMPILE_CACHE=` in the final stage */
+  /** the value of `ENV NODE_COMPILE_CACHE=` in the final stage, which the step sets too */
   readonly dir: string
+  /** the words before `node` (the build runs it in the image's root filesystem: `chroot --userspec=<uid:gid> <root>`) */
+  readonly wrapper: ReadonlyArray<string>
   readonly flags: ReadonlyArray<string>
   readonly script: string
   readonly args: ReadonlyArray<string>
 }
 
 /**
- * The final stage's compile-cache step: its `ENV NODE_COMPILE_CACHE=<dir>` and the first command
- * of the first shell-form RUN after it that starts with `node` (up to a redirection or `&&`).
- * Undefined when the image ships no compile cache.
+ * The image's compile-cache step: the final stage's `ENV NODE_COMPILE_CACHE=<dir>` and, in the
+ * first RUN of any stage that sets `NODE_COMPILE_CACHE=<dir>` for a command, that command up to a
+ * redirection or `&&`. Undefined when the image ships no compile cache.
  */
 export const compileCacheStep = (dockerfile: string): CompileCacheStep | undefined => {
-  const stage = finalStage(dockerfile)
-  const envAt = stage.findIndex((line) => /^ENV\s+NODE_COMPILE_CACHE=\S+$/i.test(line))
-  if (envAt < 0) return undefined
-  const dir = stage[envAt]!.replace(/^ENV\s+NODE_COMPILE_CACHE=/i, "")
-  const run = stage.slice(envAt + 1).find((line) => /^RUN\s+node\s/i.test(line))
+  const env = finalStage(dockerfile).findLast((line) => /^ENV\s+NODE_COMPILE_CACHE=\S+$/i.test(line))
+  if (env === undefined) return undefined
+  const dir = env.replace(/^ENV\s+NODE_COMPILE_CACHE=/i, "")
+  const setting = `NODE_COMPILE_CACHE=${dir} `
+  const run = dockerfileInstructions(dockerfile).find((line) => /^RUN\s/i.test(line) && line.includes(setting))
   if (run === undefined) return undefined
-  const words = run.replace(/^RUN\s+/i, "").split(/\s+(?:>|&&)/)[0]!.split(/\s+/).slice(1)
+  const command = run.slice(run.indexOf(setting) + setting.length).split(/\s+(?:>|&&)/)[0]!.trim().split(/\s+/)
+  const nodeAt = command.indexOf("node")
+  if (nodeAt < 0) return undefined
+  const words = command.slice(nodeAt + 1)
   const scriptAt = words.findIndex((word) => !word.startsWith("-"))
   if (scriptAt < 0) return undefined
-  return { dir, flags: words.slice(0, scriptAt), script: words[scriptAt]!, args: words.slice(scriptAt + 1) }
+  return { dir, wrapper: command.slice(0, nodeAt), flags: words.slice(0, scriptAt), script: words[scriptAt]!, args: words.slice(scriptAt + 1) }
 }
 
 const dockerfileOf = (root: string) => fs.readFileSync(path.join(root, "Dockerfile"), "utf8")

@@ -9,26 +9,13 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, s
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Result } from "effect"
-import { parseAllDocuments } from "yaml"
 import { parseGoDurationNanos } from "../../src/Cli/GoDuration.ts"
 import { parseConfig } from "../../src/Cli/ParseConfig.ts"
+import { at, expandEnv, find, list, manifests, strings, text } from "../support/Rendered.ts"
 
 const renderDir = process.env["VK_HELM_RENDER_DIR"] ?? ""
 /** The helm binary test/helm/run.sh built, for renders with values of a test's own. */
 const helmBin = process.env["VK_HELM_BIN"] ?? ""
-
-/** Rendered YAML is untyped: read it through `at`, which returns undefined on any miss. */
-const at = (value: unknown, ...path: ReadonlyArray<string | number>): unknown => {
-  let current: unknown = value
-  for (const step of path) {
-    if (current === null || typeof current !== "object") return undefined
-    current = (current as Record<string | number, unknown>)[step]
-  }
-  return current
-}
-const list = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
-const text = (value: unknown): string => (typeof value === "string" ? value : value === undefined ? "" : String(value))
-const strings = (value: unknown): ReadonlyArray<string> => list(value).map(text)
 
 const renders: ReadonlyArray<readonly [string, ReadonlyArray<unknown>]> = renderDir === ""
   ? []
@@ -36,30 +23,15 @@ const renders: ReadonlyArray<readonly [string, ReadonlyArray<unknown>]> = render
     .filter((file) => file.endsWith(".yaml"))
     .map((file) => [
       file.replace(/\.yaml$/, ""),
-      parseAllDocuments(readFileSync(join(renderDir, file), "utf8")).map((doc) => doc.toJS() as unknown).filter((doc) => doc !== null)
+      manifests(readFileSync(join(renderDir, file), "utf8"))
     ] as const)
 
-const find = (docs: ReadonlyArray<unknown>, kind: string) => docs.filter((doc) => at(doc, "kind") === kind)
 
 const repoRoot = join(import.meta.dirname, "..", "..")
 const plainPolicy = find(
-  parseAllDocuments(readFileSync(join(repoRoot, "deploy", "admission", "node-restriction.yaml"), "utf8")).map((doc) => doc.toJS() as unknown),
+  manifests(readFileSync(join(repoRoot, "deploy", "admission", "node-restriction.yaml"), "utf8")),
   "ValidatingAdmissionPolicy"
 )[0]
-
-/** What the kubelet does with `$(VAR)` in env values, for a fake node. */
-const expandEnv = (env: ReadonlyArray<unknown>) => {
-  const resolved: Record<string, string> = {}
-  const fieldValues: Record<string, string> = { "spec.nodeName": "worker-7", "status.hostIP": "10.0.0.5" }
-  for (const entry of env) {
-    const name = text(at(entry, "name"))
-    const fieldPath = at(entry, "valueFrom", "fieldRef", "fieldPath")
-    resolved[name] = fieldPath !== undefined
-      ? fieldValues[text(fieldPath)] ?? ""
-      : text(at(entry, "value")).replace(/\$\(([A-Z_][A-Z0-9_]*)\)/g, (_, v: string) => resolved[v] ?? "")
-  }
-  return resolved
-}
 
 describe.skipIf(renderDir === "")("rendered chart", () => {
   it("renders every values file", () => assert.isAbove(renders.length, 1))
@@ -224,7 +196,7 @@ const render = (sets: ReadonlyArray<string>) => {
     { encoding: "utf8" }
   )
   const docs = run.status === 0
-    ? parseAllDocuments(run.stdout).map((doc) => doc.toJS() as unknown).filter((doc) => doc !== null)
+    ? manifests(run.stdout)
     : []
   return { ok: run.status === 0, stderr: run.stderr, docs }
 }

@@ -46,6 +46,8 @@ export interface Cluster {
   readonly sandboxd: SandboxdModel.SandboxdSimShape
   readonly sandboxdUrl: string
   readonly kubeconfigPath: string
+  /** The bearer token the apiserver asks for ("" = none). */
+  readonly apiToken: string
   readonly tokenFile: string
   readonly statePath: string
 }
@@ -57,6 +59,8 @@ export interface ClusterOptions {
   readonly maxClaims?: number
   /** Leave the temp directory (logs, claims file) in place when the scope closes. */
   readonly keepDir?: boolean
+  /** The apiserver's bearer token; "" = it asks for none (something in front of it authenticates). Random when absent. */
+  readonly apiToken?: string
 }
 
 /**
@@ -92,9 +96,9 @@ export const startCluster = (options: ClusterOptions = {}): Effect.Effect<Cluste
     const nodeName = options.nodeName ?? "vk-demo"
     const namespace = options.namespace ?? "team-a"
     const kubeconfigPath = path.join(dir, "kubeconfig")
-    const apiToken = `apiserver-${Math.random().toString(36).slice(2)}`
+    const apiToken = options.apiToken ?? `apiserver-${Math.random().toString(36).slice(2)}`
     const model = new ClusterModel()
-    const apiserver = yield* serveApiserver(model, { token: apiToken, kubeconfigPath, bookmarkIntervalMs: 5_000 }).pipe(
+    const apiserver = yield* serveApiserver(model, { ...(apiToken === "" ? {} : { token: apiToken }), kubeconfigPath, bookmarkIntervalMs: 5_000 }).pipe(
       Effect.mapError((e) => new StepFailed({ step: "setup", message: e.message }))
     )
     const rootToken = `root-${Math.random().toString(36).slice(2)}`
@@ -121,6 +125,7 @@ export const startCluster = (options: ClusterOptions = {}): Effect.Effect<Cluste
       sandboxd,
       sandboxdUrl: sandboxdAddress.url,
       kubeconfigPath,
+      apiToken,
       tokenFile,
       statePath: path.join(dir, "state", "claims.json")
     }
