@@ -17,9 +17,18 @@ install_missing() {
   [ "${#missing[@]}" -eq 0 ] && return 0
   say "installing ${missing[*]} from Debian's packages"
   export DEBIAN_FRONTEND=noninteractive
+  # The package's scripts must not start a dockerd of their own (with a bridge and iptables
+  # rules): Debian's policy-rc.d answer 101 forbids it for the time of the install.
+  local policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 0755 "$policy"
+  fi
   apt-get update -qq >"$state/apt.log" 2>&1 \
-    && apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$state/apt.log" 2>&1 \
-    || { tail -n 20 "$state/apt.log"; say "apt-get install ${missing[*]} failed"; return 1; }
+    && apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$state/apt.log" 2>&1
+  local status=$?
+  [ -n "$policy" ] && rm -f "$policy"
+  [ "$status" -eq 0 ] || { tail -n 20 "$state/apt.log"; say "apt-get install ${missing[*]} failed"; return 1; }
 }
 
 start() {

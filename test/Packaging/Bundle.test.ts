@@ -15,6 +15,7 @@ import { Deferred, Effect, Option } from "effect"
 import { execFile, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
+import { builtinModules } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -111,6 +112,21 @@ describe("the daemon's bundle", () => {
       .filter(([id, module]) => /client-node[\\/]dist[\\/]gen[\\/](apis|models|types)[\\/]/.test(id) && /\bclass\b/.test(module.code ?? ""))
       .map(([id]) => id.replace(/.*client-node[\\/]/, ""))
     assert.deepStrictEqual(generated.slice(0, 5), [], "generated classes in the bundle")
+  }, 120_000)
+})
+
+describe("the daemon's bundle needs no node_modules (the image ships none)", () => {
+  it("loads nothing at run time but Node's own modules, ws's optional accelerators (each in a try that falls back) and the `sim` command's computed path", async () => {
+    const chunk = await daemonBundle()
+    const builtin = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]))
+    const required = [...new Set([...chunk.code.matchAll(/\b(?:__)?require\("([^"]+)"\)/g)].map((match) => match[1]!))]
+    assert.deepStrictEqual(required.filter((name) => !builtin.has(name)).sort(), ["bufferutil", "utf-8-validate"])
+    for (const optional of ["bufferutil", "utf-8-validate"]) {
+      assert.match(chunk.code, new RegExp(`try \\{\\s*const \\w+ = __require\\("${optional}"\\)`), `${optional} is required in a try`)
+    }
+    const imported = [...chunk.code.matchAll(/\bimport\(([^)]*)\)/g)].map((match) => match[1])
+    assert.deepStrictEqual(imported, ["simModuleUrl.href"])
+    assert.deepStrictEqual(chunk.imports.filter((name) => !builtin.has(name)), [])
   }, 120_000)
 })
 

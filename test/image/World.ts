@@ -41,11 +41,22 @@ const writeFile = (file: string, content: string, mode: number) => {
   fs.chmodSync(file, mode)
 }
 
-export const startWorld = (options: { readonly warmPerPool?: number } = {}): Effect.Effect<World, StepFailed, Scope.Scope> =>
+export interface WorldOptions {
+  readonly warmPerPool?: number
+  /** The apiserver's bearer token ("" = none: the TLS front then asks for a client certificate). */
+  readonly apiToken?: string
+}
+
+export const startWorld = (options: WorldOptions = {}): Effect.Effect<World, StepFailed, Scope.Scope> =>
   Effect.gen(function*() {
-    const cluster = yield* startCluster({ nodeName: virtualNode, namespace: "team-a", warmPerPool: options.warmPerPool ?? 60 })
+    const cluster = yield* startCluster({
+      nodeName: virtualNode,
+      namespace: "team-a",
+      warmPerPool: options.warmPerPool ?? 60,
+      ...(options.apiToken === undefined ? {} : { apiToken: options.apiToken })
+    })
     const pki = yield* generatePki.pipe(Effect.mapError((e) => new StepFailed({ step: "setup", message: e.message })))
-    const front = yield* tlsFront(cluster.apiserver.port, pki, { requireClientCert: false })
+    const front = yield* tlsFront(cluster.apiserver.port, pki, { requireClientCert: cluster.apiToken === "" })
     // the projected service-account volume (files 0644, as the kubelet writes them)
     const serviceAccountDir = path.join(cluster.dir, "projected-serviceaccount")
     fs.mkdirSync(serviceAccountDir)
@@ -86,11 +97,15 @@ export interface RunningDaemon {
   readonly startedAt: number
 }
 
-/** The chart's daemon container on `stateDir`, against the world's simulators; removed with the scope. */
+/**
+ * The chart's daemon container on `stateDir`, against the world's simulators; removed with the
+ * scope. `extra` adds docker flags and daemon arguments to the chart's (a kubeconfig's mount).
+ */
 export const startDaemon = (
   world: World,
   stateDir: string,
-  overrides?: Binding["overrides"]
+  overrides?: Binding["overrides"],
+  extra: { readonly runArgs: ReadonlyArray<string>; readonly args: ReadonlyArray<string> } = { runArgs: [], args: [] }
 ): Effect.Effect<RunningDaemon, StepFailed | ChartError | DockerFailed, Scope.Scope> =>
   Effect.gen(function*() {
     const [kubeletPort = 0, metricsPort = 0] = yield* freePorts(2)
@@ -102,7 +117,7 @@ export const startDaemon = (
     })
     const run = yield* dockerRun(pod, "vk-sandbox", binding(world, stateDir, overrides))
     const startedAt = Date.now()
-    const container = yield* runContainer("daemon", run.runArgs, run.args)
+    const container = yield* runContainer("daemon", [...run.runArgs, ...extra.runArgs], [...run.args, ...extra.args])
     return { container, metricsUrl: `http://127.0.0.1:${metricsPort}`, graceSeconds: pod.graceSeconds, startedAt }
   })
 
