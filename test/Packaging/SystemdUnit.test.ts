@@ -50,13 +50,34 @@ describe("the systemd unit", () => {
   })
 
   it("hands the kubeconfig and token over as credentials the daemon reads through flags", () => {
-    assert.deepStrictEqual(values("LoadCredential"), [
+    assert.deepStrictEqual(values("LoadCredential").slice(0, 2), [
       "kubeconfig:/etc/vk-sandbox/kubeconfig",
       "sandboxd-token:/etc/vk-sandbox/sandboxd-token"
     ])
     const exec = value("ExecStart") ?? ""
     assert.include(exec, "--kubeconfig=%d/kubeconfig")
     assert.include(exec, "--sandboxd-token-file=%d/sandboxd-token")
+  })
+
+  it("hands vk-cocoon's root-only kubelet pair over as credentials, a missing one as a blank the daemon reads as absent (TLS-4)", () => {
+    assert.deepStrictEqual(values("LoadCredential").slice(2), [
+      "vk-cocoon-kubelet.crt:/etc/cocoon/vk/tls/vk-kubelet.crt",
+      "vk-cocoon-kubelet.key:/etc/cocoon/vk/tls/vk-kubelet.key"
+    ])
+    // Without a default of the same name, a host without vk-cocoon could not start the unit. The
+    // default must not be empty (systemd ignores an empty SetCredential=): one newline.
+    assert.deepStrictEqual(values("SetCredential"), ["vk-cocoon-kubelet.crt:\\n", "vk-cocoon-kubelet.key:\\n"])
+    assert.deepStrictEqual(values("Environment"), [
+      "VK_COCOON_TLS_CERT=%d/vk-cocoon-kubelet.crt",
+      "VK_COCOON_TLS_KEY=%d/vk-cocoon-kubelet.key"
+    ])
+    const flags = new Map(daemonFlags.flatMap((flag) => flag.env === undefined ? [] : [[flag.env, flag.name]]))
+    assert.strictEqual(flags.get("VK_COCOON_TLS_CERT"), "vk-cocoon-tls-cert")
+    assert.strictEqual(flags.get("VK_COCOON_TLS_KEY"), "vk-cocoon-tls-key")
+    // The default paths are vk-cocoon's own, as the daemon's.
+    const defaults = new Map(daemonFlags.map((flag) => [flag.name, flag.defaultText]))
+    assert.strictEqual(defaults.get("vk-cocoon-tls-cert"), "/etc/cocoon/vk/tls/vk-kubelet.crt")
+    assert.strictEqual(defaults.get("vk-cocoon-tls-key"), "/etc/cocoon/vk/tls/vk-kubelet.key")
   })
 
   it("the environment file sets only variables the daemon reads, and keeps state in the StateDirectory", () => {
@@ -77,6 +98,8 @@ describe("the systemd unit", () => {
   it.skipIf(!analyzer.available)("systemd-analyze security rates its exposure at 2.0 or less", () => {
     const run = spawnSync("systemd-analyze", ["security", "--offline=true", "--no-pager", unitFile], { encoding: "utf8" })
     const output = `${run.stdout}${run.stderr}`
+    // systemd says so when it ignores a line (an empty SetCredential=, a misspelt key).
+    assert.notMatch(output, /Invalid syntax|[Uu]nknown key|ignoring/, output)
     const level = /Overall exposure level for [^:]+: ([0-9.]+)/.exec(output)
     assert.isNotNull(level, output)
     const exposure = Number(level?.[1])

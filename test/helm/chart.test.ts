@@ -33,6 +33,11 @@ const plainPolicy = find(
   "ValidatingAdmissionPolicy"
 )[0]
 
+/** The kubelet.tls.source each ci/*-values.yaml chooses (the default is vkCocoon). */
+const tlsSourceOf = (name: string) => name === "tls-secret" ? "secret" : name === "tls-hostpath-client-ca" ? "hostPath" : "vkCocoon"
+/** Where the daemon reads the pair the chart mounts for it. */
+const tlsCopy = ["/etc/vk-sandbox/tls/tls.crt", "/etc/vk-sandbox/tls/tls.key"]
+
 describe.skipIf(renderDir === "")("rendered chart", () => {
   it("renders every values file", () => assert.isAbove(renders.length, 1))
 
@@ -106,8 +111,40 @@ describe.skipIf(renderDir === "")("rendered chart", () => {
         assert.deepStrictEqual(strings(at(init, "securityContext", "capabilities", "add")), ["CHOWN"])
         const command = strings(at(init, "command"))
         assert.deepStrictEqual([command[0], command[1]], ["node", "-e"])
-        assert.deepStrictEqual(command.slice(3), ["/var/lib/vk-sandbox", "65532", "65532"])
-        assert.deepStrictEqual(list(at(init, "volumeMounts")), [{ name: "state", mountPath: "/var/lib/vk-sandbox" }])
+        assert.deepStrictEqual(command.slice(3, 6), ["/var/lib/vk-sandbox", "65532", "65532"])
+        const state = { name: "state", mountPath: "/var/lib/vk-sandbox" }
+        const source = tlsSourceOf(name)
+        if (source === "secret") {
+          assert.deepStrictEqual(command.slice(6), [])
+          return assert.deepStrictEqual(list(at(init, "volumeMounts")), [state])
+        }
+        // vkCocoon and hostPath (TLS-4): the host's pair is copied for the daemon's user; only
+        // vk-cocoon's may be absent.
+        assert.deepStrictEqual(command.slice(6), [
+          source === "vkCocoon" ? "optional" : "required",
+          "/run/vk-sandbox/host-tls/cert/vk-kubelet.crt",
+          "/run/vk-sandbox/host-tls/key/vk-kubelet.key",
+          "/run/vk-sandbox/tls"
+        ])
+        assert.deepStrictEqual(list(at(init, "volumeMounts")), [
+          state,
+          { name: "host-tls-cert", mountPath: "/run/vk-sandbox/host-tls/cert", readOnly: true },
+          { name: "host-tls-key", mountPath: "/run/vk-sandbox/host-tls/key", readOnly: true },
+          { name: "tls", mountPath: "/run/vk-sandbox/tls" }
+        ])
+        const volumes = list(at(pod, "spec", "volumes"))
+        const volume = (volumeName: string) => volumes.find((v) => at(v, "name") === volumeName)
+        assert.deepStrictEqual(at(volume("tls"), "emptyDir"), { medium: "Memory", sizeLimit: "1Mi" })
+        for (const host of ["host-tls-cert", "host-tls-key"]) {
+          assert.deepStrictEqual(at(volume(host), "hostPath"), {
+            path: "/etc/cocoon/vk/tls",
+            type: source === "vkCocoon" ? "DirectoryOrCreate" : "Directory"
+          })
+        }
+        // The daemon sees the copy only, read-only; never the host's directory.
+        const mounts = list(at(container, "volumeMounts"))
+        assert.deepStrictEqual(mounts.find((m) => at(m, "name") === "tls"), { name: "tls", mountPath: "/etc/vk-sandbox/tls", readOnly: true })
+        assert.isFalse(mounts.some((m) => text(at(m, "name")).startsWith("host-tls")))
       })
 
       it("runs only on nodes that opted in, with narrow tolerations", () => {
@@ -133,10 +170,12 @@ describe.skipIf(renderDir === "")("rendered chart", () => {
         assert.strictEqual(config.sandboxdUrl, "http://127.0.0.1:7777")
         assert.strictEqual(config.nodeLabels["sandbox.cocoonstack.io/runtime"], "sandboxd")
         if (name === "publishing") assert.strictEqual(config.sandboxdAdvertiseAddr, "10.0.0.5:7777")
-        if (name.startsWith("tls")) {
-          assert.strictEqual(config.tlsCert, "/etc/vk-sandbox/tls/tls.crt")
-          assert.strictEqual(config.tlsKey, "/etc/vk-sandbox/tls/tls.key")
-        }
+        // An operator's pair is given as --tls-cert (strict, TLS-2); vk-cocoon's as the pair to
+        // look for (TLS-4).
+        const vkCocoonDefaults = ["/etc/cocoon/vk/tls/vk-kubelet.crt", "/etc/cocoon/vk/tls/vk-kubelet.key"]
+        const [strict, looked] = tlsSourceOf(name) === "vkCocoon" ? [["", ""], tlsCopy] : [tlsCopy, vkCocoonDefaults]
+        assert.deepStrictEqual([config.tlsCert, config.tlsKey], strict)
+        assert.deepStrictEqual([config.vkCocoonTlsCert, config.vkCocoonTlsKey], looked)
         if (name === "tls-hostpath-client-ca") assert.strictEqual(config.clientCaFile, "/etc/vk-sandbox/client-ca/ca.crt")
       })
 
@@ -247,9 +286,46 @@ describe.skipIf(helmBin === "")("chart values", () => {
 
   it("the init container follows podSecurityContext's user and can be turned off", () => {
     const out = render([withToken, "podSecurityContext.runAsUser=4242", "podSecurityContext.runAsGroup=4343"])
-    assert.deepStrictEqual(strings(at(podOf(out.docs), "initContainers", 0, "command")).slice(3), ["/var/lib/vk-sandbox", "4242", "4343"])
-    assert.isUndefined(at(podOf(render([withToken, "prepareState.enabled=false"]).docs), "initContainers"))
+    assert.deepStrictEqual(strings(at(podOf(out.docs), "initContainers", 0, "command")).slice(3, 6), ["/var/lib/vk-sandbox", "4242", "4343"])
+    assert.isUndefined(at(podOf(render([withToken, "prepareState.enabled=false", "kubelet.tls.source=selfSigned"]).docs), "initContainers"))
     assert.isFalse(render([withToken, "podSecurityContext.runAsUser=0"]).ok, "the daemon never runs as root")
+  })
+
+  it("kubelet.tls.source: vk-cocoon's pair by default, copied by the root step; selfSigned never looks for it (TLS-4)", () => {
+    const parsed = (docs: ReadonlyArray<unknown>) => {
+      const container = at(podOf(docs), "containers", 0)
+      const result = parseConfig(strings(at(container, "args")), expandEnv(list(at(container, "env"))))
+      return Result.isSuccess(result) ? result.success : assert.fail(result.failure.message)
+    }
+    const byDefault = parsed(render([withToken]).docs)
+    assert.deepStrictEqual([byDefault.tlsCert, byDefault.vkCocoonTlsCert, byDefault.vkCocoonTlsKey], ["", ...tlsCopy])
+
+    const selfSigned = render([withToken, "kubelet.tls.source=selfSigned"])
+    assert.deepStrictEqual([parsed(selfSigned.docs).tlsCert, parsed(selfSigned.docs).vkCocoonTlsCert, parsed(selfSigned.docs).vkCocoonTlsKey], ["", "", ""])
+    assert.deepStrictEqual(strings(at(podOf(selfSigned.docs), "initContainers", 0, "command")).slice(6), [], "nothing copied")
+    assert.isFalse(list(at(podOf(selfSigned.docs), "volumes")).some((v) => ["tls", "host-tls-cert", "host-tls-key"].includes(text(at(v, "name")))))
+
+    // The pair's two halves may live apart; the init step sees each directory, read-only.
+    const apart = render([withToken, "kubelet.tls.source=hostPath", "kubelet.tls.hostCertPath=/etc/pki/node.crt", "kubelet.tls.hostKeyPath=/etc/pki/private/node.key"])
+    assert.isTrue(apart.ok, apart.stderr)
+    assert.deepStrictEqual(strings(at(podOf(apart.docs), "initContainers", 0, "command")).slice(6), [
+      "required",
+      "/run/vk-sandbox/host-tls/cert/node.crt",
+      "/run/vk-sandbox/host-tls/key/node.key",
+      "/run/vk-sandbox/tls"
+    ])
+    const hostDirs = list(at(podOf(apart.docs), "volumes")).flatMap((v) => text(at(v, "name")).startsWith("host-tls") ? [at(v, "hostPath")] : [])
+    assert.deepStrictEqual(hostDirs, [{ path: "/etc/pki", type: "Directory" }, { path: "/etc/pki/private", type: "Directory" }])
+
+    // Without the root step nothing could read vk-cocoon's root-only key: the chart says so.
+    for (const source of ["vkCocoon", "hostPath"]) {
+      const refused = render([withToken, "prepareState.enabled=false", `kubelet.tls.source=${source}`])
+      assert.isFalse(refused.ok, source)
+      assert.include(refused.stderr, `kubelet.tls.source=${source} needs prepareState.enabled=true`)
+    }
+    assert.isTrue(render([withToken, "prepareState.enabled=false", "kubelet.tls.source=secret", "kubelet.tls.secretName=mine"]).ok)
+    assert.isFalse(render([withToken, "kubelet.tls.hostCertPath=relative.crt"]).ok, "a host path is absolute")
+    assert.isFalse(render([withToken, "kubelet.tls.source=files"]).ok, "an unknown source")
   })
 })
 
@@ -267,7 +343,7 @@ describe.skipIf(upgradeSkip !== "")("state directory upgrade", () => {
   const command = strings(at(podOf(render([withToken]).docs), "initContainers", 0, "command"))
   const onlyChown = ["--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all,+chown"]
   const prepare = (dir: string) =>
-    spawnSync("setpriv", [...onlyChown, "--", process.execPath, ...command.slice(1, 3), dir, ...command.slice(4)], { encoding: "utf8" })
+    spawnSync("setpriv", [...onlyChown, "--", process.execPath, ...command.slice(1, 3), dir, ...command.slice(4, 6)], { encoding: "utf8" })
   const asDaemon = (script: string, dir: string) =>
     spawnSync("setpriv", ["--reuid=65532", "--regid=65532", "--clear-groups", "--", process.execPath, "-e", script, dir], { encoding: "utf8" })
 
@@ -280,7 +356,7 @@ describe.skipIf(upgradeSkip !== "")("state directory upgrade", () => {
       writeFileSync(join(dir, "claims.json"), "{\"version\":1}\n", { mode: 0o600 })
       assert.notStrictEqual(asDaemon("require('fs').readFileSync(process.argv[1] + '/claims.json')", dir).status, 0, "unreadable before")
       // Without CAP_CHOWN the command fails: the capability is what it needs.
-      const denied = spawnSync("setpriv", ["--inh-caps=-all", "--bounding-set=-all", "--", process.execPath, ...command.slice(1, 3), dir, ...command.slice(4)], {
+      const denied = spawnSync("setpriv", ["--inh-caps=-all", "--bounding-set=-all", "--", process.execPath, ...command.slice(1, 3), dir, ...command.slice(4, 6)], {
         encoding: "utf8"
       })
       assert.strictEqual(denied.status, 1)
@@ -320,6 +396,83 @@ describe.skipIf(upgradeSkip !== "")("state directory upgrade", () => {
       const stat = statSync(dir)
       assert.deepStrictEqual([stat.uid, stat.gid, stat.mode & 0o777], [65532, 65532, 0o700])
       assert.strictEqual(asDaemon("require('fs').writeFileSync(process.argv[1] + '/claims.json', '{}', { mode: 0o600 })", dir).status, 0)
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+})
+
+/**
+ * The copy of vk-cocoon's kubelet pair (TLS-4): the rendered init command, as uid 0 with CAP_CHOWN
+ * only, reads the root-only pair and writes a copy only the daemon's uid can read, leaving
+ * vk-cocoon's files as they were. Needs root and setpriv.
+ */
+describe.skipIf(upgradeSkip !== "")("kubelet pair copy", () => {
+  const command = strings(at(podOf(render([withToken]).docs), "initContainers", 0, "command"))
+  const onlyChown = ["--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all,+chown"]
+  const statOf = (path: string) => {
+    const stat = statSync(path)
+    return [stat.uid, stat.gid, stat.mode & 0o777]
+  }
+  const asDaemon = (path: string) =>
+    spawnSync("setpriv", ["--reuid=65532", "--regid=65532", "--clear-groups", "--", process.execPath, "-e", "process.stdout.write(require('fs').readFileSync(process.argv[1], 'utf8'))", path], {
+      encoding: "utf8"
+    })
+
+  it("copies vk-cocoon's root-only pair for the daemon's user alone, leaves the host's as it was, and drops a half that went away", () => {
+    const root = mkdtempSync(join(tmpdir(), "vk-pair-"))
+    chmodSync(root, 0o711)
+    try {
+      const state = join(root, "state")
+      mkdirSync(state, { mode: 0o700 })
+      // vk-cocoon's layout: a root-only directory, the key 0600.
+      const host = join(root, "cocoon-tls")
+      mkdirSync(host, { mode: 0o700 })
+      writeFileSync(join(host, "vk-kubelet.crt"), "CERT\n", { mode: 0o644 })
+      writeFileSync(join(host, "vk-kubelet.key"), "KEY\n", { mode: 0o600 })
+      // The memory volume as the kubelet makes it: open to all.
+      const dest = join(root, "tls")
+      mkdirSync(dest)
+      chmodSync(dest, 0o777)
+      assert.notStrictEqual(asDaemon(join(host, "vk-kubelet.key")).status, 0, "the daemon cannot read vk-cocoon's key itself")
+
+      const run = (mode: string) =>
+        spawnSync("setpriv", [
+          ...onlyChown,
+          "--",
+          process.execPath,
+          ...command.slice(1, 3),
+          state,
+          ...command.slice(4, 6),
+          mode,
+          join(host, "vk-kubelet.crt"),
+          join(host, "vk-kubelet.key"),
+          dest
+        ], { encoding: "utf8" })
+      assert.strictEqual(command[6], "optional")
+      for (const attempt of ["first", "again, over the earlier copy"]) {
+        const copied = run("optional")
+        assert.strictEqual(copied.status, 0, `${attempt}: ${copied.stderr}`)
+        for (const [name, content] of [["tls.crt", "CERT\n"], ["tls.key", "KEY\n"]] as const) {
+          assert.deepStrictEqual(statOf(join(dest, name)), [65532, 65532, 0o400], `${attempt}: ${name}`)
+          assert.strictEqual(asDaemon(join(dest, name)).stdout, content, `${attempt}: ${name}`)
+        }
+      }
+      assert.deepStrictEqual(readdirSync(dest).sort(), ["tls.crt", "tls.key"], "no temporary left")
+      assert.deepStrictEqual(statOf(host), [0, 0, 0o700])
+      assert.deepStrictEqual(statOf(join(host, "vk-kubelet.key")), [0, 0, 0o600])
+      assert.strictEqual(readFileSync(join(host, "vk-kubelet.key"), "utf8"), "KEY\n")
+
+      // vk-cocoon's key gone: no stale copy is served; the daemon finds the pair incomplete.
+      rmSync(join(host, "vk-kubelet.key"))
+      const optional = run("optional")
+      assert.strictEqual(optional.status, 0, optional.stderr)
+      assert.include(optional.stdout, "not copied (ENOENT)")
+      assert.deepStrictEqual(readdirSync(dest), ["tls.crt"])
+      // An operator's pair (hostPath) must be there.
+      const required = run("required")
+      assert.strictEqual(required.status, 1)
+      assert.match(required.stderr, /^prepare-state: kubelet pair: cannot read .*vk-kubelet\.key: ENOENT/)
     } finally {
       rmSync(root, { recursive: true, force: true })
     }

@@ -10,11 +10,12 @@
 import { assert, layer } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { Nodes } from "../../testkit/Simulators/Apiserver/Resources.ts"
-import { createPod, readClaimsFile, type StepFailed } from "../../testkit/Demo/Harness.ts"
+import { createPod, httpGet, readClaimsFile, type StepFailed } from "../../testkit/Demo/Harness.ts"
 import { lockPathFor } from "../../src/Store/StateLock.ts"
 import { docker } from "./Docker.ts"
+import { generateSelfSigned } from "../../src/Programs/Kubelet/SelfSigned.ts"
 import { allRunning, daemonUid, newStateDir, prepareState, ready, type RunningDaemon, startDaemon, startWorld, virtualNode, withState, type World } from "./World.ts"
 
 class ImageWorld extends Context.Service<ImageWorld, World>()("test/image/ImageWorld") {}
@@ -179,5 +180,31 @@ layer(worldLayer, { timeout: "60 seconds", excludeTestServices: true })("an upgr
       const allowed = (changed: string) => mounts.some((mount) => mount === changed || mount.startsWith(`${changed}/`))
       const diff = (yield* docker(["diff", daemon.container.name])).stdout.split("\n").filter((line) => line !== "")
       assert.deepStrictEqual(diff.filter((line) => !allowed(line.slice(2))), [], `docker diff: ${diff.join("; ")}`)
+    }).pipe(Effect.scoped), 180_000)
+})
+
+layer(worldLayer, { timeout: "60 seconds", excludeTestServices: true })("vk-cocoon's kubelet certificate (TLS-4)", (it) => {
+  it.effect("prepare-state copies vk-cocoon's root-only pair for the daemon's user alone, and the daemon serves it; vk-cocoon's files stay as they were", () =>
+    Effect.gen(function*() {
+      const world = yield* ImageWorld
+      const pair = yield* generateSelfSigned("vk-cocoon-node", "")
+      fs.writeFileSync(path.join(world.vkCocoonDir, "vk-kubelet.crt"), pair.certPem, { mode: 0o644 })
+      fs.writeFileSync(path.join(world.vkCocoonDir, "vk-kubelet.key"), pair.keyPem, { mode: 0o600 })
+      const stateDir = newStateDir(world, "state-tls")
+      const prepared = yield* prepareState(world, stateDir)
+      assert.strictEqual(prepared.code, 0, prepared.output)
+      assert.match(prepared.stdout, /kubelet pair \(optional\) to \/run\/vk-sandbox\/tls: .*vk-kubelet\.crt copied, .*vk-kubelet\.key copied/)
+      assert.deepStrictEqual(statOf(path.join(world.tlsCopyDir, "tls.key")), { uid: daemonUid, gid: daemonUid, mode: 0o400 })
+      assert.deepStrictEqual(statOf(path.join(world.vkCocoonDir, "vk-kubelet.key")), { uid: 0, gid: 0, mode: 0o600 })
+      assert.deepStrictEqual(statOf(world.vkCocoonDir), { uid: 0, gid: 0, mode: 0o700 })
+
+      const daemon = yield* startDaemon(world, stateDir)
+      yield* ready(daemon)
+      const logs = yield* daemon.container.logs
+      assert.match(logs, /"msg":"starting virtual node".*"tls":"vk-cocoon"/)
+      const metrics = yield* httpGet(`${daemon.metricsUrl}/metrics`)
+      assert.match(Option.getOrThrow(metrics).body, /^vk_sandbox_kubelet_tls_info\{source="vk-cocoon"\} 1$/m)
+      assert.strictEqual((yield* stopWithinGrace(daemon)).code, 0)
+      yield* assertNoEROFS(daemon)
     }).pipe(Effect.scoped), 180_000)
 })

@@ -122,7 +122,7 @@ describe("the image's content", () => {
       const empty = fs.mkdtempSync(path.join(os.tmpdir(), "vk-image-volume-"))
       try {
         const run = yield* dockerRun(pod, "vk-sandbox", {
-          volumes: { state: empty, "sandboxd-token": empty },
+          volumes: { state: empty, "sandboxd-token": empty, tls: empty },
           fieldValues: { "spec.nodeName": hostNode, "status.hostIP": "127.0.0.1" }
         })
         assert.include(run.runArgs, "--read-only")

@@ -34,6 +34,10 @@ export interface World {
   readonly apiserverPort: number
   readonly serviceAccountDir: string
   readonly secretDir: string
+  /** The host's vk-cocoon TLS directory (root 0700, as vk-cocoon keeps it): empty unless a test writes a pair. */
+  readonly vkCocoonDir: string
+  /** The memory volume prepare-state copies vk-cocoon's pair into (the kubelet makes an emptyDir 0777). */
+  readonly tlsCopyDir: string
 }
 
 const writeFile = (file: string, content: string, mode: number) => {
@@ -68,7 +72,12 @@ export const startWorld = (options: WorldOptions = {}): Effect.Effect<World, Ste
     fs.mkdirSync(secretDir)
     writeFile(path.join(secretDir, "token"), fs.readFileSync(cluster.tokenFile, "utf8").trim(), 0o440)
     fs.chownSync(path.join(secretDir, "token"), 0, daemonUid)
-    return { cluster, pki, apiserverPort: front.port, serviceAccountDir, secretDir }
+    const vkCocoonDir = path.join(cluster.dir, "etc-cocoon-vk-tls")
+    fs.mkdirSync(vkCocoonDir, { mode: 0o700 })
+    const tlsCopyDir = path.join(cluster.dir, "emptydir-tls")
+    fs.mkdirSync(tlsCopyDir)
+    fs.chmodSync(tlsCopyDir, 0o777)
+    return { cluster, pki, apiserverPort: front.port, serviceAccountDir, secretDir, vkCocoonDir, tlsCopyDir }
   })
 
 /** A new host directory for the state hostPath, as the kubelet's DirectoryOrCreate makes it (root, 0755). */
@@ -82,7 +91,14 @@ export const newStateDir = (world: World, name: string): string => {
 const fieldValues = { "spec.nodeName": hostNode, "status.hostIP": "127.0.0.1" }
 
 const binding = (world: World, stateDir: string, overrides?: Binding["overrides"]): Binding => ({
-  volumes: { state: stateDir, "sandboxd-token": world.secretDir },
+  volumes: {
+    state: stateDir,
+    "sandboxd-token": world.secretDir,
+    // kubelet.tls.source vkCocoon (the default): the host's directory of the pair, both halves in it.
+    "host-tls-cert": world.vkCocoonDir,
+    "host-tls-key": world.vkCocoonDir,
+    tls: world.tlsCopyDir
+  },
   serviceAccount: { dir: world.serviceAccountDir, host: "127.0.0.1", port: world.apiserverPort },
   fieldValues,
   ...(overrides === undefined ? {} : { overrides })
