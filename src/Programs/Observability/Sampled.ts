@@ -4,6 +4,8 @@
  * doubt whose settle window has passed. Each is a count over state kept elsewhere (the table, the
  * informer's cache, the probe's last answer, the doubt set), read once per scrape, so the paths
  * that change that state pay nothing for it.
+ *
+ * Rules: MON-4.
  */
 import { DateTime, Effect, Metric } from "effect"
 import type { AppConfigShape } from "../../Schemas/Config.ts"

@@ -1,6 +1,8 @@
 /**
  * The gauges sampled at the scrape: Pods by phase, why sandboxd cannot serve (one series per
  * reason), and the claims in doubt whose settle window (CRT-22) has passed, on the TestClock.
+ *
+ * Rules: MON-4, CRT-22.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Metric } from "effect"
