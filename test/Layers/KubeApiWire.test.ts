@@ -616,6 +616,10 @@ describe("KubeApiClientNode on the wire", () => {
       assert.strictEqual(owner.uid, "u-1")
       assert.strictEqual(owner.deletionTimestamp, "2026-11-29T09:00:00Z")
       assert.deepStrictEqual(owner.raw, { metadata: { uid: "u-1", deletionTimestamp: "2026-11-29T09:00:00Z" }, spec: {} })
+      // AUTH-3: every owner read is a quorum read: no resourceVersion (with one, even "0", the
+      // server may answer from its watch cache, an owner deleted a moment ago still alive).
+      assert.isAbove(rec.requests.length, 5)
+      for (const request of rec.requests) assert.strictEqual(request.url.search, "", request.url.pathname)
     }))
 
   it.effect("a 404 carries the server's details, never the requested name", () =>

@@ -7,7 +7,7 @@
  */
 import { KubeConfig } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Metric, Option, Redacted } from "effect"
+import { Duration, Effect, Fiber, Layer, Metric, Option, Redacted, References } from "effect"
 import { TestClock } from "effect/testing"
 import * as fs from "node:fs/promises"
 import * as http from "node:http"
@@ -36,6 +36,9 @@ import { NodeInventories } from "../../testkit/Simulators/Apiserver/Resources.ts
 import { make as makeSandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve as serveSandboxd } from "../../testkit/Simulators/Sandboxd/Server.ts"
 import { eventually, settle } from "../support/Wait.ts"
+import { makeLogCapture } from "../support/Logs.ts"
+import { InventoryPublisherLayer } from "../../src/Programs/Loops.ts"
+import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { serveModel } from "../support/Apiserver.ts"
 
 const NODE = "node1-sandboxd"
@@ -183,7 +186,7 @@ const setup = Effect.gen(function*() {
   const applies = () => proxy.seen.filter((r) => r.path === INVENTORY_PATH)
   /** Answered applies (the request reached the server and came back). */
   const answered = () => applies().filter((r) => r.status !== undefined)
-  return { model, sim, sandboxd, table, sources, provide, stored, applies, answered, config }
+  return { model, sim, sandboxd, kube, table, sources, provide, stored, applies, answered, config }
 })
 
 const spec = (template: string, size: string, claimRef: string): ClaimSpec => ({
@@ -484,5 +487,59 @@ describe("InventoryPublisher", () => {
 
       assert.isUndefined(fiber.pollUnsafe(), "the publisher still runs")
       yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("each publish is logged at DEBUG with the node and the entry count, a failed one at ERROR with the node and its error (INV-7)", () =>
+    Effect.gen(function*() {
+      const world = yield* setup
+      yield* populate(world)
+      const logs = makeLogCapture()
+      const fiber = yield* Effect.forkChild(
+        world.provide(runPublisher(world.sources)).pipe(Effect.provide(logs.layer), Effect.provideService(References.MinimumLogLevel, "Debug"))
+      )
+      yield* eventually("the immediate publish", () => world.answered().length === 1)
+      yield* settle
+      const published = logs.lines.filter((line) => line.message === "node inventory published")
+      assert.deepStrictEqual(published.map((line) => [line.level, line.annotations["node"], line.annotations["entries"]]), [["Debug", NODE, 4]])
+
+      world.model.faults.failures.push({ path: "/apis/extensions.agents.x-k8s.io/v1beta1/nodeinventories", code: 500, times: 1 })
+      yield* TestClock.adjust(INTERVAL)
+      yield* eventually("the failed apply", () => world.answered().length === 2)
+      yield* settle
+      const failed = logs.lines.filter((line) => line.message === "node inventory publish failed; will retry on next tick")
+      assert.deepStrictEqual(failed.map((line) => [line.level, line.annotations["node"], (line.annotations["error"] as { readonly _tag?: unknown })._tag]), [
+        ["Error", NODE, "KubeUnavailable"]
+      ])
+      assert.strictEqual(logs.lines.filter((line) => line.message === "node inventory published").length, 1, "no success line for the failed one")
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("without --publish-inventory nothing is published: no apply, no object, no sandboxd call, however long it runs (INV-7)", () =>
+    Effect.gen(function*() {
+      const world = yield* setup
+      yield* populate(world)
+      yield* world.sim.clearAudit
+      const build = (publishInventory: boolean) =>
+        Layer.build(InventoryPublisherLayer).pipe(
+          Effect.provideService(AppConfig, { ...world.config, publishInventory }),
+          Effect.provideService(KubeApi, world.kube),
+          Effect.provideService(SandboxdClient, world.sandboxd),
+          Effect.provideService(ClaimTable, world.table)
+        )
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* build(false)
+        for (let tick = 0; tick < 4; tick++) {
+          yield* TestClock.adjust(INTERVAL)
+          yield* settle
+        }
+        assert.deepStrictEqual(world.applies(), [])
+        assert.isUndefined(world.stored())
+        assert.deepStrictEqual(yield* world.sim.audit, [], "sandboxd was asked nothing for an inventory")
+      }))
+      // The same layer with the flag publishes at once: the test would see one.
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* build(true)
+        yield* eventually("the publish with the flag", () => world.answered().length === 1)
+      }))
     }))
 })

@@ -13,7 +13,7 @@ import type { AddressInfo } from "node:net"
 import type { Duplex } from "node:stream"
 import { AppConfig } from "../../Services/Config.ts"
 import { KubeletListenError, KubeletPods, KubeletServer, type KubeletTlsError } from "../../Services/KubeletServer.ts"
-import { loadKubeletTls } from "./Tls.ts"
+import { type KubeletTlsMaterial, loadKubeletTls } from "./Tls.ts"
 import {
   matchRoute,
   notFoundBody,
@@ -33,6 +33,8 @@ export interface KubeletServerOptions {
   readonly handshakeTimeoutMillis?: number
   /** Open connections at most; further ones are closed on accept. 256 by default. */
   readonly maxConnections?: number
+  /** How often Node looks for connections past the header timeout; its own 30 s unless a test needs it shorter. */
+  readonly connectionsCheckingIntervalMillis?: number
 }
 
 /** The server is bound while the layer is built and closed with its scope. */
@@ -59,6 +61,36 @@ export const kubeletCiphers = [
   "TLS_CHACHA20_POLY1305_SHA256"
 ].join(":")
 
+/**
+ * The TLS and HTTP settings of the kubelet port (H-01, TLS-01): TLS 1.2 minimum, the Go suites,
+ * HTTP/1.1 only, client certificates asked for only with a client CA, and no timeout but the
+ * 30 s one for a request's headers.
+ */
+export const httpsOptions = (
+  tls: Pick<KubeletTlsMaterial, "certPem" | "keyPem" | "clientCaPem">,
+  options: KubeletServerOptions
+): https.ServerOptions => {
+  const clientCa = Option.getOrUndefined(tls.clientCaPem)
+  return {
+    cert: tls.certPem,
+    key: tls.keyPem,
+    minVersion: "TLSv1.2",
+    ciphers: kubeletCiphers,
+    honorCipherOrder: true,
+    // HTTP/1.1 only: SPDY and WebSocket upgrades do not exist in HTTP/2 (H-01).
+    ALPNProtocols: ["http/1.1"],
+    ...(clientCa === undefined
+      ? { requestCert: false, rejectUnauthorized: false }
+      : { requestCert: true, rejectUnauthorized: true, ca: clientCa }),
+    headersTimeout: options.headersTimeoutMillis ?? 30_000,
+    // The Go server has no timeout besides the header one (H-01).
+    requestTimeout: 0,
+    // A TCP connection that never starts (or never finishes) TLS holds a slot: bound it.
+    handshakeTimeout: options.handshakeTimeoutMillis ?? 10_000,
+    ...(options.connectionsCheckingIntervalMillis === undefined ? {} : { connectionsCheckingInterval: options.connectionsCheckingIntervalMillis })
+  }
+}
+
 const connectRefusedBody = "CONNECT is not supported by the kubelet API\n"
 
 /** Node's HTTP layer sends a request to its upgrade path when it names a protocol to switch to. */
@@ -78,23 +110,7 @@ const make = Effect.fnUntraced(function*(options: KubeletServerOptions) {
   const tls = yield* loadKubeletTls(config)
   const clientCa = Option.getOrUndefined(tls.clientCaPem)
 
-  const server = https.createServer({
-    cert: tls.certPem,
-    key: tls.keyPem,
-    minVersion: "TLSv1.2",
-    ciphers: kubeletCiphers,
-    honorCipherOrder: true,
-    // HTTP/1.1 only: SPDY and WebSocket upgrades do not exist in HTTP/2 (H-01).
-    ALPNProtocols: ["http/1.1"],
-    ...(clientCa === undefined
-      ? { requestCert: false, rejectUnauthorized: false }
-      : { requestCert: true, rejectUnauthorized: true, ca: clientCa }),
-    headersTimeout: options.headersTimeoutMillis ?? 30_000,
-    // The Go server has no timeout besides the header one (H-01).
-    requestTimeout: 0,
-    // A TCP connection that never starts (or never finishes) TLS holds a slot: bound it.
-    handshakeTimeout: options.handshakeTimeoutMillis ?? 10_000
-  })
+  const server = https.createServer(httpsOptions(tls, options))
   // The clients are the apiserver and a metrics scraper: a few connections. The cap keeps a
   // flood of idle or half-open ones from exhausting file descriptors the daemon needs.
   server.maxConnections = options.maxConnections ?? 256

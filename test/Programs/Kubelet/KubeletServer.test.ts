@@ -2,7 +2,7 @@ import "../../support/ReflectMetadata.ts"
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import * as x509 from "@peculiar/x509"
-import { Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
 import { generateKeyPairSync, randomBytes, webcrypto, X509Certificate } from "node:crypto"
 import { writeFile } from "node:fs/promises"
 import * as https from "node:https"
@@ -456,6 +456,41 @@ describe("KubeletServer routes", () => {
         withServer(serverConfig({ clientCaFile: join(dir, "absent.crt") }), () => Effect.void)
       )
       assert.strictEqual(missing._tag, "KubeletTlsError")
+    }))
+})
+
+describe("KubeletServer header timeout (H-01)", () => {
+  it("the server waits 30 s for a request's headers and has no other request timeout, unless a test says otherwise", () => {
+    const material = { certPem: "cert", keyPem: "key", clientCaPem: Option.none<string>() }
+    const defaults = KubeletServerLive.httpsOptions(material, {})
+    assert.strictEqual(defaults.headersTimeout, 30_000)
+    assert.strictEqual(defaults.requestTimeout, 0)
+    assert.isUndefined(defaults.connectionsCheckingInterval, "Node's own checking interval")
+    assert.strictEqual(KubeletServerLive.httpsOptions(material, { headersTimeoutMillis: 250 }).headersTimeout, 250)
+  })
+
+  it.live("a client that never finishes its headers is answered 408 and cut off once the header timeout passes", () =>
+    Effect.gen(function*() {
+      const options = { allowEphemeralPort: true, headersTimeoutMillis: 300, connectionsCheckingIntervalMillis: 50 }
+      const reply = yield* Effect.scoped(Effect.gen(function*() {
+        const server = yield* Layer.build(
+          KubeletServerLive.layer(options).pipe(
+            Layer.provide(AppConfig.layer(serverConfig())),
+            Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([pod]) }))
+          )
+        ).pipe(Effect.map(Context.get(KubeletServer)))
+        // Everything the server sends until it closes the connection: the receipt that it did.
+        return yield* Effect.callback<string, Error>((resume) => {
+          const chunks: Array<Buffer> = []
+          const socket = tls.connect({ host: "127.0.0.1", port: server.port, rejectUnauthorized: false }, () => {
+            socket.write("GET /healthz HTTP/1.1\r\nHost: kubelet\r\n")
+          })
+          socket.on("data", (chunk: Buffer) => chunks.push(chunk))
+          socket.on("close", () => resume(Effect.succeed(Buffer.concat(chunks).toString("utf8"))))
+          socket.on("error", (e) => resume(Effect.fail(e)))
+        })
+      }))
+      assert.match(reply, /^HTTP\/1\.1 408 /)
     }))
 })
 

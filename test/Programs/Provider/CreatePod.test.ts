@@ -305,6 +305,29 @@ describe("CreatePod", () => {
       assert.strictEqual((yield* control.disk).get(keyOf("web"))?.podUID, "uid-2", "the rebind was saved")
     })))
 
+  it.effect("a failed save after an adoption is logged at ERROR and nothing else: Adopted, Running, the rebind kept for the next write (PER-7)", () =>
+    inWorld(({ control, provider }) => Effect.gen(function*() {
+      const logs = makeLogCapture()
+      const pushes = yield* subscribePushes
+      yield* provider.createPod(pod("web", { uid: "uid-1" }))
+      yield* drain(pushes)
+      yield* forgetPod("web")
+      // The adoption's write fails: there is nothing to undo (the VM is the same, the row was
+      // Durable), so the create goes on and the failure is an operator's ERROR line.
+      yield* control.failNext(1)
+      const outcome = yield* provider.createPod(pod("web", { uid: "uid-2" })).pipe(Effect.provide(logs.layer))
+      assert.strictEqual(outcome._tag, "Adopted")
+      const [pushed] = yield* drain(pushes)
+      assert.strictEqual(pushed.status?.phase, "Running")
+      const failed = logs.lines.filter((line) => line.message === "persist claims state")
+      assert.deepStrictEqual(failed.map((line) => [line.level, (line.annotations["error"] as { readonly _tag?: unknown })._tag]), [["Error", "ClaimsWriteError"]])
+      assert.strictEqual((yield* control.disk).get(keyOf("web"))?.podUID, "uid-1", "the file still names the old Pod")
+      assert.deepStrictEqual(yield* rowState("web"), Option.some("Durable"))
+      // The next write (another Pod's claim) carries the rebind.
+      yield* provider.createPod(pod("api"))
+      assert.strictEqual((yield* control.disk).get(keyOf("web"))?.podUID, "uid-2")
+    })))
+
   it.effect("a restart: the same Pod re-attached writes nothing and says so; a replacement Pod writes its UID and says so (PER-7)", () =>
     inWorld(({ control, provider, sim }) => Effect.gen(function*() {
       const logs = makeLogCapture()
