@@ -34,10 +34,18 @@ export const NS = "default"
 export const Template = "python"
 export const ClaimIdAnnotation = "sandbox.cocoonstack.io/claim-id"
 
-/** The apiserver model, counting the pods/status writes (PUTs, and patches apart) that reach it. */
+/**
+ * The apiserver model, counting the pods/status writes (PUTs, and patches apart) that reach it,
+ * and naming every resource a request asked for (known to the model or not).
+ */
 export class CountingModel extends ClusterModel {
   statusWrites = 0
   statusPatches = 0
+  readonly resourcesAsked = new Set<string>()
+  override resourceFor(...args: Parameters<ClusterModel["resourceFor"]>) {
+    this.resourcesAsked.add(args[2])
+    return super.resourceFor(...args)
+  }
   override updateStatus(...args: Parameters<ClusterModel["updateStatus"]>) {
     if (args[0] === Pods) this.statusWrites++
     return super.updateStatus(...args)
