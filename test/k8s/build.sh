@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Builds (or reuses) the real control-plane binaries for the k8s suite: kube-apiserver,
-# kube-scheduler, kube-controller-manager and etcd from test/k8s/tools, helm from
-# test/k8s/tools/helm. The three Kubernetes binaries come from one `go build`, so the packages they
+# Builds (or reuses) the real Kubernetes binaries for the k8s suite: kube-apiserver,
+# kube-scheduler, kube-controller-manager, kubelet, kubectl and etcd from test/k8s/tools, helm from
+# test/k8s/tools/helm. The five Kubernetes binaries come from one `go build`, so the packages they
 # share compile once. Versions are pinned by those modules' go.mod
 # and go.sum, so a build resolves nothing new. Binaries land in a cache outside the repository,
 # keyed by the pinned versions and a hash of the module files:
-#   ${VK_K8S_CACHE:-$HOME/.cache/vk-sandbox/k8s/<key>}/bin/{kube-apiserver,kube-scheduler,kube-controller-manager,etcd,helm}
+#   ${VK_K8S_CACHE:-$HOME/.cache/vk-sandbox/k8s/<key>}/bin/{kube-apiserver,kube-scheduler,kube-controller-manager,kubelet,kubectl,etcd,pause,helm}
 # The last stdout line is that bin directory; on exit 2 or 3 it is the reason instead.
 # Exit codes: 0 built or reused; 2 no Go toolchain; 3 module proxy unavailable; 1 build failure.
 set -euo pipefail
@@ -17,13 +17,13 @@ pinned() { awk -v module="$1" '{ for (i = 1; i < NF; i++) if ($i == module) { pr
 kube_version=$(pinned k8s.io/kubernetes "$tools/go.mod")
 etcd_version=$(pinned go.etcd.io/etcd/server/v3 "$tools/go.mod")
 helm_version=$(pinned helm.sh/helm/v3 "$tools/helm/go.mod")
-files_hash=$(cat "$here/build.sh" "$tools/go.mod" "$tools/go.sum" "$tools/cmd/etcd/main.go" "$tools/helm/go.mod" "$tools/helm/go.sum" | sha256sum | cut -c1-12)
+files_hash=$(cat "$here/build.sh" "$tools/go.mod" "$tools/go.sum" "$tools/cmd/etcd/main.go" "$tools/cmd/pause/main.go" "$tools/helm/go.mod" "$tools/helm/go.sum" | sha256sum | cut -c1-12)
 key="kube-${kube_version}_etcd-${etcd_version}_helm-${helm_version}_${files_hash}"
 root="${VK_K8S_CACHE:-$HOME/.cache/vk-sandbox/k8s/$key}"
 bin="$root/bin"
 
 have_all() {
-  for name in kube-apiserver kube-scheduler kube-controller-manager etcd helm; do
+  for name in kube-apiserver kube-scheduler kube-controller-manager kubelet kubectl etcd pause helm; do
     [ -x "$bin/$name" ] || return 1
   done
 }
@@ -59,7 +59,8 @@ kube_minor=$(printf '%s' "$kube_version" | cut -d. -f2)
 stamp="-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitMajor=1"
 stamp="$stamp -X k8s.io/component-base/version.gitMinor=$kube_minor -X k8s.io/component-base/version.gitTreeState=clean"
 (cd "$tools" && go build -trimpath -ldflags="-s -w $stamp" -o "$staging/" \
-  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager ./cmd/etcd) >&2
+  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager \
+  k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl ./cmd/etcd ./cmd/pause) >&2
 (cd "$tools/helm" && go build -trimpath -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version" \
   -o "$staging/" helm.sh/helm/v3/cmd/helm) >&2
 rm -rf "$bin"
