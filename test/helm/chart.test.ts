@@ -284,6 +284,17 @@ describe.skipIf(helmBin === "")("chart values", () => {
     assert.isFalse(render([withToken, "node.nameSuffix="]).ok, "an empty suffix would name the host node itself")
   })
 
+  it("node.hostIP replaces the Pod's status.hostIP wherever the daemon takes the host's address", () => {
+    const container = at(podOf(render([withToken, "node.hostIP=127.0.0.1", "inventory.publish=true"]).docs), "containers", 0)
+    const hostIp = list(at(container, "env")).find((e) => at(e, "name") === "HOST_IP")
+    assert.isUndefined(at(hostIp, "valueFrom"), "no downward-API read the kubelet could refuse")
+    const env = expandEnv(list(at(container, "env")))
+    assert.strictEqual(env["VK_NODE_IP"], "127.0.0.1")
+    assert.strictEqual(env["SANDBOXD_ADVERTISE_ADDR"], "127.0.0.1:7777")
+    const byDefault = list(at(podOf(render([withToken]).docs), "containers", 0, "env")).find((e) => at(e, "name") === "HOST_IP")
+    assert.strictEqual(at(byDefault, "valueFrom", "fieldRef", "fieldPath"), "status.hostIP")
+  })
+
   it("the init container follows podSecurityContext's user and can be turned off", () => {
     const out = render([withToken, "podSecurityContext.runAsUser=4242", "podSecurityContext.runAsGroup=4343"])
     assert.deepStrictEqual(strings(at(podOf(out.docs), "initContainers", 0, "command")).slice(3, 6), ["/var/lib/vk-sandbox", "4242", "4343"])
