@@ -17,6 +17,19 @@ case $status in
 esac
 export VK_K8S_BIN="$last_line"
 
+# The image the real-node scenarios install with the chart (test/k8s/cluster/RealNode.test.ts):
+# `npm run image` builds it (a Docker engine must answer) and prints its reference last. If that
+# fails, those scenarios fail with its last line and the rest of the suite still runs.
+if [ -z "${VK_K8S_IMAGE:-}" ]; then
+  if image_out=$(npm run --silent image 2>"${TMPDIR:-/tmp}/vk-k8s-image.log"); then
+    VK_K8S_IMAGE=$(printf '%s\n' "$image_out" | tail -n 1)
+    export VK_K8S_IMAGE
+  else
+    VK_K8S_IMAGE_ERROR="npm run image failed: $(tail -n 1 "${TMPDIR:-/tmp}/vk-k8s-image.log")"
+    export VK_K8S_IMAGE_ERROR
+  fi
+fi
+
 # The global setup records the process groups it starts here; whatever way vitest ends, none of
 # them outlives this script.
 state=$(mktemp -d "${TMPDIR:-/tmp}/vk-k8s.XXXXXX")
@@ -29,6 +42,14 @@ cleanup() {
       [ -n "$pgid" ] && kill -KILL -- "-$pgid" 2>/dev/null
     done < "$state/pgids"
   fi
+  # A real node's containers outlive a killed vitest: their shims (started by the node's
+  # containerd, whose socket is under $state, in a process group of their own) and what they run;
+  # then whatever stayed mounted there.
+  for shim in $(pgrep -f -- "-address $state/" 2>/dev/null); do
+    pkill -KILL -P "$shim" 2>/dev/null
+    kill -KILL "$shim" 2>/dev/null
+  done
+  grep -F " $state/" /proc/self/mountinfo 2>/dev/null | awk '{ print $5 }' | sort -r | xargs -r -n 1 umount --lazy 2>/dev/null
   if [ -z "${VK_K8S_KEEP_STATE:-}" ]; then rm -rf "$state"; fi
 }
 trap cleanup EXIT

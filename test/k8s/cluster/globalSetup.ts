@@ -14,7 +14,15 @@ export interface ClusterPlane {
   readonly daemonKubeconfig: string
   readonly daemonUser: string
   readonly stateDir: string
+  /** The kubeconfig of each real kubelet's node (`RealNodeHosts`), by node name. */
+  readonly kubeletKubeconfigs: Readonly<Record<string, string>>
 }
+
+/**
+ * The host nodes a real kubelet may register in this plane (test/k8s/cluster/node): the
+ * apiserver must know their identities from its start.
+ */
+export const RealNodeHosts = ["vk-host-a"] as const
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -25,15 +33,19 @@ declare module "vitest" {
 export default function setup(project: TestProject): Promise<() => Promise<void>> {
   return setupControlPlane(
     "cluster",
-    // The daemon renews its Lease every 10 s: 20 s without one is a dead node, not a slow one.
-    { nodeMonitorGraceSeconds: 20, evictionTolerationSeconds: 5 },
+    {
+      // The daemon renews its Lease every 10 s: 20 s without one is a dead node, not a slow one.
+      controllers: { nodeMonitorGraceSeconds: 20, evictionTolerationSeconds: 5 },
+      kubeletNodes: RealNodeHosts
+    },
     (plane) =>
       project.provide("cluster", {
         server: plane.server,
         adminKubeconfig: plane.adminKubeconfig,
         daemonKubeconfig: plane.daemonKubeconfig,
         daemonUser: plane.daemonUser,
-        stateDir: plane.stateDir
+        stateDir: plane.stateDir,
+        kubeletKubeconfigs: plane.kubeletKubeconfigs
       })
   )
 }

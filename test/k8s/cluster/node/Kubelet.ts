@@ -1,0 +1,163 @@
+/**
+ * The real node's kubelet (built from the pinned module by test/k8s/build.sh), on loopback: its
+ * API and health ports bind 127.0.0.1, its node IP is 127.0.0.1 (which the kubelet keeps out of
+ * its Node status: "nodeIP can't be loopback address"), every directory it writes is under the
+ * node's own directory. The settings that let it run on this kind of machine: the cgroup v1
+ * hierarchy accepted (`failCgroupV1: false`), the cgroupfs driver with no QoS cgroup tree, no swap
+ * check. Its API authenticates bearer tokens through TokenReview and authorizes through
+ * SubjectAccessReview, as a cluster's kubelets do.
+ *
+ * It is started in a scope of its own, so a scenario can stop it and start it again (`restart`)
+ * on the same directories, as a host's service manager would.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect, Exit, Scope } from "effect"
+import * as YAML from "yaml"
+import { freePorts } from "../../../../testkit/Demo/Harness.ts"
+import { type Managed, startProcess } from "../../fixture/Processes.ts"
+import { NodeStepFailed } from "./Commands.ts"
+
+export interface KubeletOptions {
+  readonly binDir: string
+  readonly dir: string
+  readonly nodeName: string
+  readonly kubeconfig: string
+  readonly containerdSocket: string
+}
+
+export interface Kubelet {
+  /** https://127.0.0.1:<port>, the kubelet API (/stats/summary, /pods). */
+  readonly url: string
+  readonly current: () => Managed
+  /** SIGTERM (then SIGKILL) and a new kubelet process on the same configuration. */
+  readonly restart: Effect.Effect<void, NodeStepFailed>
+}
+
+const configYaml = (options: KubeletOptions, port: number, healthzPort: number): string =>
+  YAML.stringify({
+    apiVersion: "kubelet.config.k8s.io/v1beta1",
+    kind: "KubeletConfiguration",
+    address: "127.0.0.1",
+    port,
+    readOnlyPort: 0,
+    healthzBindAddress: "127.0.0.1",
+    healthzPort,
+    containerRuntimeEndpoint: `unix://${options.containerdSocket}`,
+    // This kind of machine: cgroup v1 (refused by default since 1.35), no systemd, swap not checked.
+    failCgroupV1: false,
+    cgroupDriver: "cgroupfs",
+    cgroupsPerQOS: false,
+    enforceNodeAllocatable: [],
+    failSwapOn: false,
+    authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: {} },
+    authorization: { mode: "Webhook" },
+    podLogsDir: join(options.dir, "pod-logs"),
+    volumePluginDir: join(options.dir, "volume-plugins"),
+    // The imported images can never be pulled again: no image garbage collection.
+    imageGCHighThresholdPercent: 100,
+    imageGCLowThresholdPercent: 99,
+    // The machine's disk is shared with builds; eviction only when really short.
+    evictionHard: { "memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%" },
+    // Pod status reaches the apiserver quickly (the default sync period is a minute).
+    syncFrequency: "10s"
+  })
+
+/** The kubelet for the surrounding scope, once its health port answers. */
+export const startKubelet = (options: KubeletOptions): Effect.Effect<Kubelet, NodeStepFailed, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { dir } = options
+    for (const sub of ["root", "certs", "pod-logs", "volume-plugins"]) {
+      yield* Effect.try({
+        try: () => mkdirSync(join(dir, sub), { recursive: true, mode: 0o700 }),
+        catch: (cause) => new NodeStepFailed({ message: `creating ${join(dir, sub)}: ${String(cause)}` })
+      })
+    }
+    const [port = 0, healthzPort = 0] = yield* freePorts(2).pipe(Effect.mapError((e) => new NodeStepFailed({ message: e.message })))
+    const configFile = join(dir, "kubelet.yaml")
+    yield* Effect.try({
+      try: () => writeFileSync(configFile, configYaml(options, port, healthzPort), { mode: 0o600 }),
+      catch: (cause) => new NodeStepFailed({ message: `writing ${configFile}: ${String(cause)}` })
+    })
+    const args = [
+      `--config=${configFile}`,
+      `--kubeconfig=${options.kubeconfig}`,
+      `--root-dir=${join(dir, "root")}`,
+      `--cert-dir=${join(dir, "certs")}`,
+      `--hostname-override=${options.nodeName}`,
+      "--node-ip=127.0.0.1",
+      "--v=2"
+    ]
+    const logFile = join(dir, "kubelet.log")
+    const parent = yield* Scope.Scope
+    // Added before the first kubelet's scope is forked, so it runs after the last kubelet stopped.
+    const tunables = readTunables()
+    yield* Effect.addFinalizer(() => Effect.sync(() => restoreTunables(tunables)))
+    const start = Effect.gen(function*() {
+      const scope = yield* Scope.fork(parent)
+      const managed = yield* startProcess("kubelet", join(options.binDir, "kubelet"), args, logFile).pipe(
+        Scope.provide(scope),
+        Effect.mapError((e) => new NodeStepFailed({ message: e.message }))
+      )
+      yield* waitHealthy(managed, healthzPort, logFile)
+      return { scope, managed }
+    })
+    let current = yield* start
+    return {
+      url: `https://127.0.0.1:${port}`,
+      current: () => current.managed,
+      restart: Effect.gen(function*() {
+        yield* Scope.close(current.scope, Exit.void)
+        current = yield* start
+      })
+    }
+  })
+
+/**
+ * The kernel settings a starting kubelet sets for the whole machine (unless protectKernelDefaults
+ * makes it refuse to start instead): overcommit, panic on oops, reboot after a panic, the root
+ * user's key quotas. Put back as they were once the suite's kubelet has stopped.
+ */
+const KernelTunables = [
+  "vm/overcommit_memory",
+  "vm/panic_on_oom",
+  "kernel/panic",
+  "kernel/panic_on_oops",
+  "kernel/keys/root_maxkeys",
+  "kernel/keys/root_maxbytes"
+]
+
+const readTunables = (): ReadonlyArray<readonly [string, string]> =>
+  KernelTunables.flatMap((key) => {
+    try {
+      return [[key, readFileSync(`/proc/sys/${key}`, "utf8").trim()] as const]
+    } catch {
+      return []
+    }
+  })
+
+const restoreTunables = (tunables: ReadonlyArray<readonly [string, string]>): void => {
+  for (const [key, value] of tunables) {
+    try {
+      if (readFileSync(`/proc/sys/${key}`, "utf8").trim() !== value) writeFileSync(`/proc/sys/${key}`, value)
+    } catch {
+      // left as the kubelet set it; nothing else to do in a teardown
+    }
+  }
+}
+
+const waitHealthy = (managed: Managed, port: number, logFile: string) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + 120_000
+    while (Date.now() < deadline) {
+      if (managed.child.exitCode !== null || managed.child.signalCode !== null) {
+        return yield* new NodeStepFailed({ message: `the kubelet exited (${String(managed.child.exitCode)}); see ${logFile}` })
+      }
+      const ok = yield* Effect.promise(() =>
+        fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.status === 200, () => false)
+      )
+      if (ok) return
+      yield* Effect.sleep("500 millis")
+    }
+    return yield* new NodeStepFailed({ message: `the kubelet's /healthz did not answer in 120 s; see ${logFile}` })
+  })

@@ -1,0 +1,217 @@
+/**
+ * The real-node scenarios' shared world (test/k8s/cluster/RealNode.test.ts): the cluster plane,
+ * one real host node (./RealNode.ts) with the chart's opt-in label, the sandboxd simulator on the
+ * host's loopback (as sandboxd runs on a real node), helm and kubectl, and the chart's values for
+ * this node. Installing, upgrading and uninstalling are the scenarios' own steps; the world only
+ * reads what they need (the daemon's Pod, its container's process, the claims file on the
+ * hostPath, the kubelet's view of the Pod's memory).
+ *
+ * Everything reaches everything else on loopback: the daemon reaches the apiserver through the
+ * chart's extraEnv (KUBERNETES_SERVICE_HOST/PORT), never the Service's ClusterIP; the host node has
+ * no address in its status (the kubelet refuses a loopback one), so where the chart would use the
+ * host IP (the virtual node's IP, the advertised sandboxd address) the values say 127.0.0.1.
+ */
+import { readFileSync } from "node:fs"
+import { request } from "node:https"
+import { join } from "node:path"
+import { Context, Effect, Layer } from "effect"
+import { inject } from "vitest"
+import { freePorts } from "../../../../testkit/Demo/Harness.ts"
+import * as Wait from "../../../support/Wait.ts"
+import { admin, adminGet, rawRequest, startSandboxd } from "../../scenarioHarness.ts"
+import { RealNodeHosts } from "../globalSetup.ts"
+import { NodeStepFailed, run } from "./Commands.ts"
+import { chartDir, type Tools, tools } from "./Helm.ts"
+import { type RealNode, startRealNode } from "./RealNode.ts"
+
+export const HostNode = RealNodeHosts[0]
+export const Release = "realnode"
+export const Namespace = "vk-realnode"
+export const NodeSuffix = "-sandboxd"
+export const VirtualNode = `${HostNode}${NodeSuffix}`
+export const ContainerName = "vk-sandbox"
+/** The chart's opt-in label (values.yaml nodeSelector). */
+export const OptInLabel = "sandbox.cocoonstack.io/sandboxd"
+
+/** Polls every half second: each poll is a request to the real apiserver or a file read. */
+export const waitFor = <A, E, R>(what: string, check: Effect.Effect<A | undefined | false, E, R>, limitMs = 60_000) =>
+  Wait.eventually<A, E, R>(what, check, limitMs, 500)
+
+/** The image the chart runs, split as its values want it. */
+export const imageValues = (reference: string) => {
+  const at = reference.indexOf("@")
+  if (at > 0) return { repository: reference.slice(0, at), digest: reference.slice(at + 1), pullPolicy: "Never" }
+  const colon = reference.lastIndexOf(":")
+  return colon > reference.lastIndexOf("/")
+    ? { repository: reference.slice(0, colon), tag: reference.slice(colon + 1), pullPolicy: "Never" }
+    : { repository: reference, tag: "latest", pullPolicy: "Never" }
+}
+
+export interface DaemonPod {
+  readonly metadata: { readonly name: string; readonly uid: string; readonly deletionTimestamp?: string }
+  readonly spec: { readonly nodeName?: string }
+  readonly status?: {
+    readonly phase?: string
+    readonly conditions?: ReadonlyArray<{ readonly type: string; readonly status: string }>
+    readonly initContainerStatuses?: ReadonlyArray<ContainerStatus>
+    readonly containerStatuses?: ReadonlyArray<ContainerStatus>
+  }
+}
+
+export interface ContainerStatus {
+  readonly name: string
+  readonly ready?: boolean
+  readonly restartCount?: number
+  readonly containerID?: string
+  readonly state?: {
+    readonly running?: object
+    readonly terminated?: { readonly exitCode?: number; readonly reason?: string }
+  }
+}
+
+export const podReady = (pod: DaemonPod | undefined): boolean =>
+  pod?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true
+
+export const daemonContainer = (pod: DaemonPod | undefined): ContainerStatus | undefined =>
+  pod?.status?.containerStatuses?.find((c) => c.name === ContainerName)
+
+export class World extends Context.Service<World, {
+  readonly node: RealNode
+  readonly sandboxd: Effect.Success<ReturnType<typeof startSandboxd>>
+  readonly tools: Tools
+  /** The values every install and upgrade starts from. */
+  readonly values: Record<string, unknown>
+  readonly metricsPort: number
+  readonly statePath: string
+  readonly pool: string
+  /** The daemon's Pods on the host node, not being deleted. */
+  readonly daemonPods: Effect.Effect<ReadonlyArray<DaemonPod>, unknown>
+  /** The one daemon Pod once it is Ready, else undefined. */
+  readonly readyDaemonPod: Effect.Effect<DaemonPod | undefined, unknown>
+  /** The host pid of the daemon's container in `pod`. */
+  readonly daemonPid: (pod: DaemonPod) => Effect.Effect<number, NodeStepFailed>
+  /** GET on the kubelet API as the admin (TokenReview + SubjectAccessReview). */
+  readonly kubeletGet: (path: string) => Effect.Effect<unknown, NodeStepFailed>
+  /** The claims file's rows (key → claim id) on the hostPath. */
+  readonly claimsFile: Effect.Effect<ReadonlyMap<string, string> | undefined>
+}>()("vk-test/RealNodeWorld") {}
+
+const requestJson = (url: string, token: string) =>
+  Effect.callback<unknown, NodeStepFailed>((resume) => {
+    // The kubelet's serving certificate is self-signed (its --cert-dir); loopback only.
+    const req = request(url, { rejectUnauthorized: false, headers: { authorization: `Bearer ${token}` }, timeout: 10_000 }, (res) => {
+      let body = ""
+      res.setEncoding("utf8")
+      res.on("data", (chunk: string) => {
+        body += chunk
+      })
+      res.on("end", () => {
+        if (res.statusCode !== 200) return resume(Effect.fail(new NodeStepFailed({ message: `GET ${url}: ${res.statusCode} ${body.slice(0, 300)}` })))
+        try {
+          resume(Effect.succeed(JSON.parse(body) as unknown))
+        } catch (cause) {
+          resume(Effect.fail(new NodeStepFailed({ message: `GET ${url}: not JSON: ${String(cause)}` })))
+        }
+      })
+    })
+    req.on("error", (cause) => resume(Effect.fail(new NodeStepFailed({ message: `GET ${url}: ${String(cause)}` }))))
+    req.on("timeout", () => req.destroy(new Error("timed out")))
+    req.end()
+    return Effect.sync(() => req.destroy())
+  })
+
+export const worldLayer = Layer.effect(
+  World,
+  Effect.gen(function*() {
+    const plane = inject("cluster")
+    const binDir = process.env["VK_K8S_BIN"] ?? ""
+    const image = process.env["VK_K8S_IMAGE"] ?? ""
+    if (image === "") {
+      const why = process.env["VK_K8S_IMAGE_ERROR"] ?? "VK_K8S_IMAGE is not set: test/k8s/run.sh sets it from `npm run image`"
+      return yield* new NodeStepFailed({ message: `no image for the real node: ${why}` })
+    }
+    const kubeconfig = plane.kubeletKubeconfigs[HostNode] ?? ""
+    const node = yield* startRealNode({ binDir, nodeName: HostNode, kubeconfig, images: [image] })
+    // What an uninstall leaves (the uninstall scenario records it) must not reach the other
+    // scenarios of this plane: a NotReady virtual node counts in its zone's health.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        const { config } = yield* admin
+        for (const path of [
+          `/apis/extensions.agents.x-k8s.io/v1beta1/nodeinventories/${VirtualNode}`,
+          `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${VirtualNode}`,
+          `/api/v1/nodes/${VirtualNode}`
+        ]) yield* rawRequest(config, "DELETE", path).pipe(Effect.ignore)
+      }).pipe(Effect.ignore)
+    )
+    const toolbox = tools(binDir, plane.adminKubeconfig, join(node.dir, "operator"))
+    // The operator's opt-in, as the chart's values.yaml tells it.
+    yield* toolbox.kubectl("labelling the host node", ["label", "node", HostNode, `${OptInLabel}=true`])
+
+    const rootToken = `root-${Math.random().toString(36).slice(2)}`
+    const sandboxd = yield* startSandboxd({ rootToken })
+    const [kubeletPort = 0, metricsPort = 0] = yield* freePorts(2).pipe(Effect.mapError((e) => new NodeStepFailed({ message: e.message })))
+    const apiPort = new URL(plane.server).port
+    const sandboxdPort = new URL(sandboxd.url).port
+    const pool = `realnode-${Math.random().toString(36).slice(2, 8)}`
+    const stateDir = join(node.hostRoot, "var", "lib", "vk-sandbox")
+    const values = {
+      image: imageValues(image),
+      // The host node has no address in its status, and the kubelet refuses to start a container
+      // that reads status.hostIP then: loopback instead.
+      node: { nameSuffix: NodeSuffix, hostIP: "127.0.0.1", labels: { "sandbox.cocoonstack.io/runtime": "sandboxd", "vk-test.cocoonstack.io/pool": pool } },
+      kubelet: { port: kubeletPort },
+      metrics: { port: metricsPort },
+      // The chart's own default URL, http://127.0.0.1:<port>; also the advertised address's port.
+      sandboxd: { port: Number(sandboxdPort), token: { value: rootToken } },
+      state: { hostPath: stateDir },
+      inventory: { publish: true, interval: "5s" },
+      extraEnv: [
+        { name: "KUBERNETES_SERVICE_HOST", value: "127.0.0.1" },
+        { name: "KUBERNETES_SERVICE_PORT", value: apiPort }
+      ]
+    }
+    const { config } = yield* admin
+    const adminToken = config.getCurrentUser()?.token ?? ""
+
+    const daemonPods = Effect.map(
+      adminGet<{ readonly items: ReadonlyArray<DaemonPod> }>(
+        `/api/v1/namespaces/${Namespace}/pods?labelSelector=${encodeURIComponent(`app.kubernetes.io/instance=${Release}`)}`
+      ),
+      (list) => (list?.items ?? []).filter((pod) => pod.spec.nodeName === HostNode && pod.metadata.deletionTimestamp === undefined)
+    )
+    const statePath = join(stateDir, "claims.json")
+    return World.of({
+      node,
+      sandboxd,
+      tools: toolbox,
+      values,
+      metricsPort,
+      statePath,
+      pool,
+      daemonPods,
+      readyDaemonPod: Effect.map(daemonPods, (pods) => (pods.length === 1 && podReady(pods[0]) ? pods[0] : undefined)),
+      daemonPid: (pod) =>
+        Effect.gen(function*() {
+          const id = (daemonContainer(pod)?.containerID ?? "").replace(/^containerd:\/\//, "")
+          if (id === "") return yield* new NodeStepFailed({ message: `the Pod ${pod.metadata.name} has no container id yet` })
+          const info = yield* node.containerd.ctr("reading the daemon's task", ["tasks", "list"])
+          const row = info.split("\n").map((line) => line.trim().split(/\s+/)).find((fields) => fields[0] === id)
+          const pid = Number(row?.[1] ?? "0")
+          if (!(pid > 0)) return yield* new NodeStepFailed({ message: `no running task for container ${id}:\n${info}` })
+          return pid
+        }),
+      kubeletGet: (path) => requestJson(`${node.kubelet.url}${path}`, adminToken),
+      claimsFile: Effect.sync(() => {
+        try {
+          const claims = (JSON.parse(readFileSync(statePath, "utf8")) as { claims?: Record<string, { id?: string }> | null }).claims ?? {}
+          return new Map(Object.entries(claims).map(([key, row]) => [key, row.id ?? ""]))
+        } catch {
+          return undefined
+        }
+      })
+    })
+  })
+)
+
+export { chartDir, run }
