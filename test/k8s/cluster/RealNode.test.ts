@@ -52,6 +52,7 @@ const requireInstalled = Effect.suspend(() =>
 const installedWorld = Effect.andThen(requireInstalled, World.use(Effect.succeed))
 /** The sandbox Pods of the "work" scenario: namespace/name → claim id. */
 const sandboxPods = new Map<string, string>()
+let workNamespace = ""
 
 /** Every earlier Pod still Running on its first claim, sandboxd still holding each, none released. */
 const nothingLost = Effect.gen(function*() {
@@ -178,6 +179,7 @@ layer(worldLayer, { excludeTestServices: true, timeout: "6 minutes" })("the char
     quiet(Effect.gen(function*() {
       const world = yield* installedWorld
       const namespace = yield* createReadyNamespace("realnode-work")
+      workNamespace = namespace
       const sandbox = yield* createSandbox(namespace, "owner")
       const owner = { apiVersion: SandboxApiVersion, kind: "Sandbox", name: "owner", uid: sandbox }
       yield* createSandboxPod(namespace, "owned", { pool: world.pool }, owner)
@@ -243,12 +245,17 @@ layer(worldLayer, { excludeTestServices: true, timeout: "6 minutes" })("the char
       // The container, killed: the kubelet starts it again in the same Pod.
       const pod = yield* onlyDaemonPod
       const restarts = daemonContainer(pod)?.restartCount ?? 0
-      yield* world.node.containerd.ctr("killing the daemon's container", ["tasks", "kill", "--signal", "SIGKILL", (daemonContainer(pod)?.containerID ?? "").replace(/^containerd:\/\//, "")])
+      const containerId = (daemonContainer(pod)?.containerID ?? "").replace(/^containerd:\/\//, "")
+      yield* world.node.containerd.ctr("killing the daemon's container", ["tasks", "kill", "--signal", "SIGKILL", containerId])
+      // A Pod arriving while the daemon is down or starting again is claimed once.
+      yield* createSandboxPod(workNamespace, "while-down", { pool: world.pool })
       yield* waitFor(
         "the daemon's container restarted and Ready",
         Effect.map(world.readyDaemonPod, (p) => p?.metadata.uid === pod.metadata.uid && (daemonContainer(p)?.restartCount ?? 0) > restarts),
         180_000
       )
+      const late = yield* waitFor("while-down Running", runningPod(workNamespace, "while-down"), 60_000)
+      sandboxPods.set(`${workNamespace}/while-down`, claimIdOf(late))
       yield* nothingLost
 
       // The kubelet restarted: the running container stays, the node comes back Ready.
