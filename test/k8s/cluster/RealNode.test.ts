@@ -26,7 +26,6 @@ import {
 import { claimsOf, daemonTokenOf, loopbackOnly, memoryOfDaemon, processSecurity, readyzBody } from "./node/Checks.ts"
 import { nodeReady } from "./node/RealNode.ts"
 import {
-  chartDir,
   daemonContainer,
   type DaemonPod,
   HostNode,
@@ -84,16 +83,6 @@ const onlyLoopbackPeers = Effect.gen(function*() {
   assert.isTrue((found.peers["daemon"] ?? 0) > 0 && (found.peers["kubelet"] ?? 0) > 0, JSON.stringify(found.peers))
 })
 
-const helmArgs = (valuesPath: string, extra: ReadonlyArray<string> = []) => [
-  Release,
-  chartDir,
-  "--namespace",
-  Namespace,
-  "--values",
-  valuesPath,
-  ...extra
-]
-
 const onlyDaemonPod = Effect.gen(function*() {
   const world = yield* World
   const pods = yield* world.daemonPods
@@ -105,9 +94,8 @@ layer(worldLayer, { excludeTestServices: true, timeout: "6 minutes" })("the char
   it.effect("install: the kubelet runs prepare-state and the daemon as the chart says; its virtual node turns Ready", () =>
     quiet(Effect.gen(function*() {
       const world = yield* World
-      const values = yield* world.tools.valuesFile("install", world.values)
       const started = Date.now()
-      yield* world.tools.helm("helm install", ["install", ...helmArgs(values, ["--create-namespace"])])
+      yield* world.chart("install", "install", world.values)
       yield* waitFor(`the virtual node ${VirtualNode} Ready`, nodeReady(VirtualNode), 180_000)
       figures["helm install → virtual node Ready (ms)"] = Date.now() - started
       const pod = yield* waitFor("the daemon Pod Ready", world.readyDaemonPod, 120_000)
@@ -200,9 +188,8 @@ layer(worldLayer, { excludeTestServices: true, timeout: "6 minutes" })("the char
       const world = yield* installedWorld
       const before = yield* onlyDaemonPod
       const tableBefore = (yield* claimsOf(world)).file
-      const values = yield* world.tools.valuesFile("upgrade", { ...world.values, logging: { level: "debug" } })
       const started = Date.now()
-      yield* world.tools.helm("helm upgrade", ["upgrade", ...helmArgs(values)])
+      yield* world.chart("upgrade", "upgrade", { ...world.values, logging: { level: "debug" } })
       const after = yield* waitFor(
         "the new daemon Pod Ready",
         Effect.map(world.readyDaemonPod, (pod) => (pod !== undefined && pod.metadata.uid !== before.metadata.uid ? pod : undefined)),
@@ -216,8 +203,7 @@ layer(worldLayer, { excludeTestServices: true, timeout: "6 minutes" })("the char
       // /readyz gates the rollout: with sandboxd refusing, the next Pod runs but is not Ready and
       // the DaemonSet counts none available; once sandboxd answers, it is.
       yield* world.sandboxd.sim.injectFault("*", { _tag: "Reply", status: 503, body: "{\"error\":\"maintenance\"}" })
-      const gated = yield* world.tools.valuesFile("gated", { ...world.values, logging: { level: "info" } })
-      yield* world.tools.helm("helm upgrade (sandboxd refusing)", ["upgrade", ...helmArgs(gated)])
+      yield* world.chart("upgrade", "gated", { ...world.values, logging: { level: "info" } })
       const waiting = yield* waitFor(
         "the next daemon Pod running, its /readyz refusing",
         Effect.gen(function*() {

@@ -15,12 +15,13 @@ import { readFileSync } from "node:fs"
 import { request } from "node:https"
 import { join } from "node:path"
 import { Context, Effect, Layer } from "effect"
+import * as YAML from "yaml"
 import { inject } from "vitest"
 import { freePorts } from "../../../../testkit/Demo/Harness.ts"
 import * as Wait from "../../../support/Wait.ts"
 import { admin, adminGet, rawRequest, startSandboxd } from "../../scenarioHarness.ts"
 import { RealNodeHosts } from "../globalSetup.ts"
-import { NodeStepFailed, run } from "./Commands.ts"
+import { NodeStepFailed } from "./Commands.ts"
 import { chartDir, type Tools, tools } from "./Helm.ts"
 import { type RealNode, startRealNode } from "./RealNode.ts"
 
@@ -81,6 +82,12 @@ export class World extends Context.Service<World, {
   readonly tools: Tools
   /** The values every install and upgrade starts from. */
   readonly values: Record<string, unknown>
+  /**
+   * `helm install` or `helm upgrade` of the chart with `values` (kept as `<name>.yaml`), once
+   * `helm template` of the same shows every hostPath volume inside the node's directory: the
+   * kubelet creates a missing DirectoryOrCreate path, and none may land on the machine itself.
+   */
+  readonly chart: (verb: "install" | "upgrade", name: string, values: object) => Effect.Effect<void, NodeStepFailed>
   readonly metricsPort: number
   readonly statePath: string
   readonly pool: string
@@ -95,6 +102,13 @@ export class World extends Context.Service<World, {
   /** The claims file's rows (key → claim id) on the hostPath. */
   readonly claimsFile: Effect.Effect<ReadonlyMap<string, string> | undefined>
 }>()("vk-test/RealNodeWorld") {}
+
+/** Every hostPath volume's path in a rendered manifest. */
+const hostPaths = (doc: unknown): ReadonlyArray<string> => {
+  const volumes = (doc as { spec?: { template?: { spec?: { volumes?: ReadonlyArray<{ hostPath?: { path?: string } }> } } } } | null)
+    ?.spec?.template?.spec?.volumes ?? []
+  return volumes.flatMap((volume) => (volume.hostPath?.path === undefined ? [] : [volume.hostPath.path]))
+}
 
 const requestJson = (url: string, token: string) =>
   Effect.callback<unknown, NodeStepFailed>((resume) => {
@@ -160,11 +174,13 @@ export const worldLayer = Layer.effect(
       // The host node has no address in its status, and the kubelet refuses to start a container
       // that reads status.hostIP then: loopback instead.
       node: { nameSuffix: NodeSuffix, hostIP: "127.0.0.1", labels: { "sandbox.cocoonstack.io/runtime": "sandboxd", "vk-test.cocoonstack.io/pool": pool } },
-      kubelet: { port: kubeletPort },
       metrics: { port: metricsPort },
       // The chart's own default URL, http://127.0.0.1:<port>; also the advertised address's port.
       sandboxd: { port: Number(sandboxdPort), token: { value: rootToken } },
       state: { hostPath: stateDir },
+      // The chart's default looks for vk-cocoon's kubelet pair on the host (and self-signs
+      // without it): this host has none, under the node's own directory.
+      kubelet: { port: kubeletPort, tls: { hostCertPath: join(node.hostRoot, "etc", "cocoon", "vk", "tls", "vk-kubelet.crt"), hostKeyPath: join(node.hostRoot, "etc", "cocoon", "vk", "tls", "vk-kubelet.key") } },
       inventory: { publish: true, interval: "5s" },
       extraEnv: [
         { name: "KUBERNETES_SERVICE_HOST", value: "127.0.0.1" },
@@ -181,7 +197,21 @@ export const worldLayer = Layer.effect(
       (list) => (list?.items ?? []).filter((pod) => pod.spec.nodeName === HostNode && pod.metadata.deletionTimestamp === undefined)
     )
     const statePath = join(stateDir, "claims.json")
+    const chart = (verb: "install" | "upgrade", name: string, chartValues: object) =>
+      Effect.gen(function*() {
+        const file = yield* toolbox.valuesFile(name, chartValues)
+        const args = [Release, chartDir, "--namespace", Namespace, "--values", file]
+        const rendered = yield* toolbox.helm(`helm template (${name})`, ["template", ...args])
+        const outside = YAML.parseAllDocuments(rendered)
+          .flatMap((doc) => hostPaths(doc.toJS()))
+          .filter((path) => !path.startsWith(`${node.hostRoot}/`))
+        if (outside.length > 0) {
+          return yield* new NodeStepFailed({ message: `the chart would mount host paths outside the node's directory: ${outside.join(", ")}` })
+        }
+        yield* toolbox.helm(`helm ${verb} (${name})`, [verb, ...args, ...(verb === "install" ? ["--create-namespace"] : [])])
+      })
     return World.of({
+      chart,
       node,
       sandboxd,
       tools: toolbox,
@@ -214,4 +244,3 @@ export const worldLayer = Layer.effect(
   })
 )
 
-export { chartDir, run }
