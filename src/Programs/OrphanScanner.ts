@@ -71,7 +71,7 @@ const report = (v: OrphanVerdict) => {
 }
 
 export interface OrphanScanner {
-  /** One cycle: the verdicts it found, or None when the listing failed and the cycle was skipped. */
+  /** One cycle: the verdicts it found, or undefined when the listing failed and the cycle was skipped. */
   readonly scanOnce: Effect.Effect<ReadonlyArray<OrphanVerdict> | undefined>
 }
 

@@ -35,6 +35,10 @@ const notRuleIds = new Set(["SHA-256", "UTF-8", "UTF-16", "P-256"])
 export const definedIds = (markdown: string): ReadonlySet<string> =>
   new Set([...markdown.matchAll(/^### ([A-Z]{1,6}-[0-9]{1,3})\b/gm)].map((match) => match[1]!))
 
+/** A heading's anchor as GitHub makes it: lower case, punctuation (the em dash, backquotes) dropped, spaces to hyphens. */
+export const headingAnchor = (heading: string): string =>
+  heading.toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, "").replace(/ /g, "-")
+
 /** Citations of documents that are not in this repository. */
 export const outsideCitation =
   /ARCHITECTURE\.md|reference-behaviou?r|virtual-kubelet\.md|ANCHORS\.md|EFFECT4\.md|TOOLCHAIN\.md|sandboxd-and-crds|\.\.\/shared\/|shared\/(?:spec|design|mission)|\b[Ii]ssues? #?\d+|§/
@@ -75,6 +79,19 @@ describe("docs/rules.md", () => {
       .map((match) => match[1]!)
       .filter((file) => !existsSync(path.join(root, file)))
     assert.deepStrictEqual([...new Set(missing)], [])
+  })
+
+  it("every link to a rule in the docs lands on its heading", () => {
+    const headings = new Set([...catalogue.matchAll(/^### (.+)$/gm)].map((match) => headingAnchor(match[1]!)))
+    const documents = [...readdirSync(path.join(root, "docs")).map((file) => `docs/${file}`), "README.md"].filter((file) => file.endsWith(".md"))
+    const broken = documents.flatMap((file) =>
+      [...readFileSync(path.join(root, file), "utf8").matchAll(/rules\.md#([\w-]+)/g)]
+        .map((match) => match[1]!)
+        .filter((anchor) => !headings.has(anchor))
+        .map((anchor) => `${file}: #${anchor}`)
+    )
+    assert.deepStrictEqual(broken, [])
+    assert.strictEqual(headingAnchor("TLS-4 — vk-cocoon's certificate is reused when it is usable"), "tls-4--vk-cocoons-certificate-is-reused-when-it-is-usable")
   })
 
   it("the code cites no document outside this repository", () => {
