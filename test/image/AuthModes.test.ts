@@ -9,6 +9,7 @@
  * - exec plugin: the plugin is `node` on a mounted script (the image has no shell for a script
  *   plugin; a plugin that is a binary is mounted the same way);
  * - OIDC auth-provider: an id-token that has not expired is sent as it is.
+ * Each under the chart's security context (IMG-3), with no node_modules in the image (IMG-1).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"
