@@ -216,10 +216,16 @@ layer(worldLayer, { excludeTestServices: true, timeout: "6 minutes" })("the char
         180_000
       )
       assert.isFalse(podReady(yield* getDaemonPod(waiting.metadata.name)), "not Ready while /readyz refuses")
-      const ds = yield* adminGet<{ status: { numberAvailable?: number; numberReady?: number } }>(
-        `/apis/apps/v1/namespaces/${Namespace}/daemonsets/${Release}-vk-sandbox`
+      // The controller's count may trail the Pods it just replaced; it must reach none ready.
+      yield* waitFor(
+        "the DaemonSet counting no Ready Pod",
+        Effect.map(
+          adminGet<{ status: { numberReady?: number } }>(`/apis/apps/v1/namespaces/${Namespace}/daemonsets/${Release}-vk-sandbox`),
+          (ds) => (ds?.status.numberReady ?? 0) === 0
+        ),
+        30_000
       )
-      assert.strictEqual(ds?.status.numberReady ?? 0, 0, "the DaemonSet counts no Ready Pod")
+      assert.isFalse(podReady(yield* getDaemonPod(waiting.metadata.name)), "still not Ready while /readyz refuses")
       yield* world.sandboxd.sim.clearFaults
       yield* waitFor("the gated Pod Ready once sandboxd answers", Effect.map(world.readyDaemonPod, (pod) => pod?.metadata.uid === waiting.metadata.uid), 120_000)
       yield* nothingLost
