@@ -1,6 +1,7 @@
 /**
- * Failpoints: the environment syntax, the three actions, counts, and what an armed `fail` does at
- * the claim and release places (the sandboxd simulator's audit log shows what was sent).
+ * Failpoints: the environment syntax, the actions, counts and chains, and what an armed `fail` or
+ * `errno` does at the claim, release and commit places (the sandboxd simulator's audit log shows
+ * what was sent).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as NFS from "node:fs"
@@ -72,7 +73,11 @@ describe("failpoints: the environment variable", () => {
       ["claim-after-send", "want name=action"],
       ["claim-after-send=explode", "unknown action \"explode\""],
       ["claim-after-send=delay(5)", "missing unit"],
-      ["claim-after-send=crash;claim-after-send=fail", "armed twice"]
+      ["claim-after-send=crash;claim-after-send=fail", "armed twice"],
+      ["claim-after-send=errno(EIO)", "errno is a file error, armed only at commit-before-fsync and commit-after-rename"],
+      ["commit-before-fsync=errno(EPERM)", "errno(EPERM): want one of EIO, ENOSPC"],
+      ["commit-before-fsync=off->errno(EIO)", "only the last step of a chain may go without N*"],
+      ["commit-before-fsync=2*off->", "unknown action \"\""]
     ] as const) {
       const points = failpointsFromEnvironment({ [FAILPOINTS_ENV]: text })
       assert.isTrue(Result.isFailure(points), text)
@@ -82,6 +87,20 @@ describe("failpoints: the environment variable", () => {
 })
 
 describe("failpoints: actions", () => {
+  it("a chain takes each step's count of hits in turn, then goes inert; off lets hits through", async () => {
+    const { points } = armed("commit-before-fsync=2*off->2*errno(ENOSPC)->1*fail")
+    assert.deepStrictEqual(points.armed, ["commit-before-fsync=2*off->2*errno(ENOSPC)->1*fail"])
+    const outcome = (hit: Promise<void> | undefined) =>
+      hit === undefined ? Promise.resolve("inert") : hit.then(() => "resolved", (e: unknown) => {
+        const error = e as { code?: string; _tag?: string; syscall?: string }
+        return error.code !== undefined ? `${error.code}/${error.syscall}` : String(error._tag)
+      })
+    const seen: Array<string> = []
+    for (let i = 0; i < 6; i++) seen.push(await outcome(points.hitAsync("commit-before-fsync")))
+    assert.deepStrictEqual(seen, ["inert", "inert", "ENOSPC/fsync", "ENOSPC/fsync", "FailpointFired", "inert"])
+  })
+
+
   it.effect("crash ends the process (here: the injected crash runs and the fiber never resumes)", () =>
     Effect.gen(function*() {
       const { points, crashes } = armed("push-before-write=crash")
@@ -191,6 +210,26 @@ describe("failpoints on the commit path", () => {
     await crashing.crashed
     assert.strictEqual(crashing.crashes.count, 1)
     assert.strictEqual(NFS.readFileSync(path, "utf8"), "newer")
+    NFS.rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("errno at commit-before-fsync: the write fails with the code, the old file stays; at commit-after-rename the new one is already in place", async () => {
+    const dir = NFS.mkdtempSync(NPath.join(NOS.tmpdir(), "vk-fp-"))
+    const path = NPath.join(dir, "claims.json")
+    NFS.writeFileSync(path, "old")
+    const failed = { operation: "", path: "" }
+    const codeOf = (e: unknown) => (e as { code?: string }).code
+    const full = armed("commit-before-fsync=errno(ENOSPC)")
+    const first = await durableReplace(nodeClaimsFileOps, path, Buffer.from("new"), failed, full.points).then(() => undefined, codeOf)
+    assert.strictEqual(first, "ENOSPC")
+    assert.strictEqual(failed.operation, "fsync")
+    assert.strictEqual(NFS.readFileSync(path, "utf8"), "old")
+    assert.deepStrictEqual(NFS.readdirSync(dir), ["claims.json"], "no temp file left")
+    const broken = armed("commit-after-rename=1*errno(EIO)")
+    const second = await durableReplace(nodeClaimsFileOps, path, Buffer.from("newer"), failed, broken.points).then(() => undefined, codeOf)
+    assert.strictEqual(second, "EIO")
+    assert.deepStrictEqual(failed, { operation: "fsync", path: dir }, "the directory's sync failed")
+    assert.strictEqual(NFS.readFileSync(path, "utf8"), "newer", "the rename had landed")
     NFS.rmSync(dir, { recursive: true, force: true })
   })
 })
