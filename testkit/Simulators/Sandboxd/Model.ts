@@ -59,7 +59,25 @@ export interface SandboxdSimOptions {
   readonly claimsOutliveClients?: boolean
   /** Which sandboxd revision to behave as; every piece is on unless switched off. */
   readonly revision?: Partial<SimRevision>
+  /**
+   * Told of every VM's start and end as it happens (a recorded history: the chaos suite's),
+   * synchronously, inside the model's own step; it must not throw.
+   */
+  readonly onLifecycle?: (event: SimLifecycleEvent) => void
 }
+
+/** A VM made by a claim, or ended: released, reaped at its deadline, or forgotten out of band. */
+export type SimLifecycleEvent =
+  | {
+    readonly _tag: "Claimed"
+    readonly id: string
+    readonly token: string
+    readonly claimRef: string
+    readonly leaseSeconds: number
+    readonly deadlineNanos: bigint
+    readonly atNanos: bigint
+  }
+  | { readonly _tag: "Ended"; readonly id: string; readonly claimRef: string; readonly how: "released" | "reaped" | "forgotten"; readonly atNanos: bigint }
 
 /**
  * Pieces that only some sandboxd revisions have. A route a revision lacks answers the router's
@@ -464,6 +482,9 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
     let revision: SimRevision = { ...NEWEST_REVISION, ...options.revision }
     let claimsOutliveClients = options.claimsOutliveClients ?? false
     const omitted = new Map<string, number | undefined>()
+    const tell = options.onLifecycle ?? (() => undefined)
+    const ended = (claim: ClaimState, how: "released" | "reaped" | "forgotten", atNanos: bigint) =>
+      tell({ _tag: "Ended", id: claim.id, claimRef: claim.claimRef, how, atNanos })
     let provisioning = 0
     const claims = new ClaimTable()
     const issuedTokens = new Set<string>()
@@ -574,6 +595,7 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
         }
         claims.set(id, claim)
         issuedTokens.add(claim.token)
+        tell({ _tag: "Claimed", id, token: claim.token, claimRef, leaseSeconds, deadlineNanos: claim.deadlineNanos, atNanos: now })
         return claim
       })
 
@@ -661,6 +683,7 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
         switch (verb) {
           case "release":
             claims.delete(id)
+            ended(claim, "released", now)
             return noContent
           case "hibernate":
             if (claim.archived) return errorReply(409, "sandbox is archived")
@@ -919,6 +942,7 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
             doArchive(claim, now)
           } else {
             claims.delete(claim.id)
+            ended(claim, "reaped", now)
           }
         }
       }))
@@ -943,8 +967,9 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
           claim.failed = reason
         }),
       forget: (id) =>
-        withClaim(id, (claim) => {
+        withClaim(id, (claim, now) => {
           claims.delete(claim.id)
+          ended(claim, "forgotten", now)
         }),
       setDraining: (value) =>
         Effect.sync(() => {

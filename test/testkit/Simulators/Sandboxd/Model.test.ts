@@ -128,6 +128,25 @@ describe("reaper", () => {
     }))
 })
 
+describe("lifecycle observer", () => {
+  it.effect("is told of every VM's start (with its token) and its end: released, reaped or forgotten", () =>
+    Effect.gen(function*() {
+      const events: Array<Model.SimLifecycleEvent> = []
+      const { sim, client } = yield* setup({ onLifecycle: (event) => void events.push(event) })
+      const released = yield* client.claim(claimSpec({ ttlSeconds: 60, claimRef: "ns/a" }))
+      const reaped = yield* client.claim(claimSpec({ ttlSeconds: 60, claimRef: "ns/b" }))
+      const forgotten = yield* client.claim(claimSpec({ ttlSeconds: 600, claimRef: "ns/c" }))
+      yield* client.release(released.id, released.token)
+      yield* sim.forget(forgotten.id)
+      yield* TestClock.adjust("70 seconds")
+      const seen = events.map((e) => (e._tag === "Claimed" ? `+${e.claimRef} ${e.leaseSeconds}s` : `-${e.claimRef} ${e.how}`))
+      assert.deepStrictEqual(seen, ["+ns/a 60s", "+ns/b 60s", "+ns/c 600s", "-ns/a released", "-ns/c forgotten", "-ns/b reaped"])
+      const first = events[0]
+      assert.strictEqual(first?._tag === "Claimed" ? first.token : "", Redacted.value(released.token))
+      assert.strictEqual(events.filter((e) => e._tag === "Ended" && e.id === reaped.id).length, 1)
+    }))
+})
+
 describe("pools and provisioning", () => {
   it.effect("a warm hit consumes the pool, which refills after the refill delay", () =>
     Effect.gen(function*() {
