@@ -125,19 +125,4 @@ export const createPods = (cluster: Cluster, names: ReadonlyArray<string>): Effe
 export const deletePods = (cluster: Cluster, names: ReadonlyArray<string>): Effect.Effect<void, StepFailed> =>
   Effect.forEach(names, (name) => deletePod(cluster, "delete", name), { discard: true })
 
-/** A small seeded generator (mulberry32), so a failing run can be repeated with its seed. */
-export const seededRandom = (seed: number): (() => number) => {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-export const envNumber = (name: string, fallback: number): number => {
-  const value = Number(process.env[name])
-  return Number.isFinite(value) && value > 0 ? value : fallback
-}
+export { envNumber, seededRandom } from "../support/Random.ts"
