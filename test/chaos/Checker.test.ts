@@ -8,7 +8,7 @@ import { type Bounds, check } from "./Checker.ts"
 import type { FinalState, HistoryEvent, OwnerRef, PodState } from "./History.ts"
 
 const node = "vk-chaos"
-const bounds: Bounds = { settleMs: 15_000, claimSettleMs: 3_000, leaseWatchMs: 2_000, reapMs: 1_000 }
+const bounds: Bounds = { settleMs: 15_000, claimSettleMs: 3_000, leaseWatchMs: 2_000, reapMs: 1_000, resyncMs: 60_000 }
 const S = 1_000
 
 const claimed = (at: number, id: string, claimRef: string, leaseSeconds = 300): HistoryEvent =>
@@ -127,8 +127,8 @@ describe("the chaos checker", () => {
 
   it("L3 and L4: a row that outlives its VM; an intent left at the end", () => {
     const stale = [claimed(1 * S, "sb_1", "ns/a", 20), ended(21 * S, "sb_1", "ns/a", "reaped")]
-    assert.deepStrictEqual(failing([...stale, final(60 * S, { rows: [{ key: "ns/a", id: "sb_1", token: "tok-sb_1" }] })]), ["L3"])
-    assert.deepStrictEqual(failing([...stale, final(30 * S, { rows: [{ key: "ns/a", id: "sb_1", token: "tok-sb_1" }] })]), [], "within the bound")
+    assert.deepStrictEqual(failing([...stale, final(120 * S, { rows: [{ key: "ns/a", id: "sb_1", token: "tok-sb_1" }] })]), ["L3"])
+    assert.deepStrictEqual(failing([...stale, final(90 * S, { rows: [{ key: "ns/a", id: "sb_1", token: "tok-sb_1" }] })]), [], "within the bound")
     assert.deepStrictEqual(failing([final(30 * S, { intents: ["ns/a"] })]), ["L4"])
   })
 

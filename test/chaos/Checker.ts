@@ -43,7 +43,8 @@ export const check = (events: ReadonlyArray<HistoryEvent>, node: string, bounds:
   const ok = properties.every((p) => p.violations.length === 0)
   const lines = [
     `bounds: settled within ${bounds.settleMs / 1000} s of the last fault (a claim in doubt: + ${bounds.claimSettleMs / 1000} s; ` +
-    `a row of an ended lease: + ${bounds.leaseWatchMs / 1000} s lease watch + ${bounds.reapMs / 1000} s reaper)`,
+    `a VM past its lease: + ${bounds.leaseWatchMs / 1000} s lease watch + ${bounds.reapMs / 1000} s reaper; ` +
+    `a row of an ended VM: + ${bounds.leaseWatchMs / 1000} s lease watch + ${bounds.resyncMs / 1000} s resync)`,
     ...index.phases.map((p) => `${p.phase}: ${p.detail}`)
   ]
   for (const property of properties) {

@@ -77,8 +77,8 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
   /** Objects the workload created: uid → what it is and when the create was answered. */
   const created: Array<{ uid: string; answered: number; namespace: string; name: string; kind: string }> = []
   /** Requests that may end objects: namespace/name (or namespace alone) at the time sent. */
-  const endings: Array<{ at: number; namespace: string; name: string | undefined; kind: string }> = []
-  const relists: Array<{ at: number; uids: ReadonlySet<string> }> = []
+  const endings: Array<{ at: number; answered: number; namespace: string; name: string | undefined; kind: string }> = []
+  const relists: Array<{ at: number; resource: string; uids: ReadonlySet<string> }> = []
   let final: FinalState | undefined
   for (const event of events) {
     switch (event.src) {
@@ -107,7 +107,7 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
             podsOfClaim.set(event.claimId, list)
           }
         } else if (event.kind === "relist") {
-          relists.push({ at: event.at, uids: new Set(event.uids) })
+          relists.push({ at: event.at, resource: event.resource, uids: new Set(event.uids) })
         }
         break
       case "daemon":
@@ -120,7 +120,7 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
         if (event.op.startsWith("create") && event.uid !== "" && event.status >= 200 && event.status < 300) {
           created.push({ uid: event.uid, answered: event.answered, namespace, name: name ?? "", kind: event.op.slice("create-".length) })
         } else if (ending(event.op)) {
-          endings.push({ at: event.at, namespace, name: event.op === "delete-namespace" ? undefined : name, kind: event.op.slice("delete-".length) })
+          endings.push({ at: event.at, answered: event.answered, namespace, name: event.op === "delete-namespace" ? undefined : name, kind: event.op.slice("delete-".length) })
         }
         break
       }
@@ -147,20 +147,22 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
   for (const object of created) {
     // Whatever could end it: its own delete, its namespace's, a restore (the backup may predate
     // it), and for a Pod a stopped node's evictions or its owner's cascade (owners end their Pods).
-    const causes = [
+    const causes: Array<{ readonly at: number; readonly until: number }> = [
       ...endings.filter((e) =>
         e.namespace === object.namespace &&
         (e.name === undefined || (e.name === object.name && (e.kind === object.kind || (object.kind === "pod" && e.kind !== "namespace"))))
-      ).map((e) => e.at),
-      ...restores.map((w) => w.start),
-      ...(object.kind === "pod" ? evictions.map((w) => w.start) : [])
+      ).map((e) => ({ at: e.at, until: e.answered })),
+      ...restores.map((w) => ({ at: w.start, until: w.stop ?? Infinity })),
+      ...(object.kind === "pod" ? evictions.map((w) => ({ at: w.start, until: w.stop ?? Infinity })) : [])
     ]
     const spans: Array<readonly [number, number]> = []
-    const endAfter = (from: number) => Math.min(Infinity, ...causes.filter((at) => at >= from))
+    // A cause still under way at `from` (sent before, answered after) may have ended it at once.
+    const endAfter = (from: number) => Math.min(Infinity, ...causes.filter((c) => c.until >= from).map((c) => Math.max(c.at, from)))
     spans.push([object.answered, endAfter(object.answered)])
     // After a restore the object is alive again if the apiserver's first full list shows it.
     for (const restore of restores) {
-      const relist = relists.find((r) => r.at >= (restore.stop ?? restore.start))
+      const resource = object.kind === "pod" ? "pods" : object.kind === "sandbox" ? "Sandbox" : "ReplicaSet"
+      const relist = relists.find((r) => r.resource === resource && r.at >= (restore.stop ?? restore.start))
       if (relist !== undefined && relist.uids.has(object.uid)) spans.push([relist.at, endAfter(relist.at)])
     }
     alive.set(object.uid, spans)

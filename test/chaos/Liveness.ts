@@ -10,7 +10,8 @@
  *   is gone or being deleted is released;
  * - L3 a VM whose owner the daemon may not read (a ReplicaSet under the shipped RBAC), or whose
  *   row has no Pod, stays held with its token and no longer than its lease plus one lease-watch
- *   interval (and a reaper pass); no row outlives its VM by more than that interval and the bound;
+ *   interval (and a reaper pass); no row outlives its VM by more than a lease-watch interval and a
+ *   resync (a Lost row goes at its terminal Pod's next run, VER-7) past the bound;
  * - L4 no key stays in doubt (no claim intent left in the file).
  */
 import type { FinalState } from "./History.ts"
@@ -92,7 +93,7 @@ export const heldWithinLease = (index: HistoryIndex, final: FinalState, bounds: 
     }
     const vm = index.vms.get(row.id)
     const endedAgo = vm?.endedAt === undefined ? undefined : final.at - vm.endedAt
-    if (endedAgo === undefined || endedAgo > bounds.leaseWatchMs + bounds.settleMs) {
+    if (endedAgo === undefined || endedAgo > bounds.leaseWatchMs + bounds.resyncMs + bounds.settleMs) {
       violations.push({
         at: final.at,
         text: `the row of ${row.key} still names ${row.id}, ${endedAgo === undefined ? "which sandboxd never made" : `whose VM was ${vm?.how} ${Math.round(endedAgo / 1000)} s before the end`}`

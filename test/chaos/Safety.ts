@@ -40,6 +40,11 @@ export interface Bounds {
   readonly leaseWatchMs: number
   /** sandboxd's reaper period. */
   readonly reapMs: number
+  /**
+   * The pod controller's resync: a Lost row of a Pod ended by its own status is dropped by the
+   * next run of its key, and a status change enqueues none (PC-06), so at the latest by the resync.
+   */
+  readonly resyncMs: number
 }
 
 const time = (at: number) => new Date(at).toISOString().slice(11, 23)
