@@ -33,6 +33,7 @@ import { ProviderEventsPubSubLayer } from "./Layers/ProviderEventsPubSub.ts"
 import { ProviderLiveLayer } from "./Programs/Provider/ProviderLive.ts"
 import * as SandboxdClientHttp from "./Layers/SandboxdClientHttp.ts"
 import * as SandboxdTokenFile from "./Layers/SandboxdTokenFile.ts"
+import * as DependencyRecoveryPubSub from "./Layers/DependencyRecoveryPubSub.ts"
 import { type AppConfigShape, type ListenAddr } from "./Schemas/Config.ts"
 import { redactUrlUserinfo } from "./Schemas/UrlRedaction.ts"
 import { AppConfig } from "./Services/Config.ts"
@@ -79,8 +80,9 @@ const WireLayer = Layer.mergeAll(
   Layer.effect(KubeApi, Effect.map(KubeApi.use(Effect.succeed), instrumentKube)).pipe(Layer.provide(KubeApiClientNode.layer))
 ).pipe(
   // The token file is followed while the daemon runs (rotation without a restart); the pod
-  // controller hears from it when sandboxd accepts the token again.
-  Layer.provideMerge(SandboxdTokenFile.layer)
+  // controller hears from it when sandboxd accepts the token again, and when sandboxd answers
+  // again after failing.
+  Layer.provideMerge(Layer.mergeAll(SandboxdTokenFile.layer, DependencyRecoveryPubSub.layer))
 )
 
 /**

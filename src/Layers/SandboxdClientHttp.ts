@@ -12,9 +12,10 @@
 import { parseJsonQuietly } from "../Schemas/Json.ts"
 import * as Http from "node:http"
 import * as Https from "node:https"
-import { Duration, Effect, Layer, Option, Redacted, Result, Schema, Semaphore, Stream } from "effect"
+import { Cause, Duration, Effect, Exit, Layer, Option, Redacted, Result, Schema, Semaphore, Stream } from "effect"
 import type { Scope } from "effect"
 import { AppConfig } from "../Services/Config.ts"
+import { DependencyRecovery } from "../Services/DependencyRecovery.ts"
 import { KnownSecrets } from "../Services/KnownSecrets.ts"
 import type { ClaimId } from "../Schemas/Ids.ts"
 import {
@@ -601,6 +602,13 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | KnownSe
       })
     })
 
+  // every exchange is reported, so the first answer after a failure can wake what waits on sandboxd.
+  const recovery = yield* Effect.serviceOption(DependencyRecovery)
+  const noteExchange = Option.match(recovery, {
+    onNone: () => (_answered: boolean) => Effect.void,
+    onSome: (service) => (answered: boolean) => service.note("sandboxd", answered)
+  })
+
   /** One bounded exchange: waits for a permit, then the timeout covers the request itself. */
   const exchange = (exchange: Exchange) =>
     roundTrip(exchange).pipe(
@@ -615,6 +623,10 @@ export const make: Effect.Effect<SandboxdClientShape, never, AppConfig | KnownSe
             })
           )
       }),
+      // A reply is an answer unless it is a 5xx; no reply (unreachable, timed out) is none.
+      Effect.onExit((exit) =>
+        Exit.isSuccess(exit) ? noteExchange(exit.value.status < 500) : Cause.hasInterruptsOnly(exit.cause) ? Effect.void : noteExchange(false)
+      ),
       permits.withPermits(1)
     )
 

@@ -185,9 +185,11 @@ const makeWorkload = (
       add(at + 500, { _tag: "DeleteNamespace", namespace: victim })
     }
   }
+  // Bursts go to a namespace of their own, never deleted (the others may be gone by then).
+  add(0, { _tag: "CreateNamespace", namespace: "chaos-burst" })
   for (const [i, fraction] of [1 / 3, 2 / 3].entries()) {
     const at = Math.floor(duration * fraction)
-    const namespace = namespaces[0]!
+    const namespace = "chaos-burst"
     const prefix = `burst${i}`
     add(at, { _tag: "Burst", namespace, prefix, count: burstSize, ttl: i === 0 ? 0 : between(30, 90) })
     // Most of each burst goes again a while later; the rest stays to the end.

@@ -1,6 +1,7 @@
 /**
  * The daemon's pod half as `src/Daemon.ts` composes it, without the node, the kubelet, the loops,
- * the token-file follower and the metrics: the live wire (sandboxd HTTP client and KubeApi), the
+ * the token-file follower and the metrics: the live wire (sandboxd HTTP client and KubeApi, and
+ * what tells the pod controller sandboxd answers again), the
  * claims file store, the provider with the live owner resolver and event recorder, and the claims
  * startup, over the real claim table. The in-memory pod-controller world and the real-cluster
  * scenarios both build on it, so the two cannot drift apart.
@@ -8,6 +9,7 @@
 import { Layer } from "effect"
 import * as ClaimsStoreFile from "../../src/Layers/ClaimsStoreFile.ts"
 import { ClaimTableRefLayer } from "../../src/Layers/ClaimTableRef.ts"
+import * as DependencyRecoveryPubSub from "../../src/Layers/DependencyRecoveryPubSub.ts"
 import * as EventRecorderKube from "../../src/Layers/EventRecorderKube.ts"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import { PodLifecycleProviderLayer } from "../../src/Layers/PodLifecycleProvider.ts"
@@ -25,7 +27,7 @@ import type { PodLifecycle } from "../../src/Services/PodLifecycle.ts"
  * PodLifecycle the controller calls (a test counts the calls with it).
  */
 export const podHalfLayer = (config: AppConfigShape, around?: Layer.Layer<PodLifecycle, never, PodLifecycle>) => {
-  const wire = Layer.mergeAll(SandboxdClientHttp.layer, KubeApiClientNode.layer)
+  const wire = Layer.mergeAll(SandboxdClientHttp.layer, KubeApiClientNode.layer).pipe(Layer.provideMerge(DependencyRecoveryPubSub.layer))
   const lifecycle = around === undefined ? PodLifecycleProviderLayer : around.pipe(Layer.provide(PodLifecycleProviderLayer))
   const provider = lifecycle.pipe(
     Layer.provideMerge(ProviderLiveLayer),

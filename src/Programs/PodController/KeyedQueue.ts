@@ -13,6 +13,10 @@
  *   a step of the slow schedule (the longest delay) instead; one that can only be fixed by a
  *   change parks until the next change or resync.
  *   A change (or an explicit "now") resets the backoff and wakes a waiting key at once.
+ * - `wakeRetrying` sends every key waiting out a retry on at once, its backoff kept (a dependency
+ *   answered again, Q-08), and a run in flight then that asks for a retry goes again at once too;
+ *   one that fails again waits its next step, so a flapping dependency costs each key one extra
+ *   run per recovery, never a reset to the fast end.
  * - `drain` stops admitting work and waits, within a bound, for the runs in flight.
  * - With a `runPriority` above 0, every run first yields at that scheduler priority: tasks of
  *   the default priority queued meanwhile (an HTTP request, an apiserver reply) run, from the
@@ -51,6 +55,8 @@ export interface KeyedQueue<K> {
   readonly ready: Effect.Effect<number>
   /** Stop admitting work; wait for in-flight runs at most `timeout`. */
   readonly drain: (timeout: Duration.Duration) => Effect.Effect<void>
+  /** Keys waiting out a retry (not parked) run now, their backoff kept; how many were woken. */
+  readonly wakeRetrying: Effect.Effect<number>
 }
 
 /**
@@ -74,6 +80,8 @@ export const make = <K extends string>(
     /** Keys in the Ready state, oldest first, from `head` on. */
     let ready: Array<K> = []
     let head = 0
+    /** How many times `wakeRetrying` ran: a run that saw it change while it failed goes again. */
+    let wakes = 0
     const fibers = yield* FiberSet.make<void, never>()
 
     const start = runPriority > 0 ? Effect.yieldNowWith(runPriority) : Effect.void
@@ -118,6 +126,7 @@ export const make = <K extends string>(
     const worker = (key: K): Effect.Effect<void> =>
       Effect.gen(function*() {
         while (true) {
+          const wakesBefore = wakes
           const outcome = yield* guarded(key)
           const state = states.get(key)
           if (state === undefined || state._tag !== "Running" || draining) {
@@ -132,6 +141,12 @@ export const make = <K extends string>(
           if (outcome === "Done") {
             states.delete(key)
             return yield* release
+          }
+          // The dependency answered again while this run was failing on it (a request sent before
+          // the recovery): it goes again now, as the keys that were waiting did (Q-08).
+          if (outcome !== "Park" && wakes !== wakesBefore) {
+            states.set(key, { _tag: "Running", dirty: false, reset: false, step })
+            continue
           }
           const wake = yield* Deferred.make<boolean>()
           const parked = outcome === "Park"
@@ -213,8 +228,18 @@ export const make = <K extends string>(
         )
       })
 
+    const wakeRetrying = Effect.gen(function*() {
+      wakes++
+      let woken = 0
+      for (const state of states.values()) {
+        if (state._tag === "Waiting" && !state.parked && (yield* Deferred.succeed(state.wake, false))) woken++
+      }
+      return woken
+    })
+
     return {
       enqueue,
+      wakeRetrying,
       size: Effect.sync(() => states.size),
       inFlight,
       ready: Effect.sync(() => ready.length - head),

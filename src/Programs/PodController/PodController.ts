@@ -23,6 +23,7 @@ import * as Metrics from "../../Services/Metrics.ts"
 import * as Backoff from "./Backoff.ts"
 import * as Informer from "./Informer.ts"
 import { SandboxdToken } from "../../Services/SandboxdToken.ts"
+import { DependencyRecovery } from "../../Services/DependencyRecovery.ts"
 import * as KeyedQueue from "./KeyedQueue.ts"
 import * as Reconciler from "./Reconciler.ts"
 import * as StatusWriter from "./StatusWriter.ts"
@@ -188,6 +189,26 @@ export const make = (
           })
         ),
         runForever("token-accepted")
+      )
+    }
+
+    // a dependency answers again after failing: the keys waiting out a retry go now (their
+    // backoff kept), instead of up to 36 s later. At most once per initial backoff step, so a
+    // flapping dependency cannot make the keys hammer it.
+    const recovery = yield* Effect.serviceOption(DependencyRecovery)
+    if (Option.isSome(recovery)) {
+      yield* recovery.value.recovered.pipe(
+        Stream.runForEach((dependency) =>
+          podQueue.wakeRetrying.pipe(
+            Effect.tap((woken) =>
+              woken === 0 ? Effect.void : Effect.logInfo("a dependency answers again; the keys waiting on a retry go now").pipe(
+                Effect.annotateLogs({ dependency, keys: woken })
+              )
+            ),
+            Effect.andThen(Effect.sleep(options.backoff.initial))
+          )
+        ),
+        runForever("dependency-recovered")
       )
     }
 

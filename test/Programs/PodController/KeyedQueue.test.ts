@@ -226,6 +226,39 @@ describe("KeyedQueue", () => {
       assert.strictEqual(yield* Ref.get(attempts), 2, "a change wakes it")
     }))
 
+  it.effect("wakeRetrying (Q-08): keys waiting out a retry run now with their backoff kept, a run failing meanwhile goes again, a parked key stays", () =>
+    Effect.gen(function*() {
+      const attempts = new Map<string, number>()
+      const gate = yield* Deferred.make<void>()
+      const queue = yield* KeyedQueue.make<string>((key) =>
+        Effect.gen(function*() {
+          const n = (attempts.get(key) ?? 0) + 1
+          attempts.set(key, n)
+          // "inflight" is in the middle of its second run when the dependency comes back
+          if (key === "inflight" && n === 2) yield* Deferred.await(gate)
+          return key === "parked" ? "Park" as const : "Retry" as const
+        })
+      )
+      for (const key of ["waiting", "inflight", "parked"]) yield* queue.enqueue(key, "change")
+      yield* settle
+      // Backed off to the 16 s step: runs at 0, 1, 3, 7 and 15 s (±20 %).
+      yield* TestClock.adjust("20 seconds")
+      yield* settle
+      const waitingBefore = attempts.get("waiting") ?? 0
+      assert.strictEqual(attempts.get("inflight"), 2, "in flight")
+      assert.strictEqual(yield* queue.wakeRetrying, 1, "only the waiting key was waiting to be woken")
+      yield* settle
+      assert.strictEqual(attempts.get("waiting"), waitingBefore + 1, "the waiting key ran at once")
+      assert.strictEqual(attempts.get("parked"), 1, "a parked key is not a retry")
+      yield* Deferred.succeed(gate, undefined)
+      yield* settle
+      assert.strictEqual(attempts.get("inflight"), 3, "the run that failed while the dependency came back went again at once")
+      // The backoff was kept: the next retry is not 1 s away.
+      yield* TestClock.adjust("2 seconds")
+      yield* settle
+      assert.strictEqual(attempts.get("waiting"), waitingBefore + 1, "no reset to the fast end")
+    }))
+
   it.effect("a parked key waits for a change or a resync, not for time", () =>
     Effect.gen(function*() {
       const attempts = yield* Ref.make(0)

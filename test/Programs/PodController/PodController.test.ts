@@ -32,43 +32,14 @@ import {
   releaseRequests,
   running,
   sleepReal,
+  backoffOnly,
+  ioTurns,
+  secondsUntil,
+  stopOnTestClock,
   type World
 } from "./harness.ts"
 
 const asPod = (value: unknown) => value as V1Pod
-
-/** The default backoff with no resync in reach: a resync landing while a key is in flight runs it once more. */
-const backoffOnly: PodController.PodControllerOptions = { ...PodController.defaultOptions, resyncInterval: Duration.hours(1) }
-
-/** Real I/O turns: the daemon's round trips to the simulators finish while the TestClock stands. */
-const ioTurns = Effect.gen(function*() {
-  for (let i = 0; i < 15; i++) yield* sleepReal(1)
-})
-
-/**
- * Stops the daemon while moving the TestClock: its drain is bounded in TestClock time, so a
- * reconcile still waiting on the clock (a retry, a rate limit) would otherwise hold the test's end.
- */
-const stopOnTestClock = (daemon: { readonly stop: Effect.Effect<void> }) =>
-  Effect.gen(function*() {
-    const stopping = yield* Effect.forkChild(daemon.stop)
-    yield* secondsUntil(() => stopping.pollUnsafe() !== undefined)
-  })
-
-/**
- * Moves the TestClock a second at a time, with real I/O turns in between, until `done` holds;
- * how many seconds that took. Ends the test (as a hang would) after `limit` seconds.
- */
-const secondsUntil = (done: (() => boolean) | Effect.Effect<boolean>, limit = 300) =>
-  Effect.gen(function*() {
-    const check = Effect.isEffect(done) ? done : Effect.sync(done)
-    for (let seconds = 0; seconds < limit; seconds++) {
-      yield* ioTurns
-      if (yield* check) return seconds
-      yield* TestClock.adjust("1 second")
-    }
-    return yield* Effect.die(new Error(`not done after ${limit} s on the TestClock`))
-  })
 
 describe("PodController", () => {
   it.live("50 pods go Running with podIP and claim-id; a restart on the same state file adopts them all", () =>

@@ -8,6 +8,8 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import { sleepReal } from "../../support/Wait.ts"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import * as KubeApiClientNode from "../../../src/Layers/KubeApiClientNode.ts"
@@ -20,6 +22,7 @@ import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
 import { KubeApi } from "../../../src/Services/KubeApi.ts"
 import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
 import { ProviderEvents } from "../../../src/Services/Provider.ts"
+import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
 import { ClusterModel } from "../../../testkit/Simulators/Apiserver/Model.ts"
 import { Pods, Sandboxes } from "../../../testkit/Simulators/Apiserver/Resources.ts"
 import type { JsonObject } from "../../../testkit/Simulators/Apiserver/Status.ts"
@@ -104,6 +107,8 @@ export interface Daemon {
   readonly pushStatus: (pod: V1Pod) => Effect.Effect<void>
   readonly lifecycle: PodLifecycle["Service"]
   readonly table: ClaimTable["Service"]
+  /** The daemon's own sandboxd client (an exchange of it is one the node's probe would make). */
+  readonly sandboxd: SandboxdClient["Service"]
   readonly calls: Calls
   /** One tick of the daemon's lease watch on this provider (the loop itself is not run here). */
   readonly leaseTick: Effect.Effect<LeaseWatchOutcome>
@@ -165,6 +170,7 @@ export const makeWorld = (worldOptions: WorldOptions = {}) =>
           startController,
           lifecycle: Context.get(context, PodLifecycle),
           table: Context.get(context, ClaimTable),
+          sandboxd: Context.get(context, SandboxdClient),
           pushStatus: Context.get(context, ProviderEvents).pushStatus,
           leaseTick: publishExpiredLeases.pipe(Effect.provideContext(context)),
           calls,
@@ -243,6 +249,42 @@ export const keyOf = (name: string) => `${NS}/${name}` as PodKey
 // ---- waiting ----------------------------------------------------------------------------------
 
 export { eventually, eventually as eventuallyEffect, quiet, sleepReal } from "../../support/Wait.ts"
+
+// ---- on the TestClock, with real I/O ------------------------------------------------------------
+
+/** The default backoff with no resync in reach: a resync landing while a key is in flight runs it once more. */
+export const backoffOnly: PodController.PodControllerOptions = { ...PodController.defaultOptions, resyncInterval: Duration.hours(1) }
+
+/** Real I/O turns: the daemon's round trips to the simulators finish while the TestClock stands. */
+export const ioTurns = Effect.gen(function*() {
+  for (let i = 0; i < 15; i++) yield* sleepReal(1)
+})
+
+/**
+ * Stops the daemon while moving the TestClock: its drain is bounded in TestClock time, so a
+ * reconcile still waiting on the clock (a retry, a rate limit) would otherwise hold the test's end.
+ */
+export const stopOnTestClock = (daemon: { readonly stop: Effect.Effect<void> }) =>
+  Effect.gen(function*() {
+    const stopping = yield* Effect.forkChild(daemon.stop)
+    yield* secondsUntil(() => stopping.pollUnsafe() !== undefined)
+  })
+
+/**
+ * Moves the TestClock a second at a time, with real I/O turns in between, until `done` holds;
+ * how many seconds that took. Ends the test (as a hang would) after `limit` seconds.
+ */
+export const secondsUntil = (done: (() => boolean) | Effect.Effect<boolean>, limit = 300) =>
+  Effect.gen(function*() {
+    const check = Effect.isEffect(done) ? done : Effect.sync(done)
+    for (let seconds = 0; seconds < limit; seconds++) {
+      yield* ioTurns
+      if (yield* check) return seconds
+      yield* TestClock.adjust("1 second")
+    }
+    return yield* Effect.die(new Error(`not done after ${limit} s on the TestClock`))
+  })
+
 
 export const running = (model: ClusterModel, name: string) => {
   const pod = peekPod(model, name)
