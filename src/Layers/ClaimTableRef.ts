@@ -101,12 +101,14 @@ export const makeClaimTable = Effect.gen(function*() {
         if (row === undefined || row.state._tag !== "Durable") return [Option.none<Adoption>(), s]
         const podUID = pod.metadata?.uid ?? ""
         const previousPodUID = row.record.podUID
-        if (previousPodUID === podUID && Option.isSome(row.record.claimedAt)) {
+        if (previousPodUID === podUID && Option.isSome(row.record.claimedAt) && row.record.owner === undefined) {
           // Nothing in the record changes: it is kept (the claims writer reuses its encoding).
           return [Option.some({ record: row.record, previousPodUID, changed: false }), withPod(s, key, keptPod(pod))]
         }
+        // A Pod holds the row again: it no longer waits on the owner it was preserved for (AUTH-9).
+        const { owner: _preservedFor, ...held } = row.record
         const record: ClaimRecord = {
-          ...row.record,
+          ...held,
           podUID,
           claimedAt: Option.isSome(row.record.claimedAt) ? row.record.claimedAt : Option.some(now)
         }

@@ -14,6 +14,7 @@
  * VM ends at its own deadline (sandboxd reaps it); once sandboxd confirms it gone, the row is
  * marked Lost and its key handed to the pod controller, whose run drops it when the key has no
  * Pod (VER-7), or ends a Pod of that generation not tracked yet rather than give it a new VM.
+ * A row preserved for an owner (AUTH-9) also gets a run each tick, which asks that owner again.
  */
 import { EventRecorder, involvedPod } from "../Services/EventRecorder.ts"
 import { leaseExpiries } from "../Services/Metrics.ts"
@@ -54,9 +55,14 @@ export const publishExpiredLeases = Effect.gen(function*() {
   // Every settled row: with a tracked Pod, expired ones for the lease rule and the rest so a
   // sandbox that vanished early is noticed; without one, so a row whose VM is gone goes (LEASE-9).
   const candidates: Array<{ key: PodKey; claim: ClaimRecord }> = []
+  /** AUTH-9: rows preserved for an owner that no Pod holds: each gets a run that asks the owner again. */
+  const preserved: Array<PodKey> = []
   for (const [key, row] of state.rows) {
-    if (row.state._tag === "Durable") candidates.push({ key, claim: row.record })
+    if (row.state._tag !== "Durable") continue
+    candidates.push({ key, claim: row.record })
+    if (row.record.owner !== undefined && !state.pods.has(key)) preserved.push(key)
   }
+  if (preserved.length > 0) yield* events.publishRetry(preserved)
   const outcome = (
     published: Array<PodKey>,
     refreshed: Array<PodKey>,

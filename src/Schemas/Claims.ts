@@ -5,6 +5,18 @@
 import { Data, DateTime, Option, type Redacted } from "effect"
 import type { ClaimId, PodKey } from "./Ids.ts"
 
+/**
+ * The controller owner a row was preserved for (AUTH-9): kept with the row once its Pod is
+ * deleted while that owner lived, so the owner can be asked again (and the VM released once it
+ * is gone) for as long as no Pod holds the row, across restarts too.
+ */
+export interface PreservedOwner {
+  readonly apiVersion: string
+  readonly kind: string
+  readonly name: string
+  readonly uid: string
+}
+
 export interface ClaimRecord {
   readonly id: ClaimId
   /** The per-sandbox release credential: Redacted from the claim response to the file write. */
@@ -17,6 +29,8 @@ export interface ClaimRecord {
   readonly claimedAt: Option.Option<DateTime.Utc>
   /** The lease end; None = no known expiry. */
   readonly deadline: Option.Option<DateTime.Utc>
+  /** Set while the row waits, preserved, with no Pod (AUTH-9); absent otherwise. */
+  readonly owner?: PreservedOwner | undefined
   /**
    * Fields of the row on disk that this version does not know (written by a newer one), as the
    * compact JSON members `"name":value,…`; written back after the known fields, so a downgrade

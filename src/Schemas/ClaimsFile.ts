@@ -20,6 +20,9 @@
  * Claim intents (claims sent whose rows have not landed) are a known top-level member after
  * `claims`, `"intents":{"<ns>/<name>":{"podUID":…,"sentAt":…}}`, written only while there is one
  * (a file without claims in flight is byte for byte the reference's); the reference ignores it.
+ * Likewise a row preserved for its owner with no Pod holding it carries that owner after its
+ * known fields, `"owner":{"apiVersion":…,"kind":…,"name":…,"uid":…}` (AUTH-9), and only then; a
+ * file with such a row is read by the full decode (the writer's shortcuts below take none).
  */
 import { civilMillis, digitsAt, isCivilTime } from "./CivilTime.ts"
 import { invalidJsonMessage } from "./Json.ts"
@@ -41,7 +44,14 @@ export const ClaimsFileEntry = Schema.Struct({
   address: OptionalText,
   podUID: OptionalText,
   claimedAt: OptionalText,
-  deadline: OptionalText
+  deadline: OptionalText,
+  /** AUTH-9: the owner a preserved row waits on; this daemon's own, which the reference ignores. */
+  owner: Schema.optionalKey(Schema.NullOr(Schema.Struct({
+    apiVersion: Schema.String,
+    kind: Schema.String,
+    name: Schema.String,
+    uid: Schema.String
+  })))
 })
 export type ClaimsFileEntry = typeof ClaimsFileEntry.Type
 
@@ -140,7 +150,10 @@ export const decodeClaimsValue = (
       address: entry.address ?? "",
       podUID: entry.podUID ?? "",
       claimedAt: claimedAt.success,
-      deadline: deadline.success
+      deadline: deadline.success,
+      ...(entry.owner === undefined || entry.owner === null
+        ? {}
+        : { owner: { apiVersion: entry.owner.apiVersion, kind: entry.owner.kind, name: entry.owner.name, uid: entry.owner.uid } })
     })
   }
   return Result.succeed(rows)
@@ -246,7 +259,7 @@ export const positionOf = (text: string, at: number): string => {
   return `line ${line} column ${at - lineStart + 1}`
 }
 
-const knownRowFields: ReadonlySet<string> = new Set(["id", "token", "address", "podUID", "claimedAt", "deadline"])
+const knownRowFields: ReadonlySet<string> = new Set(["id", "token", "address", "podUID", "claimedAt", "deadline", "owner"])
 /** What a token may hold: visible ASCII, as an HTTP header can carry it. */
 const printableToken = /^[\x21-\x7e]+$/
 
@@ -690,6 +703,11 @@ export const encodeClaimRecord = (record: ClaimRecord): string => {
   out += `,"podUID":${goJsonString(record.podUID)}`
   if (Option.isSome(record.claimedAt)) out += `,"claimedAt":"${formatTimestamp(record.claimedAt.value)}"`
   if (Option.isSome(record.deadline)) out += `,"deadline":"${formatTimestamp(record.deadline.value)}"`
+  const owner = record.owner
+  if (owner !== undefined) {
+    out += `,"owner":{"apiVersion":${goJsonString(owner.apiVersion)},"kind":${goJsonString(owner.kind)},` +
+      `"name":${goJsonString(owner.name)},"uid":${goJsonString(owner.uid)}}`
+  }
   if (record.unknownFields !== undefined && record.unknownFields !== "") out += `,${record.unknownFields}`
   return `${out}}`
 }

@@ -162,7 +162,7 @@ describe("ClaimsFile", () => {
 
   it("any unknown members and fields (any JSON, any keys) come back exactly as written", () => {
     const extraKey = fc.string().filter((k) => k !== "claims" && k !== "intents")
-    const rowExtraKey = fc.string().filter((k) => !["id", "token", "address", "podUID", "claimedAt", "deadline"].includes(k))
+    const rowExtraKey = fc.string().filter((k) => !["id", "token", "address", "podUID", "claimedAt", "deadline", "owner"].includes(k))
     const members = (key: fc.Arbitrary<string>) =>
       fc.uniqueArray(fc.tuple(key, fc.jsonValue()), { selector: ([k]) => k, maxLength: 4 })
         .map((pairs) => pairs.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(","))
@@ -224,6 +224,34 @@ describe("ClaimsFile", () => {
       }
       const truncated = yield* Effect.flip(decodeClaimsFile(`{"claims":{"ns/a":{"id":"x","token":"${token}"`))
       assert.include(truncated.message, `at position ${token.length + 38}`)
+    }))
+
+  it.effect("a preserved row's owner (AUTH-9) is written after the known fields and read back by the full decode; the shortcuts leave such a file to it", () =>
+    Effect.gen(function*() {
+      const owner = { apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox", name: "b<ox>", uid: "uid-box" }
+      const record: ClaimRecord = {
+        id: "sb_00000000000000a1" as ClaimId,
+        token: Redacted.make("tok"),
+        address: "",
+        podUID: "uid-a",
+        claimedAt: Option.some(at("2026-07-27T02:15:00Z")),
+        deadline: Option.none(),
+        owner
+      }
+      const text = encodeClaimsFile(new Map([["ns/a" as PodKey, record]]), "")
+      assert.strictEqual(
+        text,
+        `{"claims":{"ns/a":{"id":"sb_00000000000000a1","token":"tok","podUID":"uid-a","claimedAt":"2026-07-27T02:15:00Z",` +
+          `"owner":{"apiVersion":"agents.x-k8s.io/v1beta1","kind":"Sandbox","name":"b\\u003cox\\u003e","uid":"uid-box"}}}}`
+      )
+      assert.isUndefined(readWrittenText(text), "the text-only reading takes no row with an owner")
+      const document = yield* Effect.fromResult(decodeClaimsDocument(text))
+      assert.deepStrictEqual(document.rows.get("ns/a" as PodKey)?.owner, owner)
+      assert.isUndefined(document.rows.get("ns/a" as PodKey)?.unknownFields, "a known field, not an unknown one")
+      assert.strictEqual(encodeClaimsFile(document.rows, ""), text, "written back as it was")
+      // Without an owner the row is the reference's, byte for byte.
+      const { owner: _, ...plain } = record
+      assert.notInclude(encodeClaimsFile(new Map([["ns/a" as PodKey, plain]]), ""), "owner")
     }))
 
   it("parses RFC 3339 like Go and formats at second precision in UTC", () => {

@@ -6,6 +6,8 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Option } from "effect"
 import { DeleteVerdict } from "../../Schemas/DeleteVerdict.ts"
+import type { PreservedOwner } from "../../Schemas/Claims.ts"
+import { controllerRefsOf } from "../Authorization/OwnerGvr.ts"
 import { ClaimInDoubt } from "../../Services/ProviderErrors.ts"
 import { dropLostRow } from "./LostRows.ts"
 import { resolveDoubt } from "../ClaimDoubt.ts"
@@ -18,6 +20,16 @@ import * as Metrics from "../../Services/Metrics.ts"
 import { OwnerResolver } from "../../Services/OwnerResolver.ts"
 import { type DeleteOutcome, ReleaseFailed } from "../../Services/ProviderErrors.ts"
 import { SandboxdClient, SandboxdTimeout, SandboxdUnreachable } from "../../Services/SandboxdClient.ts"
+
+/** AUTH-2's controller reference of `pod`, as a row keeps it (AUTH-9); none for a bare Pod or several controllers. */
+const preservedOwnerOf = (pod: V1Pod): PreservedOwner | undefined => {
+  const refs = controllerRefsOf(pod)
+  const ref = refs.length === 1 ? refs[0] : undefined
+  return ref === undefined ? undefined : { apiVersion: ref.apiVersion, kind: ref.kind, name: ref.name, uid: ref.uid }
+}
+
+const sameOwner = (a: PreservedOwner | undefined, b: PreservedOwner): boolean =>
+  a !== undefined && a.apiVersion === b.apiVersion && a.kind === b.kind && a.name === b.name && a.uid === b.uid
 
 const withoutPod = (state: ClaimTableState, key: PodKey): ClaimTableState =>
   state.pods.has(key) ? { ...state, pods: state.pods.without(key) } : state
@@ -80,9 +92,25 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
   return yield* DeleteVerdict.$match(verdict, {
     Preserve: () =>
       Effect.gen(function*() {
-        // 5. Only the Pod entry goes; claim, token and state marker stay.
+        // 5. Only the Pod entry goes; claim, token and state marker stay. AUTH-9: the row keeps
+        // the owner it now waits on, so that owner is asked again while no Pod holds the row.
         yield* Effect.logInfo("preserving sandbox: pod deletion is not VM authority").pipe(Effect.annotateLogs(annotations))
-        yield* table.modify((state) => [undefined, withoutPod(state, key)] as const)
+        const owner = preservedOwnerOf(pod)
+        const remembered = yield* table.modify((state) => {
+          const row = state.rows.get(key)
+          if (row === undefined || row.record.id !== claimId || owner === undefined || sameOwner(row.record.owner, owner)) {
+            return [false, withoutPod(state, key)] as const
+          }
+          const rows = state.rows.with(key, { ...row, record: { ...row.record, owner } })
+          return [true, withoutPod({ ...state, rows }, key)] as const
+        })
+        if (remembered) {
+          yield* store.commit(Option.none()).pipe(
+            Effect.catchTag("ClaimsWriteError", (error) =>
+              // Kept in memory: only a restart before the next write forgets whom the row waits on.
+              Effect.logError("persist claims state").pipe(Effect.annotateLogs({ error })))
+          )
+        }
         yield* events.record(involvedPod(pod), "Normal", "Preserved", `sandbox ${claimId} preserved: ${verdict.detail}`)
         return { _tag: "Preserved", verdict } as DeleteOutcome
       }),

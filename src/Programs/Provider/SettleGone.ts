@@ -9,6 +9,8 @@
  * for a stand-in Pod of the doubt's generation with no owner references: the doubt is resolved
  * there (adopted, absent, or still pending), and an adopted VM is released with its row's own
  * token under the bare-Pod verdict: the Pod is gone, so nothing can own the VM any more.
+ *
+ * Not in doubt, a key whose row was preserved for its owner is asked about again (AUTH-9, below).
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Option } from "effect"
@@ -26,7 +28,8 @@ export const settleGone = Effect.fn("Provider.settleGone")(function*(key: PodKey
   if (Option.isNone(found)) {
     // VER-7: a Lost row whose Pod is gone has nothing left to guard (a restart finds it for a Pod
     // deleted while the daemon was down, the lease watch for a preserved row's VM gone).
-    return ((yield* dropLostRow(key)) ? "LostDropped" : "NotInDoubt") as SettleGoneOutcome
+    if (yield* dropLostRow(key)) return "LostDropped" as SettleGoneOutcome
+    return yield* askPreservedOwner(key)
   }
   const [namespace, name] = splitPodKey(key)
   const standIn: V1Pod = { apiVersion: "v1", kind: "Pod", metadata: { namespace, name, uid: found.value.podUid } }
@@ -51,3 +54,27 @@ export const settleGone = Effect.fn("Provider.settleGone")(function*(key: PodKey
   )
   return "NoClaim" as SettleGoneOutcome
 }, (effect, key) => Effect.annotateLogs(effect, { pod: key }))
+
+/**
+ * AUTH-9: a row preserved for its owner (its Pod deleted while the owner lived) that no Pod holds
+ * now: the owner is asked again, through `deletePod` for a stand-in Pod of the row's generation
+ * carrying that controller reference, so the verdict and what follows are exactly a deletion's:
+ * released with the row's own token once the owner is gone, terminating or recreated, kept
+ * otherwise (and on any doubt). The lease watch hands such keys to the pod controller each tick.
+ */
+const askPreservedOwner = Effect.fnUntraced(function*(key: PodKey) {
+  const table = yield* ClaimTable
+  const state = yield* table.state
+  const row = state.rows.get(key)
+  const owner = row?.record.owner
+  if (row === undefined || row.state._tag !== "Durable" || owner === undefined || state.pods.has(key)) return "NotInDoubt" as SettleGoneOutcome
+  const [namespace, name] = splitPodKey(key)
+  const standIn: V1Pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { namespace, name, uid: row.record.podUID, ownerReferences: [{ ...owner, controller: true }] }
+  }
+  // Tracked first, as above: a release that fails keeps it, and the key's next run tries again.
+  yield* table.storePod(key, standIn)
+  return (yield* deletePod(standIn))._tag as SettleGoneOutcome
+})

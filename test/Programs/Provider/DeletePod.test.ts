@@ -118,7 +118,7 @@ describe("DeletePod: preserve, then adopt (AUTH-8)", () => {
       assert.notInclude(preserved[0]!.message, sim.token)
     })))
 
-  it.effect("preserve writes nothing to disk", () =>
+  it.effect("preserve writes once, the owner the row now waits on (AUTH-9); the same owner again writes nothing", () =>
     inWorld(Effect.gen(function*() {
       const provider = yield* Provider
       const owner = yield* liveSandboxOwner("sb")
@@ -126,8 +126,12 @@ describe("DeletePod: preserve, then adopt (AUTH-8)", () => {
       const control = yield* ClaimsStoreMemoryControl
       const before = yield* control.writeCount
       yield* provider.deletePod(pod("uid-1", [owner]))
-      assert.strictEqual(yield* control.writeCount, before)
-      assert.isTrue((yield* control.disk).has(key))
+      assert.strictEqual(yield* control.writeCount, before + 1)
+      const row = (yield* control.disk).get(key)
+      assert.deepStrictEqual(row?.owner, { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid })
+      // A stand-in of the same generation and owner (AUTH-9's recheck) preserves with no write.
+      yield* provider.deletePod(pod("uid-1", [owner]))
+      assert.strictEqual(yield* control.writeCount, before + 1)
     })))
 })
 
