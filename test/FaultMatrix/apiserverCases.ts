@@ -8,7 +8,7 @@ import { assert } from "@effect/vitest"
 import { Effect, Option, Result } from "effect"
 import { createPod, httpGet, readClaimsFile, type StepFailed, waitFor } from "../../testkit/Demo/Harness.ts"
 import type { ModelSnapshot } from "../../testkit/Simulators/Apiserver/Model.ts"
-import { Pods } from "../../testkit/Simulators/Apiserver/Resources.ts"
+import { Pods, Sandboxes } from "../../testkit/Simulators/Apiserver/Resources.ts"
 import type { FaultAction, ProxiedRequest } from "../support/FaultProxy.ts"
 import { Pass } from "../support/FaultProxy.ts"
 import { describeState, type FaultCase, heldIds, invariants, podsNow, prepare, running, type World } from "./world.ts"
@@ -88,6 +88,13 @@ const restoreFlow = (world: World, snapshotOf: () => ModelSnapshot) =>
     assert.isAbove(vanished.length, 0, "the restore drops Pods")
     const file = readClaimsFile(cluster)
     const vanishedClaims = new Set(vanished.map((name) => String(file[`${cluster.namespace}/${name}`]?.["id"])))
+    // A preserved claim whose owner the restore drops is released on the restored server's word
+    // too (AUTH-9: its owner is gone); the others stay held.
+    const owners = snapshot.store.get(`${Sandboxes.group}/${Sandboxes.plural}`)
+    const ownersKept = new Set([...(owners?.keys() ?? [])].map((key) => key.split("/").at(-1)))
+    const ownerless = [...world.preserved].filter(([, owner]) => !ownersKept.has(owner)).map(([id]) => id)
+    for (const id of ownerless) world.preserved.delete(id)
+    world.bareDeleted.count += ownerless.length
     // the relist releases them on the restored server's word (Pod gone, owner gone)
     world.bareDeleted.count += vanished.length
     world.ownersDropped.value = true
@@ -128,11 +135,18 @@ const restoreFlow = (world: World, snapshotOf: () => ModelSnapshot) =>
       vanished.some((name) => new RegExp(`/pods/${name}(/|$)`).test(request.url.split("?")[0] ?? ""))
     )
     assert.deepStrictEqual(naming.map((r) => `${r.method} ${r.url}`), [], "no request for a vanished Pod after the relist")
+    yield* waitFor(
+      "convergence",
+      `the preserved claims whose owner the restore dropped released (${ownerless.join(", ")})`,
+      Effect.map(heldIds(world), (held) => (ownerless.some((id) => held.has(id)) ? Option.none() : Option.some(true))),
+      { timeout: "25 seconds", describe: describeState(world) }
+    )
     yield* invariants(world)
-    // nothing the daemon held before the restore was released but the vanished Pods' claims
+    // nothing the daemon held before the restore was released but the vanished Pods' claims and
+    // the preserved ones whose owners went with it
     const heldAfter = yield* heldIds(world)
     for (const id of heldBefore) {
-      if (!heldAfter.has(id)) assert.isTrue(vanishedClaims.has(id), `claim ${id} released although its Pod did not vanish`)
+      if (!heldAfter.has(id)) assert.isTrue(vanishedClaims.has(id) || ownerless.includes(id), `claim ${id} released although its Pod did not vanish`)
     }
   })
 

@@ -9,7 +9,8 @@
  *   held by sandboxd;
  * - no lost token: every claim sandboxd holds is in the claims file with the same token;
  * - no release without owner authority: the claim of every owned Pod deleted so far (its owner
- *   alive) is still held, and every Release verdict counted is BarePod.
+ *   alive) is still held, and every Release verdict counted is BarePod (or OwnerGone, once a
+ *   restore dropped owners: their preserved VMs are then released, AUTH-9).
  *
  * Real time (`it.live`): the daemon is another process with its own clock.
  */
@@ -42,8 +43,8 @@ export interface World {
   readonly apiserver: FaultProxy.FaultProxy
   readonly metricsUrl: string
   readonly output: () => string
-  /** Claim ids of owned Pods deleted while their owner lives: never to be released. */
-  readonly preserved: Set<string>
+  /** Claims of owned Pods deleted while their owner lived, with that owner's name: held while it lives (AUTH-9). */
+  readonly preserved: Map<string, string>
   /** Bare Pods deleted so far: the upper bound of Release verdicts. */
   readonly bareDeleted: { count: number }
   /** A sequence for unique names. */
@@ -84,7 +85,7 @@ export const startWorld = Effect.gen(function*() {
     apiserver,
     metricsUrl: daemon.metricsUrl,
     output: daemon.output,
-    preserved: new Set<string>(),
+    preserved: new Map<string, string>(),
     bareDeleted: { count: 0 },
     next: () => ++sequence,
     emptySnapshot,
@@ -157,7 +158,7 @@ export const runCase = (world: World, fault: FaultCase) =>
     yield* deletePod(world.cluster, "during the fault", bare)
     yield* deletePod(world.cluster, "during the fault", owned)
     world.bareDeleted.count++
-    world.preserved.add(ownedClaim)
+    world.preserved.set(ownedClaim, `owner-${n}`)
     yield* Effect.sleep(fault.millis ?? 1_000)
     yield* fault.disarm(world)
 
@@ -198,7 +199,7 @@ export const invariants = (world: World) =>
       assert.isTrue(row?.token === claim.token, `claim ${claim.id}: the file's token is sandboxd's`)
     }
     // no release without owner authority
-    for (const id of world.preserved) {
+    for (const id of world.preserved.keys()) {
       assert.isTrue(heldById.has(id), `preserved claim ${id} (owner alive) is still held`)
     }
     const metrics = yield* httpGet(`${world.metricsUrl}/metrics`)
