@@ -41,6 +41,20 @@ export const bool = (name: string, description: string): FlagSpec => ({
 
 export const daemonFlags: ReadonlyArray<FlagSpec> = [
   value("node-name", "string", "vk-sandboxd", "name of the virtual Node", "VK_NODE_NAME"),
+  value(
+    "host-node-name",
+    "string",
+    "",
+    "the host Node this daemon runs on; picks its entry of --node-name-map",
+    "HOST_NODE_NAME"
+  ),
+  value(
+    "node-name-map",
+    "host=node,...",
+    "",
+    "full virtual Node names for the hosts listed (e.g. nodes moved from the Go daemon); a host listed here takes its name instead of --node-name",
+    "VK_NODE_NAME_MAP"
+  ),
   value("node-ip", "string", "", "the Node's InternalIP (also the Pod IP fallback)", "VK_NODE_IP"),
   value("listen-addr", "host:port", ":10260", "kubelet API listen address (port 1..65535)", "VK_LISTEN_ADDR"),
   value(
@@ -86,15 +100,23 @@ export const daemonFlags: ReadonlyArray<FlagSpec> = [
     "claim-settle-time",
     "duration",
     "0s",
-    "how long after a claim attempt whose outcome is unknown sandboxd may still make its VM; 0 = --sandboxd-timeout"
+    "how long after a claim attempt whose outcome is unknown sandboxd may still make its VM; 0 = --sandboxd-timeout",
+    "VK_CLAIM_SETTLE_TIME"
   ),
   value("sandboxd-max-concurrency", "int", "64", "most sandboxd requests in flight at once (>= 1)"),
-  value("sandboxd-probe-interval", "duration", "10s", "how often sandboxd is probed (GET /v1/info) for the node's health (> 0)"),
+  value(
+    "sandboxd-probe-interval",
+    "duration",
+    "10s",
+    "how often sandboxd is probed (GET /v1/info) for the node's health (> 0)",
+    "SANDBOXD_PROBE_INTERVAL"
+  ),
   value(
     "sandboxd-probe-grace",
     "int",
     "3",
-    "failed sandboxd probes in a row before the Node is tainted NoSchedule (>= 1)"
+    "failed sandboxd probes in a row before the Node is tainted NoSchedule (>= 1)",
+    "SANDBOXD_PROBE_GRACE"
   ),
   value("state-path", "path", "/var/lib/vk-sandbox/claims.json", "claims file (must not be empty)", "VK_STATE_PATH"),
   value("orphan-scan-interval", "duration", "60s", "audit-only orphan scan period; 0 or negative disables it"),
@@ -106,7 +128,8 @@ export const daemonFlags: ReadonlyArray<FlagSpec> = [
     "watch-check-interval",
     "duration",
     "15s",
-    "a Pod watch silent this long asks whether the apiserver's resourceVersion went backwards (advanced)"
+    "a Pod watch silent this long asks whether the apiserver's resourceVersion went backwards (advanced)",
+    "VK_WATCH_CHECK_INTERVAL"
   ),
   value("shutdown-timeout", "duration", "10s", "how long shutdown waits for in-flight work"),
   value("metrics-addr", "host:port", ":10261", "Prometheus metrics listen address (port 0 = any free port)"),

@@ -11,6 +11,7 @@ import { flagReader, tokenize } from "./Flags.ts"
 import type { Tokens } from "./Flags.ts"
 import { parseGoDuration } from "./GoDuration.ts"
 import { parseNodeLabels } from "./NodeLabels.ts"
+import { parseNodeName, parseNodeNameMap, resolveNodeName } from "./NodeNameMap.ts"
 import { parseCapacityQuantity } from "./Quantity.ts"
 
 export type Environment = Readonly<Record<string, string | undefined>>
@@ -46,20 +47,6 @@ const oneOf = <A extends string>(allowed: ReadonlyArray<A>) => (text: string): R
 }
 
 /**
- * A Node's name as the apiserver accepts one (a DNS-1123 subdomain): it is also the certificate's
- * DNS SAN (TLS-3), which holds ASCII only. Refused here, the operator reads the reason at start
- * instead of a rejected Node registration (or a mangled SAN) later.
- */
-const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
-
-const parseNodeName = (text: string): Result.Result<string, string> =>
-  text.length <= 253 && dnsSubdomain.test(text)
-    ? Result.succeed(text)
-    : Result.fail(
-      "must be a Node name: at most 253 characters of lowercase letters, digits, '-' and '.', each part between dots starting and ending with a letter or digit"
-    )
-
-/**
  * A certificate flag and its key flag, empty together or set together; otherwise a usage error
  * naming the empty one, with `message(set, empty)`.
  */
@@ -80,7 +67,12 @@ const pairedPaths = (
 export const configFromTokens = (tokens: Tokens, env: Environment): Result.Result<AppConfigShape, UsageError> => {
   const { field, text } = flagReader(tokens, env)
   return Result.gen(function*() {
-    const nodeName = yield* field("node-name", parseNodeName)
+    const hostNodeName = yield* field("host-node-name", (t) => (t === "" ? Result.succeed("") : parseNodeName(t)))
+    const nodeNameMap = yield* field("node-name-map", parseNodeNameMap)
+    const nodeName = yield* Result.mapError(
+      resolveNodeName(yield* field("node-name", parseNodeName), hostNodeName, nodeNameMap),
+      (problem) => new UsageError(problem)
+    )
     const listenAddr = yield* field("listen-addr", (t) => parseListenAddr(t, { allowPortZero: false }))
     const nodeCpu = yield* field("node-cpu", parseCapacityQuantity)
     const nodeMemory = yield* field("node-memory", parseCapacityQuantity)

@@ -69,6 +69,12 @@ const envBacked: ReadonlyArray<
   ["sandboxd-advertise-addr", "SANDBOXD_ADVERTISE_ADDR", "10.1.1.1:7777", "10.2.2.2:7777", (c) => c.sandboxdAdvertiseAddr, "10.1.1.1:7777", "10.2.2.2:7777"],
   ["sandboxd-token-file", "SANDBOXD_TOKEN_FILE", "/env/token", "/flag/token", (c) => c.sandboxdTokenFile, "/env/token", "/flag/token"],
   ["state-path", "VK_STATE_PATH", "/env/claims.json", "/flag/claims.json", (c) => c.statePath, "/env/claims.json", "/flag/claims.json"],
+  ["host-node-name", "HOST_NODE_NAME", "host-env", "host-flag", (c) => c.nodeName, "vk-env", "vk-flag"],
+  ["node-name-map", "VK_NODE_NAME_MAP", "host-a=vk-env", "host-a=vk-flag", (c) => c.nodeName, "vk-env", "vk-flag"],
+  ["claim-settle-time", "VK_CLAIM_SETTLE_TIME", "20s", "45s", (c) => Duration.toMillis(c.claimSettleTime), 20_000, 45_000],
+  ["sandboxd-probe-interval", "SANDBOXD_PROBE_INTERVAL", "3s", "2s", (c) => Duration.toMillis(c.sandboxdProbeInterval), 3000, 2000],
+  ["sandboxd-probe-grace", "SANDBOXD_PROBE_GRACE", "5", "1", (c) => c.sandboxdProbeGrace, 5, 1],
+  ["watch-check-interval", "VK_WATCH_CHECK_INTERVAL", "1m", "2s", (c) => Duration.toMillis(c.watchCheckInterval), 60_000, 2000],
   ["otlp-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", "http://otel:4318", "https://collector.example:4318/", (c) => c.otlpEndpoint, "http://otel:4318", "https://collector.example:4318"]
 ]
 
@@ -80,10 +86,13 @@ describe("parseConfig: env-backed flags (CFG-1, CFG-3)", () => {
     )
   })
 
-  // The TLS pair goes together: each is tried with the other given through its env var.
+  // The TLS pair goes together: each is tried with the other given through its env var; so do
+  // the host's name and the node-name map (CFG-19).
   const partner: Record<string, Record<string, string>> = {
     "tls-cert": { VK_TLS_KEY: "/partner.key" },
-    "tls-key": { VK_TLS_CERT: "/partner.crt" }
+    "tls-key": { VK_TLS_CERT: "/partner.crt" },
+    "host-node-name": { VK_NODE_NAME_MAP: "host-env=vk-env,host-flag=vk-flag" },
+    "node-name-map": { HOST_NODE_NAME: "host-a" }
   }
   for (const [flag, envVar, envValue, flagValue, read, fromEnv, fromFlag] of envBacked) {
     it(`--${flag} / $${envVar}: default, env fallback, flag wins, empty env = unset`, () => {
@@ -117,8 +126,6 @@ const flagOnly: ReadonlyArray<readonly [ReadonlyArray<string>, (c: AppConfigShap
   [["--kubeconfig", "/etc/kubeconfig"], (c) => c.kubeconfig, "/etc/kubeconfig"],
   [["--sandboxd-timeout", "1m30s"], (c) => Duration.toMillis(c.sandboxdTimeout), 90_000],
   [["--sandboxd-max-concurrency", "1"], (c) => c.sandboxdMaxConcurrency, 1],
-  [["--sandboxd-probe-interval", "2s"], (c) => Duration.toMillis(c.sandboxdProbeInterval), 2000],
-  [["--sandboxd-probe-grace", "1"], (c) => c.sandboxdProbeGrace, 1],
   [["--orphan-scan-interval", "0"], (c) => Duration.toMillis(c.orphanScanInterval), 0],
   [["--orphan-scan-interval", "-5s"], (c) => Duration.toMillis(c.orphanScanInterval), 0],
   [["--orphan-scan-interval", "1.5s"], (c) => Duration.toMillis(c.orphanScanInterval), 1500],
@@ -130,8 +137,6 @@ const flagOnly: ReadonlyArray<readonly [ReadonlyArray<string>, (c: AppConfigShap
   [["--publish-interval", "0"], (c) => Duration.toMillis(c.publishInterval), 0],
   [["--lease-watch-interval", "2s"], (c) => Duration.toMillis(c.leaseWatchInterval), 2000],
   [["--claim-verify-interval", "100ms"], (c) => Duration.toMillis(c.claimVerifyInterval), 100],
-  [["--watch-check-interval", "2s"], (c) => Duration.toMillis(c.watchCheckInterval), 2000],
-  [["--claim-settle-time", "45s"], (c) => Duration.toMillis(c.claimSettleTime), 45_000],
   [["--claim-settle-time=-1s"], (c) => Duration.toMillis(c.claimSettleTime), 0],
   [["--shutdown-timeout", "1h"], (c) => Duration.toMillis(c.shutdownTimeout), 3_600_000],
   [["--metrics-addr", "127.0.0.1:0"], (c) => c.metricsAddr, { host: "127.0.0.1", port: 0 }],
@@ -277,6 +282,15 @@ const rejections: ReadonlyArray<readonly [ReadonlyArray<string>, Record<string, 
   [["--sandboxd-url", "localhost:7777"], {}, "sandboxd-url", "http"],
   [["--sandboxd-url", "ftp://x"], {}, "sandboxd-url", "not http or https"],
   [[], { SANDBOXD_URL: "nope" }, "sandboxd-url", "(from $SANDBOXD_URL)"],
+  // CFG-19: the node-name map is strict, and needs the host it is for
+  [["--node-name-map", "a=vk-a"], {}, "node-name-map", "needs --host-node-name"],
+  [["--node-name-map", "a"], { HOST_NODE_NAME: "a" }, "node-name-map", "is not host=node"],
+  [["--node-name-map", "a=Vk"], { HOST_NODE_NAME: "a" }, "node-name-map", "must be a Node name"],
+  [["--node-name-map", "a_b=vk"], { HOST_NODE_NAME: "a" }, "node-name-map", "must be a Node name"],
+  [["--node-name-map", "a=vk-a,a=vk-b"], { HOST_NODE_NAME: "a" }, "node-name-map", "listed twice"],
+  [["--node-name-map", "a=vk,b=vk"], { HOST_NODE_NAME: "a" }, "node-name-map", "both map to"],
+  [["--host-node-name", "Host"], {}, "host-node-name", "must be a Node name"],
+  [["--node-name", "vk-a", "--node-name-map", "a=vk-a"], { HOST_NODE_NAME: "b" }, "node-name", "gives host \"a\""],
   [["--log-level", "verbose"], {}, "log-level", "must be one of trace, debug, info, warn, error"],
   [["--log-format", "xml"], {}, "log-format", "must be one of json, text"]
 ]
@@ -302,6 +316,20 @@ describe("parseConfig: rejections (exit 2 in the binary)", () => {
     assert.include(error.message, `"http://redacted@10.0.0.9:7777/?x=1"`)
     assert.notInclude(error.message, "hunter2")
     assert.notInclude(usageError([], { SANDBOXD_URL: "ftp://tok3n@x" }).message, "tok3n")
+  })
+})
+
+describe("parseConfig: --node-name-map (CFG-19)", () => {
+  it("a listed host takes its full name; other hosts keep --node-name; empty items are skipped", () => {
+    const map = " a=vk-a , b=vk-b.example ,"
+    assert.strictEqual(ok(["--node-name", "a-sandboxd", "--node-name-map", map], { HOST_NODE_NAME: "a" }).nodeName, "vk-a")
+    assert.strictEqual(ok(["--node-name", "b-sandboxd", "--node-name-map", map], { HOST_NODE_NAME: "b" }).nodeName, "vk-b.example")
+    assert.strictEqual(ok(["--node-name", "c-sandboxd", "--node-name-map", map], { HOST_NODE_NAME: "c" }).nodeName, "c-sandboxd")
+    assert.strictEqual(ok(["--node-name", "c-sandboxd", "--node-name-map", ","], {}).nodeName, "c-sandboxd")
+  })
+
+  it("the host's name alone changes nothing", () => {
+    assert.strictEqual(ok(["--node-name", "x"], { HOST_NODE_NAME: "a" }).nodeName, "x")
   })
 })
 
