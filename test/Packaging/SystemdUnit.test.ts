@@ -5,7 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { daemonFlags } from "../../src/Cli/Flags.ts"
 
@@ -13,12 +14,15 @@ const packaging = resolve(import.meta.dirname, "..", "..", "packaging")
 const unitFile = join(packaging, "vk-sandbox.service")
 const unit = readFileSync(unitFile, "utf8")
 
-/** Every value of `key` in the unit, in order (systemd reads repeated keys as a list). */
-const values = (key: string): ReadonlyArray<string> =>
-  unit.split("\n").flatMap((line) => {
+const openDropIn = readFileSync(join(packaging, "open-sandboxd.conf"), "utf8")
+
+/** Every value of `key` in a unit file, in order (systemd reads repeated keys as a list). */
+const valuesIn = (text: string, key: string): ReadonlyArray<string> =>
+  text.split("\n").flatMap((line) => {
     const match = /^([A-Za-z]+)=(.*)$/.exec(line.trim())
     return match !== null && match[1] === key ? [match[2]!] : []
   })
+const values = (key: string): ReadonlyArray<string> => valuesIn(unit, key)
 const value = (key: string): string | undefined => values(key).at(-1)
 
 /** The tool and whether it knows --offline (systemd 252 and later). */
@@ -93,6 +97,44 @@ describe("the systemd unit", () => {
     assert.isFalse(set.some(([name, , commented]) => name === "SANDBOXD_TOKEN_FILE" && !commented))
     const statePath = set.find(([name]) => name === "VK_STATE_PATH")?.[1] ?? ""
     assert.match(statePath, /^\/var\/lib\/vk-sandbox\/[^/]+$/)
+  })
+
+  it("never starts on an empty token file (the daemon would exit 1 and restart every 5 s): an open sandboxd is the explicit drop-in", () => {
+    assert.deepStrictEqual(values("ConditionFileNotEmpty"), ["/etc/vk-sandbox/sandboxd-token"])
+    assert.deepStrictEqual(values("ConditionPathExists"), ["/etc/vk-sandbox/kubeconfig"])
+    for (const text of [unit, readFileSync(join(packaging, "..", "docs", "installation.md"), "utf8")]) {
+      assert.notMatch(text, /leave the token file empty/i)
+    }
+    // The drop-in resets the conditions, the credentials and the command, and puts back all but the token's.
+    assert.deepStrictEqual(valuesIn(openDropIn, "ConditionFileNotEmpty"), [""])
+    assert.deepStrictEqual(valuesIn(openDropIn, "ConditionPathExists"), ["/etc/vk-sandbox/kubeconfig"])
+    assert.deepStrictEqual(valuesIn(openDropIn, "LoadCredential"), ["", ...values("LoadCredential").filter((c) => !c.startsWith("sandboxd-token:"))])
+    assert.deepStrictEqual(valuesIn(openDropIn, "ExecStart"), ["", "/usr/local/bin/vk-sandbox --kubeconfig=%d/kubeconfig"])
+  })
+
+  it("a rotated token needs a restart: the unit says so, as LoadCredential= copies it at start", () => {
+    assert.match(unit, /never change while the service runs: a rotated token is taken\n# up by `systemctl restart vk-sandbox`/)
+  })
+
+  it.skipIf(!analyzer.available)("systemd reads the unit and the open-sandboxd drop-in without a complaint", () => {
+    const dir = mkdtempSync(join(tmpdir(), "vk-unit-"))
+    try {
+      // The executable must exist for verify: this test's own node stands in for it.
+      const here = (text: string) => text.replaceAll("/usr/local/bin/vk-sandbox", process.execPath)
+      writeFileSync(join(dir, "vk-sandbox.service"), here(unit))
+      const verify = () => spawnSync("systemd-analyze", ["verify", "--man=no", join(dir, "vk-sandbox.service")], { encoding: "utf8" })
+      const plain = verify()
+      assert.strictEqual(`${plain.stdout}${plain.stderr}`.trim(), "", "the unit alone")
+      mkdirSync(join(dir, "vk-sandbox.service.d"))
+      writeFileSync(join(dir, "vk-sandbox.service.d", "open-sandboxd.conf"), here(openDropIn))
+      const withDropIn = verify()
+      assert.strictEqual(`${withDropIn.stdout}${withDropIn.stderr}`.trim(), "", "with the drop-in (empty assignments reset lists)")
+      // the check itself: a malformed credential in a drop-in is reported
+      writeFileSync(join(dir, "vk-sandbox.service.d", "zz-bad.conf"), "[Service]\nLoadCredential=bad/id:/x\n")
+      assert.include(`${verify().stderr}`, "not valid")
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it.skipIf(!analyzer.available)("systemd-analyze security rates its exposure at 2.0 or less", () => {
