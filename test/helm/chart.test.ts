@@ -4,30 +4,14 @@
  * chart can produce must be accepted.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { spawnSync } from "node:child_process"
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { Result } from "effect"
+import { Duration, Result } from "effect"
 import { parseGoDurationNanos } from "../../src/Cli/GoDuration.ts"
 import { parseConfig } from "../../src/Cli/ParseConfig.ts"
-import { at, expandEnv, find, list, manifests, strings, text } from "../support/Rendered.ts"
+import { at, expandEnv, list, manifests, strings, text } from "../support/Rendered.ts"
+import { find, helmBin, hooks, parsedLabels, podOf, render, renderDir, renders, repoRoot, withToken } from "./render.ts"
 
-const renderDir = process.env["VK_HELM_RENDER_DIR"] ?? ""
-/** The helm binary test/helm/run.sh built, for renders with values of a test's own. */
-const helmBin = process.env["VK_HELM_BIN"] ?? ""
-
-const renders: ReadonlyArray<readonly [string, ReadonlyArray<unknown>]> = renderDir === ""
-  ? []
-  : readdirSync(renderDir)
-    .filter((file) => file.endsWith(".yaml"))
-    .map((file) => [
-      file.replace(/\.yaml$/, ""),
-      manifests(readFileSync(join(renderDir, file), "utf8"))
-    ] as const)
-
-
-const repoRoot = join(import.meta.dirname, "..", "..")
 const plainPolicy = find(
   manifests(readFileSync(join(repoRoot, "deploy", "admission", "node-restriction.yaml"), "utf8")),
   "ValidatingAdmissionPolicy"
@@ -35,6 +19,8 @@ const plainPolicy = find(
 
 /** The kubelet.tls.source each ci/*-values.yaml chooses (the default is vkCocoon). */
 const tlsSourceOf = (name: string) => name === "tls-secret" ? "secret" : name === "tls-hostpath-client-ca" ? "hostPath" : "vkCocoon"
+/** The sandboxd.token.source each ci/*-values.yaml comes to (a token value or Secret unless named). */
+const tokenSourceOf = (name: string) => name === "open" ? "none" : ["host-file", "migrated"].includes(name) ? "hostFile" : "secret"
 /** Where the daemon reads the pair the chart mounts for it. */
 const tlsCopy = ["/etc/vk-sandbox/tls/tls.crt", "/etc/vk-sandbox/tls/tls.key"]
 
@@ -93,7 +79,9 @@ describe.skipIf(renderDir === "")("rendered chart", () => {
         assert.strictEqual(at(container, "securityContext", "readOnlyRootFilesystem"), true)
         assert.deepStrictEqual(strings(at(container, "securityContext", "capabilities", "drop")), ["ALL"])
         assert.isUndefined(at(container, "securityContext", "capabilities", "add"))
-        assert.strictEqual(at(daemonSet, "spec", "updateStrategy", "rollingUpdate", "maxUnavailable"), 1)
+        // a tenth of the nodes at a time (rounded up), each ready 10 s before the rollout moves on
+        assert.strictEqual(at(daemonSet, "spec", "updateStrategy", "rollingUpdate", "maxUnavailable"), "10%")
+        assert.strictEqual(at(daemonSet, "spec", "minReadySeconds"), 10)
         // 10s shutdown bound, rounded up, plus the 10 s margin
         assert.strictEqual(at(pod, "spec", "terminationGracePeriodSeconds"), 20)
       })
@@ -111,27 +99,44 @@ describe.skipIf(renderDir === "")("rendered chart", () => {
         assert.deepStrictEqual(strings(at(init, "securityContext", "capabilities", "add")), ["CHOWN"])
         const command = strings(at(init, "command"))
         assert.deepStrictEqual([command[0], command[1]], ["node", "-e"])
-        assert.deepStrictEqual(command.slice(3, 6), ["/var/lib/vk-sandbox", "65532", "65532"])
-        const state = { name: "state", mountPath: "/var/lib/vk-sandbox" }
+        // The host's own sandboxd token (DEP-2) and, for vkCocoon and hostPath, the host's kubelet
+        // pair (TLS-4; only vk-cocoon's may be absent) are copied for the daemon's user.
+        const hostFile = tokenSourceOf(name) === "hostFile"
         const source = tlsSourceOf(name)
-        if (source === "secret") {
-          assert.deepStrictEqual(command.slice(6), [])
-          return assert.deepStrictEqual(list(at(init, "volumeMounts")), [state])
-        }
-        // vkCocoon and hostPath (TLS-4): the host's pair is copied for the daemon's user; only
-        // vk-cocoon's may be absent.
-        assert.deepStrictEqual(command.slice(6), [
-          source === "vkCocoon" ? "optional" : "required",
-          "/run/vk-sandbox/host-tls/cert/vk-kubelet.crt",
-          "/run/vk-sandbox/host-tls/key/vk-kubelet.key",
-          "/run/vk-sandbox/tls"
+        assert.deepStrictEqual(command.slice(3), [
+          "--",
+          "--owner",
+          "65532:65532",
+          "--state",
+          "/var/lib/vk-sandbox",
+          ...(hostFile ? ["--copy", "/run/vk-sandbox/host-sandboxd-token", "/run/vk-sandbox/sandboxd/token"] : []),
+          ...(source === "secret"
+            ? []
+            : [
+              "--pair",
+              source === "vkCocoon" ? "optional" : "required",
+              "/run/vk-sandbox/host-tls/cert/vk-kubelet.crt",
+              "/run/vk-sandbox/host-tls/key/vk-kubelet.key",
+              "/run/vk-sandbox/tls"
+            ])
         ])
         assert.deepStrictEqual(list(at(init, "volumeMounts")), [
-          state,
-          { name: "host-tls-cert", mountPath: "/run/vk-sandbox/host-tls/cert", readOnly: true },
-          { name: "host-tls-key", mountPath: "/run/vk-sandbox/host-tls/key", readOnly: true },
-          { name: "tls", mountPath: "/run/vk-sandbox/tls" }
+          { name: "state", mountPath: "/var/lib/vk-sandbox" },
+          ...(hostFile
+            ? [
+              { name: "host-sandboxd-token", mountPath: "/run/vk-sandbox/host-sandboxd-token", readOnly: true },
+              { name: "sandboxd-token", mountPath: "/run/vk-sandbox/sandboxd" }
+            ]
+            : []),
+          ...(source === "secret"
+            ? []
+            : [
+              { name: "host-tls-cert", mountPath: "/run/vk-sandbox/host-tls/cert", readOnly: true },
+              { name: "host-tls-key", mountPath: "/run/vk-sandbox/host-tls/key", readOnly: true },
+              { name: "tls", mountPath: "/run/vk-sandbox/tls" }
+            ])
         ])
+        if (source === "secret") return
         const volumes = list(at(pod, "spec", "volumes"))
         const volume = (volumeName: string) => volumes.find((v) => at(v, "name") === volumeName)
         assert.deepStrictEqual(at(volume("tls"), "emptyDir"), { medium: "Memory", sizeLimit: "1Mi" })
@@ -154,6 +159,17 @@ describe.skipIf(renderDir === "")("rendered chart", () => {
         assert.deepStrictEqual(tolerations, [{ key: "sandbox.cocoonstack.io/sandboxd", operator: "Exists" }])
       })
 
+      it("probes wait 5 s for an answer (a heap trim pauses the daemon ~2.3 s after 10,000 Pods)", () => {
+        for (const probe of ["startupProbe", "livenessProbe", "readinessProbe"]) {
+          assert.strictEqual(at(container, probe, "timeoutSeconds"), 5, probe)
+        }
+      })
+
+      it("the memory request covers the measured peak RSS at the default node.pods (139 MB for 2000 Pods)", () => {
+        assert.strictEqual(at(container, "resources", "requests", "memory"), "160Mi")
+        assert.isAtLeast(160 * 1024 * 1024, 139e6)
+      })
+
       it("a startup probe on /healthz gives the first start time before liveness applies", () => {
         assert.strictEqual(at(container, "startupProbe", "httpGet", "path"), "/healthz")
         assert.strictEqual(at(container, "startupProbe", "httpGet", "port"), "metrics")
@@ -164,11 +180,14 @@ describe.skipIf(renderDir === "")("rendered chart", () => {
         const parsed = parseConfig(args, env)
         if (Result.isFailure(parsed)) return assert.fail(parsed.failure.message)
         const config = parsed.success
-        assert.strictEqual(config.nodeName, "worker-7-sandboxd")
+        // node.names gives worker-7 its Go-era name (CFG-19); --host-node-name is $HOST_NODE_NAME
+        assert.strictEqual(config.nodeName, name === "migrated" ? "vk-sandboxd" : "worker-7-sandboxd")
+        if (name === "migrated") assert.strictEqual(config.sandboxdProbeGrace, 5, "extraArgs after the chart's")
         assert.strictEqual(config.statePath, "/var/lib/vk-sandbox/claims.json")
         assert.strictEqual(config.listenAddr.port, 10260)
         assert.strictEqual(config.sandboxdUrl, "http://127.0.0.1:7777")
         assert.strictEqual(config.nodeLabels["sandbox.cocoonstack.io/runtime"], "sandboxd")
+        assert.strictEqual(config.nodeLabels["node.kubernetes.io/exclude-from-external-load-balancers"], "true")
         if (name === "publishing") assert.strictEqual(config.sandboxdAdvertiseAddr, "10.0.0.5:7777")
         // An operator's pair is given as --tls-cert (strict, TLS-2); vk-cocoon's as the pair to
         // look for (TLS-4).
@@ -198,59 +217,177 @@ describe.skipIf(renderDir === "")("rendered chart", () => {
         assert.deepStrictEqual(at(roleBinding, "subjects"), [{ kind: "ServiceAccount", name: serviceAccount, namespace: "vk-sandbox" }])
       })
 
-      it("the node-restriction policy is on, is deploy/admission's policy, and is bound to this daemon's identity and suffix", () => {
+      it("the node-restriction policy is on, is deploy/admission's policy, and carries this daemon's identity, suffix and labels itself (DEP-1)", () => {
         const policy = find(docs, "ValidatingAdmissionPolicy")[0]
-        assert.deepStrictEqual(at(policy, "spec"), at(plainPolicy, "spec"))
+        const variable = (name: string) => text(at(list(at(policy, "spec", "variables")).find((v) => at(v, "name") === name), "expression"))
+        // deploy/admission's is the defaults' policy: node.names (ci/migrated) is the one parameter to set aside
+        const names = JSON.stringify(Object.fromEntries(text(env["VK_NODE_NAME_MAP"]).split(",").filter((i) => i !== "").map((i) => i.split("="))))
+        assert.strictEqual(variable("nodeNames"), names)
+        const withDefaultNames = {
+          ...(at(policy, "spec") as object),
+          variables: list(at(policy, "spec", "variables")).map((v) => (at(v, "name") === "nodeNames" ? { ...(v as object), expression: "{}" } : v))
+        }
+        assert.deepStrictEqual(withDefaultNames, at(plainPolicy, "spec"), "deploy/admission: regenerate with bash test/helm/plain-policy.sh")
+        assert.isUndefined(at(policy, "spec", "paramKind"), "no parameter object another user could delete or edit")
         const binding = find(docs, "ValidatingAdmissionPolicyBinding")[0]
         assert.strictEqual(at(binding, "spec", "policyName"), at(policy, "metadata", "name"))
         assert.deepStrictEqual(strings(at(binding, "spec", "validationActions")), ["Deny"])
-        assert.strictEqual(at(binding, "spec", "paramRef", "parameterNotFoundAction"), "Allow")
-        const params = find(docs, "ConfigMap").find((cm) => at(cm, "metadata", "name") === at(binding, "spec", "paramRef", "name"))
-        assert.strictEqual(at(params, "metadata", "namespace"), at(binding, "spec", "paramRef", "namespace"))
+        assert.isUndefined(at(binding, "spec", "paramRef"))
+        assert.strictEqual(find(docs, "ConfigMap").length, 0)
         const serviceAccount = text(at(find(docs, "ServiceAccount")[0], "metadata", "name"))
-        assert.deepStrictEqual(at(params, "data"), {
-          serviceAccount: `system:serviceaccount:vk-sandbox:${serviceAccount}`,
-          nodeNameSuffix: env["VK_NODE_NAME"]?.replace(/^worker-7/, ""),
-          allowUnboundTokens: "false"
-        })
+        assert.strictEqual(
+          at(policy, "spec", "matchConditions", 0, "expression"),
+          `request.userInfo.username == "system:serviceaccount:vk-sandbox:${serviceAccount}"`
+        )
+        assert.strictEqual(variable("suffix"), JSON.stringify(env["VK_NODE_NAME"]?.replace(/^worker-7/, "")))
+        assert.strictEqual(variable("allowUnboundTokens"), "false")
+        assert.deepStrictEqual(JSON.parse(variable("ownLabelKeys")), ["type", "kubernetes.io/role", "kubernetes.io/hostname", ...Object.keys(parsedLabels(args)).sort()])
       })
 
-      it("the token: a Secret only when the chart makes it; none at all for an explicitly open sandboxd", () => {
+      it("helm test: the image's node runs the health check, not as root, under an account that reads only this DaemonSet and lists Pods", () => {
+        const [testPod] = hooks(docs, "Pod")
+        assert.strictEqual(at(testPod, "metadata", "annotations", "helm.sh/hook"), "test")
+        const selector = at(daemonSet, "spec", "selector", "matchLabels") as Record<string, unknown>
+        for (const key of Object.keys(selector)) assert.isUndefined(at(testPod, "metadata", "labels", key), "the DaemonSet would adopt it")
+        const test = at(testPod, "spec", "containers", 0)
+        const command = strings(at(test, "command"))
+        assert.deepStrictEqual([command[0], command[1], ...command.slice(3)], ["node", "-e", "--", "vk-sandbox", text(at(daemonSet, "metadata", "name")), "10261"])
+        assert.include(command[2], "health-check")
+        assert.strictEqual(at(test, "image"), at(container, "image"))
+        assert.strictEqual(at(testPod, "spec", "securityContext", "runAsNonRoot"), true)
+        assert.strictEqual(at(test, "securityContext", "readOnlyRootFilesystem"), true)
+        assert.deepStrictEqual(strings(at(test, "securityContext", "capabilities", "drop")), ["ALL"])
+        const account = text(at(testPod, "spec", "serviceAccountName"))
+        assert.strictEqual(at(hooks(docs, "ServiceAccount")[0], "metadata", "name"), account)
+        assert.deepStrictEqual(list(at(hooks(docs, "Role")[0], "rules")), [
+          { apiGroups: ["apps"], resources: ["daemonsets"], resourceNames: [text(at(daemonSet, "metadata", "name"))], verbs: ["get"] },
+          { apiGroups: [""], resources: ["pods"], verbs: ["list"] }
+        ])
+        assert.deepStrictEqual(at(hooks(docs, "RoleBinding")[0], "subjects"), [{ kind: "ServiceAccount", name: account, namespace: "vk-sandbox" }])
+        // the daemon's way to the apiserver, where a host has no kube-proxy (ci/migrated)
+        const testEnv = expandEnv(list(at(test, "env")))
+        assert.strictEqual(testEnv["KUBERNETES_SERVICE_HOST"], name === "migrated" ? "10.0.0.1" : undefined)
+      })
+
+      it("the token: the host's own file by default, a Secret only when asked for, none for an explicitly open sandboxd (DEP-2)", () => {
         assert.match(text(at(pod, "metadata", "annotations", "checksum/sandboxd-token")), /^[0-9a-f]{64}$/)
-        // existing-secret and tls-secret name a Secret of the operator's; open has no token at all
-        assert.strictEqual(find(docs, "Secret").length > 0, !["existing-secret", "tls-secret", "open"].includes(name))
-        const tokenVolume = list(at(pod, "spec", "volumes")).find((v) => at(v, "name") === "sandboxd-token")
-        assert.strictEqual(tokenVolume !== undefined, name !== "open")
-        assert.strictEqual(env["SANDBOXD_TOKEN_FILE"] !== undefined, name !== "open")
+        const source = tokenSourceOf(name)
+        // existing-secret and tls-secret name a Secret of the operator's
+        assert.strictEqual(find(docs, "Secret").length > 0, source === "secret" && !["existing-secret", "tls-secret"].includes(name))
+        const volumes = list(at(pod, "spec", "volumes"))
+        const volume = (volumeName: string) => volumes.find((v) => at(v, "name") === volumeName)
+        // one place for the daemon, whichever the source: the Secret, or the copy of the host's file
+        assert.strictEqual(at(volume("sandboxd-token"), "secret") !== undefined, source === "secret")
+        assert.strictEqual(at(volume("sandboxd-token"), "emptyDir") !== undefined, source === "hostFile")
+        assert.strictEqual(env["SANDBOXD_TOKEN_FILE"], source === "none" ? undefined : `/etc/vk-sandbox/sandboxd/${name === "existing-secret" ? "api-token" : "token"}`)
+        const mounts = list(at(container, "volumeMounts"))
+        assert.deepStrictEqual(
+          mounts.find((m) => at(m, "name") === "sandboxd-token"),
+          source === "none" ? undefined : { name: "sandboxd-token", mountPath: "/etc/vk-sandbox/sandboxd", readOnly: true }
+        )
+        if (source === "hostFile") {
+          // the host's file, read only by the init container; the daemon's copy in memory
+          assert.deepStrictEqual(at(volume("host-sandboxd-token"), "hostPath"), { path: "/etc/vk-sandbox/sandboxd-token", type: "File" })
+          assert.deepStrictEqual(at(volume("sandboxd-token"), "emptyDir"), { medium: "Memory", sizeLimit: "1Mi" })
+          assert.isUndefined(mounts.find((m) => at(m, "name") === "host-sandboxd-token"), "the daemon never sees the host file")
+        }
       })
     })
   }
 })
 
-/** `helm template` of the chart with `--set` values (a token unless the case says otherwise). */
-const render = (sets: ReadonlyArray<string>) => {
-  const run = spawnSync(
-    helmBin,
-    ["template", "vk-sandbox", join(repoRoot, "deploy", "helm", "vk-sandbox"), "--namespace", "vk-sandbox", ...sets.flatMap((v) => ["--set", v])],
-    { encoding: "utf8" }
-  )
-  const docs = run.status === 0
-    ? manifests(run.stdout)
-    : []
-  return { ok: run.status === 0, stderr: run.stderr, docs }
+/** `--set` values and what the refusal says: each must fail to render, saying it. */
+type Refusals = ReadonlyArray<readonly [ReadonlyArray<string>, string]>
+const assertRefused = (refusals: Refusals) => {
+  for (const [sets, message] of refusals) {
+    const out = render(sets)
+    assert.isFalse(out.ok, sets.join(" "))
+    assert.include(out.stderr, message, sets.join(" "))
+  }
 }
-const podOf = (docs: ReadonlyArray<unknown>) => at(find(docs, "DaemonSet")[0], "spec", "template", "spec")
-const withToken = "sandboxd.token.value=t0ken"
 
 describe.skipIf(helmBin === "")("chart values", () => {
-  it("refuses to render without a token, an existing Secret or an explicit open sandboxd", () => {
-    const bare = render([])
-    assert.isFalse(bare.ok)
-    assert.include(bare.stderr, "sandboxd.token: set existingSecret")
-    assert.include(bare.stderr, "sandboxd.token.allowOpen=true")
-    assert.isTrue(render(["sandboxd.token.allowOpen=true"]).ok)
-    assert.isTrue(render(["sandboxd.token.existingSecret=mine"]).ok)
-    assert.isTrue(render([withToken]).ok)
+  it("the token source: the host's file unless a Secret or an open sandboxd is asked for; contradictions refused (DEP-2)", () => {
+    /** Where the daemon's token comes from: the volume behind its token file, or none. */
+    const tokenSource = (sets: ReadonlyArray<string>) => {
+      const out = render(sets)
+      assert.isTrue(out.ok, `${sets.join(" ")}: ${out.stderr}`)
+      const spec = podOf(out.docs)
+      if (expandEnv(list(at(spec, "containers", 0, "env")))["SANDBOXD_TOKEN_FILE"] === undefined) return "none"
+      const volume = list(at(spec, "volumes")).find((v) => at(v, "name") === "sandboxd-token")
+      return at(volume, "secret") !== undefined ? "secret" : at(volume, "emptyDir") !== undefined ? "hostFile" : "?"
+    }
+    assert.strictEqual(tokenSource([]), "hostFile", "new installs: each host's own token")
+    assert.strictEqual(tokenSource(["sandboxd.token.source=hostFile"]), "hostFile")
+    assert.strictEqual(tokenSource(["sandboxd.token.existingSecret=mine"]), "secret", "an upgrade that named a Secret keeps it")
+    assert.strictEqual(tokenSource([withToken]), "secret")
+    assert.strictEqual(tokenSource(["sandboxd.token.allowOpen=true"]), "none")
+    assert.strictEqual(tokenSource(["sandboxd.token.source=none"]), "none")
+    const hostPath = render(["sandboxd.token.hostPath=/etc/sandboxd/node-token"])
+    const volume = list(at(podOf(hostPath.docs), "volumes")).find((v) => at(v, "name") === "host-sandboxd-token")
+    assert.strictEqual(at(volume, "hostPath", "path"), "/etc/sandboxd/node-token")
+    const refusals: Refusals = [
+      [["sandboxd.token.existingSecret=mine", withToken], "not both"],
+      [["sandboxd.token.source=secret"], "needs existingSecret"],
+      [["sandboxd.token.source=hostFile", withToken], "are for source"],
+      [["sandboxd.token.source=none", "sandboxd.token.existingSecret=mine"], "are for source"],
+      [["sandboxd.token.source=hostFile", "sandboxd.token.allowOpen=true"], "allowOpen means"],
+      [["prepareState.enabled=false"], "needs prepareState.enabled"],
+      [["sandboxd.token.source=file"], "source"],
+      [["sandboxd.token.hostPath=relative"], "hostPath"]
+    ]
+    assertRefused(refusals)
+  })
+
+  it("needs Kubernetes 1.30 (the admission policy and node-bound tokens)", () => {
+    assert.include(render([], "1.29.9").stderr, "kubeVersion")
+    assert.isTrue(render([], "1.30.0").ok)
+  })
+
+  it("refuses values that would be ignored or widen rights: an unnamed existing account, a short grace, reserved node labels", () => {
+    const refusals: Refusals = [
+      [["serviceAccount.create=false"], "serviceAccount.name is required"],
+      [["terminationGraceExtraSeconds=5"], "terminationGraceExtraSeconds"],
+      [["node.labels.node-role\\.kubernetes\\.io/worker=x"], "invalid propertyName 'node-role.kubernetes.io/worker'"],
+      [["node.labels.a\\.node-restriction\\.kubernetes\\.io/x=y"], "invalid propertyName"],
+      [["node.names.worker-7=Not_A_Name"], "/node/names/worker-7"],
+      [["node.names.worker-7=vk-x", "node.names.worker-8=vk-x"], "both map to vk-x"],
+      [["updateStrategy.maxUnavailable=0"], "maxUnavailable"],
+      [["updateStrategy.maxUnavailable=150%"], "maxUnavailable"],
+      [["extraArgs[0]=stray"], "extraArgs"]
+    ]
+    assertRefused(refusals)
+    const existing = render(["serviceAccount.create=false", "serviceAccount.name=vk-daemon"])
+    assert.strictEqual(at(podOf(existing.docs), "serviceAccountName"), "vk-daemon")
+    assert.strictEqual(find(existing.docs, "ServiceAccount").length, 0)
+    assert.strictEqual(at(podOf(render(["terminationGraceExtraSeconds=6"]).docs), "terminationGracePeriodSeconds"), 16)
+    assert.strictEqual(at(find(render(["updateStrategy.maxUnavailable=3"]).docs, "DaemonSet")[0], "spec", "updateStrategy", "rollingUpdate", "maxUnavailable"), 3)
+  })
+
+  it("extraArgs, extraVolumes and extraVolumeMounts reach the daemon; node.names reaches the daemon and the policy (CFG-19, DEP-3)", () => {
+    const out = render([
+      "extraArgs[0]=--watch-check-interval=1m",
+      "extraVolumes[0].name=extra",
+      "extraVolumes[0].emptyDir.medium=Memory",
+      "extraVolumeMounts[0].name=extra",
+      "extraVolumeMounts[0].mountPath=/extra",
+      "node.names.worker-7=vk-sandboxd"
+    ])
+    assert.isTrue(out.ok, out.stderr)
+    const pod = podOf(out.docs)
+    const args = strings(at(pod, "containers", 0, "args"))
+    assert.strictEqual(args.at(-1), "--watch-check-interval=1m")
+    assert.deepStrictEqual(list(at(pod, "volumes")).at(-1), { name: "extra", emptyDir: { medium: "Memory" } })
+    assert.deepStrictEqual(list(at(pod, "containers", 0, "volumeMounts")).at(-1), { name: "extra", mountPath: "/extra" })
+    const env = expandEnv(list(at(pod, "containers", 0, "env")))
+    assert.strictEqual(env["VK_NODE_NAME_MAP"], "worker-7=vk-sandboxd")
+    const parsed = parseConfig(args, env)
+    if (Result.isFailure(parsed)) return assert.fail(parsed.failure.message)
+    assert.strictEqual(parsed.success.nodeName, "vk-sandboxd")
+    assert.strictEqual(Number(Duration.toSeconds(parsed.success.watchCheckInterval)), 60)
+    const policy = find(out.docs, "ValidatingAdmissionPolicy")[0]
+    const nodeNames = list(at(policy, "spec", "variables")).find((v) => at(v, "name") === "nodeNames")
+    assert.strictEqual(at(nodeNames, "expression"), `{"worker-7":"vk-sandboxd"}`)
   })
 
   it("terminationGracePeriodSeconds: the shutdown bound in the daemon's duration grammar, rounded up, plus the margin", () => {
@@ -280,7 +417,8 @@ describe.skipIf(helmBin === "")("chart values", () => {
   it("the admission policy can be turned off, and unbound tokens allowed only explicitly", () => {
     assert.strictEqual(find(render([withToken, "admissionPolicy.enabled=false"]).docs, "ValidatingAdmissionPolicy").length, 0)
     const open = render([withToken, "admissionPolicy.allowUnboundTokens=true"])
-    assert.strictEqual(at(find(open.docs, "ConfigMap")[0], "data", "allowUnboundTokens"), "true")
+    const variable = list(at(find(open.docs, "ValidatingAdmissionPolicy")[0], "spec", "variables")).find((v) => at(v, "name") === "allowUnboundTokens")
+    assert.strictEqual(at(variable, "expression"), "true")
     assert.isFalse(render([withToken, "node.nameSuffix="]).ok, "an empty suffix would name the host node itself")
   })
 
@@ -297,7 +435,7 @@ describe.skipIf(helmBin === "")("chart values", () => {
 
   it("the init container follows podSecurityContext's user and can be turned off", () => {
     const out = render([withToken, "podSecurityContext.runAsUser=4242", "podSecurityContext.runAsGroup=4343"])
-    assert.deepStrictEqual(strings(at(podOf(out.docs), "initContainers", 0, "command")).slice(3, 6), ["/var/lib/vk-sandbox", "4242", "4343"])
+    assert.deepStrictEqual(strings(at(podOf(out.docs), "initContainers", 0, "command")).slice(3, 8), ["--", "--owner", "4242:4343", "--state", "/var/lib/vk-sandbox"])
     assert.isUndefined(at(podOf(render([withToken, "prepareState.enabled=false", "kubelet.tls.source=selfSigned"]).docs), "initContainers"))
     assert.isFalse(render([withToken, "podSecurityContext.runAsUser=0"]).ok, "the daemon never runs as root")
   })
@@ -313,13 +451,14 @@ describe.skipIf(helmBin === "")("chart values", () => {
 
     const selfSigned = render([withToken, "kubelet.tls.source=selfSigned"])
     assert.deepStrictEqual([parsed(selfSigned.docs).tlsCert, parsed(selfSigned.docs).vkCocoonTlsCert, parsed(selfSigned.docs).vkCocoonTlsKey], ["", "", ""])
-    assert.deepStrictEqual(strings(at(podOf(selfSigned.docs), "initContainers", 0, "command")).slice(6), [], "nothing copied")
+    assert.notInclude(strings(at(podOf(selfSigned.docs), "initContainers", 0, "command")), "--pair", "no pair copied")
     assert.isFalse(list(at(podOf(selfSigned.docs), "volumes")).some((v) => ["tls", "host-tls-cert", "host-tls-key"].includes(text(at(v, "name")))))
 
     // The pair's two halves may live apart; the init step sees each directory, read-only.
     const apart = render([withToken, "kubelet.tls.source=hostPath", "kubelet.tls.hostCertPath=/etc/pki/node.crt", "kubelet.tls.hostKeyPath=/etc/pki/private/node.key"])
     assert.isTrue(apart.ok, apart.stderr)
-    assert.deepStrictEqual(strings(at(podOf(apart.docs), "initContainers", 0, "command")).slice(6), [
+    const apartCommand = strings(at(podOf(apart.docs), "initContainers", 0, "command"))
+    assert.deepStrictEqual(apartCommand.slice(apartCommand.indexOf("--pair") + 1), [
       "required",
       "/run/vk-sandbox/host-tls/cert/node.crt",
       "/run/vk-sandbox/host-tls/key/node.key",
@@ -337,155 +476,5 @@ describe.skipIf(helmBin === "")("chart values", () => {
     assert.isTrue(render([withToken, "prepareState.enabled=false", "kubelet.tls.source=secret", "kubelet.tls.secretName=mine"]).ok)
     assert.isFalse(render([withToken, "kubelet.tls.hostCertPath=relative.crt"]).ok, "a host path is absolute")
     assert.isFalse(render([withToken, "kubelet.tls.source=files"]).ok, "an unknown source")
-  })
-})
-
-/**
- * The upgrade from a root-run release: the rendered init container's command, run as uid 0 with
- * CAP_CHOWN as its only capability (as the chart grants it), on a root-owned state directory; then
- * the daemon's uid reads and rewrites the claims file. Needs root and setpriv.
- */
-const isRoot = process.getuid?.() === 0
-const hasSetpriv = spawnSync("setpriv", ["--version"]).error === undefined
-const upgradeSkip = helmBin === "" ? "no helm" : !isRoot ? "not root" : !hasSetpriv ? "no setpriv" : ""
-if (upgradeSkip !== "" && helmBin !== "") console.log(`state directory upgrade: SKIPPED (${upgradeSkip})`)
-
-describe.skipIf(upgradeSkip !== "")("state directory upgrade", () => {
-  const command = strings(at(podOf(render([withToken]).docs), "initContainers", 0, "command"))
-  const onlyChown = ["--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all,+chown"]
-  const prepare = (dir: string) =>
-    spawnSync("setpriv", [...onlyChown, "--", process.execPath, ...command.slice(1, 3), dir, ...command.slice(4, 6)], { encoding: "utf8" })
-  const asDaemon = (script: string, dir: string) =>
-    spawnSync("setpriv", ["--reuid=65532", "--regid=65532", "--clear-groups", "--", process.execPath, "-e", script, dir], { encoding: "utf8" })
-
-  it("a root-owned 0700 directory with a 0600 claims file becomes the daemon's, modes kept, content intact", () => {
-    const root = mkdtempSync(join(tmpdir(), "vk-upgrade-"))
-    chmodSync(root, 0o711) // as /var/lib: others may pass through to the state directory
-    try {
-      const dir = join(root, "vk-sandbox")
-      mkdirSync(dir, { mode: 0o700 })
-      writeFileSync(join(dir, "claims.json"), "{\"version\":1}\n", { mode: 0o600 })
-      assert.notStrictEqual(asDaemon("require('fs').readFileSync(process.argv[1] + '/claims.json')", dir).status, 0, "unreadable before")
-      // Without CAP_CHOWN the command fails: the capability is what it needs.
-      const denied = spawnSync("setpriv", ["--inh-caps=-all", "--bounding-set=-all", "--", process.execPath, ...command.slice(1, 3), dir, ...command.slice(4, 6)], {
-        encoding: "utf8"
-      })
-      assert.strictEqual(denied.status, 1)
-      assert.match(denied.stderr, /^prepare-state: .*EPERM/)
-
-      const first = prepare(dir)
-      assert.strictEqual(first.status, 0, first.stderr)
-      for (const [path, mode] of [[dir, 0o700], [join(dir, "claims.json"), 0o600]] as const) {
-        const stat = statSync(path)
-        assert.deepStrictEqual([stat.uid, stat.gid, stat.mode & 0o777], [65532, 65532, mode], path)
-      }
-      const rewrite = asDaemon(
-        "const fs = require('fs'); const f = process.argv[1] + '/claims.json'; const t = fs.readFileSync(f, 'utf8'); " +
-          "fs.writeFileSync(f + '.tmp', t, { mode: 0o600 }); fs.renameSync(f + '.tmp', f); process.stdout.write(t)",
-        dir
-      )
-      assert.strictEqual(rewrite.status, 0, rewrite.stderr)
-      assert.strictEqual(rewrite.stdout, "{\"version\":1}\n")
-      // Idempotent: a restart of the Pod changes nothing.
-      const again = prepare(dir)
-      assert.strictEqual(again.status, 0, again.stderr)
-      assert.include(again.stdout, "(0 entries changed)")
-    } finally {
-      rmSync(root, { recursive: true, force: true })
-    }
-  })
-
-  it("a fresh directory as the kubelet creates it (root, 0755) becomes the daemon's, 0700", () => {
-    const root = mkdtempSync(join(tmpdir(), "vk-upgrade-"))
-    chmodSync(root, 0o711) // as /var/lib: others may pass through to the state directory
-    try {
-      const dir = join(root, "vk-sandbox")
-      mkdirSync(dir)
-      chmodSync(dir, 0o755)
-      const run = prepare(dir)
-      assert.strictEqual(run.status, 0, run.stderr)
-      const stat = statSync(dir)
-      assert.deepStrictEqual([stat.uid, stat.gid, stat.mode & 0o777], [65532, 65532, 0o700])
-      assert.strictEqual(asDaemon("require('fs').writeFileSync(process.argv[1] + '/claims.json', '{}', { mode: 0o600 })", dir).status, 0)
-    } finally {
-      rmSync(root, { recursive: true, force: true })
-    }
-  })
-})
-
-/**
- * The copy of vk-cocoon's kubelet pair (TLS-4): the rendered init command, as uid 0 with CAP_CHOWN
- * only, reads the root-only pair and writes a copy only the daemon's uid can read, leaving
- * vk-cocoon's files as they were. Needs root and setpriv.
- */
-describe.skipIf(upgradeSkip !== "")("kubelet pair copy", () => {
-  const command = strings(at(podOf(render([withToken]).docs), "initContainers", 0, "command"))
-  const onlyChown = ["--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all,+chown"]
-  const statOf = (path: string) => {
-    const stat = statSync(path)
-    return [stat.uid, stat.gid, stat.mode & 0o777]
-  }
-  const asDaemon = (path: string) =>
-    spawnSync("setpriv", ["--reuid=65532", "--regid=65532", "--clear-groups", "--", process.execPath, "-e", "process.stdout.write(require('fs').readFileSync(process.argv[1], 'utf8'))", path], {
-      encoding: "utf8"
-    })
-
-  it("copies vk-cocoon's root-only pair for the daemon's user alone, leaves the host's as it was, and drops a half that went away", () => {
-    const root = mkdtempSync(join(tmpdir(), "vk-pair-"))
-    chmodSync(root, 0o711)
-    try {
-      const state = join(root, "state")
-      mkdirSync(state, { mode: 0o700 })
-      // vk-cocoon's layout: a root-only directory, the key 0600.
-      const host = join(root, "cocoon-tls")
-      mkdirSync(host, { mode: 0o700 })
-      writeFileSync(join(host, "vk-kubelet.crt"), "CERT\n", { mode: 0o644 })
-      writeFileSync(join(host, "vk-kubelet.key"), "KEY\n", { mode: 0o600 })
-      // The memory volume as the kubelet makes it: open to all.
-      const dest = join(root, "tls")
-      mkdirSync(dest)
-      chmodSync(dest, 0o777)
-      assert.notStrictEqual(asDaemon(join(host, "vk-kubelet.key")).status, 0, "the daemon cannot read vk-cocoon's key itself")
-
-      const run = (mode: string) =>
-        spawnSync("setpriv", [
-          ...onlyChown,
-          "--",
-          process.execPath,
-          ...command.slice(1, 3),
-          state,
-          ...command.slice(4, 6),
-          mode,
-          join(host, "vk-kubelet.crt"),
-          join(host, "vk-kubelet.key"),
-          dest
-        ], { encoding: "utf8" })
-      assert.strictEqual(command[6], "optional")
-      for (const attempt of ["first", "again, over the earlier copy"]) {
-        const copied = run("optional")
-        assert.strictEqual(copied.status, 0, `${attempt}: ${copied.stderr}`)
-        for (const [name, content] of [["tls.crt", "CERT\n"], ["tls.key", "KEY\n"]] as const) {
-          assert.deepStrictEqual(statOf(join(dest, name)), [65532, 65532, 0o400], `${attempt}: ${name}`)
-          assert.strictEqual(asDaemon(join(dest, name)).stdout, content, `${attempt}: ${name}`)
-        }
-      }
-      assert.deepStrictEqual(readdirSync(dest).sort(), ["tls.crt", "tls.key"], "no temporary left")
-      assert.deepStrictEqual(statOf(host), [0, 0, 0o700])
-      assert.deepStrictEqual(statOf(join(host, "vk-kubelet.key")), [0, 0, 0o600])
-      assert.strictEqual(readFileSync(join(host, "vk-kubelet.key"), "utf8"), "KEY\n")
-
-      // vk-cocoon's key gone: no stale copy is served; the daemon finds the pair incomplete.
-      rmSync(join(host, "vk-kubelet.key"))
-      const optional = run("optional")
-      assert.strictEqual(optional.status, 0, optional.stderr)
-      assert.include(optional.stdout, "not copied (ENOENT)")
-      assert.deepStrictEqual(readdirSync(dest), ["tls.crt"])
-      // An operator's pair (hostPath) must be there.
-      const required = run("required")
-      assert.strictEqual(required.status, 1)
-      assert.match(required.stderr, /^prepare-state: kubelet pair: cannot read .*vk-kubelet\.key: ENOENT/)
-    } finally {
-      rmSync(root, { recursive: true, force: true })
-    }
   })
 })

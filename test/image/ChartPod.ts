@@ -41,7 +41,7 @@ export const renderPod = (set: Readonly<Record<string, string | number>>): Effec
   Effect.gen(function*() {
     if (helmBin === "") return yield* new ChartError({ message: "VK_HELM_BIN is not set: run `npm run test:image` (test/image/run.sh)" })
     const rendered = yield* runProcess(helmBin, [
-      "template", "vk-sandbox", chart, "--namespace", "vk-sandbox", "-f", join(chart, "ci", "default-values.yaml"),
+      "template", "vk-sandbox", chart, "--namespace", "vk-sandbox", "--kube-version", "1.30.0", "-f", join(chart, "ci", "default-values.yaml"),
       ...Object.entries(set).flatMap(([key, value]) => [typeof value === "number" ? "--set" : "--set-string", `${key}=${value}`])
     ])
     if (rendered.code !== 0) return yield* new ChartError({ message: `helm template failed: ${rendered.stderr}` })

@@ -10,9 +10,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
-import { execFile } from "node:child_process"
-import { join, resolve } from "node:path"
-import { allVerbs, daemonVerbs, kubeconfigForToken, mayDo, serviceAccountToken, startDaemon, yamlObjects } from "./daemonIdentity.ts"
+import { allVerbs, daemonVerbs, kubeconfigForToken, mayDo, renderChart, serviceAccountToken, startDaemon } from "./daemonIdentity.ts"
 import { kube, uniqueName } from "./fixture/Kube.ts"
 import {
   admin,
@@ -36,36 +34,6 @@ import {
   startSandboxd,
   tempDir
 } from "./scenarioHarness.ts"
-
-const repoRoot = resolve(import.meta.dirname, "..", "..")
-
-/** `helm template` of the chart with publishing on; the documents parsed. */
-const renderChart = (release: string, namespace: string) =>
-  Effect.gen(function*() {
-    const binDir = process.env["VK_K8S_BIN"] ?? ""
-    if (binDir === "") return yield* new ScenarioFailed({ message: "VK_K8S_BIN is not set: run with npm run test:k8s" })
-    const stdout = yield* Effect.callback<string, ScenarioFailed>((resume) => {
-      const child = execFile(
-        join(binDir, "helm"),
-        [
-          "template",
-          release,
-          join(repoRoot, "deploy", "helm", "vk-sandbox"),
-          "--namespace",
-          namespace,
-          "--set",
-          "inventory.publish=true",
-          "--set",
-          "sandboxd.token.value=chart-test-token"
-        ],
-        { maxBuffer: 16 * 1024 * 1024 },
-        (error, out, err) =>
-          resume(error === null ? Effect.succeed(out) : Effect.fail(new ScenarioFailed({ message: `helm template: ${String(error)}\n${err}` })))
-      )
-      return Effect.sync(() => child.kill("SIGKILL"))
-    })
-    return yamlObjects(stdout)
-  })
 
 interface NodeView {
   readonly metadata: { readonly uid: string }
@@ -94,9 +62,10 @@ describe("the Helm chart's RBAC on the real kube-apiserver", () => {
       // ---- render, extract, apply as the admin in a fresh namespace
       const installNamespace = yield* createNamespace("chart")
       const release = uniqueName("chart")
-      const docs = yield* renderChart(release, installNamespace)
+      const docs = yield* renderChart(release, installNamespace, ["inventory.publish=true", "sandboxd.token.value=chart-test-token"])
       const wanted = ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]
-      const rbac = docs.filter((doc) => wanted.includes(doc.kind ?? ""))
+      // The release's own objects (the `helm test` hook's account is not the daemon's).
+      const rbac = docs.filter((doc) => wanted.includes(doc.kind ?? "") && doc.metadata?.annotations?.["helm.sh/hook"] === undefined)
       assert.deepStrictEqual(rbac.map((doc) => doc.kind), wanted, "one of each, in this order")
       for (const doc of rbac) yield* kube(`apply ${doc.kind}`, () => objects.create(doc))
       const serviceAccount = rbac[0]?.metadata?.name ?? ""

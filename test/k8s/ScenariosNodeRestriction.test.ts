@@ -1,7 +1,8 @@
 /**
- * Node-scoped authorization on the real kube-apiserver: the node-restriction policy of
- * deploy/admission/node-restriction.yaml (the chart's, compared by test/helm) and the roles of
- * deploy/rbac, bound to a service account of this test's own. The daemon's token is bound to a
+ * Node-scoped authorization on the real kube-apiserver: the node-restriction policy as the chart
+ * renders it (deploy/admission/node-restriction.yaml is the same, compared by test/helm) and the
+ * roles of deploy/rbac, bound to a service account of this test's own (./restrictedIdentity.ts).
+ * ScenariosNodeRestrictionNode.test.ts holds the rules of the daemon's own Node. The daemon's token is bound to a
  * Pod on a host node (TokenRequest with a boundObjectRef), so the apiserver names that node in the
  * user's extra; the daemon runs whole under that token and does its work on `<host>-sandboxd`,
  * and the same identity is refused (403, from the policy or from RBAC) for another node's Pod
@@ -11,8 +12,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as k8s from "@kubernetes/client-node"
 import { Duration, Effect } from "effect"
-import { kubeconfigForToken, repoManifests, serviceAccountToken, startDaemon } from "./daemonIdentity.ts"
+import { startDaemon } from "./daemonIdentity.ts"
 import { kube, uniqueName } from "./fixture/Kube.ts"
+import { restrictedIdentity } from "./restrictedIdentity.ts"
 import {
   admin,
   adminGet,
@@ -48,91 +50,22 @@ const mergePatch = "application/merge-patch+json"
 describe("node restriction on the real kube-apiserver", () => {
   it.live("a Pod-bound token writes its own virtual node's objects and nothing of another node's", () =>
     Effect.scoped(Effect.gen(function*() {
-      const { config: adminConfig, core, objects, rbac } = yield* admin
+      const { core, objects } = yield* admin
       const dir = yield* tempDir("vk-k8s-restrict-")
 
-      // ---- the daemon's identity: a service account bound to deploy/rbac's roles
+      // ---- the daemon's identity under the chart's policy; a Pod on each of two host nodes, the
+      // daemon's on the first; the second has a virtual node. Node patch and update are granted
+      // on purpose, so the policy, not RBAC, keeps the rest of a Node and other Nodes out of reach.
       const installNamespace = yield* createNamespace("restrict")
-      const serviceAccount = "vk-sandbox"
-      const user = `system:serviceaccount:${installNamespace}:${serviceAccount}`
-      yield* kube("service account", () =>
-        core.createNamespacedServiceAccount({ namespace: installNamespace, body: { metadata: { name: serviceAccount } } }))
-      const subjects = [{ kind: "ServiceAccount", name: serviceAccount, namespace: installNamespace }]
-      const bindingName = uniqueName("restrict")
-      yield* kube("cluster role binding", () =>
-        rbac.createClusterRoleBinding({
-          body: {
-            metadata: { name: bindingName },
-            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "vk-sandbox" },
-            subjects
-          }
-        }))
-      yield* kube("lease role binding", () =>
-        rbac.createNamespacedRoleBinding({
-          namespace: "kube-node-lease",
-          body: {
-            metadata: { name: bindingName, namespace: "kube-node-lease" },
-            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "vk-sandbox" },
-            subjects
-          }
-        }))
-      // Node patch (the sandboxd-unavailable taint) and update are granted here on purpose, so the
-      // policy, not RBAC, is what keeps the rest of a Node's spec and other Nodes out of reach.
-      yield* kube("node patch role", () =>
-        rbac.createClusterRole({
-          body: { metadata: { name: bindingName + "-nodes" }, rules: [{ apiGroups: [""], resources: ["nodes"], verbs: ["patch", "update"] }] }
-        }))
-      yield* kube("node patch binding", () =>
-        rbac.createClusterRoleBinding({
-          body: {
-            metadata: { name: bindingName + "-nodes" },
-            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: bindingName + "-nodes" },
-            subjects
-          }
-        }))
-
-      // ---- the policy from deploy/admission, its binding and parameters under names of this test
-      const manifests = repoManifests("deploy/admission/node-restriction.yaml")
-      assert.deepStrictEqual(manifests.map((doc) => doc.kind), ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ConfigMap"])
-      const policyName = uniqueName("vk-restrict")
-      for (const doc of manifests) {
-        const renamed: Record<string, unknown> = { ...doc, metadata: { ...doc.metadata, name: policyName } }
-        if (doc.kind === "ValidatingAdmissionPolicyBinding") {
-          const spec = doc["spec"] as { paramRef: Record<string, unknown> }
-          renamed["spec"] = { ...spec, policyName, paramRef: { ...spec.paramRef, name: policyName, namespace: installNamespace } }
-        }
-        if (doc.kind === "ConfigMap") {
-          renamed["metadata"] = { name: policyName, namespace: installNamespace }
-          renamed["data"] = { serviceAccount: user, nodeNameSuffix: suffix, allowUnboundTokens: "false" }
-        }
-        yield* kube(`create ${doc.kind}`, () => objects.create(renamed as k8s.KubernetesObject))
-      }
-
-      // ---- two host nodes; the daemon runs in a Pod on the first, the second has a virtual node
       const hostA = uniqueName("host")
       const hostB = uniqueName("host")
       const own = hostA + suffix
       const other = hostB + suffix
-      for (const name of [hostA, hostB, other]) {
-        yield* kube(`node ${name}`, () => core.createNode({ body: { metadata: { name } } }))
-      }
-      const daemonPod = yield* kube("the daemon's Pod", () =>
-        core.createNamespacedPod({
-          namespace: installNamespace,
-          body: {
-            metadata: { name: "vk-sandbox-daemon" },
-            spec: { nodeName: hostA, serviceAccountName: serviceAccount, containers: [{ name: "vk-sandbox", image: "vk-sandbox" }] }
-          }
-        }))
-      const token = (boundObjectRef?: k8s.V1BoundObjectReference) =>
-        serviceAccountToken(core, installNamespace, serviceAccount, boundObjectRef)
-      const bound = kubeconfigForToken(
-        adminConfig,
-        dir,
-        "bound",
-        yield* token({ kind: "Pod", apiVersion: "v1", name: "vk-sandbox-daemon", uid: daemonPod.metadata?.uid ?? "" })
-      )
-      const unbound = kubeconfigForToken(adminConfig, dir, "unbound", yield* token())
+      const identity = yield* restrictedIdentity({ namespace: installNamespace, dir, hosts: [hostA, hostB], nodeUpdates: true })
+      const user = identity.user
+      const bound = identity.bound[0] ?? identity.unbound
+      const unbound = identity.unbound
+      yield* kube(`node ${other}`, () => core.createNode({ body: { metadata: { name: other } } }))
       const as = (identity: { readonly config: k8s.KubeConfig }, method: string, path: string, body?: object, type?: string) =>
         rawRequest(identity.config, method, path, body, type)
 
@@ -146,30 +79,12 @@ describe("node restriction on the real kube-apiserver", () => {
       assert.strictEqual(userInfo?.username, user)
       assert.deepStrictEqual(userInfo?.extra?.["authentication.kubernetes.io/node-name"], [hostA])
 
-      // The policy is in force once a write it refuses is refused (dry run: nothing is stored).
       const leaseBody = (namespace: string, name: string) => ({
         apiVersion: "coordination.k8s.io/v1",
         kind: "Lease",
         metadata: { name, namespace },
         spec: { holderIdentity: name }
       })
-      let lastProbe: RawReply | undefined
-      yield* eventually(
-        "the policy in force",
-        Effect.map(
-          as(bound, "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?dryRun=All", leaseBody("kube-node-lease", other)),
-          (reply) => {
-            lastProbe = reply
-            return reply.status === 403
-          }
-        ),
-        30_000
-      ).pipe(Effect.tapError(() =>
-        Effect.gen(function*() {
-          const policy = yield* adminGet(`/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${policyName}`)
-          console.log("the policy not in force; last probe:", JSON.stringify(lastProbe), "policy status:", JSON.stringify((policy as { status?: unknown })?.status))
-        })
-      ))
 
       // ---- its work on its own node: the whole daemon under the bound token
       const sandboxd = yield* startSandboxd()
@@ -266,9 +181,16 @@ describe("node restriction on the real kube-apiserver", () => {
       )
       assert.deepStrictEqual(yield* ownTaints, withUnavailable)
       allowed("the taint removed again", yield* as(bound, "PATCH", `/api/v1/nodes/${own}`, { spec: { taints: before } }, mergePatch))
+      allowed(
+        "its own provider taint dropped (its own to set, change or remove)",
+        yield* as(bound, "PATCH", `/api/v1/nodes/${own}?dryRun=All`, {
+          spec: { taints: before.filter((t) => t.key !== "virtual-kubelet.io/provider") }
+        }, mergePatch)
+      )
+      assert.isTrue(before.some((t) => t.key === "node.kubernetes.io/not-ready"), "the apiserver's TaintNodesByCondition taint")
       forbidden(
-        "the daemon's other taints dropped",
-        yield* as(bound, "PATCH", `/api/v1/nodes/${own}`, { spec: { taints: [{ key: unavailableTaint, effect: "NoSchedule" }] } }, mergePatch),
+        "another writer's taint dropped (the apiserver's node.kubernetes.io/not-ready)",
+        yield* as(bound, "PATCH", `/api/v1/nodes/${own}?dryRun=All`, { spec: { taints: [{ key: unavailableTaint, effect: "NoSchedule" }] } }, mergePatch),
         policyByPolicy
       )
       forbidden(

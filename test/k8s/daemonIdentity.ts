@@ -5,9 +5,11 @@
  */
 import * as k8s from "@kubernetes/client-node"
 import { Effect } from "effect"
+import { execFile } from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { kube } from "./fixture/Kube.ts"
+import { ScenarioFailed } from "./scenarioHarness.ts"
 
 /**
  * (apiGroup, resource[/subresource]) → the verbs the daemon uses, publishing on; what
@@ -71,6 +73,44 @@ export const yamlObjects = (text: string) =>
 /** The manifests of a file of the repository (a path from its root), as objects. */
 export const repoManifests = (path: string) =>
   yamlObjects(NodeFs.readFileSync(NodePath.join(import.meta.dirname, "..", "..", path), "utf8"))
+
+/**
+ * `helm template` of the chart (the helm binary of the suite's cache) for `release` in `namespace`
+ * with `--set` values, the documents parsed. The chart needs Kubernetes 1.30 (kubeVersion): the
+ * render says which version it is for, as `helm install` takes the server's.
+ */
+export const renderChart = (
+  release: string,
+  namespace: string,
+  sets: ReadonlyArray<string>,
+  showOnly?: string,
+  chartDir = NodePath.join(import.meta.dirname, "..", "..", "deploy", "helm", "vk-sandbox")
+) =>
+  Effect.gen(function*() {
+    const binDir = process.env["VK_K8S_BIN"] ?? ""
+    if (binDir === "") return yield* new ScenarioFailed({ message: "VK_K8S_BIN is not set: run with npm run test:k8s" })
+    const stdout = yield* Effect.callback<string, ScenarioFailed>((resume) => {
+      const child = execFile(
+        NodePath.join(binDir, "helm"),
+        [
+          "template",
+          release,
+          chartDir,
+          "--namespace",
+          namespace,
+          "--kube-version",
+          "1.37.0",
+          ...(showOnly === undefined ? [] : ["--show-only", showOnly]),
+          ...sets.flatMap((value) => ["--set", value])
+        ],
+        { maxBuffer: 16 * 1024 * 1024 },
+        (error, out, err) =>
+          resume(error === null ? Effect.succeed(out) : Effect.fail(new ScenarioFailed({ message: `helm template: ${String(error)}\n${err}` })))
+      )
+      return Effect.sync(() => child.kill("SIGKILL"))
+    })
+    return yamlObjects(stdout)
+  })
 
 /** A TokenRequest token of the service account, valid an hour, bound to `boundObjectRef` when given. */
 export const serviceAccountToken = (

@@ -35,11 +35,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: vk-sandbox
 {{- end -}}
 
+{{/* Never the namespace's "default" account by accident: an existing account is named. */}}
 {{- define "vk-sandbox.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create -}}
 {{- default (include "vk-sandbox.fullname" .) .Values.serviceAccount.name -}}
 {{- else -}}
-{{- default "default" .Values.serviceAccount.name -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false (the existing account the daemon runs as)" .Values.serviceAccount.name -}}
 {{- end -}}
 {{- end -}}
 
@@ -70,19 +71,43 @@ app.kubernetes.io/part-of: vk-sandbox
 {{- end -}}
 
 {{/*
-"true" when the daemon runs without a sandboxd token: only when asked for explicitly
-(sandboxd.token.allowOpen). No token value and no existing Secret otherwise fails the render, so
-an empty token never happens by accident.
+Where the sandboxd root token comes from: "hostFile", "secret" or "none" (sandboxd.token.source;
+empty chooses "secret" when a Secret is named or a value given, "none" for allowOpen, else
+"hostFile"). Contradictory settings fail the render, so no setting is silently ignored.
 */}}
-{{- define "vk-sandbox.openSandboxd" -}}
+{{- define "vk-sandbox.tokenSource" -}}
 {{- $token := .Values.sandboxd.token -}}
-{{- if or $token.existingSecret $token.value -}}
-false
-{{- else if $token.allowOpen -}}
-true
-{{- else -}}
-{{- fail "sandboxd.token: set existingSecret (a Secret holding the sandboxd root token) or value; for a sandboxd without a token set sandboxd.token.allowOpen=true" -}}
+{{- $source := $token.source | default (ternary "secret" (ternary "none" "hostFile" $token.allowOpen) (or (not (empty $token.existingSecret)) (not (empty $token.value)))) -}}
+{{- if and $token.existingSecret $token.value -}}
+{{- fail "sandboxd.token: set existingSecret or value, not both (the value would be ignored)" -}}
 {{- end -}}
+{{- if and (ne $source "secret") (or $token.existingSecret $token.value) -}}
+{{- fail (printf "sandboxd.token: existingSecret and value are for source \"secret\", not %q" $source) -}}
+{{- end -}}
+{{- if and $token.allowOpen (ne $source "none") -}}
+{{- fail (printf "sandboxd.token: allowOpen means source \"none\", not %q" $source) -}}
+{{- end -}}
+{{- if and (eq $source "secret") (not $token.existingSecret) (not $token.value) -}}
+{{- fail "sandboxd.token: source \"secret\" needs existingSecret (a Secret holding the sandboxd root token) or value" -}}
+{{- end -}}
+{{- if and (eq $source "hostFile") (not .Values.prepareState.enabled) -}}
+{{- fail "sandboxd.token: source \"hostFile\" needs prepareState.enabled (its init container copies the host's token file)" -}}
+{{- end -}}
+{{- $source -}}
+{{- end -}}
+
+{{/* --node-name-map as host=node,host=node in a stable order; two hosts never share a name. */}}
+{{- define "vk-sandbox.nodeNameMap" -}}
+{{- $pairs := list -}}
+{{- $seen := dict -}}
+{{- range $host, $node := .Values.node.names -}}
+{{- if hasKey $seen $node -}}
+{{- fail (printf "node.names: hosts %s and %s both map to %s" (get $seen $node) $host $node) -}}
+{{- end -}}
+{{- $_ := set $seen $node $host -}}
+{{- $pairs = append $pairs (printf "%s=%s" $host $node) -}}
+{{- end -}}
+{{- join "," $pairs -}}
 {{- end -}}
 
 {{/*
@@ -108,4 +133,17 @@ Sums in nanoseconds, where every term of a sane duration is an exact float64.
 {{- fail (printf "shutdownTimeout %q must be greater than 0" $text) -}}
 {{- end -}}
 {{- ceil (divf $total 1000000000.0) | int -}}
+{{- end -}}
+
+{{/* The extraEnv entries that point the daemon at the apiserver (KUBERNETES_SERVICE_HOST/PORT), as YAML. */}}
+{{- define "vk-sandbox.apiserverEnv" -}}
+{{- $entries := list -}}
+{{- range .Values.extraEnv -}}
+{{- if has .name (list "KUBERNETES_SERVICE_HOST" "KUBERNETES_SERVICE_PORT") -}}
+{{- $entries = append $entries . -}}
+{{- end -}}
+{{- end -}}
+{{- if $entries -}}
+{{- toYaml $entries -}}
+{{- end -}}
 {{- end -}}

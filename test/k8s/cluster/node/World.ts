@@ -201,7 +201,8 @@ export const worldLayer = Layer.effect(
       Effect.gen(function*() {
         const file = yield* toolbox.valuesFile(name, chartValues)
         const args = [Release, chartDir, "--namespace", Namespace, "--values", file]
-        const rendered = yield* toolbox.helm(`helm template (${name})`, ["template", ...args])
+        // helm template knows no cluster: it says which Kubernetes (the chart's kubeVersion needs 1.30).
+        const rendered = yield* toolbox.helm(`helm template (${name})`, ["template", ...args, "--kube-version", "1.30.0"])
         const outside = YAML.parseAllDocuments(rendered)
           .flatMap((doc) => hostPaths(doc.toJS()))
           .filter((path) => !path.startsWith(`${node.hostRoot}/`))
