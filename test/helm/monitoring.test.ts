@@ -20,7 +20,7 @@ const render = (sets: ReadonlyArray<string>, apiVersions: ReadonlyArray<string> 
   const run = spawnSync(
     helmBin,
     [
-      "template", "vk-sandbox", join(repoRoot, "deploy", "helm", "vk-sandbox"), "--namespace", "vk-sandbox",
+      "template", "vk-sandbox", join(repoRoot, "deploy", "helm", "vk-sandbox"), "--namespace", "vk-sandbox", "--kube-version", "1.30.0",
       "--set", "sandboxd.token.value=t0ken",
       ...sets.flatMap((v) => ["--set", v]),
       ...apiVersions.flatMap((kind) => ["--api-versions", `monitoring.coreos.com/v1/${kind}`])

@@ -132,6 +132,8 @@ export interface VirtualNode {
   readonly pool: string
   readonly sandboxd: Effect.Success<ReturnType<typeof startSandboxd>>
   readonly statePath: string
+  /** The file the daemon reads sandboxd's root token from (--sandboxd-token-file). */
+  readonly tokenFile: string
   /** The running daemon (replaced by `restart`). */
   readonly daemon: () => Daemon
   /** SIGKILL: no drain, no goodbye; the Node and Lease are left as a crash leaves them. */
@@ -190,6 +192,7 @@ export const startVirtualNode = (options: VirtualNodeOptions = {}) =>
       pool,
       sandboxd,
       statePath,
+      tokenFile,
       daemon: () => current,
       kill: Effect.suspend(() => current.signal("SIGKILL").pipe(Effect.andThen(Deferred.await(current.exited)), Effect.asVoid)),
       restart: Effect.gen(function*() {

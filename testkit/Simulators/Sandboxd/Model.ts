@@ -262,6 +262,8 @@ export interface SandboxdSimShape {
   readonly forget: (id: string) => Effect.Effect<void, SimUnknownSandbox>
   readonly setDraining: (draining: boolean) => Effect.Effect<void>
   readonly setMaxClaims: (max: number) => Effect.Effect<void>
+  /** Takes a new root token (`api_token`) from now on; the old one is refused at once. */
+  readonly setRootToken: (token: string) => Effect.Effect<void>
   readonly setColdProvisionDelay: (delay: Duration.Input) => Effect.Effect<void>
   readonly setOwnerAddr: (addr: string) => Effect.Effect<void>
   /** Uses `addr` as `owner_addr` unless the options named one explicitly. */
@@ -463,7 +465,8 @@ const route = (method: string, rawPath: string): { route: SimRoute | "unknown"; 
 export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShape, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
-    const rootToken = options.rootToken
+    // Changed by setRootToken, as sandboxd takes a new api_token from its config (one at a time).
+    let rootToken = options.rootToken
     const tenantTokens = options.tenantTokens ?? []
     const zoneOffset = options.zoneOffsetMinutes ?? 0
     const nanoJitter = options.nanosecondDeadlines ?? true
@@ -535,17 +538,17 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
       return { kind: "unknown", bearer }
     }
 
-    const openNode = rootToken === "" && tenantTokens.length === 0
+    const isOpen = () => rootToken === "" && tenantTokens.length === 0
 
     /** `requireToken`: root or tenant (or an open node). */
     const requireToken = (kind: AuthKind): Option.Option<SimResponse> =>
-      openNode || kind === "root" || kind === "tenant"
+      isOpen() || kind === "root" || kind === "tenant"
         ? Option.none()
         : Option.some(errorReply(401, "invalid api token"))
 
     /** `requireRoot`: root only; a tenant gets 403. */
     const requireRoot = (kind: AuthKind): Option.Option<SimResponse> => {
-      if (openNode || kind === "root") return Option.none()
+      if (isOpen() || kind === "root") return Option.none()
       if (kind === "tenant") return Option.some(errorReply(403, "operator token required"))
       return Option.some(errorReply(401, "invalid api token"))
     }
@@ -978,6 +981,10 @@ export const make = (options: SandboxdSimOptions): Effect.Effect<SandboxdSimShap
       setMaxClaims: (value) =>
         Effect.sync(() => {
           maxClaims = value
+        }),
+      setRootToken: (token) =>
+        Effect.sync(() => {
+          rootToken = token
         }),
       setColdProvisionDelay: (delay) =>
         Effect.sync(() => {
