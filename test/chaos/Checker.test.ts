@@ -100,6 +100,27 @@ describe("the chaos checker", () => {
     assert.include(failing([claimed(3 * S, "sb_7", "ns/q"), ended(5 * S, "sb_7", "ns/q", "released"), final(30 * S, {})]), "S4")
   })
 
+  it("S4 after a restore: the owner counts as alive again only if nothing had asked to end it when the backup was taken", () => {
+    const owner: OwnerRef = { kind: "Sandbox", name: "box", uid: "uid-box" }
+    const start = [
+      request(1 * S, "create-sandbox", "ns/box", "uid-box"),
+      request(2 * S, "create-pod", "ns/box", "uid-pod", owner),
+      claimed(3 * S, "sb_1", "ns/box"),
+      seen(4 * S, pod("ns/box", "uid-pod", { claimId: "sb_1", owner }))
+    ]
+    const window = (fault: string, from: number, to: number): ReadonlyArray<HistoryEvent> => [
+      { src: "nemesis", kind: "start", at: from, fault, detail: "" },
+      { src: "nemesis", kind: "stop", at: to, fault, detail: "" }
+    ]
+    const relist: HistoryEvent = { src: "apiserver", kind: "relist", at: 31 * S, resource: "Sandbox", uids: ["uid-box"] }
+    const release = [decision(40 * S, "ns/box", "sb_1", "Release(OwnerGone)"), ended(40.1 * S, "sb_1", "ns/box", "released"), final(60 * S, {})]
+    // Restored, shown again, and nothing ever asked to end it: a release then is a violation.
+    assert.include(failing([...start, ...window("etcd-backup", 10 * S, 11 * S), ...window("etcd-restore", 20 * S, 30 * S), relist, ...release]), "S4")
+    // Its namespace's deletion was sent before the backup: after the restore it is being deleted again.
+    const nsDeleted = request(8 * S, "delete-namespace", "ns")
+    assert.notInclude(failing([...start, nsDeleted, ...window("etcd-backup", 10 * S, 11 * S), ...window("etcd-restore", 20 * S, 30 * S), relist, ...release]), "S4")
+  })
+
   it("S5: a token found where it must never be", () => {
     assert.deepStrictEqual(failing([{ src: "scan", kind: "token", at: 1, where: "log", what: "line 3" }, final(30 * S, {})]), ["S5"])
   })

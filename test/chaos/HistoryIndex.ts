@@ -142,6 +142,7 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
     }
   }
   const restores = windows.filter((w) => w.fault === "etcd-restore")
+  const backups = windows.filter((w) => w.fault === "etcd-backup")
   const evictions = windows.filter((w) => evicting(w.fault))
   const alive = new Map<string, Array<readonly [number, number]>>()
   for (const object of created) {
@@ -159,8 +160,13 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
     // A cause still under way at `from` (sent before, answered after) may have ended it at once.
     const endAfter = (from: number) => Math.min(Infinity, ...causes.filter((c) => c.until >= from).map((c) => Math.max(c.at, from)))
     spans.push([object.answered, endAfter(object.answered)])
-    // After a restore the object is alive again if the apiserver's first full list shows it.
+    // After a restore the object is alive again if the apiserver's first full list shows it, and
+    // nothing had asked to end it by the time the backup was taken (a namespace being deleted
+    // then is being deleted again after the restore).
     for (const restore of restores) {
+      const backup = backups.findLast((w) => w.start <= restore.start)
+      const backupEnd = backup?.stop ?? backup?.start ?? restore.start
+      if (causes.some((c) => c.at <= backupEnd && !restores.some((r) => r.start === c.at))) continue
       const resource = object.kind === "pod" ? "pods" : object.kind === "sandbox" ? "Sandbox" : "ReplicaSet"
       const relist = relists.find((r) => r.resource === resource && r.at >= (restore.stop ?? restore.start))
       if (relist !== undefined && relist.uids.has(object.uid)) spans.push([relist.at, endAfter(relist.at)])
