@@ -50,6 +50,12 @@ export interface HistoryIndex {
   readonly decisions: ReadonlyArray<Decision>
   readonly windows: ReadonlyArray<Window>
   readonly final: FinalState | undefined
+  /**
+   * Pod UIDs whose end no daemon saw: gone in a restore (a relist no longer showed them) while the
+   * daemon was restarted in the restore's wake, so its next first list simply lacked them. Their
+   * rows are rows with no Pod (LEASE-9: held until a replacement or the lease's end).
+   */
+  readonly unseenEnds: ReadonlySet<string>
   readonly phases: ReadonlyArray<{ readonly at: number; readonly phase: string; readonly detail: string }>
 }
 
@@ -80,6 +86,8 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
   const endings: Array<{ at: number; answered: number; namespace: string; name: string | undefined; kind: string }> = []
   const relists: Array<{ at: number; resource: string; uids: ReadonlySet<string> }> = []
   let final: FinalState | undefined
+  const vanished: Array<{ uid: string; at: number }> = []
+  const exits: Array<number> = []
   for (const event of events) {
     switch (event.src) {
       case "sandboxd":
@@ -95,6 +103,7 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
         break
       case "apiserver":
         if (event.kind === "pod") {
+          if (event.event === "VANISHED") vanished.push({ uid: event.uid, at: event.at })
           let gen = pods.get(event.uid)
           if (gen === undefined) {
             gen = { uid: event.uid, key: event.key, owner: event.owner, claimIds: new Set(), firstSeen: event.at }
@@ -111,6 +120,7 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
         }
         break
       case "daemon":
+        if (event.kind === "process" && event.what === "exited") exits.push(event.at)
         if (event.kind === "log" && releaseMessages.includes(event.msg)) {
           decisions.push({ at: event.at, msg: event.msg, pod: event.pod, claim: event.claim, verdict: event.verdict })
         }
@@ -173,7 +183,15 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
     }
     alive.set(object.uid, spans)
   }
-  return { vms, pods, podsOfClaim, alive, decisions, windows, final, phases }
+  // A daemon that exits during a restore, or before it could relist after one (its silent-watch
+  // check and the relist: well within 20 s), never sees what the restore took away.
+  const unseenEnds = new Set<string>()
+  for (const { uid, at } of vanished) {
+    const restore = restores.findLast((w) => w.start <= at)
+    if (restore === undefined) continue
+    if (exits.some((exit) => exit >= restore.start && exit <= (restore.stop ?? at) + 20_000)) unseenEnds.add(uid)
+  }
+  return { vms, pods, podsOfClaim, alive, decisions, windows, final, unseenEnds, phases }
 }
 
 /** The faults active in the `lookbackMs` before `at`: what a violation is printed with. */
