@@ -38,9 +38,11 @@ export const podsRun = (index: HistoryIndex, final: FinalState, node: string): P
       continue
     }
     if (pod.phase === "Failed" && endedReasons.has(pod.reason)) {
-      const vm = index.vms.get(pod.claimId)
+      // Its VM is the one it names, or (a Pod a restore took back to before its claim-id) the
+      // key's last one: either must have ended at sandboxd, reaped for a lease that ran out.
+      const vm = index.vms.get(pod.claimId) ?? [...index.vms.values()].filter((v) => v.claimRef === pod.key).at(-1)
       const justified = vm?.endedAt !== undefined && (pod.reason === "SandboxLost" || vm.how === "reaped")
-      if (!justified) say(`ended ${pod.reason} but its VM ${pod.claimId || "(none named)"} ${vm === undefined ? "is unknown" : vm.endedAt === undefined ? "is alive" : `was ${vm.how}`}`)
+      if (!justified) say(`ended ${pod.reason} but its VM ${vm?.id ?? "(none)"} ${vm === undefined ? "is unknown" : vm.endedAt === undefined ? "is alive" : `was ${vm.how}`}`)
       continue
     }
     say(`is ${pod.phase}${pod.reason === "" ? "" : `/${pod.reason}`}, not Running`)
