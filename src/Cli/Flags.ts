@@ -73,7 +73,7 @@ export const daemonFlags: ReadonlyArray<FlagSpec> = [
     "VK_COCOON_TLS_CERT"
   ),
   value("vk-cocoon-tls-key", "path", "/etc/cocoon/vk/tls/vk-kubelet.key", "vk-cocoon's kubelet key (with --vk-cocoon-tls-cert)", "VK_COCOON_TLS_KEY"),
-  value("client-ca-file", "path", "", "CA bundle; when set, kubelet API clients must present a certificate it signed"),
+  value("client-ca-file", "path", "", "CA bundle; when set, a kubelet API client may authenticate with a certificate it signed"),
   value("node-cpu", "quantity", "4000", "Node cpu capacity (Kubernetes quantity)", "VK_NODE_CPU"),
   value("node-memory", "quantity", "8Ti", "Node memory capacity (Kubernetes quantity)", "VK_NODE_MEMORY"),
   value("node-pods", "quantity", "2000", "Node pods capacity (Kubernetes quantity)", "VK_NODE_PODS"),

@@ -9,20 +9,23 @@
  * the limiter they would wait behind every Pod write, Event and owner read queued before them,
  * and a Lease renewal that waits long enough lets the Lease expire, which makes the node
  * controller mark the node unreachable, taint it and evict its Pods. Only the node controller
- * makes these calls, each on its own schedule, so they are a few per 10 s. Requests are built here
+ * makes these calls, each on its own schedule, so they are a few per 10 s. The reviews the kubelet
+ * port asks for (KAPI-5) take a token of a small limiter of their own instead: they come from
+ * whoever reaches that port, and a flood of them must not hold back Pod work. Requests are built here
  * (`raw`, and the watch) and sent with undici's `request` on the one pooled dispatcher
  * (`Kube/PooledAuthentication.ts`), not through fetch: in a burst of 2000 Pods, fetch's
  * per-request WHATWG objects were a tenth of the daemon's CPU. Failures map to the typed errors
  * of `Services/KubeApi.ts` from the HTTP status and the raw Status body.
  */
 import { HttpMethod, type KubeConfig, PatchStrategy } from "@kubernetes/client-node"
-import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
+import { Duration, Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
 import { BuildInfo } from "../Services/BuildInfo.ts"
 import { AppConfig } from "../Services/Config.ts"
 import { decodeEvent, encodeEvent, type Event } from "../Schemas/Event.ts"
 import { decodeLease, encodeLease, type Lease } from "../Schemas/Lease.ts"
 import { decodeNode, encodeNode, type Node } from "../Schemas/Node.ts"
 import { decodePod, dropNulls, encodePod, type Pod, podStatusPatch, type PodStatus, undecodablePod } from "../Schemas/Pod.ts"
+import { accessReviewBody, accessVerdict, type NodeAccess, tokenReviewBody, tokenVerdict } from "../Schemas/Reviews.ts"
 import { redactCause, redactUrlUserinfo } from "../Schemas/UrlRedaction.ts"
 import {
   KubeApi,
@@ -52,6 +55,15 @@ import * as Zlib from "node:zlib"
 export const leaseNamespace = "kube-node-lease"
 export const fieldManager = "vk-sandbox"
 export const nodeInventoryPath = "/apis/extensions.agents.x-k8s.io/v1beta1/nodeinventories"
+export const tokenReviewsPath = "/apis/authentication.k8s.io/v1/tokenreviews"
+export const accessReviewsPath = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+
+/**
+ * The limiter of the kubelet port's reviews (KAPI-5): with their caches, the clients that belong
+ * there (a metrics scraper, the apiserver's log and exec proxy) need a few reviews a minute.
+ */
+export const reviewQps = 5
+export const reviewBurst = 20
 
 // ---------------------------------------------------------------------------------------------
 // Errors: status code + raw body → typed error
@@ -292,6 +304,9 @@ async function* chunksOf(body: AsyncIterable<Buffer>): AsyncGenerator<Uint8Array
   for await (const chunk of body) yield chunk
 }
 
+/** Which limiter a call waits on: the Pods' (`--kube-api-qps`), none (NODE-5), or the reviews' (KAPI-5). */
+type Lane = "limited" | "liveness" | "review"
+
 /** Whether a server URL holds user info, which is never sent (basic auth belongs in the kubeconfig's user). */
 const carriesCredentials = (url: URL): boolean => url.username !== "" || url.password !== ""
 
@@ -304,6 +319,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
     }
     const server = cluster.server.replace(/\/+$/, "")
     const limiter = yield* TokenBucket.make(options.qps, options.burst)
+    const reviewLimiter = yield* TokenBucket.make(reviewQps, reviewBurst)
     // Every request authenticates through one connection pool.
     const auth = PooledAuthentication.make(kubeConfig)
     const serverUrl = yield* Effect.try({
@@ -338,20 +354,21 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
 
     /**
      * Token, then the request under the call timeout, all inside the span; a call on the node's
-     * liveness path takes no token (NODE-5) and has its own, shorter timeout (NODE-6).
+     * liveness path takes no token (NODE-5) and has its own, shorter timeout (NODE-6); a review
+     * for the kubelet port takes a token of the review limiter (KAPI-5).
      */
     const request = <A>(
       operation: string,
       effect: Effect.Effect<A, KubeError>,
-      liveness = false
+      lane: Lane = "limited"
     ): Effect.Effect<A, KubeError> => {
-      if (liveness) {
+      if (lane === "liveness") {
         return effect.pipe(
           Effect.timeoutOrElse({ duration: livenessCallTimeout, orElse: timedOut(operation, livenessCallTimeout) }),
           spanOf(operation)
         )
       }
-      return limiter.take.pipe(
+      return (lane === "review" ? reviewLimiter : limiter).take.pipe(
         Effect.andThen(effect.pipe(Effect.timeoutOrElse({ duration: callTimeout, orElse: timedOut(operation, callTimeout) }))),
         spanOf(operation)
       )
@@ -369,6 +386,8 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       readonly stream?: boolean
       /** A call on the node's liveness path: it takes no token of the limiter (NODE-5), and times out sooner (NODE-6). */
       readonly liveness?: boolean
+      /** A review for the kubelet port: a token of the review limiter, not the Pods' (KAPI-5). */
+      readonly review?: boolean
     }
 
     const userAgent = options.userAgent ?? "vk-sandbox"
@@ -442,7 +461,7 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
               : Effect.succeed(reply)
           )
         ),
-        spec.liveness === true
+        spec.liveness === true ? "liveness" : spec.review === true ? "review" : "limited"
       )
 
     const notJson = (operation: string, status: number, text: string) =>
@@ -854,6 +873,18 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       })
     }
 
+    // ---- reviews for the kubelet port (KAPI-1, KAPI-2) -------------------------------------------
+
+    const reviewToken = (token: Redacted.Redacted<string>) =>
+      raw("reviewToken", { method: HttpMethod.POST, path: tokenReviewsPath, body: tokenReviewBody(Redacted.value(token)), review: true }).pipe(
+        Effect.flatMap(decoded("reviewToken", "token review", tokenVerdict))
+      )
+
+    const reviewAccess = (access: NodeAccess) =>
+      raw("reviewAccess", { method: HttpMethod.POST, path: accessReviewsPath, body: accessReviewBody(access), review: true }).pipe(
+        Effect.flatMap(decoded("reviewAccess", "subject access review", accessVerdict))
+      )
+
     return KubeApi.of({
       listPods,
       podsResourceVersion,
@@ -872,7 +903,9 @@ export const make = (kubeConfig: KubeConfig, options: ClientOptions): Effect.Eff
       createEvent,
       patchEvent,
       getOwner,
-      applyNodeInventory
+      applyNodeInventory,
+      reviewToken,
+      reviewAccess
     })
   })
 

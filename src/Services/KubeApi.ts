@@ -6,11 +6,12 @@
  * which rate-limits every call but the node's and lease's (the heartbeats never wait behind Pod work, NODE-5).
  * Test layer: `testkit/Layers/KubeApiMemory.ts` on the in-memory cluster model.
  */
-import { Context, type Effect, Schema, type Stream } from "effect"
+import { Context, type Effect, type Redacted, Schema, type Stream } from "effect"
 import type { Event } from "../Schemas/Event.ts"
 import type { Lease } from "../Schemas/Lease.ts"
 import type { Node } from "../Schemas/Node.ts"
 import type { Pod, PodStatus, UndecodablePod } from "../Schemas/Pod.ts"
+import type { AccessVerdict, NodeAccess, TokenVerdict } from "../Schemas/Reviews.ts"
 
 /** Status `details` exactly as the server wrote them; never filled in from the request. */
 export const StatusDetails = Schema.Struct({
@@ -166,4 +167,9 @@ export class KubeApi extends Context.Service<KubeApi, {
   readonly getOwner: (ref: OwnerRef) => Effect.Effect<OwnerObject, KubeError>
   // NodeInventory (cluster-scoped, extensions.agents.x-k8s.io/v1beta1): server-side apply, force, fieldManager vk-sandbox
   readonly applyNodeInventory: (inventory: object) => Effect.Effect<unknown, KubeError>
+  // reviews for the kubelet API (KAPI-1, KAPI-2): nothing is stored, the reply is the answer
+  /** A TokenReview (authentication.k8s.io/v1) of a bearer token sent to the kubelet port. */
+  readonly reviewToken: (token: Redacted.Redacted<string>) => Effect.Effect<TokenVerdict, KubeError>
+  /** A SubjectAccessReview (authorization.k8s.io/v1) of one `nodes/<subresource>` request. */
+  readonly reviewAccess: (access: NodeAccess) => Effect.Effect<AccessVerdict, KubeError>
 }>()("vk-sandbox/KubeApi") {}

@@ -1,10 +1,12 @@
 /**
  * The kubelet HTTPS API on `--listen-addr`: the provider's pods it serves (`KubeletPods`), the
- * running server as the rest of the daemon sees it (`KubeletServer`), and the two ways it fails to
- * start. The server itself (TLS, routes, shutdown) is `Programs/Kubelet/KubeletServer.ts`.
+ * running server as the rest of the daemon sees it (`KubeletServer`), the two ways it fails to
+ * start, and the way a request's review fails. The server itself (TLS, authentication and
+ * authorization, routes, shutdown) is `Programs/Kubelet/`.
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Context, type Effect, Schema } from "effect"
+import { KubeConflict, KubeForbidden, KubeGone, KubeInvalid, KubeNotFound, KubeUnavailable } from "./KubeApi.ts"
 
 /** The provider's pods, for `/pods` and `/runningpods/`. */
 export class KubeletPods extends Context.Service<KubeletPods, {
@@ -21,6 +23,16 @@ export class KubeletTlsError extends Schema.TaggedError<KubeletTlsError>()("Kube
 export class KubeletListenError extends Schema.TaggedError<KubeletListenError>()("KubeletListenError", {
   address: Schema.String,
   message: Schema.String
+}) {}
+
+/**
+ * The apiserver did not answer a review the kubelet port asked for (KAPI-4): the request is
+ * refused, never let through, and nothing is cached.
+ */
+export class KubeletReviewFailed extends Schema.TaggedError<KubeletReviewFailed>()("KubeletReviewFailed", {
+  review: Schema.Literals(["TokenReview", "SubjectAccessReview"]),
+  message: Schema.String,
+  cause: Schema.Union([KubeNotFound, KubeConflict, KubeGone, KubeForbidden, KubeInvalid, KubeUnavailable])
 }) {}
 
 /**
@@ -47,5 +59,6 @@ export class KubeletServer extends Context.Service<KubeletServer, {
   readonly host: string
   readonly port: number
   readonly tls: { readonly source: KubeletTlsSource; readonly certPem: string }
-  readonly clientCertificatesRequired: boolean
+  /** `--client-ca-file` is set: client certificates are asked for, and verified when one is sent. */
+  readonly clientCertificatesAccepted: boolean
 }>()("vk-sandbox/KubeletServer") {}

@@ -205,6 +205,12 @@ describe.skipIf(renderDir === "")("rendered chart", () => {
         assert.notInclude(resources, "leases", "no cluster-wide lease access")
         const pods = rules.find((r) => strings(at(r, "resources")).includes("pods"))
         assert.deepStrictEqual(strings(at(pods, "verbs")), ["get", "list", "watch", "delete"])
+        // The kubelet API's reviews (KAPI-1, KAPI-2): create, and nothing else, on each.
+        for (const [group, resource] of [["authentication.k8s.io", "tokenreviews"], ["authorization.k8s.io", "subjectaccessreviews"]]) {
+          assert.deepStrictEqual(rules.filter((r) => strings(at(r, "resources")).includes(resource)), [
+            { apiGroups: [group], resources: [resource], verbs: ["create"] }
+          ])
+        }
         const serviceAccount = at(find(docs, "ServiceAccount")[0], "metadata", "name")
         const binding = find(docs, "ClusterRoleBinding")[0]
         assert.strictEqual(at(binding, "subjects", 0, "name"), serviceAccount)

@@ -23,13 +23,16 @@ export const daemonVerbs: ReadonlyArray<readonly [string, string, ReadonlyArray<
   ["", "events", ["create", "patch"]],
   ["coordination.k8s.io", "leases", ["get", "create", "update"]],
   ["agents.x-k8s.io", "sandboxes", ["get"]],
-  ["extensions.agents.x-k8s.io", "nodeinventories", ["get", "create", "patch"]]
+  ["extensions.agents.x-k8s.io", "nodeinventories", ["get", "create", "patch"]],
+  ["authentication.k8s.io", "tokenreviews", ["create"]],
+  ["authorization.k8s.io", "subjectaccessreviews", ["create"]]
 ]
+const clusterScoped = ["nodes", "nodeinventories", "tokenreviews", "subjectaccessreviews"]
 export const allVerbs = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
 
 /**
  * Whether the service account `serviceAccount` of `accountNamespace` may `verb` the
- * resource[/subresource]: cluster-scoped for nodes and node inventories, Leases in
+ * resource[/subresource]: cluster-scoped for nodes, node inventories and reviews, Leases in
  * `leaseNamespace`, everything else in the namespace team-a.
  */
 export const mayDo = (
@@ -54,7 +57,7 @@ export const mayDo = (
               resource: resource ?? "",
               ...(subresource !== undefined ? { subresource } : {}),
               verb,
-              namespace: resource === "nodes" || resource === "nodeinventories"
+              namespace: clusterScoped.includes(resource ?? "")
                 ? ""
                 : resource === "leases"
                 ? leaseNamespace

@@ -276,7 +276,13 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
     createEvent,
     patchEvent,
     getOwner,
-    applyNodeInventory
+    applyNodeInventory,
+    // The model knows no users and no roles: every token is rejected and every access denied, as a
+    // cluster with no identities would answer. A test of the kubelet port overrides these two.
+    reviewToken: () =>
+      Effect.succeed({ _tag: "Rejected", reason: "the in-memory cluster knows no tokens" } as const).pipe(Effect.withSpan("KubeApi.reviewToken")),
+    reviewAccess: () =>
+      Effect.succeed({ allowed: false, reason: "the in-memory cluster grants nothing" }).pipe(Effect.withSpan("KubeApi.reviewAccess"))
   })
 }
 

@@ -1,6 +1,8 @@
 /**
  * The kubelet HTTPS API on `--listen-addr` (H-01): TLS 1.2
- * minimum, HTTP/1.1 only, a 30 s header timeout, optional client-certificate verification. Upgrade
+ * minimum, HTTP/1.1 only, a 30 s header timeout; client certificates asked for and verified when
+ * `--client-ca-file` is set. Every request but `/healthz` passes the gate of `Access.ts`
+ * (authentication and authorization through the apiserver's reviews) before it is routed. Upgrade
  * requests (exec, attach, port-forward) reach Node's `upgrade` event; effect's Node server hands
  * them to the same app, and since the app never asks to upgrade they get a plain HTTP answer.
  */
@@ -8,19 +10,18 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Duration, Effect, Layer, Option } from "effect"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import { IncomingMessage } from "node:http"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import type { Duplex } from "node:stream"
+import { TLSSocket } from "node:tls"
 import { AppConfig } from "../../Services/Config.ts"
+import { KubeApi } from "../../Services/KubeApi.ts"
 import { KubeletListenError, KubeletPods, KubeletServer, type KubeletTlsError } from "../../Services/KubeletServer.ts"
+import * as Access from "./Access.ts"
+import { type Credentials, peerCertificate } from "./Authenticate.ts"
 import { type KubeletTlsMaterial, loadKubeletTls } from "./Tls.ts"
-import {
-  matchRoute,
-  notFoundBody,
-  notImplementedBody,
-  podsForbiddenBody,
-  prometheusContentType
-} from "./Routes.ts"
+import { matchRoute, notFoundBody, notImplementedBody, prometheusContentType } from "./Routes.ts"
 
 export interface KubeletServerOptions {
   /** Port 0 (an ephemeral port) is for tests only. */
@@ -40,7 +41,7 @@ export interface KubeletServerOptions {
 /** The server is bound while the layer is built and closed with its scope. */
 export const layer = (
   options: KubeletServerOptions = {}
-): Layer.Layer<KubeletServer, KubeletTlsError | KubeletListenError, AppConfig | KubeletPods> =>
+): Layer.Layer<KubeletServer, KubeletTlsError | KubeletListenError, AppConfig | KubeletPods | KubeApi> =>
   Layer.effect(KubeletServer, make(options))
 
 /**
@@ -79,9 +80,11 @@ export const httpsOptions = (
     honorCipherOrder: true,
     // HTTP/1.1 only: SPDY and WebSocket upgrades do not exist in HTTP/2 (H-01).
     ALPNProtocols: ["http/1.1"],
+    // With a client CA a certificate is asked for but not required: a client may use a bearer
+    // token instead (KAPI-1). One that is sent and fails verification is refused by the gate.
     ...(clientCa === undefined
       ? { requestCert: false, rejectUnauthorized: false }
-      : { requestCert: true, rejectUnauthorized: true, ca: clientCa }),
+      : { requestCert: true, rejectUnauthorized: false, ca: clientCa }),
     headersTimeout: options.headersTimeoutMillis ?? 30_000,
     // The Go server has no timeout besides the header one (H-01).
     requestTimeout: 0,
@@ -99,9 +102,19 @@ const isUpgrade = (headers: Readonly<Record<string, string | undefined>>): boole
 
 const formatAddress = (host: string, port: number) => `${host.includes(":") ? `[${host}]` : host}:${port}`
 
+/** What the request itself says of its sender: the TLS connection's client certificate, and its Authorization header. */
+const credentialsOf = (source: unknown, authorization: string | undefined, certificatesAsked: boolean): Credentials => {
+  const socket = source instanceof IncomingMessage ? source.socket : undefined
+  return {
+    certificate: certificatesAsked && socket instanceof TLSSocket ? peerCertificate(socket) : undefined,
+    authorization
+  }
+}
+
 const make = Effect.fnUntraced(function*(options: KubeletServerOptions) {
   const config = yield* AppConfig
   const pods = yield* KubeletPods
+  const access = Access.make(yield* KubeApi, config.nodeName)
   const { host, port } = config.listenAddr
   const configured = formatAddress(host, port)
   if (port === 0 && options.allowEphemeralPort !== true) {
@@ -147,6 +160,12 @@ const make = Effect.fnUntraced(function*(options: KubeletServerOptions) {
   const app = Effect.gen(function*() {
     const request = yield* HttpServerRequest
     const pathname = new URL(request.url, "https://kubelet.invalid").pathname
+    const gate = yield* access.check({
+      method: request.method,
+      pathname,
+      credentials: credentialsOf(request.source, request.headers["authorization"], clientCa !== undefined)
+    })
+    if (gate._tag === "Refuse") return HttpServerResponse.text(gate.body, { status: gate.status })
     const route = matchRoute(request.method, pathname)
     switch (route._tag) {
       case "Healthz":
@@ -158,7 +177,6 @@ const make = Effect.fnUntraced(function*(options: KubeletServerOptions) {
       case "MetricsResource":
         return HttpServerResponse.text("", { contentType: prometheusContentType })
       case "Pods": {
-        if (clientCa === undefined) return HttpServerResponse.text(podsForbiddenBody, { status: 403 })
         const items = yield* pods.getPods
         return yield* HttpServerResponse.json({ kind: "PodList", apiVersion: "v1", metadata: {}, items })
       }
@@ -192,6 +210,6 @@ const make = Effect.fnUntraced(function*(options: KubeletServerOptions) {
     host: bound.address,
     port: bound.port,
     tls: { source: tls.source, certPem: tls.certPem },
-    clientCertificatesRequired: clientCa !== undefined
+    clientCertificatesAccepted: clientCa !== undefined
   })
 })

@@ -70,9 +70,5 @@ export const notImplementedBody =
 
 export const notFoundBody = "404 request not found\n"
 
-export const podsForbiddenBody =
-  "403 forbidden: /pods and /runningpods/ are served only when --client-ca-file is set " +
-  "(pod specs can carry secrets)\n"
-
 /** Prometheus text exposition format; an empty body means "no metric families". */
 export const prometheusContentType = "text/plain; version=0.0.4"

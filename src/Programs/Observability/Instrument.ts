@@ -89,7 +89,9 @@ export const instrumentKube = (kube: KubeApi["Service"]): KubeApi["Service"] => 
   createEvent: (event) => counted(call("POST", "events", "201"), kube.createEvent(event)),
   patchEvent: (ns, name, patch) => counted(call("PATCH", "events"), kube.patchEvent(ns, name, patch)),
   getOwner: (ref) => counted(call("GET", "owners"), kube.getOwner(ref)),
-  applyNodeInventory: (inventory) => counted(call("PATCH", "nodeinventories"), kube.applyNodeInventory(inventory))
+  applyNodeInventory: (inventory) => counted(call("PATCH", "nodeinventories"), kube.applyNodeInventory(inventory)),
+  reviewToken: (token) => counted(call("POST", "tokenreviews", "201"), kube.reviewToken(token)),
+  reviewAccess: (access) => counted(call("POST", "subjectaccessreviews", "201"), kube.reviewAccess(access))
 })
 
 /** Replaces the services in context with their instrumented versions. */

@@ -1,19 +1,19 @@
-import "../../support/ReflectMetadata.ts"
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
-import * as x509 from "@peculiar/x509"
 import { Context, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
-import { generateKeyPairSync, randomBytes, webcrypto, X509Certificate } from "node:crypto"
+import { generateKeyPairSync, X509Certificate } from "node:crypto"
 import { writeFile } from "node:fs/promises"
-import * as https from "node:https"
 import { join } from "node:path"
 import * as tls from "node:tls"
 import * as KubeletServerLive from "../../../src/Programs/Kubelet/KubeletServer.ts"
 import { KubeletPods, KubeletServer } from "../../../src/Services/KubeletServer.ts"
+import { KubeApi } from "../../../src/Services/KubeApi.ts"
 import { certificateDer, generateSelfSigned } from "../../../src/Programs/Kubelet/SelfSigned.ts"
 import { type AppConfigShape, testConfig } from "../../../src/Schemas/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
 import { tempDir as makeTempDir } from "../../support/TempDir.ts"
+import { scriptedReviews, user } from "../../support/KubeletReviews.ts"
+import { type As, kubeletRequest, makeClientCa, serverAuthUsage } from "../../support/KubeletClient.ts"
 
 // ---- helpers ----------------------------------------------------------------------------------
 
@@ -27,6 +27,21 @@ const pod: V1Pod = {
 const serverConfig = (overrides: Partial<AppConfigShape> = {}) =>
   testConfig({ listenAddr: { host: "127.0.0.1", port: 0 }, nodeIp: "10.1.2.3", ...overrides })
 
+/**
+ * The apiserver's answers: an admin token allowed everything, a metrics reader's allowed
+ * nodes/metrics and nodes/stats only, and the certificate user the test CA signs allowed everything.
+ */
+const reviews = () =>
+  scriptedReviews({
+    tokens: { "admin-token": user("admin", ["system:masters"]), "reader-token": user("metrics-reader") },
+    allows: (access) =>
+      access.user.name === "admin" || access.user.name === "system:kube-apiserver" ||
+      (access.user.name === "metrics-reader" && ["metrics", "stats"].includes(access.subresource))
+  })
+
+const asAdmin: As = { token: "admin-token" }
+const asReader: As = { token: "reader-token" }
+
 const withServer = <A, E>(
   config: AppConfigShape,
   use: (server: KubeletServer["Service"]) => Effect.Effect<A, E>
@@ -38,42 +53,14 @@ const withServer = <A, E>(
     Effect.provide(
       KubeletServerLive.layer({ allowEphemeralPort: true }).pipe(
         Layer.provide(AppConfig.layer(config)),
-        Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([pod]) }))
+        Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([pod]) })),
+        Layer.provide(Layer.succeed(KubeApi, reviews().kube))
       ),
       { local: true }
     )
   )
 
-interface Reply {
-  readonly status: number
-  readonly headers: Record<string, string | Array<string> | undefined>
-  readonly body: string
-}
-
-const request = (
-  port: number,
-  method: string,
-  path: string,
-  extra: https.RequestOptions = {}
-): Effect.Effect<Reply, Error> =>
-  Effect.callback<Reply, Error>((resume) => {
-    const req = https.request(
-      { host: "127.0.0.1", port, method, path, rejectUnauthorized: false, agent: false, ...extra },
-      (res) => {
-        const chunks: Array<Buffer> = []
-        res.on("data", (chunk: Buffer) => chunks.push(chunk))
-        res.on("end", () =>
-          resume(Effect.succeed({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: Buffer.concat(chunks).toString("utf8")
-          })))
-        res.on("error", (e) => resume(Effect.fail(e)))
-      }
-    )
-    req.on("error", (e) => resume(Effect.fail(e)))
-    req.end()
-  })
+const request = kubeletRequest
 
 interface Handshake {
   readonly protocol: string | null
@@ -110,48 +97,6 @@ const rawExchange = (port: number, requestText: string): Effect.Effect<string, E
 const tempDir = makeTempDir("kubelet-tls-")
 
 const writeText = (path: string, text: string) => Effect.promise(() => writeFile(path, text))
-
-// A CA and a client certificate it signed, for the client-CA mode.
-const ecdsa = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const
-type LibraryCrypto = NonNullable<Parameters<typeof x509.X509CertificateGenerator.createSelfSigned>[1]>
-const libraryCrypto = webcrypto as unknown as LibraryCrypto
-
-const toPem = (label: string, der: ArrayBuffer) =>
-  `-----BEGIN ${label}-----\n${Buffer.from(der).toString("base64").match(/.{1,64}/g)!.join("\n")}\n-----END ${label}-----\n`
-
-const makeClientPki = Effect.promise(async () => {
-  const now = Date.now()
-  const caKeys = await libraryCrypto.subtle.generateKey(ecdsa, true, ["sign", "verify"])
-  const ca = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: randomBytes(8).toString("hex"),
-    name: "CN=test-client-ca",
-    notBefore: new Date(now - 3600_000),
-    notAfter: new Date(now + 3600_000),
-    signingAlgorithm: ecdsa,
-    keys: caKeys,
-    extensions: [
-      new x509.BasicConstraintsExtension(true, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.digitalSignature, true)
-    ]
-  }, libraryCrypto)
-  const clientKeys = await libraryCrypto.subtle.generateKey(ecdsa, true, ["sign", "verify"])
-  const client = await x509.X509CertificateGenerator.create({
-    serialNumber: randomBytes(8).toString("hex"),
-    subject: "CN=system:kube-apiserver",
-    issuer: ca.subject,
-    notBefore: new Date(now - 3600_000),
-    notAfter: new Date(now + 3600_000),
-    signingAlgorithm: ecdsa,
-    publicKey: clientKeys.publicKey,
-    signingKey: caKeys.privateKey,
-    extensions: [new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth])]
-  }, libraryCrypto)
-  return {
-    caPem: ca.toString("pem") + "\n",
-    clientCertPem: client.toString("pem") + "\n",
-    clientKeyPem: toPem("PRIVATE KEY", await libraryCrypto.subtle.exportKey("pkcs8", clientKeys.privateKey))
-  }
-})
 
 // ---- TLS --------------------------------------------------------------------------------------
 
@@ -330,7 +275,8 @@ describe("KubeletServer TLS", () => {
           }),
           KubeletServerLive.layer().pipe(
             Layer.provide(AppConfig.layer(serverConfig())),
-            Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([]) }))
+            Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([]) })),
+            Layer.provide(Layer.succeed(KubeApi, reviews().kube))
           ),
           { local: true }
         )
@@ -345,7 +291,7 @@ describe("KubeletServer routes", () => {
   it.live("logs and an exec upgrade get a 501 pointing at the sandbox SDK", () =>
     withServer(serverConfig(), (server) =>
       Effect.gen(function*() {
-        const logs = yield* request(server.port, "GET", "/containerLogs/default/web/c?follow=true&tailLines=10")
+        const logs = yield* request(server.port, "GET", "/containerLogs/default/web/c?follow=true&tailLines=10", asAdmin)
         assert.strictEqual(logs.status, 501)
         assert.include(logs.body, "sandbox SDK")
         assert.include(logs.body, "preview URLs")
@@ -353,7 +299,7 @@ describe("KubeletServer routes", () => {
         for (const path of ["/exec/default/web/c?command=sh&input=1&output=1&tty=1", "/portForward/default/web"]) {
           const raw = yield* rawExchange(
             server.port,
-            `POST ${path} HTTP/1.1\r\nHost: kubelet\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n` +
+            `POST ${path} HTTP/1.1\r\nHost: kubelet\r\nAuthorization: Bearer admin-token\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n` +
               `X-Stream-Protocol-Version: v4.channel.k8s.io\r\nContent-Length: 0\r\n\r\n`
           )
           assert.match(raw, /^HTTP\/1\.1 501 /, raw)
@@ -361,12 +307,13 @@ describe("KubeletServer routes", () => {
         }
         const websocket = yield* rawExchange(
           server.port,
-          "GET /attach/default/web/c?output=1 HTTP/1.1\r\nHost: kubelet\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
+          "GET /attach/default/web/c?output=1 HTTP/1.1\r\nHost: kubelet\r\nAuthorization: Bearer admin-token\r\n" +
+            "Connection: Upgrade\r\nUpgrade: websocket\r\n" +
             "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
         )
         assert.match(websocket, /^HTTP\/1\.1 501 /, websocket)
 
-        const plainExec = yield* request(server.port, "POST", "/exec/default/web/c?command=ls&output=1")
+        const plainExec = yield* request(server.port, "POST", "/exec/default/web/c?command=ls&output=1", asAdmin)
         assert.strictEqual(plainExec.status, 501)
         assert.include(plainExec.body, "sandbox SDK")
       })))
@@ -374,10 +321,10 @@ describe("KubeletServer routes", () => {
   it.live("stats and metrics are empty", () =>
     withServer(serverConfig(), (server) =>
       Effect.gen(function*() {
-        const stats = yield* request(server.port, "GET", "/stats/summary")
+        const stats = yield* request(server.port, "GET", "/stats/summary", asReader)
         assert.strictEqual(stats.status, 200)
         assert.deepStrictEqual(JSON.parse(stats.body), { node: { nodeName: "vk-sandboxd", startTime: null }, pods: [] })
-        const metrics = yield* request(server.port, "GET", "/metrics/resource")
+        const metrics = yield* request(server.port, "GET", "/metrics/resource", asReader)
         assert.strictEqual(metrics.status, 200)
         assert.strictEqual(metrics.body, "")
         assert.strictEqual(metrics.headers["content-type"], "text/plain; version=0.0.4")
@@ -390,48 +337,76 @@ describe("KubeletServer routes", () => {
     withServer(serverConfig(), (server) =>
       Effect.gen(function*() {
         for (const path of ["/metrics", "/spec", "/configz", "/logs/", "/exec/default/web", "/containerLogs/a/b/c/d"]) {
-          const reply = yield* request(server.port, "GET", path)
+          const reply = yield* request(server.port, "GET", path, asAdmin)
           assert.strictEqual(reply.status, 404, path)
           assert.strictEqual(reply.body, "404 request not found\n")
         }
-        const deleteLogs = yield* request(server.port, "DELETE", "/containerLogs/default/web/c")
+        const deleteLogs = yield* request(server.port, "DELETE", "/containerLogs/default/web/c", asAdmin)
         assert.strictEqual(deleteLogs.status, 405)
         assert.strictEqual(deleteLogs.body, "")
-        const putExec = yield* request(server.port, "PUT", "/exec/default/web/c")
+        const putExec = yield* request(server.port, "PUT", "/exec/default/web/c", asAdmin)
         assert.strictEqual(putExec.status, 405)
         assert.strictEqual(putExec.headers["allow"], "GET, POST")
-        const postStats = yield* request(server.port, "POST", "/stats/summary")
+        const postStats = yield* request(server.port, "POST", "/stats/summary", asAdmin)
         assert.strictEqual(postStats.status, 405)
       })))
 
-  it.live("/pods is refused without a client CA", () =>
+  it.live("KAPI-1, KAPI-2: anonymous is 401 but on /healthz; /pods needs nodes/pods or nodes/proxy", () =>
     withServer(serverConfig(), (server) =>
       Effect.gen(function*() {
-        assert.isFalse(server.clientCertificatesRequired)
+        assert.isFalse(server.clientCertificatesAccepted)
+        const healthz = yield* request(server.port, "GET", "/healthz")
+        assert.strictEqual(healthz.status, 200)
+        for (const path of ["/pods", "/runningpods/", "/stats/summary", "/metrics/resource", "/exec/default/web/c", "/nowhere"]) {
+          const anonymous = yield* request(server.port, "GET", path)
+          assert.strictEqual(anonymous.status, 401, path)
+          assert.strictEqual(anonymous.body, "401 Unauthorized: no client certificate and no bearer token\n")
+          const stranger = yield* request(server.port, "GET", path, { token: "nobody-knows-this" })
+          assert.strictEqual(stranger.status, 401, path)
+          assert.include(stranger.body, "rejected by the apiserver's TokenReview")
+        }
         for (const path of ["/pods", "/runningpods/"]) {
-          const reply = yield* request(server.port, "GET", path)
-          assert.strictEqual(reply.status, 403, path)
-          assert.notInclude(reply.body, "web")
+          const reader = yield* request(server.port, "GET", path, asReader)
+          assert.strictEqual(reader.status, 403, path)
+          assert.strictEqual(
+            reader.body,
+            `403 Forbidden: user "metrics-reader" may not get nodes/pods or nodes/proxy of node vk-sandboxd\n`
+          )
+          assert.notInclude(reader.body, "web")
+          const admin = yield* request(server.port, "GET", path, asAdmin)
+          assert.strictEqual(admin.status, 200, path)
+          assert.deepStrictEqual(JSON.parse(admin.body).items.map((p: V1Pod) => p.metadata?.name), ["web"])
         }
       })))
 
-  it.live("client-CA mode: no certificate is refused, a certificate from the CA gets /pods", () =>
+  it.live("client-CA mode: no certificate may use a token, a certificate from the CA names the user, any other is 401", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
-      const pki = yield* makeClientPki
-      const otherPki = yield* makeClientPki
-      yield* writeText(join(dir, "ca.crt"), pki.caPem)
+      const ca = yield* makeClientCa
+      const otherCa = yield* makeClientCa
+      yield* writeText(join(dir, "ca.crt"), ca.caPem)
       yield* withServer(serverConfig({ clientCaFile: join(dir, "ca.crt") }), (server) =>
         Effect.gen(function*() {
-          assert.isTrue(server.clientCertificatesRequired)
-          const anonymous = yield* Effect.exit(request(server.port, "GET", "/healthz"))
-          assert.isTrue(Exit.isFailure(anonymous))
-          const stranger = yield* Effect.exit(
-            request(server.port, "GET", "/pods", { cert: otherPki.clientCertPem, key: otherPki.clientKeyPem })
-          )
-          assert.isTrue(Exit.isFailure(stranger))
+          assert.isTrue(server.clientCertificatesAccepted)
+          // Asked for, not required: the handshake completes without one.
+          assert.strictEqual((yield* request(server.port, "GET", "/healthz")).status, 200)
+          assert.strictEqual((yield* request(server.port, "GET", "/pods")).status, 401)
+          assert.strictEqual((yield* request(server.port, "GET", "/pods", asAdmin)).status, 200)
 
-          const client = { cert: pki.clientCertPem, key: pki.clientKeyPem }
+          // A certificate the CA did not sign is refused, even beside a good token.
+          const stranger = yield* request(server.port, "GET", "/pods", {
+            certificate: yield* otherCa.issue("CN=system:kube-apiserver"),
+            token: "admin-token"
+          })
+          assert.strictEqual(stranger.status, 401)
+          assert.include(stranger.body, "not signed by --client-ca-file")
+          // Signed, but for serving only: not a client certificate.
+          const wrongUse = yield* request(server.port, "GET", "/pods", {
+            certificate: yield* ca.issue("CN=system:kube-apiserver", serverAuthUsage)
+          })
+          assert.strictEqual(wrongUse.status, 401)
+
+          const client = { certificate: yield* ca.issue("CN=system:kube-apiserver") }
           for (const path of ["/pods", "/runningpods/"]) {
             const reply = yield* request(server.port, "GET", path, client)
             assert.strictEqual(reply.status, 200, path)
@@ -476,7 +451,8 @@ describe("KubeletServer header timeout (H-01)", () => {
         const server = yield* Layer.build(
           KubeletServerLive.layer(options).pipe(
             Layer.provide(AppConfig.layer(serverConfig())),
-            Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([pod]) }))
+            Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([pod]) })),
+            Layer.provide(Layer.succeed(KubeApi, reviews().kube))
           )
         ).pipe(Effect.map(Context.get(KubeletServer)))
         // Everything the server sends until it closes the connection: the receipt that it did.
@@ -501,7 +477,8 @@ describe("KubeletServer shutdown", () => {
       const server = yield* Layer.buildWithScope(
         KubeletServerLive.layer({ allowEphemeralPort: true, headersTimeoutMillis: 120_000, closeGraceMillis: 200 }).pipe(
           Layer.provide(AppConfig.layer(serverConfig())),
-          Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([pod]) }))
+          Layer.provide(Layer.succeed(KubeletPods, { getPods: Effect.succeed([pod]) })),
+          Layer.provide(Layer.succeed(KubeApi, reviews().kube))
         ),
         scope
       ).pipe(Effect.map(Context.get(KubeletServer)))

@@ -137,7 +137,9 @@ const kubeStub = (
     createEvent: unsupported,
     patchEvent: unsupported,
     getOwner: unsupported,
-    applyNodeInventory: unsupported
+    applyNodeInventory: unsupported,
+    reviewToken: unsupported,
+    reviewAccess: unsupported
   })
 
 /** A provider that claims at once and pushes a Running status, as the real one does. */

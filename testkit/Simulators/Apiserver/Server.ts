@@ -16,6 +16,7 @@ import { ClusterModel, type DeleteOptions, type ModelOptions, type PatchType, ty
 import type { ListBody } from "./Paging.ts"
 import { isRecord } from "./Patch.ts"
 import { apiVersionOf, groupVersions, Namespaces, Pods, type ResourceInfo } from "./Resources.ts"
+import { accessReview, tokenReview } from "./Reviews.ts"
 import {
   type ApiStatusError,
   badRequest,
@@ -395,6 +396,7 @@ const handle = (ctx: Ctx, req: http.IncomingMessage, res: http.ServerResponse, r
     if (rule.times !== undefined) rule.times -= 1
     return sendStatus(res, injected(rule.code, "injected fault"))
   }
+  if (url.pathname === tokenReviewsPath || url.pathname === accessReviewsPath) return handleReview(ctx, res, url.pathname, method, rawBody)
   const segments = url.pathname.split("/").filter((s) => s !== "").map(safeDecode)
   const target = route(model, segments, ctx.hostPort())
   switch (target._tag) {
@@ -408,6 +410,18 @@ const handle = (ctx: Ctx, req: http.IncomingMessage, res: http.ServerResponse, r
     case "Resource":
       return handleResource(ctx, req, res, url, method, target, rawBody)
   }
+}
+
+const tokenReviewsPath = "/apis/authentication.k8s.io/v1/tokenreviews"
+const accessReviewsPath = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+
+/** A review is created and answered, never stored (`Reviews.ts`). */
+const handleReview = (ctx: Ctx, res: http.ServerResponse, path: string, method: string, rawBody: string): void => {
+  if (method !== "POST") return sendStatus(res, methodNotAllowed())
+  const body = parseJson(rawBody)
+  if (Result.isFailure(body)) return sendStatus(res, badRequest(`couldn't get version/kind; json parse error: ${body.failure}`))
+  const answer = path === tokenReviewsPath ? tokenReview(body.success, ctx.options.token ?? defaultToken) : accessReview(body.success)
+  return Result.isFailure(answer) ? sendStatus(res, answer.failure) : sendJson(res, 201, answer.success)
 }
 
 const handleResource = (
