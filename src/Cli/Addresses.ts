@@ -1,9 +1,10 @@
 /**
  * Address-shaped flags: --listen-addr / --metrics-addr (`host:port`, split as Go's
- * net.SplitHostPort does), --sandboxd-url (an http(s) base URL) and the advertise address
- * derived from it (CFG-9).
+ * net.SplitHostPort does) and the bind addresses that supply their host, --sandboxd-url (an
+ * http(s) base URL) and the advertise address derived from it (CFG-9).
  */
 import { Result } from "effect"
+import { isIP } from "node:net"
 import type { ListenAddr } from "../Schemas/Config.ts"
 
 /** Go's net.SplitHostPort: `host:port`, `[v6]:port`, `:port`; the host may be empty. */
@@ -50,6 +51,24 @@ export const parseListenAddr = (
     if (number < minimum || number > 65535) return Result.fail(`port ${port} is out of range ${range}`)
     return Result.succeed({ host, port: number })
   })
+
+/** --bind-address / --metrics-bind-address: an IPv4 or IPv6 address (no brackets), or empty. */
+export const parseBindAddress = (text: string): Result.Result<string, string> =>
+  text === "" || isIP(text) !== 0
+    ? Result.succeed(text)
+    : Result.fail("not an IP address (want e.g. 10.0.0.5, ::1, 0.0.0.0; a host name is not accepted)")
+
+/**
+ * BIND-1: the address a server listens on, from its `host:port` flag and its bind address. The
+ * bind address supplies the host when the `host:port` flag names none; when both name one they
+ * must agree, since neither could silently win over the other (the chart sets the bind address
+ * from the host IP, a `--listen-addr` with a host can come from extra arguments).
+ */
+export const withBindAddress = (address: ListenAddr, bindAddress: string): Result.Result<ListenAddr, string> => {
+  if (bindAddress === "" || address.host === bindAddress) return Result.succeed(address)
+  if (address.host === "") return Result.succeed({ host: bindAddress, port: address.port })
+  return Result.fail(`names host ${address.host} but the bind address is ${bindAddress}: give one, or the same in both`)
+}
 
 /** --sandboxd-url: an http(s) URL with a host and no query or fragment; trailing `/` removed. */
 export const parseSandboxdUrl = (text: string): Result.Result<string, string> => {

@@ -57,6 +57,7 @@ export const daemonFlags: ReadonlyArray<FlagSpec> = [
   ),
   value("node-ip", "string", "", "the Node's InternalIP (also the Pod IP fallback)", "VK_NODE_IP"),
   value("listen-addr", "host:port", ":10260", "kubelet API listen address (port 1..65535)", "VK_LISTEN_ADDR"),
+  value("bind-address", "ip", "", "IP the kubelet API listens on, when --listen-addr names no host (empty = every interface)", "VK_BIND_ADDRESS"),
   value(
     "tls-cert",
     "path",
@@ -133,6 +134,13 @@ export const daemonFlags: ReadonlyArray<FlagSpec> = [
   ),
   value("shutdown-timeout", "duration", "10s", "how long shutdown waits for in-flight work"),
   value("metrics-addr", "host:port", ":10261", "Prometheus metrics listen address (port 0 = any free port)"),
+  value(
+    "metrics-bind-address",
+    "ip",
+    "",
+    "IP the metrics server listens on, when --metrics-addr names no host (empty = every interface)",
+    "VK_METRICS_BIND_ADDRESS"
+  ),
   value("log-level", "level", "info", "trace, debug, info, warn or error"),
   value("log-format", "format", "json", "json or text"),
   value(

@@ -5,7 +5,7 @@
  */
 import { Duration, Redacted, Result } from "effect"
 import type { AppConfigShape, LogFormat, LogLevelName } from "../Schemas/Config.ts"
-import { deriveAdvertiseAddr, parseListenAddr, parseSandboxdUrl } from "./Addresses.ts"
+import { deriveAdvertiseAddr, parseBindAddress, parseListenAddr, parseSandboxdUrl, withBindAddress } from "./Addresses.ts"
 import { UsageError } from "./Errors.ts"
 import { flagReader, tokenize } from "./Flags.ts"
 import type { Tokens } from "./Flags.ts"
@@ -73,7 +73,9 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
       resolveNodeName(yield* field("node-name", parseNodeName), hostNodeName, nodeNameMap),
       (problem) => new UsageError(problem)
     )
-    const listenAddr = yield* field("listen-addr", (t) => parseListenAddr(t, { allowPortZero: false }))
+    const listenAddr = yield* field("listen-addr", (t) => parseListenAddr(t, { allowPortZero: false })).pipe(
+      Result.flatMap((address) => field("bind-address", (t) => Result.flatMap(parseBindAddress(t), (ip) => withBindAddress(address, ip))))
+    )
     const nodeCpu = yield* field("node-cpu", parseCapacityQuantity)
     const nodeMemory = yield* field("node-memory", parseCapacityQuantity)
     const nodePods = yield* field("node-pods", parseCapacityQuantity)
@@ -121,7 +123,11 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
     const claimVerifyInterval = yield* field("claim-verify-interval", positiveDuration)
     const watchCheckInterval = yield* field("watch-check-interval", positiveDuration)
     const shutdownTimeout = yield* field("shutdown-timeout", positiveDuration)
-    const metricsAddr = yield* field("metrics-addr", (t) => parseListenAddr(t, { allowPortZero: true }))
+    const metricsAddr = yield* field("metrics-addr", (t) => parseListenAddr(t, { allowPortZero: true })).pipe(
+      Result.flatMap((address) =>
+        field("metrics-bind-address", (t) => Result.flatMap(parseBindAddress(t), (ip) => withBindAddress(address, ip)))
+      )
+    )
     const logLevel = yield* field("log-level", oneOf(logLevels))
     const logFormat = yield* field("log-format", oneOf(logFormats))
     // Off when empty; otherwise the same rules as a sandboxd base URL (http or https, a host, no query).

@@ -58,6 +58,16 @@ const envBacked: ReadonlyArray<
   ["node-name", "VK_NODE_NAME", "env-node", "flag-node", (c) => c.nodeName, "env-node", "flag-node"],
   ["node-ip", "VK_NODE_IP", "10.0.0.1", "10.0.0.2", (c) => c.nodeIp, "10.0.0.1", "10.0.0.2"],
   ["listen-addr", "VK_LISTEN_ADDR", "127.0.0.1:1", ":2", (c) => c.listenAddr, { host: "127.0.0.1", port: 1 }, { host: "", port: 2 }],
+  ["bind-address", "VK_BIND_ADDRESS", "10.0.0.5", "::1", (c) => c.listenAddr, { host: "10.0.0.5", port: 10260 }, { host: "::1", port: 10260 }],
+  [
+    "metrics-bind-address",
+    "VK_METRICS_BIND_ADDRESS",
+    "10.0.0.5",
+    "127.0.0.1",
+    (c) => c.metricsAddr,
+    { host: "10.0.0.5", port: 10261 },
+    { host: "127.0.0.1", port: 10261 }
+  ],
   ["tls-cert", "VK_TLS_CERT", "/env.crt", "/flag.crt", (c) => c.tlsCert, "/env.crt", "/flag.crt"],
   ["tls-key", "VK_TLS_KEY", "/env.key", "/flag.key", (c) => c.tlsKey, "/env.key", "/flag.key"],
   ["vk-cocoon-tls-cert", "VK_COCOON_TLS_CERT", "/env/vk.crt", "/flag/vk.crt", (c) => c.vkCocoonTlsCert, "/env/vk.crt", "/flag/vk.crt"],
@@ -105,6 +115,13 @@ describe("parseConfig: env-backed flags (CFG-1, CFG-3)", () => {
       assert.deepStrictEqual(read(ok([], { [envVar]: "" })), defaultValue, "empty env counts as unset")
     })
   }
+
+  it("BIND-1: a bind address fills the host of an address that names none, and agrees with one that does", () => {
+    assert.deepStrictEqual(ok(["--listen-addr", ":9999"], { VK_BIND_ADDRESS: "fd00::5" }).listenAddr, { host: "fd00::5", port: 9999 })
+    assert.deepStrictEqual(ok(["--listen-addr", "10.0.0.5:9999", "--bind-address", "10.0.0.5"]).listenAddr, { host: "10.0.0.5", port: 9999 })
+    assert.deepStrictEqual(ok(["--bind-address", "0.0.0.0"]).listenAddr, { host: "0.0.0.0", port: 10260 })
+    assert.deepStrictEqual(ok(["--metrics-addr", "127.0.0.1:0"], { VK_METRICS_BIND_ADDRESS: "" }).metricsAddr, { host: "127.0.0.1", port: 0 })
+  })
 
   it("an explicit empty flag value beats the env var", () => {
     assert.strictEqual(ok(["--node-ip="], { VK_NODE_IP: "10.0.0.1" }).nodeIp, "")
@@ -217,6 +234,10 @@ describe("parseConfig: Go flag syntax (CFG-4)", () => {
 const rejections: ReadonlyArray<readonly [ReadonlyArray<string>, Record<string, string>, string, string]> = [
   [["--bogus"], {}, "bogus", `not defined: "--bogus"`],
   [["-x=1"], {}, "x", `not defined: "--x"`],
+  [["--bind-address", "node-1.example"], {}, "bind-address", "not an IP address"],
+  [["--bind-address", "[::1]"], {}, "bind-address", "not an IP address"],
+  [["--listen-addr", "127.0.0.1:10260"], { VK_BIND_ADDRESS: "10.0.0.5" }, "bind-address", "names host 127.0.0.1 but the bind address is 10.0.0.5"],
+  [["--metrics-addr", "[::1]:9090", "--metrics-bind-address", "::"], {}, "metrics-bind-address", "names host ::1 but the bind address is ::"],
   [["---node-name=a"], {}, "", "bad flag syntax"],
   [["-=a"], {}, "", "bad flag syntax"],
   [["stray"], {}, "", `unexpected argument "stray"`],

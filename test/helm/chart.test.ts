@@ -185,6 +185,8 @@ describe.skipIf(renderDir === "")("rendered chart", () => {
         if (name === "migrated") assert.strictEqual(config.sandboxdProbeGrace, 5, "extraArgs after the chart's")
         assert.strictEqual(config.statePath, "/var/lib/vk-sandbox/claims.json")
         assert.strictEqual(config.listenAddr.port, 10260)
+        // BIND-1: both servers listen on the host's IP, where the apiserver and the scrapers reach them.
+        assert.deepStrictEqual([config.listenAddr.host, config.metricsAddr.host], ["10.0.0.5", "10.0.0.5"])
         assert.strictEqual(config.sandboxdUrl, "http://127.0.0.1:7777")
         assert.strictEqual(config.nodeLabels["sandbox.cocoonstack.io/runtime"], "sandboxd")
         assert.strictEqual(config.nodeLabels["node.kubernetes.io/exclude-from-external-load-balancers"], "true")
@@ -412,6 +414,23 @@ describe.skipIf(helmBin === "")("chart values", () => {
     for (const bad of ["0", "0s", "-1s", "5", "1d", "s"]) {
       assert.isFalse(render([withToken, `shutdownTimeout=${bad}`]).ok, bad)
     }
+  })
+
+  it("BIND-1: bind addresses from values; loopback moves the probes with the metrics server", () => {
+    const loopback = render([withToken, "kubelet.bindAddress=127.0.0.1", "metrics.bindAddress=127.0.0.1"])
+    assert.isTrue(loopback.ok, loopback.stderr)
+    const container = at(podOf(loopback.docs), "containers", 0)
+    const env = expandEnv(list(at(container, "env")))
+    const parsed = parseConfig(strings(at(container, "args")), env)
+    if (Result.isFailure(parsed)) return assert.fail(parsed.failure.message)
+    assert.deepStrictEqual([parsed.success.listenAddr.host, parsed.success.metricsAddr.host], ["127.0.0.1", "127.0.0.1"])
+    for (const probe of ["startupProbe", "livenessProbe", "readinessProbe"]) {
+      assert.strictEqual(at(container, probe, "httpGet", "host"), "127.0.0.1", probe)
+    }
+    const everywhere = at(podOf(render([withToken, "metrics.bindAddress=0.0.0.0"]).docs), "containers", 0)
+    assert.isUndefined(at(everywhere, "livenessProbe", "httpGet", "host"), "a wildcard is reached on the Pod IP")
+    assert.isUndefined(at(podOf(render([withToken]).docs), "containers", 0, "livenessProbe", "httpGet", "host"))
+    assert.isFalse(render([withToken, "kubelet.bindAddress=node-1.example"]).ok, "a host name is refused")
   })
 
   it("works as a subchart: global and enabled are allowed", () => {
