@@ -64,10 +64,14 @@ export const parseBindAddress = (text: string): Result.Result<string, string> =>
  * must agree, since neither could silently win over the other (the chart sets the bind address
  * from the host IP, a `--listen-addr` with a host can come from extra arguments).
  */
-export const withBindAddress = (address: ListenAddr, bindAddress: string): Result.Result<ListenAddr, string> => {
+export const withBindAddress = (
+  address: ListenAddr,
+  bindAddress: string,
+  addressFlag: string
+): Result.Result<ListenAddr, string> => {
   if (bindAddress === "" || address.host === bindAddress) return Result.succeed(address)
   if (address.host === "") return Result.succeed({ host: bindAddress, port: address.port })
-  return Result.fail(`names host ${address.host} but the bind address is ${bindAddress}: give one, or the same in both`)
+  return Result.fail(`--${addressFlag} names host ${address.host} but the bind address is ${bindAddress}: give one, or the same in both`)
 }
 
 /** --sandboxd-url: an http(s) URL with a host and no query or fragment; trailing `/` removed. */

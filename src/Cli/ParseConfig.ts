@@ -74,7 +74,7 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
       (problem) => new UsageError(problem)
     )
     const listenAddr = yield* field("listen-addr", (t) => parseListenAddr(t, { allowPortZero: false })).pipe(
-      Result.flatMap((address) => field("bind-address", (t) => Result.flatMap(parseBindAddress(t), (ip) => withBindAddress(address, ip))))
+      Result.flatMap((address) => field("bind-address", (t) => Result.flatMap(parseBindAddress(t), (ip) => withBindAddress(address, ip, "listen-addr"))))
     )
     const nodeCpu = yield* field("node-cpu", parseCapacityQuantity)
     const nodeMemory = yield* field("node-memory", parseCapacityQuantity)
@@ -125,7 +125,7 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
     const shutdownTimeout = yield* field("shutdown-timeout", positiveDuration)
     const metricsAddr = yield* field("metrics-addr", (t) => parseListenAddr(t, { allowPortZero: true })).pipe(
       Result.flatMap((address) =>
-        field("metrics-bind-address", (t) => Result.flatMap(parseBindAddress(t), (ip) => withBindAddress(address, ip)))
+        field("metrics-bind-address", (t) => Result.flatMap(parseBindAddress(t), (ip) => withBindAddress(address, ip, "metrics-addr")))
       )
     )
     const logLevel = yield* field("log-level", oneOf(logLevels))
