@@ -427,6 +427,12 @@ describe.skipIf(helmBin === "")("chart values", () => {
     for (const probe of ["startupProbe", "livenessProbe", "readinessProbe"]) {
       assert.strictEqual(at(container, probe, "httpGet", "host"), "127.0.0.1", probe)
     }
+    // A host IP given in values is where both listen, and so where the probes go.
+    const given = at(podOf(render([withToken, "node.hostIP=127.0.0.1"]).docs), "containers", 0)
+    const givenConfig = parseConfig(strings(at(given, "args")), expandEnv(list(at(given, "env"))))
+    if (Result.isFailure(givenConfig)) return assert.fail(givenConfig.failure.message)
+    assert.deepStrictEqual([givenConfig.success.listenAddr.host, givenConfig.success.metricsAddr.host], ["127.0.0.1", "127.0.0.1"])
+    assert.strictEqual(at(given, "readinessProbe", "httpGet", "host"), "127.0.0.1")
     const everywhere = at(podOf(render([withToken, "metrics.bindAddress=0.0.0.0"]).docs), "containers", 0)
     assert.isUndefined(at(everywhere, "livenessProbe", "httpGet", "host"), "a wildcard is reached on the Pod IP")
     assert.isUndefined(at(podOf(render([withToken]).docs), "containers", 0, "livenessProbe", "httpGet", "host"))
