@@ -2,14 +2,16 @@
  * The chart on a real node: `helm install` of deploy/helm onto a real kubelet (containerd, runc,
  * a loopback-only CNI), then Pods, `helm upgrade`, faults through the kubelet and `helm
  * uninstall`, in that order on one world (./node/World.ts). What each step must keep: no VM lost,
- * none released, none claimed twice, the claims file on the hostPath the same table.
+ * none released, none claimed twice, the claims file on the hostPath the same table. Install,
+ * upgrade and uninstall follow the runbooks of docs/operations.md step by step (with this suite's
+ * release, namespace and host paths).
  *
  * A new scenario that needs the installed chart goes between "upgrade" and "uninstall" (the
  * tests of this file run in order on one installation).
  */
 import { assert, layer } from "@effect/vitest"
-import { statSync } from "node:fs"
-import { join } from "node:path"
+import { rmSync, statSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
 import { Effect } from "effect"
 import {
   admin,
@@ -24,12 +26,14 @@ import {
   ScenarioFailed
 } from "../scenarioHarness.ts"
 import { claimsOf, daemonTokenOf, loopbackOnly, memoryOfDaemon, processSecurity, readyzBody } from "./node/Checks.ts"
+import { run } from "./node/Commands.ts"
 import { nodeReady } from "./node/RealNode.ts"
 import {
   daemonContainer,
   type DaemonPod,
   HostNode,
   Namespace,
+  OptInLabel,
   podReady,
   Release,
   VirtualNode,
@@ -94,12 +98,26 @@ layer(worldLayer, { excludeTestServices: true, timeout: "6 minutes" })("the char
   it.effect("install: the kubelet runs prepare-state and the daemon as the chart says; its virtual node turns Ready", () =>
     quiet(Effect.gen(function*() {
       const world = yield* World
+      // The install runbook (docs/operations.md, "Install") step by step, with this suite's release,
+      // namespace and host paths. Its last check, `helm test`, is left out: the test Pod is no
+      // host-network Pod and reaches each daemon at its host IP, and this node has no Pod network
+      // and no address.
+      const apiToken = join(world.node.dir, "api-token")
+      writeFileSync(apiToken, world.rootToken, { mode: 0o600 })
+      yield* run("provisioning the token's directory", "install", ["-d", "-m", "0700", "-o", "root", "-g", "root", dirname(world.tokenFile)])
+      yield* run("provisioning the token", "install", ["-m", "0600", "-o", "root", "-g", "root", apiToken, world.tokenFile])
+      yield* world.tools.kubectl("create namespace", ["create", "namespace", Namespace])
+      yield* world.tools.kubectl("label namespace", ["label", "namespace", Namespace, "pod-security.kubernetes.io/enforce=privileged"])
       const started = Date.now()
       yield* world.chart("install", "install", world.values)
+      // The operator's opt-in, as the chart's values.yaml and the runbook say.
+      yield* world.tools.kubectl("labelling the host node", ["label", "node", HostNode, `${OptInLabel}=true`])
       yield* waitFor(`the virtual node ${VirtualNode} Ready`, nodeReady(VirtualNode), 180_000)
       figures["helm install → virtual node Ready (ms)"] = Date.now() - started
       const pod = yield* waitFor("the daemon Pod Ready", world.readyDaemonPod, 120_000)
       figures["helm install → daemon Pod Ready (ms)"] = Date.now() - started
+      // The rollout completes once the Pod has been ready for minReadySeconds.
+      yield* world.tools.kubectl("rollout status", ["-n", Namespace, "rollout", "status", `ds/${DaemonSetName}`, "--timeout=180s"])
       yield* waitFor(
         "its NodeInventory published",
         Effect.map(adminGet<object>(`/apis/extensions.agents.x-k8s.io/v1beta1/nodeinventories/${VirtualNode}`), (found) => found !== undefined),
@@ -196,6 +214,7 @@ layer(worldLayer, { excludeTestServices: true, timeout: "6 minutes" })("the char
         180_000
       )
       figures["helm upgrade → new daemon Pod Ready (ms)"] = Date.now() - started
+      yield* world.tools.kubectl("rollout status", ["-n", Namespace, "rollout", "status", `ds/${DaemonSetName}`, "--timeout=180s"])
       assert.notStrictEqual(after.metadata.uid, before.metadata.uid)
       const claims = yield* nothingLost
       assert.deepStrictEqual(claims.file, tableBefore, "the claims file is the same table")
@@ -220,7 +239,7 @@ layer(worldLayer, { excludeTestServices: true, timeout: "6 minutes" })("the char
       yield* waitFor(
         "the DaemonSet counting no Ready Pod",
         Effect.map(
-          adminGet<{ status: { numberReady?: number } }>(`/apis/apps/v1/namespaces/${Namespace}/daemonsets/${Release}-vk-sandbox`),
+          adminGet<{ status: { numberReady?: number } }>(`/apis/apps/v1/namespaces/${Namespace}/daemonsets/${DaemonSetName}`),
           (ds) => (ds?.status.numberReady ?? 0) === 0
         ),
         30_000
@@ -301,6 +320,68 @@ layer(worldLayer, { excludeTestServices: true, timeout: "6 minutes" })("the char
       console.log(`real-node uninstall leaves: ${JSON.stringify(remains)}`)
       assert.isTrue(remains.claimsFileRows === sandboxPods.size)
     })), 300_000)
+
+  it.effect("uninstall runbook (docs/operations.md) as written: reinstalled, sandboxes ended, no virtual Node, Lease or NodeInventory left", () =>
+    quiet(Effect.gen(function*() {
+      const world = yield* installedWorld
+      const kubectl = world.tools.kubectl
+      // Installed again on what the uninstall left: the daemon adopts every VM and claims nothing.
+      yield* world.chart("install", "reinstall", world.values)
+      yield* waitFor("the daemon Pod Ready", world.readyDaemonPod, 180_000)
+      yield* waitFor(`the virtual node ${VirtualNode} Ready`, nodeReady(VirtualNode), 120_000)
+      yield* nothingLost
+
+      // The runbook, "Uninstall and cleanup", with this suite's release, namespace and state path.
+      // 1. New sandbox Pods kept off the virtual nodes.
+      yield* kubectl("1. cordon", ["cordon", "-l", RuntimeSelector])
+      // 2. The owners first, then the bare Pods; until no Pod is bound to a virtual node.
+      yield* kubectl("2. delete the Sandboxes", ["-n", workNamespace, "delete", "sandboxes.agents.x-k8s.io", "--all", "--wait=false"])
+      const bare = [...sandboxPods.keys()].map((key) => key.split("/")[1] ?? "").filter((name) => name !== "owned")
+      yield* kubectl("2. delete the bare Pods", ["-n", workNamespace, "delete", "pod", ...bare, "--wait=false"])
+      yield* waitFor(
+        "no Pod bound to the virtual node",
+        Effect.map(kubectl("2. pods on the node", ["get", "pods", "-A", "--field-selector", `spec.nodeName=${VirtualNode}`, "--no-headers"]), (out) =>
+          out.trim() === ""),
+        120_000
+      )
+      // The claims table, with the runbook's command in the daemon's container (through containerd:
+      // `kubectl exec` needs the apiserver to reach the kubelet, at an address this node has not).
+      const pod = yield* onlyDaemonPod
+      const container = (daemonContainer(pod)?.containerID ?? "").replace(/^containerd:\/\//, "")
+      const table = yield* world.node.containerd.ctr("2. the claims table", [
+        "tasks", "exec", "--exec-id", `claims-${pod.metadata.uid.slice(0, 8)}`, container,
+        "node", "/app/dist/main.js", "claims", "--state-path", world.statePath
+      ])
+      assert.include(table, "no claims in", table)
+      const ended = yield* claimsOf(world)
+      for (const [key, claimId] of sandboxPods) assert.isFalse(ended.held.has(claimId), `${key}'s VM released`)
+      assert.strictEqual(ended.released.length, sandboxPods.size, "each VM released once, by its daemon")
+
+      // 3. Uninstall, the virtual nodes named first.
+      const nodes = (yield* kubectl("3. the virtual nodes", ["get", "nodes", "-l", RuntimeSelector, "-o", "name"]))
+        .split("\n").filter((line) => line !== "").map((line) => line.replace(/^node\//, ""))
+      assert.include(nodes, VirtualNode)
+      yield* world.tools.helm("3. helm uninstall", ["uninstall", Release, "-n", Namespace, "--wait"])
+      // 4. What the daemons left.
+      for (const node of nodes) {
+        yield* kubectl("4. delete node", ["delete", "node", node])
+        yield* kubectl("4. delete lease", ["-n", "kube-node-lease", "delete", "lease", node, "--ignore-not-found"])
+        yield* kubectl("4. delete nodeinventory", ["delete", "nodeinventory", node, "--ignore-not-found"])
+      }
+      // 5. The claims file, once step 2 showed no rows.
+      rmSync(world.statePath)
+      // 6. None of those nodes anywhere.
+      const left = [
+        yield* kubectl("6. nodes", ["get", "nodes", "-l", RuntimeSelector, "-o", "name"]),
+        yield* kubectl("6. leases", ["-n", "kube-node-lease", "get", "leases", "-o", "name"]),
+        yield* kubectl("6. nodeinventories", ["get", "nodeinventories", "-o", "name"])
+      ].join("\n").split("\n")
+      for (const node of nodes) assert.deepStrictEqual(left.filter((line) => line.endsWith(`/${node}`)), [], `${node} is gone`)
+      assert.strictEqual((yield* claimsOf(world)).released.length, sandboxPods.size, "the uninstall released nothing more")
+    })), 360_000)
 })
+
+const DaemonSetName = `${Release}-vk-sandbox`
+const RuntimeSelector = "sandbox.cocoonstack.io/runtime=sandboxd"
 
 const getDaemonPod = (name: string) => adminGet<DaemonPod>(`/api/v1/namespaces/${Namespace}/pods/${name}`)

@@ -90,6 +90,9 @@ export class World extends Context.Service<World, {
   readonly chart: (verb: "install" | "upgrade", name: string, values: object) => Effect.Effect<void, NodeStepFailed>
   readonly metricsPort: number
   readonly statePath: string
+  /** sandboxd's root token, and the host file the chart reads it from. */
+  readonly rootToken: string
+  readonly tokenFile: string
   readonly pool: string
   /** The daemon's Pods on the host node, not being deleted. */
   readonly daemonPods: Effect.Effect<ReadonlyArray<DaemonPod>, unknown>
@@ -159,8 +162,6 @@ export const worldLayer = Layer.effect(
       }).pipe(Effect.ignore)
     )
     const toolbox = tools(binDir, plane.adminKubeconfig, join(node.dir, "operator"))
-    // The operator's opt-in, as the chart's values.yaml tells it.
-    yield* toolbox.kubectl("labelling the host node", ["label", "node", HostNode, `${OptInLabel}=true`])
 
     const rootToken = `root-${Math.random().toString(36).slice(2)}`
     const sandboxd = yield* startSandboxd({ rootToken })
@@ -169,6 +170,7 @@ export const worldLayer = Layer.effect(
     const sandboxdPort = new URL(sandboxd.url).port
     const pool = `realnode-${Math.random().toString(36).slice(2, 8)}`
     const stateDir = join(node.hostRoot, "var", "lib", "vk-sandbox")
+    const tokenFile = join(node.hostRoot, "etc", "vk-sandbox", "sandboxd-token")
     const values = {
       image: imageValues(image),
       // The host node has no address in its status, and the kubelet refuses to start a container
@@ -176,7 +178,9 @@ export const worldLayer = Layer.effect(
       node: { nameSuffix: NodeSuffix, hostIP: "127.0.0.1", labels: { "sandbox.cocoonstack.io/runtime": "sandboxd", "vk-test.cocoonstack.io/pool": pool } },
       metrics: { port: metricsPort },
       // The chart's own default URL, http://127.0.0.1:<port>; also the advertised address's port.
-      sandboxd: { port: Number(sandboxdPort), token: { value: rootToken } },
+      // The chart's default token source: the host's own file (written by the install scenario,
+      // as node provisioning would), here inside the node's directory.
+      sandboxd: { port: Number(sandboxdPort), token: { hostPath: tokenFile } },
       state: { hostPath: stateDir },
       // The chart's default looks for vk-cocoon's kubelet pair on the host (and self-signs
       // without it): this host has none, under the node's own directory.
@@ -209,7 +213,7 @@ export const worldLayer = Layer.effect(
         if (outside.length > 0) {
           return yield* new NodeStepFailed({ message: `the chart would mount host paths outside the node's directory: ${outside.join(", ")}` })
         }
-        yield* toolbox.helm(`helm ${verb} (${name})`, [verb, ...args, ...(verb === "install" ? ["--create-namespace"] : [])])
+        yield* toolbox.helm(`helm ${verb} (${name})`, [verb, ...args])
       })
     return World.of({
       chart,
@@ -219,6 +223,8 @@ export const worldLayer = Layer.effect(
       values,
       metricsPort,
       statePath,
+      rootToken,
+      tokenFile,
       pool,
       daemonPods,
       readyDaemonPod: Effect.map(daemonPods, (pods) => (pods.length === 1 && podReady(pods[0]) ? pods[0] : undefined)),
