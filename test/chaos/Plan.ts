@@ -114,7 +114,7 @@ export const makePlan = (options: PlanOptions): Plan => {
   return { seed: options.seed, durationMs: duration, workload, faults, backup }
 }
 
-/** Steady work about every two seconds, and a burst at a third and at two thirds of the run. */
+/** Steady work about every two seconds, and a burst at a third and at two thirds of the run; nothing in the last 10 s. */
 const makeWorkload = (
   duration: number,
   burstSize: number,
@@ -194,7 +194,8 @@ const makeWorkload = (
     add(at, { _tag: "Burst", namespace, prefix, count: burstSize, ttl: i === 0 ? 0 : between(30, 90) })
     // Most of each burst goes again a while later; the rest stays to the end.
     for (let k = 0; k < burstSize; k++) {
-      if (random() < 0.7) add(at + between(20_000, 60_000), { _tag: "DeletePod", namespace, name: `${prefix}-${String(k).padStart(3, "0")}` })
+      const deleteAt = at + between(20_000, 60_000)
+      if (random() < 0.7 && deleteAt < duration - cooldownMs) add(deleteAt, { _tag: "DeletePod", namespace, name: `${prefix}-${String(k).padStart(3, "0")}` })
     }
   }
   return steps.sort((a, b) => a.atMs - b.atMs)
