@@ -14,7 +14,7 @@ import { Effect, Fiber } from "effect"
 import { killAllGroupsNow } from "../k8s/fixture/Processes.ts"
 import { envNumber } from "../support/Random.ts"
 import { type Bounds, check, type CheckResult, settledOn } from "./Checker.ts"
-import { daemonTimings, NodeName, superviseDaemon } from "./Daemon.ts"
+import { boundsFor, daemonTimings, NodeName, superviseDaemon } from "./Daemon.ts"
 import { type FinalState, makeHistory } from "./History.ts"
 import { makeNemesis } from "./Nemesis.ts"
 import { faultKinds, makePlan, planDigest } from "./Plan.ts"
@@ -25,13 +25,7 @@ import { startWorld, type World } from "./World.ts"
 const repoRoot = path.resolve(import.meta.dirname, "..", "..")
 const seed = envNumber("VK_CHAOS_SEED", 41)
 const durationMs = envNumber("VK_CHAOS_DURATION_S", 160) * 1000
-const bounds: Bounds = {
-  settleMs: envNumber("VK_CHAOS_SETTLE_S", 15) * 1000,
-  claimSettleMs: daemonTimings.claimSettleMs,
-  leaseWatchMs: daemonTimings.leaseWatchMs,
-  reapMs: 1_000,
-  resyncMs: 60_000
-}
+const bounds: Bounds = boundsFor(envNumber("VK_CHAOS_SETTLE_S", 15))
 const properties = ["S1", "S2", "S3", "S4", "S5", "L1", "L2", "L3", "L4"]
 let result: CheckResult | undefined
 

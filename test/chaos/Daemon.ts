@@ -24,6 +24,16 @@ export const daemonTimings = {
   leaseWatchMs: 2_000
 }
 
+/** The checker's bounds for a daemon with these timings; `settleSeconds` is the run's own (`--settle`). */
+export const boundsFor = (settleSeconds: number) => ({
+  settleMs: settleSeconds * 1000,
+  claimSettleMs: daemonTimings.claimSettleMs,
+  leaseWatchMs: daemonTimings.leaseWatchMs,
+  // the simulator's reaper period (World.ts) and the pod controller's resync
+  reapMs: 1_000,
+  resyncMs: 60_000
+})
+
 const flags = [
   "--node-labels", `${RuntimeLabel}=sandboxd`,
   "--sandboxd-timeout", `${daemonTimings.sandboxdTimeoutMs}ms`,
