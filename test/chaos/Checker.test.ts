@@ -81,6 +81,15 @@ describe("the chaos checker", () => {
     const down: HistoryEvent = { src: "snapshot", kind: "daemon-down", at: 5 * S, running: [["ns/web", "sb_1"]], rows: [] }
     assert.deepStrictEqual(failing([down, final(30 * S, {})]), ["S3"])
     assert.deepStrictEqual(failing([{ ...down, rows: [["ns/web", "sb_1"]] }, final(30 * S, {})]), [])
+    // After a restore, until the daemon's first list: the backup's statuses, not the daemon's doing.
+    const restore: ReadonlyArray<HistoryEvent> = [
+      { src: "nemesis", kind: "start", at: 2 * S, fault: "etcd-restore", detail: "" },
+      { src: "nemesis", kind: "stop", at: 4 * S, fault: "etcd-restore", detail: "" }
+    ]
+    const listed = (at: number): HistoryEvent =>
+      ({ src: "daemon", kind: "log", at, incarnation: 2, level: "info", msg: "pod controller synced", pod: "", claim: "", verdict: "" })
+    assert.deepStrictEqual(failing([...restore, down, listed(6 * S), final(30 * S, {})]), [])
+    assert.deepStrictEqual(failing([...restore, listed(4.5 * S), down, final(30 * S, {})]), ["S3"])
   })
 
   it("S4: a release decided while the owner Sandbox lived; fine once its deletion was asked for", () => {

@@ -56,6 +56,12 @@ export interface HistoryIndex {
    * rows are rows with no Pod (LEASE-9: held until a replacement or the lease's end).
    */
   readonly unseenEnds: ReadonlySet<string>
+  /**
+   * From each restore's start until the daemon's first list of the Pods after it: the Pods the
+   * restore brought back still show what the backup held (Running on a VM released since), and
+   * only that list lets the daemon see it. The issue's "judge from the first relist after it".
+   */
+  readonly restoredUntilRelist: ReadonlyArray<readonly [number, number]>
   readonly phases: ReadonlyArray<{ readonly at: number; readonly phase: string; readonly detail: string }>
 }
 
@@ -88,6 +94,7 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
   let final: FinalState | undefined
   const vanished: Array<{ uid: string; at: number }> = []
   const exits: Array<number> = []
+  const relistLines: Array<number> = []
   for (const event of events) {
     switch (event.src) {
       case "sandboxd":
@@ -121,6 +128,9 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
         break
       case "daemon":
         if (event.kind === "process" && event.what === "exited") exits.push(event.at)
+        if (event.kind === "log" && (event.msg === "pod controller synced" || event.msg.includes("went backwards") || event.msg.includes("relisting"))) {
+          relistLines.push(event.at)
+        }
         if (event.kind === "log" && releaseMessages.includes(event.msg)) {
           decisions.push({ at: event.at, msg: event.msg, pod: event.pod, claim: event.claim, verdict: event.verdict })
         }
@@ -191,7 +201,11 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
     if (restore === undefined) continue
     if (exits.some((exit) => exit >= restore.start && exit <= (restore.stop ?? at) + 20_000)) unseenEnds.add(uid)
   }
-  return { vms, pods, podsOfClaim, alive, decisions, windows, final, unseenEnds, phases }
+  const restoredUntilRelist = restores.map((w) => {
+    const after = w.stop ?? w.start
+    return [w.start, relistLines.find((at) => at > after) ?? Number.POSITIVE_INFINITY] as const
+  })
+  return { vms, pods, podsOfClaim, alive, decisions, windows, final, unseenEnds, restoredUntilRelist, phases }
 }
 
 /** The faults active in the `lookbackMs` before `at`: what a violation is printed with. */

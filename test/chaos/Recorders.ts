@@ -198,7 +198,7 @@ export const readClaimsFile = (statePath: string) => {
 
 // ---- the daemon's lines -------------------------------------------------------------------------
 
-/** The daemon's lines the checker reads (its decisions) and every line searched for tokens. */
+/** The daemon's lines the checker reads (its decisions, its lists of the Pods) and every line searched for tokens. */
 export const daemonLine = (history: History, tokens: TokenScanner) => (line: string, incarnation: number) => {
   tokens.scan("log", `incarnation ${incarnation}`, line)
   let record: Json
@@ -209,7 +209,8 @@ export const daemonLine = (history: History, tokens: TokenScanner) => (line: str
   }
   const msg = str(record["msg"])
   const level = str(record["level"])
-  if (!(msg.includes("release") || msg.includes("returned") || msg.includes("preserv") || msg.includes("lease") || level === "error")) return
+  const relisted = msg === "pod controller synced" || msg.includes("went backwards") || msg.includes("relisting")
+  if (!(relisted || msg.includes("release") || msg.includes("returned") || msg.includes("preserv") || msg.includes("lease") || level === "error")) return
   history.record({
     src: "daemon",
     kind: "log",

@@ -8,6 +8,8 @@
  * - S2 no key with two VMs for longer than the bound;
  * - S3 no Pod Running without a durable row: whenever the daemon was down or stopped, and at the
  *   end, each Pod the apiserver showed Running (not being deleted) had the row of its claim id;
+ *   but from a restore until the daemon's first list after it, the Pods show the backup's
+ *   statuses, which only that list lets the daemon see (judged from then on);
  * - S4 no release while the owner lived: a release the daemon decided while the owner of the
  *   Pod — the controller reference's UID, or the Pod itself when bare — was certainly alive and
  *   not being deleted (created, and nothing yet asked to delete it); and no VM released at
@@ -135,7 +137,10 @@ export const noRunningWithoutRow = (events: ReadonlyArray<HistoryEvent>, index: 
     }
   }
   for (const event of events) {
-    if (event.src === "snapshot" && event.kind === "daemon-down") judge(event.at, event.running, event.rows, "while the daemon was down")
+    if (event.src !== "snapshot" || event.kind !== "daemon-down") continue
+    // A restore's Pods show the backup's statuses until the daemon's first list after it.
+    if (index.restoredUntilRelist.some(([from, to]) => event.at >= from && event.at <= to)) continue
+    judge(event.at, event.running, event.rows, "while the daemon was down")
   }
   const final = index.final
   if (final !== undefined) {
