@@ -23,7 +23,7 @@ import { makeWorkload } from "./Workload.ts"
 import { startWorld, type World } from "./World.ts"
 
 const repoRoot = path.resolve(import.meta.dirname, "..", "..")
-const seed = envNumber("VK_CHAOS_SEED", 41)
+const seed = envNumber("VK_CHAOS_SEED", 134)
 const durationMs = envNumber("VK_CHAOS_DURATION_S", 160) * 1000
 const bounds: Bounds = boundsFor(envNumber("VK_CHAOS_SETTLE_S", 15))
 const properties = ["S1", "S2", "S3", "S4", "S5", "L1", "L2", "L3", "L4"]

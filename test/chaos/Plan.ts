@@ -92,7 +92,7 @@ export interface PlanOptions {
   readonly durationMs: number
   /** The daemon's --sandboxd-timeout: "slow" is slower than this. */
   readonly sandboxdTimeoutMs: number
-  /** At most this many faults at once. */
+  /** At most this many faults at once (4). */
   readonly maxConcurrentFaults?: number
   /** Pods of one burst. */
   readonly burstSize?: number
@@ -114,7 +114,7 @@ export const makePlan = (options: PlanOptions): Plan => {
   return { seed: options.seed, durationMs: duration, workload, faults, backup }
 }
 
-/** Steady work about every two seconds, and a burst at a third and at two thirds of the run; nothing in the last 10 s. */
+/** Steady work about every two seconds, and bursts (two, or one every six minutes); nothing in the last 10 s. */
 const makeWorkload = (
   duration: number,
   burstSize: number,
@@ -187,11 +187,13 @@ const makeWorkload = (
   }
   // Bursts go to a namespace of their own, never deleted (the others may be gone by then).
   add(0, { _tag: "CreateNamespace", namespace: "chaos-burst" })
-  for (const [i, fraction] of [1 / 3, 2 / 3].entries()) {
-    const at = Math.floor(duration * fraction)
+  // Two in a short run (at a third and two thirds); one about every six minutes in a long one.
+  const bursts = Math.max(2, Math.floor(duration / 360_000))
+  for (let i = 0; i < bursts; i++) {
+    const at = Math.floor((duration * (i + 1)) / (bursts + 1))
     const namespace = "chaos-burst"
     const prefix = `burst${i}`
-    add(at, { _tag: "Burst", namespace, prefix, count: burstSize, ttl: i === 0 ? 0 : between(30, 90) })
+    add(at, { _tag: "Burst", namespace, prefix, count: burstSize, ttl: i % 2 === 0 ? 0 : between(30, 90) })
     // Most of each burst goes again a while later; the rest stays to the end.
     for (let k = 0; k < burstSize; k++) {
       const deleteAt = at + between(20_000, 60_000)
@@ -212,13 +214,13 @@ const faultShape = (
       return { forMs: between(0, 3_000), detail: "restart after" }
     case "daemon-sigstop":
       // Longer than the node's grace (20 s) and the watch check (5 s).
-      return { forMs: between(22_000, 40_000), detail: "stopped for" }
+      return { forMs: between(22_000, 30_000), detail: "stopped for" }
     case "daemon-sigterm":
       return { forMs: between(0, 2_000), detail: "restart after" }
     case "daemon-disk-eio":
-      return { forMs: 15_000, detail: `commit-before-fsync=${between(2, 8)}*off->${between(1, 6)}*errno(EIO)` }
+      return { forMs: 10_000, detail: `commit-before-fsync=${between(2, 8)}*off->${between(1, 6)}*errno(EIO)` }
     case "daemon-disk-enospc":
-      return { forMs: 15_000, detail: `commit-after-rename=${between(2, 8)}*off->${between(1, 6)}*errno(ENOSPC)` }
+      return { forMs: 10_000, detail: `commit-after-rename=${between(2, 8)}*off->${between(1, 6)}*errno(ENOSPC)` }
     case "apiserver-restart":
     case "etcd-restart":
       return { forMs: between(1_000, 8_000), detail: "down for" }
@@ -248,22 +250,22 @@ const makeFaults = (
   pick: <A>(items: ReadonlyArray<A>) => A,
   workload: ReadonlyArray<{ readonly atMs: number; readonly step: WorkloadStep }>
 ): Array<FaultStep> => {
-  const max = options.maxConcurrentFaults ?? 3
+  const max = options.maxConcurrentFaults ?? 4
   const end = options.durationMs - cooldownMs
   const faults: Array<FaultStep> = []
-  /** Time each resource is busy until (a restore or restart takes a while beyond its down time). */
-  const busyUntil = new Map<string, number>()
+  /** The spans each resource is taken (a restart or the restore takes a while beyond its down time). */
+  const busy = new Map<string, Array<readonly [number, number]>>()
   const place = (kind: FaultKind, at: number): boolean => {
     const resource = resourceOf(kind)
-    if ((busyUntil.get(resource) ?? 0) > at) return false
-    const active = faults.filter((f) => f.atMs <= at && f.atMs + f.forMs + 5_000 > at).length
-    if (active >= max) return false
     const shape = faultShape(kind, options.sandboxdTimeoutMs, between)
-    if (at + shape.forMs > end) return false
+    const slack = resource === "control-plane" ? 15_000 : resource === "daemon" ? 8_000 : 2_000
+    const span = [at, at + shape.forMs + slack] as const
+    const spans = busy.get(resource) ?? []
+    if (spans.some(([from, to]) => from < span[1] && span[0] < to)) return false
+    const active = faults.filter((f) => f.atMs <= at && f.atMs + f.forMs + 5_000 > at).length
+    if (active >= max || at + shape.forMs > end) return false
     faults.push({ kind, atMs: at, ...shape })
-    // Restarts and the restore take real time beyond their nominal window.
-    const slack = resource === "control-plane" || resource === "daemon" ? 20_000 : 2_000
-    busyUntil.set(resource, at + shape.forMs + slack)
+    busy.set(resource, [...spans, span])
     return true
   }
   for (const burst of workload.filter((w) => w.step._tag === "Burst")) place("daemon-sigterm", burst.atMs + between(500, 3_000))
@@ -273,7 +275,8 @@ const makeFaults = (
   }
   let deck: Array<FaultKind> = []
   for (let at = warmupMs; at < end; at += between(2_000, 6_000)) {
-    if (deck.length === 0) deck = shuffle(faultKinds.filter((kind) => kind !== "etcd-restore"), pick)
+    // A fresh deck goes under what is left, so a few kinds whose resource is busy never stall the draw.
+    if (deck.length < 8) deck = [...shuffle(faultKinds.filter((kind) => kind !== "etcd-restore"), pick), ...deck]
     // The next kind in the deck that can start now (its resource free) takes this moment.
     const next = deck.findLastIndex((kind) => place(kind, at))
     if (next >= 0) deck.splice(next, 1)
