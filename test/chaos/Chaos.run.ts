@@ -137,7 +137,7 @@ describe("chaos: every fault at once", () => {
         yield* Effect.sleep("1 second")
       }
       const took = Math.round((Date.now() - stoppedAt) / 100) / 10
-      const firstLook = Math.round((stopAt - stoppedAt) / 100) / 10
+      const firstLook = Math.max(0, Math.round((stopAt - stoppedAt) / 100) / 10)
       history.record({
         src: "run",
         kind: "phase",
