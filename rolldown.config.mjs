@@ -87,7 +87,7 @@ export const builtinsWithoutFacade = {
  * undici as the bundle imports it: the dispatchers only. undici's package root requires all of
  * undici at load (fetch, WebSocket, EventSource, the caches, the mock agents: about half of its
  * evaluation, and ~0.6 MB of the bundle) and puts the request API on `Dispatcher.prototype`.
- * The daemon uses a dispatcher's `request` (Layers/KubeApiClientNode.ts) and the global
+ * The daemon uses a dispatcher's `request` (Kube/Transport.ts) and the global
  * dispatcher (Kube/PooledAuthentication.ts); client-node's kubeconfig code (config.js) builds an
  * `Agent` or a `ProxyAgent`. "undici" is here a module that does the root's one side effect, the
  * request API on `Dispatcher.prototype`, and exports those names, and `fetch` as Node's own:

@@ -81,6 +81,13 @@ describe("Node, Lease and Event schemas", () => {
 })
 
 describe("formatMicroTime", () => {
+  it("pads, truncates and keeps offsets", () => {
+    assert.strictEqual(formatMicroTime("2026-01-02T03:04:05Z"), "2026-01-02T03:04:05.000000Z")
+    assert.strictEqual(formatMicroTime("2026-01-02T03:04:05.1234567Z"), "2026-01-02T03:04:05.123456Z")
+    assert.strictEqual(formatMicroTime("2026-01-02T03:04:05.1+02:00"), "2026-01-02T03:04:05.100000+02:00")
+    assert.strictEqual(formatMicroTime(new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 7))), "2026-01-02T03:04:05.007000Z")
+  })
+
   it("any text or Date: a string, never a throw; formatting twice changes nothing", () =>
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.date({ noInvalidDate: false }), fc.date({ noInvalidDate: true }).map((d) => d.toISOString())), (value) => {

@@ -23,12 +23,9 @@ import {
 } from "../../src/Services/KubeApi.ts"
 import { type ClusterModel, type Outcome } from "../Simulators/Apiserver/Model.ts"
 import { CoreEvents, Leases, NodeInventories, Nodes, Pods } from "../Simulators/Apiserver/Resources.ts"
-import {
-  errorFromResponse,
-  fieldManager,
-  leaseNamespace,
-  parseStatus
-} from "../../src/Layers/KubeApiClientNode.ts"
+import { fieldManager } from "../../src/Kube/Endpoints/NodeInventory.ts"
+import { leaseNamespace } from "../../src/Kube/Endpoints/Nodes.ts"
+import { errorFromResponse, parseStatus } from "../../src/Kube/Status.ts"
 
 /** What the wire would carry: the value as plain JSON (a patch, or an encoded object). */
 const toWire = (value: unknown): unknown => JSON.parse(JSON.stringify(value))

@@ -15,7 +15,7 @@ import { ClaimsWriteError } from "../../../src/Services/ClaimsStore.ts"
 import { SandboxdUnreachable } from "../../../src/Services/SandboxdClient.ts"
 import { type PodKey, podKeyOfPod } from "../../../src/Schemas/Ids.ts"
 import { EventRecorder } from "../../../src/Services/EventRecorder.ts"
-import { errorFromResponse } from "../../../src/Layers/KubeApiClientNode.ts"
+import { errorFromResponse } from "../../../src/Kube/Status.ts"
 import type { Pod } from "../../../src/Schemas/Pod.ts"
 import {
   KubeApi,

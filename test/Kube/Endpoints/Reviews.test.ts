@@ -7,13 +7,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Redacted } from "effect"
 import { TestClock } from "effect/testing"
-import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
-import { testConfig } from "../../src/Schemas/Config.ts"
-import { AppConfig } from "../../src/Services/Config.ts"
-import { KubeApi } from "../../src/Services/KubeApi.ts"
-import { ClusterModel } from "../../testkit/Simulators/Apiserver/Model.ts"
-import { serveModel } from "../support/Apiserver.ts"
-import { user } from "../support/KubeletReviews.ts"
+import * as KubeApiClientNode from "../../../src/Layers/KubeApiClientNode.ts"
+import * as Transport from "../../../src/Kube/Transport.ts"
+import { testConfig } from "../../../src/Schemas/Config.ts"
+import { AppConfig } from "../../../src/Services/Config.ts"
+import { KubeApi } from "../../../src/Services/KubeApi.ts"
+import { ClusterModel } from "../../../testkit/Simulators/Apiserver/Model.ts"
+import { serveModel } from "../../support/Apiserver.ts"
+import { user } from "../../support/KubeletReviews.ts"
 
 const liveKube = (limits: { readonly kubeApiQps: number; readonly kubeApiBurst: number } = { kubeApiQps: 200, kubeApiBurst: 400 }) =>
   Effect.gen(function*() {
@@ -50,11 +51,11 @@ describe("KubeApi reviews on the wire", () => {
       yield* Effect.ignore(kube.getPod("default", "absent")) // the Pods' only token
       const blockedPod = yield* Effect.forkChild(Effect.ignore(kube.getPod("default", "absent")))
       // The review limiter's burst goes out while the Pods' limiter waits for the clock.
-      for (let i = 0; i < KubeApiClientNode.reviewBurst; i++) yield* kube.reviewToken(Redacted.make("sim-token"))
+      for (let i = 0; i < Transport.reviewBurst; i++) yield* kube.reviewToken(Redacted.make("sim-token"))
       const beyond = yield* Effect.forkChild(kube.reviewToken(Redacted.make("sim-token")))
       for (let i = 0; i < 10; i++) yield* flushIO
       assert.isUndefined(beyond.pollUnsafe(), "the review beyond the burst waits")
-      yield* TestClock.adjust(`${1000 / KubeApiClientNode.reviewQps} millis`)
+      yield* TestClock.adjust(`${1000 / Transport.reviewQps} millis`)
       assert.strictEqual((yield* Fiber.join(beyond))._tag, "Authenticated")
       assert.isUndefined(blockedPod.pollUnsafe(), "the Pods' limiter is still empty")
       yield* TestClock.adjust("1 second")
