@@ -245,6 +245,29 @@ describe("KAPI-4: review failures and caches", () => {
       assert.strictEqual(log.accesses.length, 4)
     }))
 
+  it.effect("one user name with other groups, uid or extra is another review: a kept allow opens nothing else", () =>
+    Effect.gen(function*() {
+      const allowedUser = user("alice", ["ops"], { "example.com/team": ["a"] })
+      const reviews = scriptedReviews({
+        tokens: {
+          allowed: allowedUser,
+          otherGroups: user("alice", ["dev"], { "example.com/team": ["a"] }),
+          otherUid: { ...allowedUser, uid: "uid-another-alice" },
+          otherExtra: user("alice", ["ops"], { "example.com/team": ["b"] })
+        },
+        allows: (access) => JSON.stringify(access.user) === JSON.stringify(allowedUser)
+      })
+      const access = Access.make(reviews.kube, node)
+      assert.strictEqual(statusOf(yield* check(access, "GET", "/stats/summary", token("allowed"))), 200)
+      for (const other of ["otherGroups", "otherUid", "otherExtra"]) {
+        assert.strictEqual(statusOf(yield* check(access, "GET", "/stats/summary", token(other))), 403, other)
+      }
+      // The same name in another group, by certificate: not the allowed answer either.
+      const byCertificate = certificate({ commonName: "alice", organizations: ["ops"] })
+      assert.strictEqual(statusOf(yield* check(access, "GET", "/stats/summary", byCertificate)), 403)
+      assert.strictEqual(reviews.log.accesses.length, 5)
+    }))
+
   it.effect("a cache holds at most its capacity, dropping the least recently used answer", () =>
     Effect.gen(function*() {
       const asked: Array<string> = []
