@@ -95,6 +95,7 @@ export const httpsOptions = (
 }
 
 const connectRefusedBody = "CONNECT is not supported by the kubelet API\n"
+const badTargetBody = "400 Bad Request: the request target is not a URL path\n"
 
 /** Node's HTTP layer sends a request to its upgrade path when it names a protocol to switch to. */
 const isUpgrade = (headers: Readonly<Record<string, string | undefined>>): boolean =>
@@ -159,7 +160,9 @@ const make = Effect.fnUntraced(function*(options: KubeletServerOptions) {
 
   const app = Effect.gen(function*() {
     const request = yield* HttpServerRequest
-    const pathname = new URL(request.url, "https://kubelet.invalid").pathname
+    // A target the URL parser refuses (e.g. `http://[`) has no path to authorize or route.
+    const pathname = URL.parse(request.url, "https://kubelet.invalid")?.pathname
+    if (pathname === undefined) return HttpServerResponse.text(badTargetBody, { status: 400 })
     const gate = yield* access.check({
       method: request.method,
       pathname,

@@ -351,6 +351,17 @@ describe("KubeletServer routes", () => {
         assert.strictEqual(postStats.status, 405)
       })))
 
+  it.live("a request target that is not a URL is 400, from anyone, and the server goes on", () =>
+    withServer(serverConfig(), (server) =>
+      Effect.gen(function*() {
+        for (const target of ["http://[", "https://user@/pods"]) {
+          const raw = yield* rawExchange(server.port, `GET ${target} HTTP/1.1\r\nHost: kubelet\r\nConnection: close\r\n\r\n`)
+          assert.match(raw, /^HTTP\/1\.1 400 /, `${target}: ${raw}`)
+          assert.include(raw, "400 Bad Request: the request target is not a URL path\n")
+        }
+        assert.strictEqual((yield* request(server.port, "GET", "/stats/summary", asReader)).status, 200)
+      })))
+
   it.live("KAPI-1, KAPI-2: anonymous is 401 but on /healthz; /pods needs nodes/pods or nodes/proxy", () =>
     withServer(serverConfig(), (server) =>
       Effect.gen(function*() {
