@@ -3,7 +3,8 @@
  * node moved from the Go daemon keeps its name (and its Pods) while every other host keeps the
  * `<host><suffix>` of --node-name. Unlike --node-labels it is strict: a name the apiserver would
  * refuse, a host listed twice or one Node name for two hosts is a usage error, since two daemons
- * under one Node name would fight over its Pods.
+ * under one Node name would fight over its Pods; so is a Node name that is a listed host's own,
+ * which is that host's kubelet's Node and Pods.
  */
 import { Result } from "effect"
 
@@ -43,6 +44,11 @@ export const parseNodeNameMap = (text: string): Result.Result<ReadonlyMap<string
     if (other !== undefined) return Result.fail(`hosts ${JSON.stringify(other)} and ${JSON.stringify(host)} both map to ${JSON.stringify(node)}`)
     names.set(host, node)
     hostOf.set(node, host)
+  }
+  for (const [host, node] of names) {
+    if (names.has(node)) {
+      return Result.fail(`host ${JSON.stringify(host)} maps to ${JSON.stringify(node)}, which is a host's name: a virtual Node must not take a host's own Node`)
+    }
   }
   return Result.succeed(names)
 }

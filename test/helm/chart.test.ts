@@ -360,6 +360,8 @@ describe.skipIf(helmBin === "")("chart values", () => {
       [["node.labels.a\\.node-restriction\\.kubernetes\\.io/x=y"], "invalid propertyName"],
       [["node.names.worker-7=Not_A_Name"], "/node/names/worker-7"],
       [["node.names.worker-7=vk-x", "node.names.worker-8=vk-x"], "both map to vk-x"],
+      [["node.names.worker-7=worker-7"], "but worker-7 is a host's name"],
+      [["node.names.worker-7=worker-8", "node.names.worker-8=vk-8"], "but worker-8 is a host's name"],
       [["updateStrategy.maxUnavailable=0"], "maxUnavailable"],
       [["updateStrategy.maxUnavailable=150%"], "maxUnavailable"],
       [["extraArgs[0]=stray"], "extraArgs"]

@@ -96,13 +96,20 @@ empty chooses "secret" when a Secret is named or a value given, "none" for allow
 {{- $source -}}
 {{- end -}}
 
-{{/* --node-name-map as host=node,host=node in a stable order; two hosts never share a name. */}}
+{{/*
+--node-name-map as host=node,host=node in a stable order; two hosts never share a name, and no
+name is a listed host's own (that is the host kubelet's Node, and the policy would open it).
+*/}}
 {{- define "vk-sandbox.nodeNameMap" -}}
 {{- $pairs := list -}}
 {{- $seen := dict -}}
-{{- range $host, $node := .Values.node.names -}}
+{{- $names := .Values.node.names | default dict -}}
+{{- range $host, $node := $names -}}
 {{- if hasKey $seen $node -}}
 {{- fail (printf "node.names: hosts %s and %s both map to %s" (get $seen $node) $host $node) -}}
+{{- end -}}
+{{- if hasKey $names $node -}}
+{{- fail (printf "node.names: host %s maps to %s, but %s is a host's name: a virtual node must not take a host's own Node" $host $node $node) -}}
 {{- end -}}
 {{- $_ := set $seen $node $host -}}
 {{- $pairs = append $pairs (printf "%s=%s" $host $node) -}}
