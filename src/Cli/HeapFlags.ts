@@ -22,8 +22,9 @@
  * A value given on the command line wins: an operator trying another factor (docs/operations.md)
  * passes it as before.
  */
-import { Duration, Effect, Schedule } from "effect"
+import { Duration, Effect } from "effect"
 import { setFlagsFromString } from "node:v8"
+import * as Loops from "../Services/Loops.ts"
 
 /** What the daemon sets unless node's command line sets the same flag. */
 export const DAEMON_HEAP_FLAGS: ReadonlyArray<string> = ["--heap-growing-percent=50"]
@@ -43,7 +44,7 @@ export const applyDaemonHeapFlags = (execArgv: ReadonlyArray<string>): ReadonlyA
 
 /**
  * Applies `DAEMON_HEAP_FLAGS` (as `applyDaemonHeapFlags` does) once `started` answers true, asked
- * every `every`; `apply` is the setting itself. The daemon passes its pod controller's "synced"
+ * every `interval`; `apply` is the setting itself. The daemon passes its pod controller's "synced"
  * (the first list taken: what readiness waits for), so the start keeps V8's own growing factor.
  * A restart builds its heap from nothing to the claim table and every Pod the node holds
  * (10,000 after a restart at scale), all of it live: under a 1.5x factor the old generation was
@@ -56,10 +57,6 @@ export const applyDaemonHeapFlags = (execArgv: ReadonlyArray<string>): ReadonlyA
 export const applyOnceStarted = (
   started: Effect.Effect<boolean>,
   apply: Effect.Effect<unknown>,
-  every: Duration.Duration = Duration.millis(100)
+  interval: Duration.Duration = Duration.millis(100)
 ): Effect.Effect<void> =>
-  started.pipe(
-    Effect.repeat({ schedule: Schedule.spaced(every), until: (done: boolean) => done }),
-    Effect.andThen(apply),
-    Effect.asVoid
-  )
+  Loops.every(interval, started, { immediately: true, until: (done) => done }).pipe(Effect.andThen(apply), Effect.asVoid)

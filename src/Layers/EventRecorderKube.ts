@@ -13,11 +13,12 @@
  * its status and claim annotation. Warnings, Node events and repeats of a Pod's own Event are
  * never folded.
  */
-import { DateTime, Duration, Effect, Layer, Option, Ref, Schedule, Semaphore } from "effect"
+import { DateTime, Duration, Effect, Layer, Option, Ref, Semaphore } from "effect"
 import type { Event } from "../Schemas/Event.ts"
 import { AppConfig } from "../Services/Config.ts"
 import { EventRecorder, type EventType, type InvolvedObject } from "../Services/EventRecorder.ts"
 import { KubeApi } from "../Services/KubeApi.ts"
+import { every } from "../Services/Loops.ts"
 import { count, eventsFolded } from "../Services/Metrics.ts"
 
 interface Aggregate {
@@ -216,10 +217,7 @@ export const make = (options: EventRecorderOptions = { flushInterval: Duration.s
       yield* Effect.forEach(dirty, ([key, agg]) => writeOne(key, agg), { concurrency: 8, discard: true })
     }).pipe(flushLock.withPermits(1))
 
-    yield* flush.pipe(
-      Effect.repeat(Schedule.spaced(options.flushInterval)),
-      Effect.forkScoped
-    )
+    yield* every(options.flushInterval, flush, { immediately: true }).pipe(Effect.forkScoped)
     // Events still pending at shutdown get one last, time-boxed chance.
     yield* Effect.addFinalizer(() => flush.pipe(Effect.timeout(Duration.seconds(2)), Effect.ignore))
 

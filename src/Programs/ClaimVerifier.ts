@@ -8,10 +8,11 @@
  * generation that held it is then declared SandboxLost and its row kept as Lost (VER-7), so it is
  * never silently given a new claim, after another restart either.
  */
-import { DateTime, Effect, Option, Schedule } from "effect"
+import { DateTime, Effect, Option } from "effect"
 import { AppConfig } from "../Services/Config.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { ClaimTable, type QuarantineJudgement } from "../Services/ClaimTable.ts"
+import { every } from "../Services/Loops.ts"
 import { ProviderEvents } from "../Services/Provider.ts"
 import { type ListedSandbox, SandboxdClient, type SandboxdListError } from "../Services/SandboxdClient.ts"
 import { confirmAbsence, notePresent } from "./Absence.ts"
@@ -137,9 +138,6 @@ export const runClaimVerification = Effect.gen(function*() {
     const remaining = yield* table.quarantinedKeys
     return passed && remaining.length === 0
   })
-  yield* settled.pipe(
-    Effect.delay(config.claimVerifyInterval),
-    Effect.repeat({ schedule: Schedule.spaced(config.claimVerifyInterval), until: (done: boolean) => done })
-  )
+  yield* every(config.claimVerifyInterval, settled, { until: (done) => done })
   yield* Effect.logDebug("claim verification settled; loop stopped")
 }).pipe(Effect.annotateLogs({ component: "claim-verifier" }))

@@ -23,8 +23,9 @@
  * 10,000 Pods), so it is never repeated without new growth, nor sooner than `pauseFactor` times
  * its own pause.
  */
-import { Clock, Duration, Effect, Schedule } from "effect"
+import { Clock, Duration, Effect } from "effect"
 import { HeapControl, type HeapSample } from "../Services/HeapControl.ts"
+import { every } from "../Services/Loops.ts"
 
 export interface HeapTrimOptions {
   /** How often the heap and the event loop's busy time are sampled. */
@@ -99,5 +100,5 @@ export const runHeapTrim = (options: HeapTrimOptions = defaultHeapTrimOptions): 
       )
     })
     // The first look one interval after the start, not at once: an interval is what "quiet" is judged over.
-    return yield* Effect.repeat(Effect.andThen(Effect.sleep(options.interval), tick), Schedule.forever)
+    return yield* every(options.interval, tick)
   })

@@ -6,10 +6,11 @@
  * inventory is never applied. Nothing here is fatal. Each publish is counted by its result, and
  * the last success's time is kept, so an operator can alert on an inventory gone stale.
  */
-import { Clock, Duration, Effect, Metric, Schedule } from "effect"
+import { Clock, Duration, Effect, Metric } from "effect"
 import type { ClaimId } from "../Schemas/Ids.ts"
 import { AppConfig } from "../Services/Config.ts"
 import { KubeApi, type KubeError } from "../Services/KubeApi.ts"
+import { every } from "../Services/Loops.ts"
 import { inventoryInterval, inventoryLastSuccess, inventoryPublishes, labelled } from "../Services/Metrics.ts"
 import {
   type ListedSandbox,
@@ -145,5 +146,5 @@ export const runPublisher = (sources: InventorySources) =>
       ),
       Effect.ignore
     )
-    yield* tick.pipe(Effect.repeat(Schedule.spaced(Duration.max(config.publishInterval, Duration.millis(1)))))
+    yield* every(Duration.max(config.publishInterval, Duration.millis(1)), tick, { immediately: true })
   })

@@ -19,11 +19,12 @@
 import { EventRecorder, involvedPod } from "../Services/EventRecorder.ts"
 import { leaseExpiries } from "../Services/Metrics.ts"
 import type { V1Pod } from "@kubernetes/client-node"
-import { DateTime, Effect, Metric, Option, Schedule } from "effect"
+import { DateTime, Effect, Metric, Option } from "effect"
 import { type ClaimRecord, leaseEndedBy } from "../Schemas/Claims.ts"
 import { AppConfig } from "../Services/Config.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
+import { every } from "../Services/Loops.ts"
 import { ProviderEvents } from "../Services/Provider.ts"
 import { SandboxdClient } from "../Services/SandboxdClient.ts"
 import { confirmAbsence, notePresent } from "./Absence.ts"
@@ -141,11 +142,8 @@ export const publishExpiredLeases = Effect.gen(function*() {
   return outcome(published, refreshed, false, lost, podless, ended)
 }).pipe(Effect.withSpan("LeaseWatcher.tick"))
 
-/** LEASE-4: forever, the first tick one interval after start. */
+/** LEASE-4: forever, every interval, the first tick one interval after start. */
 export const runLeaseWatch = Effect.gen(function*() {
   const config = yield* AppConfig
-  yield* publishExpiredLeases.pipe(
-    Effect.delay(config.leaseWatchInterval),
-    Effect.repeat(Schedule.spaced(config.leaseWatchInterval))
-  )
+  yield* every(config.leaseWatchInterval, publishExpiredLeases)
 }).pipe(Effect.annotateLogs({ component: "lease-watch" }))

@@ -10,11 +10,12 @@
  * Event on the Node. Sandboxes the daemon can prove it made are adopted or released by the doubt
  * resolution (`ClaimDoubt.ts`), not here.
  */
-import { Duration, Effect, Metric, Ref, Schedule } from "effect"
+import { Duration, Effect, Metric, Ref } from "effect"
 import { AppConfig } from "../Services/Config.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { ClaimDoubts } from "../Services/ClaimDoubts.ts"
 import { ClaimTable, type ClaimTableState } from "../Services/ClaimTable.ts"
+import { every } from "../Services/Loops.ts"
 import { EventRecorder } from "../Services/EventRecorder.ts"
 import { type ListedSandbox, SandboxdClient } from "../Services/SandboxdClient.ts"
 import { straySandboxes } from "../Services/Metrics.ts"
@@ -127,9 +128,5 @@ export const run = Effect.gen(function*() {
   const config = yield* AppConfig
   if (Duration.toMillis(config.orphanScanInterval) <= 0) return
   const scanner = yield* make
-  yield* scanner.scanOnce.pipe(
-    Effect.delay(config.orphanScanInterval),
-    Effect.repeat(Schedule.forever),
-    Effect.asVoid
-  )
+  yield* every(config.orphanScanInterval, scanner.scanOnce)
 })

@@ -1,11 +1,11 @@
 /**
- * The daemon's background loops as services. Each loop's layer starts the loop in the layer's
- * own scope, driven by the loop's Schedule, so it stops when that scope closes (shutdown, or
- * the end of a test); the service tells the composition root whether the loop is still
- * running. Live layers are in `Programs/Loops.ts`, with an idle layer for tests and for loops
- * the configuration turns off.
+ * The daemon's background loops as services, and `every`, the one way any loop of the daemon
+ * runs every interval. Each loop's layer starts the loop in the layer's own scope, so it stops
+ * when that scope closes (shutdown, or the end of a test); the service tells the composition
+ * root whether the loop is still running. Live layers are in `Programs/Loops.ts`, with an idle
+ * layer for tests and for loops the configuration turns off.
  */
-import { Context, type Effect } from "effect"
+import { Clock, Context, type Duration, Effect, Pull, Schedule } from "effect"
 
 export interface BackgroundLoop {
   readonly name: string
@@ -39,3 +39,41 @@ export class DaemonLoops extends Context.Service<DaemonLoops, {
 
 /** Gives the V8 heap's free memory back to the OS once the daemon is quiet after its heap grew. */
 export class HeapTrimLoop extends Context.Service<HeapTrimLoop, BackgroundLoop>()("vk-sandbox/HeapTrimLoop") {}
+
+/** How `every` starts, ends and is woken. */
+export interface EveryOptions<A> {
+  /** The first tick at once; by default one interval after the start. */
+  readonly immediately?: boolean
+  /** Ends the loop after a tick whose result passes (that result is the loop's). */
+  readonly until?: (result: A) => boolean
+  /** Ends a wait early when it succeeds: the next tick runs at once, and the next wait is a full interval. */
+  readonly wake?: Effect.Effect<unknown>
+}
+
+/**
+ * LOOP-1 (one tick per interval): `tick`, then a wait of `interval` from its end, on a
+ * `Schedule.spaced` (a tick that runs long is never followed by a burst), until the fiber is
+ * interrupted or `until` passes. A tick's failure ends the loop: a loop that must outlive its
+ * failures catches them in `tick`.
+ */
+export const every = <A, E, R>(
+  interval: Duration.Input,
+  tick: Effect.Effect<A, E, R>,
+  options: EveryOptions<A> = {}
+): Effect.Effect<A, E, R> =>
+  Effect.gen(function*() {
+    const step = yield* Schedule.toStep(Schedule.spaced(interval))
+    const sleep = (delay: Duration.Duration) =>
+      options.wake === undefined ? Effect.sleep(delay) : Effect.raceFirst(Effect.sleep(delay), Effect.asVoid(options.wake))
+    // `spaced` never ends; were it to, the loop would go on without a wait.
+    const wait = Effect.flatMap(Clock.currentTimeMillis, (now) => step(now, undefined)).pipe(
+      Effect.flatMap(([, delay]) => sleep(delay)),
+      Pull.catchDone(() => Effect.void)
+    )
+    if (options.immediately !== true) yield* wait
+    while (true) {
+      const result = yield* tick
+      if (options.until?.(result) === true) return result
+      yield* wait
+    }
+  })

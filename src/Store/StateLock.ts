@@ -21,8 +21,9 @@ import { randomBytes } from "node:crypto"
 import * as NFS from "node:fs/promises"
 import * as os from "node:os"
 import * as NPath from "node:path"
-import { Clock, Duration, Effect, Schedule, Schema, type Scope } from "effect"
+import { Clock, Duration, Effect, Schema, type Scope } from "effect"
 import { StateLocked } from "../Services/ClaimsStore.ts"
+import { every } from "../Services/Loops.ts"
 
 /** The lock file could not be read or written (not a verdict about another holder). */
 export class StateLockError extends Schema.TaggedError<StateLockError>()("StateLockError", {
@@ -246,5 +247,5 @@ export const acquire = (
     }).pipe(
       Effect.catch((error) => Effect.logWarning("state lock heartbeat failed").pipe(Effect.annotateLogs({ error })))
     )
-    yield* touch.pipe(Effect.repeat(Schedule.spaced(heartbeat)), Effect.delay(heartbeat), Effect.forkScoped)
+    yield* every(heartbeat, touch).pipe(Effect.forkScoped)
   })

@@ -13,6 +13,7 @@ import {
   claimCount,
   drain,
   eventually,
+  flushIO,
   forgetPod,
   keyOf,
   ListGate,
@@ -250,6 +251,21 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
       const now = DateTime.toEpochMillis(yield* DateTime.now)
       assert.isAtLeast(now, 60_000)
       assert.strictEqual(now % 30_000, 0, "pushed on a 30 s tick")
+      yield* Fiber.interrupt(loop)
+    }).pipe(Effect.provide(world(), { local: true })))
+
+  it.effect("LEASE-4: the loop ticks every interval, not every two (a tick is one listing)", () =>
+    Effect.gen(function*() {
+      yield* (yield* Provider).createPod(pod("web"))
+      const atStart = yield* listCount
+      const loop = yield* Effect.forkChild(runLeaseWatch)
+      const ticks: Array<number> = []
+      for (let second = 1; second <= 90; second++) {
+        yield* TestClock.adjust("1 second")
+        for (let i = 0; i < 5; i++) yield* flushIO
+        if ((yield* listCount) > atStart + ticks.length) ticks.push(second)
+      }
+      assert.deepStrictEqual(ticks, [30, 60, 90])
       yield* Fiber.interrupt(loop)
     }).pipe(Effect.provide(world(), { local: true })))
 

@@ -4,7 +4,7 @@
  * The loops' own ticks are tested in their own files (LeaseWatcher, InventoryPublisher, …).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Duration, Effect, Exit, Layer, Ref, Schedule, Scope } from "effect"
+import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Queue, Ref, Schedule, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import {
   DaemonLoopsLayer,
@@ -20,6 +20,7 @@ import {
   DaemonLoops,
   InventoryPublisherLoop,
   LeaseWatcherLoop,
+  every,
   OrphanScannerLoop
 } from "../../src/Services/Loops.ts"
 import * as SandboxdClientSim from "../../testkit/Layers/SandboxdClientSim.ts"
@@ -27,6 +28,62 @@ import { defaultSimOptions } from "../support/Sandboxd.ts"
 
 /** A loop that counts its ticks, one per second, the first at once. */
 const counting = (ticks: Ref.Ref<number>) => Ref.update(ticks, (n) => n + 1).pipe(Effect.repeat(Schedule.spaced(Duration.seconds(1))))
+
+/** The clock's seconds at each tick of `loop(tick)`, over `seconds` moved one at a time. */
+const tickTimes = (
+  loop: (tick: Effect.Effect<number>) => Effect.Effect<unknown>,
+  seconds: number,
+  during: (second: number) => Effect.Effect<void> = () => Effect.void
+) =>
+  Effect.gen(function*() {
+    const times: Array<number> = []
+    const tick = Effect.map(Clock.currentTimeMillis, (now) => times.push(now / 1000))
+    const fiber = yield* Effect.forkChild(loop(tick))
+    for (let second = 1; second <= seconds; second++) {
+      yield* during(second)
+      yield* TestClock.adjust(Duration.seconds(1))
+    }
+    yield* Fiber.interrupt(fiber)
+    return times
+  })
+
+describe("every", () => {
+  it.effect("the first tick one interval after the start, then one every interval", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* tickTimes((tick) => every("10 seconds", tick), 35), [10, 20, 30])
+    }))
+
+  it.effect("immediately: the first tick at once", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* tickTimes((tick) => every("10 seconds", tick, { immediately: true }), 25), [0, 10, 20])
+    }))
+
+  it.effect("the wait starts when a tick ends: a slow tick is not followed by a burst", () =>
+    Effect.gen(function*() {
+      const slow = (tick: Effect.Effect<number>) => every("10 seconds", Effect.andThen(tick, Effect.sleep("4 seconds")))
+      assert.deepStrictEqual(yield* tickTimes(slow, 40), [10, 24, 38])
+    }))
+
+  it.effect("until: the loop ends with the tick whose result passes", () =>
+    Effect.gen(function*() {
+      const count = yield* Ref.make(0)
+      const fiber = yield* Effect.forkChild(every("1 second", Ref.updateAndGet(count, (n) => n + 1), { until: (n) => n === 3 }))
+      yield* TestClock.adjust("10 seconds")
+      assert.strictEqual(yield* Fiber.join(fiber), 3)
+      assert.strictEqual(yield* Ref.get(count), 3)
+    }))
+
+  it.effect("wake: a wait ends early, and the next one is a full interval", () =>
+    Effect.gen(function*() {
+      const wake = yield* Queue.sliding<void>(1)
+      const times = yield* tickTimes(
+        (tick) => every("10 seconds", tick, { wake: Queue.take(wake) }),
+        30,
+        (second) => (second === 4 ? Queue.offer(wake, undefined).pipe(Effect.asVoid) : Effect.void)
+      )
+      assert.deepStrictEqual(times, [3, 13, 23])
+    }))
+})
 
 describe("loop layers", () => {
   it.effect("a loop starts when its layer is built and stops when the layer's scope closes", () =>

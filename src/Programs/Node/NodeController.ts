@@ -17,6 +17,7 @@ import { encodeTaints, type Node } from "../../Schemas/Node.ts"
 import { redactUrlUserinfo } from "../../Schemas/UrlRedaction.ts"
 import { AppConfig } from "../../Services/Config.ts"
 import { EventRecorder, type EventType } from "../../Services/EventRecorder.ts"
+import { every } from "../../Services/Loops.ts"
 import { type KubeError, KubeApi, KubeInvalid } from "../../Services/KubeApi.ts"
 import { SandboxdClient } from "../../Services/SandboxdClient.ts"
 import { nodeTainted, sandboxdUp } from "../../Services/Metrics.ts"
@@ -330,17 +331,16 @@ const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) 
   // A taint left by an earlier run is removed, or kept, or (with a grace of 1) put on now.
   yield* syncTaint
 
-  const leaseLoop = whenHealthy("lease", lease.sync.pipe(Effect.catch(logFailure("lease renewal")))).pipe(
-    Effect.repeat(Schedule.spaced(options.leaseRenewInterval))
+  const leaseLoop = every(options.leaseRenewInterval, whenHealthy("lease", lease.sync.pipe(Effect.catch(logFailure("lease renewal")))), {
+    immediately: true
+  })
+  // Woken when a condition changed (NC-11): written then rather than at the next tick.
+  const statusLoop = every(
+    options.statusInterval,
+    whenHealthy("status", patchStatus.pipe(nodeLock.withPermits(1), Effect.asVoid, Effect.catch(logFailure("status update")))),
+    { wake: Queue.take(wake) }
   )
-  const statusLoop = Effect.gen(function*() {
-    yield* Effect.raceFirst(Effect.sleep(options.statusInterval), Queue.take(wake))
-    yield* whenHealthy(
-      "status",
-      patchStatus.pipe(nodeLock.withPermits(1), Effect.asVoid, Effect.catch(logFailure("status update")))
-    )
-  }).pipe(Effect.forever)
-  const probeLoop = Effect.sleep(options.probeInterval).pipe(Effect.andThen(probeOnce), Effect.forever)
+  const probeLoop = every(options.probeInterval, probeOnce)
 
   yield* Effect.forkScoped(leaseLoop.pipe(annotate))
   yield* Effect.forkScoped(statusLoop.pipe(annotate))

@@ -19,6 +19,7 @@ import { EventRecorder } from "../../Services/EventRecorder.ts"
 import type { KubeApi, KubeError, PodList } from "../../Services/KubeApi.ts"
 import { type DeletePodError, PodLifecycle } from "../../Services/PodLifecycle.ts"
 import type { PodControllerHandle } from "../../Services/Daemon.ts"
+import { every } from "../../Services/Loops.ts"
 import * as Metrics from "../../Services/Metrics.ts"
 import * as Backoff from "./Backoff.ts"
 import * as Informer from "./Informer.ts"
@@ -235,16 +236,13 @@ export const make = (
     }).pipe(runForever("informer"))
 
     // Resync: re-examine every known Pod; also the status repair check.
-    yield* Effect.gen(function*() {
+    const resync = Effect.gen(function*() {
       for (const pod of yield* informer.pods) {
         yield* podQueue.enqueue(podKeyOfPod(pod), "resync")
         yield* status.repair(pod)
       }
-    }).pipe(
-      Effect.delay(options.resyncInterval),
-      Effect.forever,
-      runForever("resync")
-    )
+    })
+    yield* every(options.resyncInterval, resync).pipe(runForever("resync"))
 
     const started = yield* Clock.currentTimeMillis
     yield* Effect.logDebug("pod controller started").pipe(Effect.annotateLogs({ node: nodeName, at: started }))
