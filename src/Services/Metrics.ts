@@ -140,6 +140,9 @@ export const undecodablePods = counter("vk_sandbox_pods_undecodable_total", {
 export const unreadablePods = gauge("vk_sandbox_pods_unreadable", {
   description: "Pods on this node whose newest version the daemon cannot decode (INF-1): each held as its last readable version was, or left out, until a readable version"
 })
+export const runDefects = counter("vk_sandbox_run_defects_total", {
+  description: "runs of a key that died (a defect: a bug), by queue: reconcile, status_write; after 7 in a row the key waits for a change (Q-09)"
+})
 export const statusWriteConflicts = counter("vk_sandbox_status_write_conflicts_total", {
   description: "pods/status writes that met a 409 and were retried"
 })
@@ -204,6 +207,8 @@ export const initialize = Effect.all([
   count0(watchRestarts, { reason: "failed" }),
   count0(watchRestarts, { reason: "backwards" }),
   Metric.update(statusWriteConflicts, 0),
+  count0(runDefects, { queue: "reconcile" }),
+  count0(runDefects, { queue: "status_write" }),
   Metric.update(undecodablePods, 0),
   Metric.update(unreadablePods, 0),
   Metric.update(sandboxdUp, 0),

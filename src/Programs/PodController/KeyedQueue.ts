@@ -13,37 +13,32 @@
  *   a step of the slow schedule (the longest delay) instead; one that can only be fixed by a
  *   change parks until the next change or resync.
  *   A change (or an explicit "now") resets the backoff and wakes a waiting key at once.
+ * - A run that dies (a defect: a bug) is logged at ERROR with its cause and counted, and retried
+ *   on the same backoff; after `defectLimit` in a row (the last wait at the 30 s cap) the key
+ *   stops until its Pod changes or something asks for it "now", never on a timer or a resync
+ *   (Q-09). Other keys run on.
  * - `wakeRetrying` sends every key waiting out a retry on at once, its backoff kept (a dependency
  *   answered again, Q-08), and a run in flight then that asks for a retry goes again at once too;
  *   one that fails again waits its next step, so a flapping dependency costs each key one extra
  *   run per recovery, never a reset to the fast end.
- * - `drain` stops admitting work and waits, within a bound, for the runs in flight.
+ * - `drain` stops admitting work and waits, within a bound, for the runs in flight; `idle`
+ *   resolves once nothing runs or waits for a slot (both on a signal, not a poll).
  * - With a `runPriority` above 0, every run first yields at that scheduler priority: tasks of
  *   the default priority queued meanwhile (an HTTP request, an apiserver reply) run, from the
  *   next scheduler turn on, before the runs that have not started yet, however many keys were
  *   admitted at once (Q-06).
+ *
+ * The queue's state is one `KeyBook` (its methods never yield); this module holds the fibers.
  */
-import { Cause, Deferred, Duration, Effect, FiberSet, Schedule, type Scope } from "effect"
+import { type Cause, Deferred, type Duration, Effect, FiberSet, Metric, type Scope } from "effect"
+import * as Metrics from "../../Services/Metrics.ts"
 import * as Backoff from "./Backoff.ts"
+import { type Ended, KeyBook, type KeyState, type Wake } from "./KeyBook.ts"
 
 export type RunOutcome = "Done" | "Retry" | "RetrySlow" | "Park"
 
 /** Why a key is enqueued. */
 export type Trigger = "change" | "resync" | "now"
-
-/** The next backoff wait of a key, on the shared retry schedule; none until its first retry. */
-type Step = Effect.Effect<void> | undefined
-
-type KeyState =
-  /** Waiting for one of the `maxInFlight` slots, in `ready` (no fiber). */
-  | { readonly _tag: "Ready"; step: Step }
-  | { readonly _tag: "Running"; dirty: boolean; reset: boolean; step: Step }
-  | {
-    readonly _tag: "Waiting"
-    readonly parked: boolean
-    readonly wake: Deferred.Deferred<boolean> // true = reset the backoff
-    step: Step
-  }
 
 export interface KeyedQueue<K> {
   readonly enqueue: (key: K, trigger: Trigger) => Effect.Effect<void>
@@ -53,196 +48,131 @@ export interface KeyedQueue<K> {
   readonly inFlight: Effect.Effect<number>
   /** Keys waiting for a slot to run (beyond `maxInFlight`). */
   readonly ready: Effect.Effect<number>
+  /** Resolves once no run is in flight and no key waits for a slot (keys waiting out a retry are idle). */
+  readonly idle: Effect.Effect<void>
   /** Stop admitting work; wait for in-flight runs at most `timeout`. */
   readonly drain: (timeout: Duration.Duration) => Effect.Effect<void>
   /** Keys waiting out a retry (not parked) run now, their backoff kept; how many were woken. */
   readonly wakeRetrying: Effect.Effect<number>
 }
 
-/**
- * `retry` is the shared retry schedule (`Backoff.ts`); each key steps its own run of it, started
- * afresh by a change. Per-key state lives in one mutable map updated in place (no copy per
- * enqueue: the cost of an event does not grow with the number of keys). At most `maxInFlight`
- * runs at once (unbounded when absent).
- */
+export interface KeyedQueueOptions {
+  /** The shared retry schedule (`Backoff.ts`); each key steps its own run of it, started afresh by a change. */
+  readonly retry?: Backoff.RetrySchedule | undefined
+  readonly slowRetry?: Backoff.RetrySchedule | undefined
+  /** Runs in flight at once (unbounded when absent). */
+  readonly maxInFlight?: number | undefined
+  readonly runPriority?: number | undefined
+  /** The queue's name in its defect logs and in `vk_sandbox_run_defects_total`. */
+  readonly name?: string | undefined
+  /** Defects in a row after which a key stops until a change (Q-09). */
+  readonly defectLimit?: number | undefined
+}
+
+/** Seven runs that die in a row: the waits between them back off 1, 2, 4, 8, 16 s, then the 30 s cap (Q-09). */
+export const defaultDefectLimit = 7
+
+/** A wait that ends with nothing new: its backoff step, a recovered dependency, a drain. */
+const timer: Wake = "none"
+
 export const make = <K extends string>(
   run: (key: K) => Effect.Effect<RunOutcome>,
-  retry: Backoff.RetrySchedule = Backoff.schedule(Backoff.defaultBackoff),
-  slowRetry: Backoff.RetrySchedule = Backoff.slowSchedule(Backoff.defaultBackoff),
-  maxInFlight: number = Number.POSITIVE_INFINITY,
-  runPriority = 0
+  options: KeyedQueueOptions = {}
 ): Effect.Effect<KeyedQueue<K>, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const states = new Map<K, KeyState>()
-    let draining = false
-    /** Keys in the Running state: each holds one of the `maxInFlight` slots. */
-    let running = 0
-    /** Keys in the Ready state, oldest first, from `head` on. */
-    let ready: Array<K> = []
-    let head = 0
-    /** How many times `wakeRetrying` ran: a run that saw it change while it failed goes again. */
-    let wakes = 0
+    const retry = options.retry ?? Backoff.schedule(Backoff.defaultBackoff)
+    const slowRetry = options.slowRetry ?? Backoff.slowSchedule(Backoff.defaultBackoff)
+    const name = options.name ?? "queue"
+    const book = new KeyBook<K>(options.maxInFlight ?? Number.POSITIVE_INFINITY, options.defectLimit ?? defaultDefectLimit)
     const fibers = yield* FiberSet.make<void, never>()
+    const defects = Metrics.labelled(Metrics.runDefects, { queue: name })
 
+    const runPriority = options.runPriority ?? 0
     const start = runPriority > 0 ? Effect.yieldNowWith(runPriority) : Effect.void
-    /** A run that dies is logged with its cause and retried (a defect is a bug, never silent). */
-    const guarded = (key: K) =>
-      Effect.andThen(start, run(key)).pipe(
-        Effect.catchCause((cause) =>
-          Effect.logError("reconcile failed unexpectedly; retrying").pipe(
-            Effect.annotateLogs({ key, cause: Cause.pretty(cause) }),
-            Effect.as<RunOutcome>("Retry")
-          )
-        )
+
+    /** A run that died, logged with its cause and counted (a defect is a bug, never silent). */
+    const reportDefect = (key: K, cause: Cause.Cause<unknown>, stopped: boolean) =>
+      Effect.logError(
+        stopped
+          ? "reconcile failed unexpectedly too many times in a row; the key waits for a change"
+          : "reconcile failed unexpectedly; retrying",
+        cause
+      ).pipe(
+        Effect.annotateLogs({ key, queue: name, defects: book.defectsOf(key) }),
+        Effect.andThen(Metric.update(defects, 1))
       )
 
-    /** Ready keys take the free slots, oldest first. */
-    const startReady: Effect.Effect<void> = Effect.suspend(() => {
-      const starting: Array<K> = []
-      while (running < maxInFlight && head < ready.length) {
-        const key = ready[head++]!
-        const state = states.get(key)
-        if (state?._tag !== "Ready") continue
-        running++
-        states.set(key, { _tag: "Running", dirty: false, reset: false, step: state.step })
-        starting.push(key)
-      }
-      if (head === ready.length) {
-        ready = []
-        head = 0
-      } else if (head > 1024 && head * 2 > ready.length) {
-        ready = ready.slice(head)
-        head = 0
-      }
-      return Effect.forEach(starting, (key) => FiberSet.run(fibers, worker(key)), { discard: true })
-    })
+    const startAll = (keys: ReadonlyArray<K>): Effect.Effect<void> =>
+      keys.length === 0 ? Effect.void : Effect.forEach(keys, (key) => FiberSet.run(fibers, worker(key)), { discard: true })
 
-    /** The key's run is over: its slot goes to the oldest ready key. */
-    const release = Effect.suspend(() => {
-      running--
-      return startReady
-    })
+    /** Waits until a wake or the key's next backoff step; says what woke it. */
+    const waitOut = (waiting: Extract<KeyState, { _tag: "Waiting" }>, ended: Ended) =>
+      Effect.gen(function*() {
+        const woken = Deferred.await(waiting.wake)
+        if (waiting.parked || waiting.stopped) return yield* woken
+        if (ended === "RetrySlow") {
+          const slowStep = yield* Backoff.stepper(slowRetry)
+          return yield* Effect.race(woken, slowStep.pipe(Effect.as(timer)))
+        }
+        if (waiting.step === undefined) waiting.step = yield* Backoff.stepper(retry)
+        return yield* Effect.race(woken, waiting.step.pipe(Effect.as(timer)))
+      })
 
     const worker = (key: K): Effect.Effect<void> =>
       Effect.gen(function*() {
         while (true) {
-          const wakesBefore = wakes
-          const outcome = yield* guarded(key)
-          const state = states.get(key)
-          if (state === undefined || state._tag !== "Running" || draining) {
-            states.delete(key)
-            return yield* release
-          }
-          const step = state.reset || outcome === "Done" ? undefined : state.step
-          if (state.dirty) {
-            states.set(key, { _tag: "Running", dirty: false, reset: false, step })
-            continue
-          }
-          if (outcome === "Done") {
-            states.delete(key)
-            return yield* release
-          }
-          // The dependency answered again while this run was failing on it (a request sent before
-          // the recovery): it goes again now, as the keys that were waiting did (Q-08).
-          if (outcome !== "Park" && wakes !== wakesBefore) {
-            states.set(key, { _tag: "Running", dirty: false, reset: false, step })
-            continue
-          }
-          const wake = yield* Deferred.make<boolean>()
-          const parked = outcome === "Park"
-          const waiting: KeyState = { _tag: "Waiting", parked, wake, step }
-          states.set(key, waiting)
+          const wakesBefore = book.wakes
+          let died: Cause.Cause<unknown> | undefined
+          const ended: Ended = yield* Effect.andThen(start, run(key)).pipe(
+            Effect.catchCause((cause) => {
+              died = cause
+              return Effect.succeed("Defect" as const)
+            })
+          )
+          const next = book.afterRun(key, ended, wakesBefore)
+          if (died !== undefined) yield* reportDefect(key, died, next._tag === "Wait" && next.state.stopped)
+          if (next._tag === "Again") continue
+          if (next._tag === "End") return yield* startAll(book.finish(key))
           // a key waiting out its backoff holds no slot
-          yield* release
-          let woken: Effect.Effect<boolean> = Deferred.await(wake)
-          if (outcome === "RetrySlow") {
-            const slowStep = yield* Backoff.stepper(slowRetry)
-            woken = Effect.race(Deferred.await(wake), slowStep.pipe(Effect.as(false)))
-          } else if (!parked) {
-            if (waiting.step === undefined) waiting.step = yield* Backoff.stepper(retry)
-            woken = Effect.race(Deferred.await(wake), waiting.step.pipe(Effect.as(false)))
-          }
-          const reset = yield* woken
-          if (draining) {
-            states.delete(key)
-            return
-          }
-          const next = reset ? undefined : waiting.step
-          if (running < maxInFlight && head === ready.length) {
-            running++
-            states.set(key, { _tag: "Running", dirty: false, reset: false, step: next })
-            continue
-          }
-          states.set(key, { _tag: "Ready", step: next })
-          ready.push(key)
-          return
+          yield* startAll(book.release())
+          const by = yield* waitOut(next.state, ended)
+          if (!book.woken(key, next.state, by)) return
         }
       })
 
     const enqueue = (key: K, trigger: Trigger) =>
       Effect.suspend(() => {
-        if (draining) return Effect.void
-        const state = states.get(key)
-        const resets = trigger !== "resync"
-        if (state === undefined) {
-          if (running >= maxInFlight) {
-            states.set(key, { _tag: "Ready", step: undefined })
-            ready.push(key)
+        const admission = book.admit(key, trigger === "resync" ? "none" : trigger)
+        switch (admission._tag) {
+          case "Nothing":
             return Effect.void
-          }
-          running++
-          states.set(key, { _tag: "Running", dirty: false, reset: false, step: undefined })
-          return FiberSet.run(fibers, worker(key)).pipe(Effect.asVoid)
+          case "Start":
+            return FiberSet.run(fibers, worker(key)).pipe(Effect.asVoid)
+          case "Wake":
+            return Deferred.succeed(admission.wake, admission.by).pipe(Effect.asVoid)
         }
-        if (state._tag === "Ready") {
-          // it has not run yet, so it will read the newest state; a change starts its backoff afresh
-          if (resets) state.step = undefined
-          return Effect.void
-        }
-        if (state._tag === "Running") {
-          state.dirty = true
-          state.reset = state.reset || resets
-          return Effect.void
-        }
-        // Waiting: a change always wakes; a resync wakes only a parked key (a backoff runs its course).
-        if (resets || state.parked) return Deferred.succeed(state.wake, resets).pipe(Effect.asVoid)
-        return Effect.void
       })
-
-    const inFlight = Effect.sync(() => running)
 
     const drain = (timeout: Duration.Duration) =>
       Effect.gen(function*() {
-        draining = true
-        // Ready and waiting keys hold no work in flight: drop and release them now.
-        for (const [key, state] of states) {
-          if (state._tag === "Ready") states.delete(key)
-          else if (state._tag === "Waiting") yield* Deferred.succeed(state.wake, false)
-        }
-        ready = []
-        head = 0
-        yield* inFlight.pipe(
-          Effect.repeat({ until: (n: number) => n === 0, schedule: Schedule.spaced(Duration.millis(20)) }),
-          Effect.timeout(timeout),
-          Effect.ignore
-        )
+        // Ready and waiting keys hold no work in flight: dropped and let go now.
+        for (const wake of book.drain()) yield* Deferred.succeed(wake, timer)
+        yield* book.idle.await.pipe(Effect.timeout(timeout), Effect.ignore)
       })
 
     const wakeRetrying = Effect.gen(function*() {
-      wakes++
       let woken = 0
-      for (const state of states.values()) {
-        if (state._tag === "Waiting" && !state.parked && (yield* Deferred.succeed(state.wake, false))) woken++
-      }
+      for (const wake of book.retrying()) if (yield* Deferred.succeed(wake, timer)) woken++
       return woken
     })
 
     return {
       enqueue,
       wakeRetrying,
-      size: Effect.sync(() => states.size),
-      inFlight,
-      ready: Effect.sync(() => ready.length - head),
+      size: Effect.sync(() => book.states.size),
+      inFlight: Effect.sync(() => book.running),
+      ready: Effect.sync(() => book.readyCount),
+      idle: book.idle.await,
       drain
     }
   })

@@ -123,10 +123,13 @@ export const make = (
         reconcileSpan(queueStage(key).pipe(Effect.andThen(reconciler.reconcile(key))), key).pipe(
           Effect.annotateLogs({ node: nodeName, pod: key })
         ),
-      retry,
-      Backoff.slowSchedule(options.backoff),
-      options.maxReconciles ?? bounds.reconciles,
-      options.reconcilePriority ?? reconcilePriority
+      {
+        retry,
+        slowRetry: Backoff.slowSchedule(options.backoff),
+        maxInFlight: options.maxReconciles ?? bounds.reconciles,
+        runPriority: options.reconcilePriority ?? reconcilePriority,
+        name: "reconcile"
+      }
     )
 
     /**

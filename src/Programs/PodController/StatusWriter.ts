@@ -296,7 +296,7 @@ export const make = (
         return "Done" as const
       }), key).pipe(Effect.annotateLogs({ pod: key }))
 
-    const queue = yield* KeyedQueue.make<PodKey>(writePush, retry, undefined, maxInFlight)
+    const queue = yield* KeyedQueue.make<PodKey>(writePush, { retry, maxInFlight, name: "status_write" })
 
     const push = (pod: V1Pod) =>
       Effect.gen(function*() {

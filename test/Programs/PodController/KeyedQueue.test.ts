@@ -1,8 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Fiber, Logger, Ref, Schedule } from "effect"
+import { Deferred, Duration, Effect, Fiber, Logger, Metric, Ref, Schedule } from "effect"
 import { TestClock } from "effect/testing"
 import * as Backoff from "../../../src/Programs/PodController/Backoff.ts"
 import * as KeyedQueue from "../../../src/Programs/PodController/KeyedQueue.ts"
+import * as Metrics from "../../../src/Services/Metrics.ts"
 import { manualScheduler } from "../../support/ManualScheduler.ts"
 
 /**
@@ -23,10 +24,7 @@ const runsBeforeAnArrival = (runPriority: number): number => {
             clock.now += 1
             return "Done" as const
           }),
-        undefined,
-        undefined,
-        256,
-        runPriority
+        { maxInFlight: 256, runPriority }
       )
       for (let i = 0; i < 100; i++) yield* queue.enqueue(`k${i}`, "change")
       yield* Effect.never
@@ -104,9 +102,7 @@ describe("KeyedQueue", () => {
             yield* Deferred.await(gate)
             return "Done" as const
           }),
-        undefined,
-        undefined,
-        2
+        { maxInFlight: 2 }
       )
       for (const key of ["a", "b", "c", "d", "e"]) yield* queue.enqueue(key, "change")
       // a key already waiting for a slot is not queued twice
@@ -141,9 +137,7 @@ describe("KeyedQueue", () => {
             yield* Deferred.await(gate)
             return "Done" as const
           }),
-        undefined,
-        undefined,
-        1
+        { maxInFlight: 1 }
       )
       yield* queue.enqueue("a", "change")
       yield* settle
@@ -169,9 +163,7 @@ describe("KeyedQueue", () => {
       const started: Array<string> = []
       const queue = yield* KeyedQueue.make<string>(
         (key) => Effect.sync(() => started.push(key)).pipe(Effect.andThen(Deferred.await(gate)), Effect.as("Done" as const)),
-        undefined,
-        undefined,
-        1
+        { maxInFlight: 1 }
       )
       yield* queue.enqueue("a", "change")
       yield* queue.enqueue("b", "change")
@@ -179,11 +171,38 @@ describe("KeyedQueue", () => {
       const draining = yield* Effect.forkChild(queue.drain(Duration.seconds(10)))
       yield* settle
       yield* Deferred.succeed(gate, undefined)
-      yield* settle
-      yield* TestClock.adjust("100 millis")
+      // On the signal of the last run's end: no clock needs to move.
       yield* Fiber.join(draining)
       assert.deepStrictEqual(started, ["a"])
       assert.strictEqual(yield* queue.size, 0)
+    }))
+
+  it.effect("idle: resolves once no run is in flight or waits for a slot, whatever waits out a retry", () =>
+    Effect.gen(function*() {
+      const gates = new Map<string, Deferred.Deferred<void>>()
+      const queue = yield* KeyedQueue.make<string>(
+        (key) =>
+          Effect.gen(function*() {
+            if (key === "failing") return "Retry" as const
+            const gate = yield* Deferred.make<void>()
+            gates.set(key, gate)
+            yield* Deferred.await(gate)
+            return "Done" as const
+          }),
+        { maxInFlight: 1 }
+      )
+      yield* queue.idle
+      yield* queue.enqueue("failing", "change")
+      yield* queue.idle
+      for (const key of ["a", "b"]) yield* queue.enqueue(key, "change")
+      const idle = yield* Effect.forkChild(queue.idle)
+      yield* settle
+      yield* Deferred.succeed(gates.get("a")!, undefined)
+      yield* settle
+      assert.isUndefined(idle.pollUnsafe(), "b took the slot a left")
+      yield* Deferred.succeed(gates.get("b")!, undefined)
+      yield* Fiber.join(idle)
+      assert.strictEqual(yield* queue.size, 1, "the failing key waits out its retry")
     }))
 
   it.effect("retries with exponential backoff from 1 s capped at 30 s, jittered ±20 % (Q-07)", () =>
@@ -192,7 +211,7 @@ describe("KeyedQueue", () => {
       const queue = yield* KeyedQueue.make<string>(
         () => Ref.update(attempts, (n) => n + 1).pipe(Effect.as("Retry" as const)),
         // jitter is ±20 %: check the bounds, not exact instants
-        Backoff.schedule({ initial: Duration.seconds(1), max: Duration.seconds(30) })
+        { retry: Backoff.schedule({ initial: Duration.seconds(1), max: Duration.seconds(30) }) }
       )
       yield* queue.enqueue("a", "change")
       yield* settle
@@ -286,8 +305,7 @@ describe("KeyedQueue", () => {
       yield* settle
       yield* queue.enqueue("b", "change")
       yield* Deferred.succeed(gate, undefined)
-      yield* settle
-      yield* TestClock.adjust("100 millis")
+      // On the signal of the last run's end: no clock needs to move.
       yield* Fiber.join(draining)
       assert.deepStrictEqual(yield* Ref.get(finished), ["a"])
     }))
@@ -301,7 +319,7 @@ describe("KeyedQueue", () => {
       const attempts = yield* Ref.make(0)
       const queue = yield* KeyedQueue.make<string>(
         () => Ref.update(attempts, (n) => n + 1).pipe(Effect.as("Retry" as const)),
-        counting
+        { retry: counting }
       )
       yield* queue.enqueue("a", "change")
       yield* settle
@@ -331,6 +349,64 @@ describe("KeyedQueue", () => {
       assert.strictEqual(yield* Ref.get(attempts), 2)
       assert.isTrue(JSON.stringify(logged).includes("reconcile failed unexpectedly"))
     }).pipe(Effect.provide(Logger.layer([Logger.make((options) => void logged.push(options.message))]))))
+
+  const defectLogs: Array<{ readonly message: unknown; readonly cause: string }> = []
+  it.effect("Q-09: a key whose runs keep dying backs off to the cap, then waits for a change; its defects are logged and counted, other keys run on", () =>
+    Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const defectsCounted = Effect.map(
+        Metric.value(Metrics.labelled(Metrics.runDefects, { queue: "q09" })),
+        (state) => state.count
+      )
+      const before = yield* defectsCounted
+      const queue = yield* KeyedQueue.make<string>(
+        (key) =>
+          Effect.suspend(() => {
+            runs.set(key, (runs.get(key) ?? 0) + 1)
+            return key === "broken" ? Effect.die(new TypeError("a bug")) : Effect.succeed("Done" as const)
+          }),
+        { name: "q09" }
+      )
+      yield* queue.enqueue("broken", "change")
+      yield* settle
+      // Backed off 1, 2, 4, 8, 16, 30 s (±20 %): seven runs in under two minutes, then none.
+      for (let i = 0; i < 12; i++) {
+        yield* TestClock.adjust("10 seconds")
+        yield* settle
+        yield* queue.enqueue(`healthy-${i}`, "change")
+        yield* settle
+      }
+      assert.strictEqual(runs.get("broken"), 7)
+      assert.strictEqual(runs.get("healthy-11"), 1, "other keys run on")
+      yield* TestClock.adjust("1 hour")
+      yield* queue.enqueue("broken", "resync")
+      assert.strictEqual(yield* queue.wakeRetrying, 0, "a stopped key is not a retry")
+      yield* settle
+      assert.strictEqual(runs.get("broken"), 7, "neither time, a resync nor a recovered dependency runs it again")
+      // An explicit "now" runs it once; dying again, it stops again at once.
+      yield* queue.enqueue("broken", "now")
+      yield* settle
+      yield* TestClock.adjust("1 hour")
+      yield* settle
+      assert.strictEqual(runs.get("broken"), 8)
+      // A change to its Pod gives it a fresh budget: seven more runs, backed off, then it stops again.
+      yield* queue.enqueue("broken", "change")
+      yield* settle
+      for (let i = 0; i < 12; i++) {
+        yield* TestClock.adjust("10 seconds")
+        yield* settle
+      }
+      assert.strictEqual(runs.get("broken"), 15)
+      assert.strictEqual((yield* defectsCounted) - before, 15)
+      const stopped = defectLogs.filter((line) => String(line.message).includes("too many times in a row"))
+      assert.strictEqual(stopped.length, 3)
+      assert.isTrue(defectLogs.every((line) => line.cause.includes("TypeError: a bug")), "each line carries the defect")
+      assert.strictEqual(defectLogs.length, 15)
+    }).pipe(
+      Effect.provide(Logger.layer([
+        Logger.make((options) => void defectLogs.push({ message: options.message, cause: String(options.cause) }))
+      ]))
+    ))
 
   it("runs with a runPriority start after a task of the default priority that arrived while they waited (Q-06)", () => {
     // At the default priority the arrival waits for every run admitted before it.
