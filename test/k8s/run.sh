@@ -50,6 +50,8 @@ cleanup() {
     kill -KILL "$shim" 2>/dev/null
   done
   grep -F " $state/" /proc/self/mountinfo 2>/dev/null | awk '{ print $5 }' | sort -r | xargs -r -n 1 umount --lazy 2>/dev/null
+  # The kubelet's container log links, a fixed directory of the machine, into the state directory.
+  find /var/log/containers -maxdepth 1 -lname "$state/*" -delete 2>/dev/null
   if [ -z "${VK_K8S_KEEP_STATE:-}" ]; then rm -rf "$state"; fi
 }
 trap cleanup EXIT

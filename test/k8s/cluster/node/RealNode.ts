@@ -3,8 +3,8 @@
  * (./Kubelet.ts) under one temporary directory, the sandbox image and the project's image loaded
  * into containerd from the Docker engine (no registry), registered as `nodeName` and Ready. When
  * the scope closes: the kubelet stops, every container is removed, containerd stops, whatever the
- * kubelet or containerd left mounted under the directory is unmounted, the Node object is deleted
- * and the directory removed.
+ * kubelet or containerd left mounted under the directory is unmounted, what they wrote outside it
+ * is removed (./HostFootprint.ts), the Node object is deleted and the directory removed.
  */
 import { mkdtempSync, readFileSync } from "node:fs"
 import { rm } from "node:fs/promises"
@@ -14,7 +14,8 @@ import { Effect } from "effect"
 import { kube } from "../../fixture/Kube.ts"
 import { admin, adminGet, eventually } from "../../scenarioHarness.ts"
 import { NodeStepFailed, pipeline, run, shellWord } from "./Commands.ts"
-import { type Containerd, missingPrerequisite, startContainerd } from "./Containerd.ts"
+import { type Containerd, CriNamespace, missingPrerequisite, startContainerd } from "./Containerd.ts"
+import { hostBefore, hostLeftovers, removeHostLeftovers } from "./HostFootprint.ts"
 import { type Kubelet, startKubelet } from "./Kubelet.ts"
 
 export interface RealNodeOptions {
@@ -89,6 +90,18 @@ export const startRealNode = (options: RealNodeOptions) =>
         const { core } = yield* admin
         yield* kube("delete the host node", () => core.deleteNode({ name: options.nodeName }))
       }).pipe(Effect.ignore)
+    )
+    // Also after the kubelet and containerd have stopped: what they wrote outside the directory
+    // (./HostFootprint.ts) is taken back, and anything still there fails the suite's teardown.
+    const before = hostBefore(CriNamespace)
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        removeHostLeftovers(before, dir)
+        const left = hostLeftovers(before, dir)
+        return left.length === 0
+          ? Effect.void
+          : Effect.die(new NodeStepFailed({ message: `the real node left on the machine: ${left.join(", ")}` }))
+      })
     )
     const sandboxImage = yield* buildSandboxImage(options.binDir)
     const containerd = yield* startContainerd(join(dir, "containerd"), sandboxImage)
