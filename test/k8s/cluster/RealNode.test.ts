@@ -25,9 +25,10 @@ import {
   SandboxApiVersion,
   ScenarioFailed
 } from "../scenarioHarness.ts"
-import { claimsOf, daemonTokenOf, loopbackOnly, memoryOfDaemon, processSecurity, readyzBody } from "./node/Checks.ts"
+import { claimsOf, daemonTokenOf, memoryOfDaemon, processSecurity, readyzBody } from "./node/Checks.ts"
 import { run } from "./node/Commands.ts"
 import { nodeReady } from "./node/RealNode.ts"
+import { loopbackOnly } from "./node/Sockets.ts"
 import {
   daemonContainer,
   type DaemonPod,

@@ -1,8 +1,8 @@
 /**
  * What the real-node scenarios read to assert: the VMs sandboxd holds and releases, the claims
  * file, the daemon's process as the kernel sees it (user, capabilities, no-new-privileges, the
- * root filesystem's mount), its bound service-account token as the kubelet mounted it, the
- * sockets of the node's processes, and the kubelet's memory figures for the daemon's container.
+ * root filesystem's mount), its bound service-account token as the kubelet mounted it, and the
+ * kubelet's memory figures for the daemon's container (the sockets' check is ./Sockets.ts).
  */
 import * as k8s from "@kubernetes/client-node"
 import { readdirSync, readFileSync } from "node:fs"
@@ -10,7 +10,6 @@ import { join } from "node:path"
 import { Effect } from "effect"
 import { inject } from "vitest"
 import { NodeStepFailed } from "./Commands.ts"
-import { type InetSocket, inetSockets, loopbackPeer } from "./Sockets.ts"
 import { ContainerName, type DaemonPod, type World } from "./World.ts"
 
 type WorldShape = World["Service"]
@@ -62,18 +61,6 @@ export const processSecurity = (pid: number) => {
     noNewPrivs: field("NoNewPrivs"),
     rootReadOnly: (root?.[5] ?? "").split(",").includes("ro")
   }
-}
-
-/** Each process's sockets; the ones whose peer is outside 127.0.0.0/8, and how many had a peer. */
-export const loopbackOnly = (pids: Record<string, number>) => {
-  const outside: Array<InetSocket & { readonly process: string }> = []
-  const peers: Record<string, number> = {}
-  for (const [process, pid] of Object.entries(pids)) {
-    const withPeer = inetSockets(pid).filter((socket) => socket.remote !== "")
-    peers[process] = withPeer.length
-    for (const socket of withPeer) if (!loopbackPeer(socket.remote)) outside.push({ ...socket, process })
-  }
-  return { outside, peers }
 }
 
 interface Summary {

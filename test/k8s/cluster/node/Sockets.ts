@@ -67,3 +67,15 @@ export const inetSockets = (pid: number): ReadonlyArray<InetSocket> => {
 
 /** True for a peer in 127.0.0.0/8. */
 export const loopbackPeer = (remote: string): boolean => /^127\.\d+\.\d+\.\d+:\d+$/.test(remote)
+
+/** Each process's sockets; the ones whose peer is outside 127.0.0.0/8, and how many had a peer. */
+export const loopbackOnly = (pids: Record<string, number>) => {
+  const outside: Array<InetSocket & { readonly process: string }> = []
+  const peers: Record<string, number> = {}
+  for (const [process, pid] of Object.entries(pids)) {
+    const withPeer = inetSockets(pid).filter((socket) => socket.remote !== "")
+    peers[process] = withPeer.length
+    for (const socket of withPeer) if (!loopbackPeer(socket.remote)) outside.push({ ...socket, process })
+  }
+  return { outside, peers }
+}
