@@ -24,7 +24,9 @@ const madeDirectories = (cgroupParent: string): ReadonlyArray<string> => [
   ...cgroupHierarchies().map((hierarchy) => join(hierarchy, cgroupParent))
 ]
 
+/** Each cgroup v1 hierarchy, or the one unified hierarchy of cgroup v2. */
 const cgroupHierarchies = (): ReadonlyArray<string> => {
+  if (existsSync(join(CgroupRoot, "cgroup.controllers"))) return [CgroupRoot]
   try {
     return readdirSync(CgroupRoot).map((name) => join(CgroupRoot, name)).filter((path) => lstatSync(path).isDirectory())
   } catch {
