@@ -46,7 +46,7 @@ export const hostBefore = (cgroupParent: string): HostBefore => ({
 })
 
 /** Another kubelet process on the machine (another suite's node): the shared paths are its too. */
-const otherKubeletRuns = (): boolean =>
+export const otherKubeletRuns = (): boolean =>
   readdirSync("/proc").some((pid) => {
     if (!/^\d+$/.test(pid)) return false
     try {

@@ -10,13 +10,14 @@
  * It is started in a scope of its own, so a scenario can stop it and start it again (`restart`)
  * on the same directories, as a host's service manager would.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Exit, Scope } from "effect"
 import * as YAML from "yaml"
 import { freePorts } from "../../../../testkit/Demo/Harness.ts"
 import { type Managed, startProcess } from "../../fixture/Processes.ts"
 import { NodeStepFailed } from "./Commands.ts"
+import { nodeTunables } from "./Tunables.ts"
 
 export interface KubeletOptions {
   readonly binDir: string
@@ -90,9 +91,11 @@ export const startKubelet = (options: KubeletOptions): Effect.Effect<Kubelet, No
     ]
     const logFile = join(dir, "kubelet.log")
     const parent = yield* Scope.Scope
-    // Added before the first kubelet's scope is forked, so it runs after the last kubelet stopped.
-    const tunables = readTunables()
-    yield* Effect.addFinalizer(() => Effect.sync(() => restoreTunables(tunables)))
+    // The kernel settings the kubelet sets for the whole machine (./Tunables.ts): recorded before
+    // the first kubelet starts; added before its scope is forked, so put back after the last stopped.
+    const tunables = nodeTunables()
+    tunables.record()
+    yield* Effect.addFinalizer(() => Effect.sync(tunables.restore))
     const start = Effect.gen(function*() {
       const scope = yield* Scope.fork(parent)
       const managed = yield* startProcess("kubelet", join(options.binDir, "kubelet"), args, logFile).pipe(
@@ -112,39 +115,6 @@ export const startKubelet = (options: KubeletOptions): Effect.Effect<Kubelet, No
       })
     }
   })
-
-/**
- * The kernel settings a starting kubelet sets for the whole machine (unless protectKernelDefaults
- * makes it refuse to start instead): overcommit, panic on oops, reboot after a panic, the root
- * user's key quotas. Put back as they were once the suite's kubelet has stopped.
- */
-const KernelTunables = [
-  "vm/overcommit_memory",
-  "vm/panic_on_oom",
-  "kernel/panic",
-  "kernel/panic_on_oops",
-  "kernel/keys/root_maxkeys",
-  "kernel/keys/root_maxbytes"
-]
-
-const readTunables = (): ReadonlyArray<readonly [string, string]> =>
-  KernelTunables.flatMap((key) => {
-    try {
-      return [[key, readFileSync(`/proc/sys/${key}`, "utf8").trim()] as const]
-    } catch {
-      return []
-    }
-  })
-
-const restoreTunables = (tunables: ReadonlyArray<readonly [string, string]>): void => {
-  for (const [key, value] of tunables) {
-    try {
-      if (readFileSync(`/proc/sys/${key}`, "utf8").trim() !== value) writeFileSync(`/proc/sys/${key}`, value)
-    } catch {
-      // left as the kubelet set it; nothing else to do in a teardown
-    }
-  }
-}
 
 const waitHealthy = (managed: Managed, port: number, logFile: string) =>
   Effect.gen(function*() {
