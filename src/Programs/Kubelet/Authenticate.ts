@@ -57,7 +57,9 @@ export const peerCertificate = (socket: TLSSocket): PeerCertificate | undefined 
   return {
     verified: socket.authorized,
     verifyError: socket.authorized ? "" : String(socket.authorizationError ?? "not verified"),
-    commonName: values(subject.CN)[0] ?? "",
+    // Of several CNs the last names the user, as Go's x509 (so the apiserver) reads a subject:
+    // one certificate is never two users.
+    commonName: values(subject.CN).at(-1) ?? "",
     organizations: values(subject.O)
   }
 }

@@ -417,6 +417,12 @@ describe("KubeletServer routes", () => {
           })
           assert.strictEqual(wrongUse.status, 401)
 
+          // Two CNs: the user is the last, as the apiserver's x509 authenticator (Go's CommonName)
+          // names it; the first would make one certificate two users.
+          const twoNames = { certificate: yield* ca.issue("CN=system:kube-apiserver, CN=metrics-reader") }
+          assert.strictEqual((yield* request(server.port, "GET", "/pods", twoNames)).status, 403)
+          assert.strictEqual((yield* request(server.port, "GET", "/stats/summary", twoNames)).status, 200)
+
           const client = { certificate: yield* ca.issue("CN=system:kube-apiserver") }
           for (const path of ["/pods", "/runningpods/"]) {
             const reply = yield* request(server.port, "GET", path, client)
