@@ -6,10 +6,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { TestClock } from "effect/testing"
+import { METHODS } from "node:http"
 import * as Access from "../../../src/Programs/Kubelet/Access.ts"
 import { nodeSubresources, nodeVerb } from "../../../src/Programs/Kubelet/Attributes.ts"
 import { bearerToken, type Credentials, type PeerCertificate } from "../../../src/Programs/Kubelet/Authenticate.ts"
 import * as ReviewCache from "../../../src/Programs/Kubelet/ReviewCache.ts"
+import { matchRoute } from "../../../src/Programs/Kubelet/Routes.ts"
 import { scriptedReviews, user } from "../../support/KubeletReviews.ts"
 
 const node = "vk-a"
@@ -123,6 +125,18 @@ describe("KAPI-1, KAPI-2: the gate", () => {
       // /stats has no fallback: nodes/proxy does not open it.
       assert.strictEqual(statusOf(yield* check(access, "GET", "/stats/summary", token("proxy-token"))), 403)
     }))
+
+  it("the router serves no method that has no verb, so passing such a request unreviewed opens nothing", () => {
+    const paths = [
+      "/healthz", "/pods", "/pods/", "/runningpods/", "/stats/summary", "/metrics/resource",
+      "/containerLogs/ns/pod/c", "/exec/ns/pod/c", "/attach/ns/pod/c", "/portForward/ns/pod", "/"
+    ]
+    for (const method of METHODS.filter((m) => nodeVerb(m) === undefined)) {
+      for (const path of paths) {
+        assert.include(["NotFound", "MethodNotAllowed"], matchRoute(method, path)._tag, `${method} ${path}`)
+      }
+    }
+  })
 
   it.effect("a method with no verb is left to the router after authentication, unreviewed", () =>
     Effect.gen(function*() {
