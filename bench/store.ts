@@ -16,7 +16,7 @@ import * as ClaimsStoreFile from "../src/Layers/ClaimsStoreFile.ts"
 import { TestClaimsTable, testSnapshotLayer } from "../testkit/Layers/ClaimsStoreMemory.ts"
 import type { ClaimRecord } from "../src/Schemas/Claims.ts"
 import { encodeClaimsFile } from "../src/Schemas/ClaimsFile.ts"
-import { testConfig } from "../src/Schemas/Config.ts"
+import { testConfig } from "../testkit/Config.ts"
 import type { ClaimId, PodKey } from "../src/Schemas/Ids.ts"
 import type { BenchSection, Figures } from "./types.ts"
 

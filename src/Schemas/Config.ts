@@ -1,6 +1,6 @@
 /**
  * The validated daemon configuration (CFG-2 plus our additions). `src/Cli/` parses flags and
- * env vars into it; tests build it directly with `Config.layerTest` / `testConfig`.
+ * env vars into it; tests build it with `testConfig` (testkit/Config.ts).
  */
 import { Duration, Redacted } from "effect"
 
@@ -66,50 +66,6 @@ export interface AppConfigShape {
   /** OTLP/HTTP base URL for traces; empty = no tracing (nothing loaded, nothing exported). */
   readonly otlpEndpoint: string
 }
-
-/**
- * Defaults of every flag (CFG-2), with a node name and paths suitable for tests: no vk-cocoon pair
- * is looked for, so a test never serves a certificate of the machine it runs on.
- */
-export const testConfig = (overrides: Partial<AppConfigShape> = {}): AppConfigShape => ({
-  nodeName: "vk-sandboxd",
-  nodeIp: "",
-  listenAddr: { host: "", port: 10260 },
-  tlsCert: "",
-  tlsKey: "",
-  vkCocoonTlsCert: "",
-  vkCocoonTlsKey: "",
-  clientCaFile: "",
-  nodeCpu: "4000",
-  nodeMemory: "8Ti",
-  nodePods: "2000",
-  nodeLabels: { "sandbox.cocoonstack.io/runtime": "sandboxd" },
-  kubeApiQps: 200,
-  kubeApiBurst: 400,
-  kubeconfig: "",
-  sandboxdUrl: "http://127.0.0.1:7777",
-  sandboxdAdvertiseAddr: "127.0.0.1:7777",
-  sandboxdTokenFile: "",
-  sandboxdToken: Redacted.make(""),
-  sandboxdTimeout: Duration.seconds(10),
-  claimSettleTime: Duration.zero,
-  sandboxdMaxConcurrency: 64,
-  sandboxdProbeInterval: Duration.seconds(10),
-  sandboxdProbeGrace: 3,
-  statePath: "/var/lib/vk-sandbox/claims.json",
-  orphanScanInterval: Duration.seconds(60),
-  publishInventory: false,
-  publishInterval: Duration.seconds(30),
-  leaseWatchInterval: Duration.seconds(30),
-  claimVerifyInterval: Duration.seconds(15),
-  watchCheckInterval: Duration.seconds(15),
-  shutdownTimeout: Duration.seconds(10),
-  metricsAddr: { host: "", port: 10261 },
-  logLevel: "info",
-  logFormat: "json",
-  otlpEndpoint: "",
-  ...overrides
-})
 
 /** The settle time in force: the flag's value, or `--sandboxd-timeout` when it is zero. */
 export const effectiveSettleTime = (config: Pick<AppConfigShape, "sandboxdTimeout" | "claimSettleTime">): Duration.Duration =>

@@ -1,6 +1,6 @@
 /**
  * The validated daemon configuration as a service: `src/Cli/` builds it from flags and the
- * environment, tests with `testConfig` (the shape and its defaults are in `Schemas/Config.ts`).
+ * environment, tests with `testConfig` (testkit/Config.ts; the shape is in `Schemas/Config.ts`).
  */
 import { Context, Layer } from "effect"
 import type { AppConfigShape } from "../Schemas/Config.ts"

@@ -4,7 +4,7 @@ import type { UsageError } from "../../src/Cli/Errors.ts"
 import { daemonFlags } from "../../src/Cli/Flags.ts"
 import { parseConfig, parseInvocation } from "../../src/Cli/ParseConfig.ts"
 import type { AppConfigShape } from "../../src/Schemas/Config.ts"
-import { testConfig } from "../../src/Schemas/Config.ts"
+import { testConfig } from "../../testkit/Config.ts"
 
 const ok = (argv: ReadonlyArray<string>, env: Record<string, string | undefined> = {}): AppConfigShape => {
   const result = parseConfig(argv, env)

@@ -2,7 +2,7 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Redacted } from "effect"
 import { readSandboxdToken } from "../../src/Cli/TokenFile.ts"
-import { testConfig } from "../../src/Schemas/Config.ts"
+import { testConfig } from "../../testkit/Config.ts"
 
 const withTempDir = <A, E, R>(use: (dir: string) => Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {

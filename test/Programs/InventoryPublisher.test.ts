@@ -25,7 +25,7 @@ import {
   runPublisher
 } from "../../src/Programs/InventoryPublisher.ts"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
-import { testConfig } from "../../src/Schemas/Config.ts"
+import { testConfig } from "../../testkit/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import { inventoryInterval, inventoryLastSuccess, inventoryPublishes, labelled } from "../../src/Services/Metrics.ts"
 import type { ClaimId, PodKey } from "../../src/Schemas/Ids.ts"

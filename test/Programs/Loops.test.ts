@@ -13,7 +13,7 @@ import {
   OrphanScannerLayer
 } from "../../src/Programs/Loops.ts"
 import { ClaimTableRefLayer } from "../../src/Layers/ClaimTableRef.ts"
-import { testConfig } from "../../src/Schemas/Config.ts"
+import { testConfig } from "../../testkit/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import {
   ClaimVerifierLoop,

@@ -12,7 +12,7 @@ import { mkdir, writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import { generateSelfSigned } from "../../../src/Programs/Kubelet/SelfSigned.ts"
 import { type KubeletTlsConfig, loadKubeletTls } from "../../../src/Programs/Kubelet/Tls.ts"
-import { testConfig } from "../../../src/Schemas/Config.ts"
+import { testConfig } from "../../../testkit/Config.ts"
 import { makeLogCapture } from "../../support/Logs.ts"
 import { tempDir as makeTempDir } from "../../support/TempDir.ts"
 

@@ -17,7 +17,7 @@ import { NodeController, NodeHealth } from "../../../src/Services/NodeController
 import { apiserverRequests, nodeTainted, sandboxdUp } from "../../../src/Services/Metrics.ts"
 import { instrumentKube } from "../../../src/Programs/Observability/Instrument.ts"
 import { decodePod } from "../../../src/Schemas/Pod.ts"
-import { testConfig } from "../../../src/Schemas/Config.ts"
+import { testConfig } from "../../../testkit/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
 import { EventRecorder, type EventType } from "../../../src/Services/EventRecorder.ts"
 import { KubeApi, KubeForbidden, KubeUnavailable } from "../../../src/Services/KubeApi.ts"

@@ -16,7 +16,7 @@ import {
   trackedFromServer
 } from "../../../src/Programs/Node/NodeObject.ts"
 import { renewedLease, newLease } from "../../../src/Programs/Node/NodeLease.ts"
-import { testConfig } from "../../../src/Schemas/Config.ts"
+import { testConfig } from "../../../testkit/Config.ts"
 
 const t0 = Date.parse("2026-11-29T10:00:00.750Z")
 

@@ -10,7 +10,7 @@ import { TestClock } from "effect/testing"
 import { makeClaimTable } from "../../../src/Layers/ClaimTableRef.ts"
 import { makeClaimDoubts } from "../../../src/Layers/ClaimTableRef/ClaimDoubtsRef.ts"
 import { sample, type SampledSources } from "../../../src/Programs/Observability/Sampled.ts"
-import { testConfig } from "../../../src/Schemas/Config.ts"
+import { testConfig } from "../../../testkit/Config.ts"
 import { type PodKey, podKeyOf } from "../../../src/Schemas/Ids.ts"
 import type { Pod } from "../../../src/Schemas/Pod.ts"
 import {

@@ -8,7 +8,7 @@ import { Clock, DateTime, Duration, Effect, Fiber, Layer, Option, Queue, Redacte
 import { TestClock } from "effect/testing"
 import * as Backoff from "../../../src/Programs/PodController/Backoff.ts"
 import * as PodController from "../../../src/Programs/PodController/PodController.ts"
-import { testConfig } from "../../../src/Schemas/Config.ts"
+import { testConfig } from "../../../testkit/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
 import { ClaimNotPersisted } from "../../../src/Services/ProviderErrors.ts"
 import { ClaimsWriteError } from "../../../src/Services/ClaimsStore.ts"
