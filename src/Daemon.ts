@@ -25,6 +25,7 @@ import { applyDaemonHeapFlags, applyOnceStarted } from "./Cli/HeapFlags.ts"
 import * as ClaimsStoreFile from "./Layers/ClaimsStoreFile.ts"
 import { ClaimTableRefLayer } from "./Layers/ClaimTableRef.ts"
 import * as EventRecorderKube from "./Layers/EventRecorderKube.ts"
+import * as FailpointDecorators from "./Layers/FailpointDecorators.ts"
 import * as HeapControlV8 from "./Layers/HeapControlV8.ts"
 import * as KubeApiClientNode from "./Layers/KubeApiClientNode.ts"
 import * as OwnerResolverKube from "./Programs/Authorization/OwnerResolverKube.ts"
@@ -41,7 +42,7 @@ import { ClaimsStore } from "./Services/ClaimsStore.ts"
 import { ClaimTable } from "./Services/ClaimTable.ts"
 import { ClaimDoubts } from "./Services/ClaimDoubts.ts"
 import { EventRecorder } from "./Services/EventRecorder.ts"
-import { Failpoints } from "./Services/Failpoints.ts"
+import { Failpoints, type FailpointsShape, inertFailpoints } from "./Services/Failpoints.ts"
 import { ClaimsStartup, EarlyPodList, RunningPodController } from "./Services/Daemon.ts"
 import { KubeApi, type KubeError, type PodList } from "./Services/KubeApi.ts"
 import { DaemonLoops } from "./Services/Loops.ts"
@@ -73,11 +74,18 @@ export const loggingLayer = Logging.layer
 
 // ---- the feature layers, bottom-up -----------------------------------------------------------
 
-const WireLayer = Layer.mergeAll(
-  Layer.effect(SandboxdClient, Effect.map(SandboxdClient.use(Effect.succeed), instrumentSandboxd)).pipe(
-    Layer.provide(SandboxdClientHttp.layer)
-  ),
-  Layer.effect(KubeApi, Effect.map(KubeApi.use(Effect.succeed), instrumentKube)).pipe(Layer.provide(KubeApiClientNode.layer))
+/** Failpoints armed by `VK_SANDBOX_FAILPOINTS`, as decorators of the services below; none when unarmed. */
+type Decorators = FailpointDecorators.FailpointDecorators | undefined
+
+const WireLayer = (decorators: Decorators) => Layer.mergeAll(
+  Layer.effect(
+    SandboxdClient,
+    Effect.map(SandboxdClient.use(Effect.succeed), (client) => decorators?.sandboxd(instrumentSandboxd(client)) ?? instrumentSandboxd(client))
+  ).pipe(Layer.provide(SandboxdClientHttp.layer)),
+  Layer.effect(
+    KubeApi,
+    Effect.map(KubeApi.use(Effect.succeed), (kube) => decorators?.kube(instrumentKube(kube)) ?? instrumentKube(kube))
+  ).pipe(Layer.provide(KubeApiClientNode.layer))
 ).pipe(
   // The token file is followed while the daemon runs (rotation without a restart); the pod
   // controller hears from it when sandboxd accepts the token again, and when sandboxd answers
@@ -112,14 +120,18 @@ const askForPodList = Effect.gen(function*() {
 })
 
 /** The durable store, its commits timed as the caller sees them (queueing in the group commit included). */
-const ClaimsLayer = Layer.effect(
+const ClaimsLayer = (decorators: Decorators) => Layer.effect(
   ClaimsStore,
-  Effect.map(ClaimsStore.use(Effect.succeed), (store) =>
-    ClaimsStore.of({
+  Effect.map(ClaimsStore.use(Effect.succeed), (store) => {
+    const timed = ClaimsStore.of({
       ...store,
       commit: (key) => store.commit(key).pipe(Effect.trackDuration(commitDuration, (d) => Duration.toMillis(d) / 1000))
-    }))
-).pipe(Layer.provide(ClaimsStoreFile.layer))
+    })
+    return decorators?.store(timed) ?? timed
+  })
+).pipe(Layer.provide(
+  decorators === undefined ? ClaimsStoreFile.layer : ClaimsStoreFile.layerWith({ ops: decorators.fileOps(ClaimsStoreFile.nodeClaimsFileOps) })
+))
 
 const ProviderLayer = PodLifecycleProviderLayer.pipe(
   Layer.provideMerge(ProviderLiveLayer),
@@ -225,8 +237,9 @@ const NodeHealthLayer = Layer.effect(
   }))
 )
 
-export const daemonLayer = (config: AppConfigShape) =>
-  HealthLayer.pipe(
+export const daemonLayer = (config: AppConfigShape, failpoints: FailpointsShape = inertFailpoints) => {
+  const decorators = failpoints.armed.length === 0 ? undefined : FailpointDecorators.make(failpoints)
+  return HealthLayer.pipe(
     Layer.provideMerge(PodControllerLayer),
     Layer.provideMerge(QuarantineEventLayer),
     Layer.provideMerge(NodeControllerLive.layer().pipe(Layer.provide(NodeHealthLayer))),
@@ -234,12 +247,13 @@ export const daemonLayer = (config: AppConfigShape) =>
     Layer.provideMerge(KubeletLayer),
     Layer.provideMerge(startupLayer),
     Layer.provideMerge(ProviderLayer),
-    Layer.provideMerge(ClaimsLayer),
-    Layer.provideMerge(WireLayer),
+    Layer.provideMerge(ClaimsLayer(decorators)),
+    Layer.provideMerge(WireLayer(decorators)),
     // Below the wire: the sandboxd client scrubs its error text of the claim tokens the table holds.
     Layer.provideMerge(ClaimTableRefLayer),
     Layer.provideMerge(AppConfig.layer(config))
   )
+}
 
 const formatListenAddr = (address: ListenAddr) =>
   `${address.host.includes(":") ? `[${address.host}]` : address.host}:${address.port}`
@@ -270,7 +284,7 @@ export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Eff
           Effect.annotateLogs({ failpoints: failpoints.armed.join(";") })
         )
       }
-      const daemon = yield* Layer.build(daemonLayer(config)).pipe(
+      const daemon = yield* Layer.build(daemonLayer(config, failpoints)).pipe(
         Effect.tapError((error) => Effect.logError("vk-sandbox cannot start").pipe(Effect.annotateLogs({ error }))),
         Effect.mapError((error) => new StartupError({ message: describe(error) }))
       )

@@ -15,7 +15,6 @@ import { decodeClaimsDocument, membersAfterClaims } from "../Schemas/ClaimsFile.
 import { AppConfig } from "../Services/Config.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
 import { ClaimsLoadError, ClaimsStore, ClaimsWriteError } from "../Services/ClaimsStore.ts"
-import { Failpoints } from "../Services/Failpoints.ts"
 import { makeClaimsEncoder } from "../Store/ClaimsEncoder.ts"
 import { makeClaimsCommit, type WriteTable } from "../Store/ClaimsCommit.ts"
 import { durableReplace, type FailedStep } from "../Store/DurableReplace.ts"
@@ -65,13 +64,12 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
     /** The top-level members after `claims` as loaded (written by a newer version), kept through every write. */
     let otherMembers = ""
     const encode = makeClaimsEncoder()
-    const failpoints = yield* Failpoints
     const writeTable: WriteTable = (rows, intents) =>
       Effect.suspend(() => {
         const data = encode(rows, membersAfterClaims(intents, otherMembers))
         const failed: FailedStep = { operation: "encode", path }
         return Effect.tryPromise({
-          try: () => durableReplace(ops, path, data, failed, failpoints),
+          try: () => durableReplace(ops, path, data, failed),
           catch: (cause) =>
             new ClaimsWriteError({
               path: given,

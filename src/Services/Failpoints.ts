@@ -1,8 +1,9 @@
 /**
  * Failpoints: named places on the claim, commit, push, release and delete paths where a test can
  * make the daemon crash (end at once, no cleanup, as `kill -9` does), fail (the place's own typed
- * error) or wait. A test facility: inert unless the `VK_SANDBOX_FAILPOINTS` environment variable
- * arms points at startup (`Layers/Failpoints.ts` parses it); the default here does nothing.
+ * error) or wait. A test facility: only when `VK_SANDBOX_FAILPOINTS` arms a point at startup
+ * (`Cli/Failpoints.ts`) does the composition root wrap the services that reach the points
+ * (`Layers/FailpointDecorators.ts`); otherwise nothing of it runs.
  */
 import { Context, Effect, Schema } from "effect"
 
@@ -20,7 +21,7 @@ export const failpointNames = [
   "push-before-write",
   /** A Pod status write was accepted by the apiserver. */
   "push-after-write",
-  /** An authorized release is about to be sent to sandboxd. */
+  /** A release is about to be sent to sandboxd (an authorized one, or the return of an unrecorded claim). */
   "release-before-send",
   /** sandboxd confirmed a release; the row is still in the table. */
   "release-after-send",
@@ -55,11 +56,7 @@ export const inertFailpoints: FailpointsShape = {
   hitAsync: () => undefined
 }
 
-/** Inert by default: only the daemon's composition root provides armed points. */
+/** The armed points, from the command line to the composition root; inert by default. */
 export const Failpoints = Context.Reference<FailpointsShape>("vk-sandbox/Failpoints", {
   defaultValue: () => inertFailpoints
 })
-
-/** `hit` on the Failpoints in context. */
-export const failpoint = (name: FailpointName): Effect.Effect<void, FailpointFired> =>
-  Failpoints.use((points) => points.hit(name))

@@ -6,7 +6,6 @@
 import { randomBytes } from "node:crypto"
 import type * as NFS from "node:fs/promises"
 import * as NPath from "node:path"
-import { type FailpointsShape, inertFailpoints } from "../Services/Failpoints.ts"
 import { type ClaimsFileOps, errnoOf } from "./FileOps.ts"
 
 /** The step a failed replace stopped at, and the path it was working on. */
@@ -36,8 +35,7 @@ export const durableReplace = async (
   ops: ClaimsFileOps,
   path: string,
   data: Uint8Array,
-  failed: FailedStep,
-  failpoints: Pick<FailpointsShape, "hitAsync"> = inertFailpoints
+  failed: FailedStep
 ): Promise<void> => {
   const dir = NPath.dirname(path)
   const temp = NPath.join(dir, tempNameFor(NPath.basename(path)))
@@ -61,8 +59,6 @@ export const durableReplace = async (
       at("write", temp)
       await ops.write(file, data)
       at("fsync", temp)
-      const beforeFsync = failpoints.hitAsync("commit-before-fsync")
-      if (beforeFsync !== undefined) await beforeFsync
       await ops.fsync(file)
     } finally {
       // After a successful fsync a close error loses nothing.
@@ -76,7 +72,5 @@ export const durableReplace = async (
     throw cause
   }
   at("fsync", dir)
-  const afterRename = failpoints.hitAsync("commit-after-rename")
-  if (afterRename !== undefined) await afterRename
   await ops.fsyncDir(dir)
 }

@@ -11,34 +11,25 @@ import { Duration, Effect, Exit, Fiber, Option, Result } from "effect"
 import { TestClock } from "effect/testing"
 import { FAILPOINTS_ENV, failpointsFromEnvironment, parseFailpoints } from "../../src/Cli/Failpoints.ts"
 import { nodeClaimsFileOps } from "../../src/Layers/ClaimsStoreFile.ts"
-import { make } from "../../src/Layers/Failpoints.ts"
+import * as FailpointDecorators from "../../src/Layers/FailpointDecorators.ts"
 import { podKeyOf } from "../../src/Schemas/Ids.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
-import { Failpoints, failpointNames } from "../../src/Services/Failpoints.ts"
+import { failpointNames } from "../../src/Services/Failpoints.ts"
 import { durableReplace } from "../../src/Store/DurableReplace.ts"
 import { Provider } from "../../src/Services/Provider.ts"
 import { SandboxdSim } from "../../testkit/Simulators/Sandboxd/Model.ts"
+import { armed } from "../support/Failpoints.ts"
+import * as KubeApiMemory from "../../testkit/Layers/KubeApiMemory.ts"
+import { ClaimsStoreMemoryControl } from "../../testkit/Layers/ClaimsStoreMemory.ts"
+import { ClusterModel } from "../../testkit/Simulators/Apiserver/Model.ts"
+import { Pods } from "../../testkit/Simulators/Apiserver/Resources.ts"
 import { deleteWorld } from "./Authorization/world.ts"
 import { pod, world } from "./Provider/harness.ts"
 
-/** Armed points whose `crash` only counts (a test must not end its own process). */
-const armed = (text: string) => {
-  const crashes = { count: 0 }
-  // Settles at the first crash: a test waits for it rather than for a span of real time.
-  let noteCrash = () => {}
-  const crashed = new Promise<void>((resolve) => {
-    noteCrash = resolve
-  })
-  const terms = parseFailpoints(text)
-  if (Result.isFailure(terms)) throw new Error(terms.failure)
-  return {
-    points: make(terms.success, () => {
-      crashes.count++
-      noteCrash()
-    }),
-    crashes,
-    crashed
-  }
+/** The claims file's steps as the daemon runs them with `text` armed. */
+const armedOps = (text: string) => {
+  const points = armed(text)
+  return { ...points, ops: FailpointDecorators.make(points.points).fileOps(nodeClaimsFileOps) }
 }
 
 const routeCount = (route: "claim" | "release") =>
@@ -152,7 +143,7 @@ describe("failpoints on the claim and release paths", () => {
       assert.strictEqual(yield* routeCount("claim"), 0)
       const error = Option.getOrThrow(Exit.findErrorOption(exit))
       assert.strictEqual(error._tag === "ClaimFailed" ? error.cause._tag : error._tag, "SandboxdUnreachable")
-    }).pipe(Effect.provideService(Failpoints, armed("claim-before-send=fail").points), Effect.provide(world(), { local: true })))
+    }).pipe(Effect.provide(world({ failpoints: armed("claim-before-send=fail").points }), { local: true })))
 
   it.effect("claim-after-send=fail: sandboxd made the VM, the create sees a lost reply (timeout) and records nothing", () =>
     Effect.gen(function*() {
@@ -166,7 +157,7 @@ describe("failpoints on the claim and release paths", () => {
       assert.strictEqual(error._tag, "ClaimInDoubt")
       assert.strictEqual(error._tag === "ClaimInDoubt" ? error.cause?._tag : undefined, "SandboxdTimeout")
       assert.isTrue(Option.isNone(yield* ClaimTable.use((table) => table.held(podKeyOf("default", "web")))))
-    }).pipe(Effect.provideService(Failpoints, armed("claim-after-send=1*fail").points), Effect.provide(world(), { local: true })))
+    }).pipe(Effect.provide(world({ failpoints: armed("claim-after-send=1*fail").points }), { local: true })))
 
   it.effect("release-before-send=fail: nothing is sent, ReleaseFailed, the claim stays; release-after-send=fail: sent, the claim stays for the retry", () =>
     Effect.gen(function*() {
@@ -186,10 +177,49 @@ describe("failpoints on the claim and release paths", () => {
       const third = yield* provider.deletePod(bare)
       assert.strictEqual(third._tag, "Released")
       assert.isTrue(Option.isNone(yield* ClaimTable.use((table) => table.held(key))))
-    }).pipe(
-      Effect.provideService(Failpoints, armed("release-before-send=1*fail;release-after-send=1*fail").points),
-      Effect.provide(deleteWorld(), { local: true })
-    ))
+    }).pipe(Effect.provide(deleteWorld({ failpoints: armed("release-before-send=1*fail;release-after-send=1*fail").points }), { local: true })))
+
+  it.effect("delete-before-commit=fail: released, the row leaves the table, its removal is not written until the next commit", () =>
+    Effect.gen(function*() {
+      const provider = yield* Provider
+      const control = yield* ClaimsStoreMemoryControl
+      const bare = { ...pod("web"), metadata: { ...pod("web").metadata, uid: "uid-1" } }
+      const other = { ...pod("api"), metadata: { ...pod("api").metadata, uid: "uid-2" } }
+      yield* provider.createPod(bare)
+      const released = yield* provider.deletePod(bare)
+      assert.strictEqual(released._tag, "Released")
+      assert.strictEqual(yield* routeCount("release"), 1)
+      assert.isTrue(Option.isNone(yield* ClaimTable.use((table) => table.held(podKeyOf("default", "web")))))
+      assert.isTrue((yield* control.disk).has(podKeyOf("default", "web")), "the removal's commit failed")
+      // The next write (another Pod's claim) carries the removal.
+      yield* provider.createPod(other)
+      assert.deepStrictEqual([...(yield* control.disk).keys()], [podKeyOf("default", "api")])
+    }).pipe(Effect.provide(deleteWorld({ failpoints: armed("delete-before-commit=fail").points }), { local: true })))
+})
+
+describe("failpoints on the status write", () => {
+  it.effect("push-before-write=fail: nothing is written, KubeUnavailable; push-after-write=fail: written, the reply is lost", () =>
+    Effect.gen(function*() {
+      const model = new ClusterModel()
+      assert.isTrue(Result.isSuccess(model.create(Pods, "default", {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "web" },
+        spec: { nodeName: "n1", containers: [{ name: "main", image: "python" }] }
+      })))
+      const { points } = armed("push-before-write=1*fail;push-after-write=1*fail")
+      const kube = FailpointDecorators.make(points).kube(KubeApiMemory.make(model))
+      const created = yield* kube.getPod("default", "web")
+      const running = { ...created, status: { ...created.status, phase: "Running" } }
+      const phase = Effect.map(kube.getPod("default", "web"), (p) => p.status?.phase)
+      const before = yield* Effect.flip(kube.replacePodStatus(running))
+      assert.deepStrictEqual([before._tag, yield* phase], ["KubeUnavailable", "Pending"])
+      const after = yield* Effect.flip(kube.replacePodStatus(running))
+      assert.deepStrictEqual([after._tag, yield* phase], ["KubeUnavailable", "Running"])
+      const fresh = yield* kube.getPod("default", "web")
+      const succeeded = { ...fresh, status: { ...fresh.status, phase: "Succeeded" } }
+      assert.strictEqual((yield* kube.replacePodStatus(succeeded)).status?.phase, "Succeeded", "spent: inert again")
+    }))
 })
 
 describe("failpoints on the commit path", () => {
@@ -197,16 +227,16 @@ describe("failpoints on the commit path", () => {
     const dir = NFS.mkdtempSync(NPath.join(NOS.tmpdir(), "vk-fp-"))
     const path = NPath.join(dir, "claims.json")
     NFS.writeFileSync(path, "old")
-    const { points } = armed("commit-before-fsync=fail")
+    const { ops } = armedOps("commit-before-fsync=fail")
     const failed = { operation: "", path: "" }
-    const error = await durableReplace(nodeClaimsFileOps, path, Buffer.from("new"), failed, points).then(() => undefined, (e: unknown) => e)
+    const error = await durableReplace(ops, path, Buffer.from("new"), failed).then(() => undefined, (e: unknown) => e)
     assert.strictEqual((error as { _tag?: string })._tag, "FailpointFired")
     assert.strictEqual(failed.operation, "fsync")
     assert.strictEqual(NFS.readFileSync(path, "utf8"), "old")
     assert.deepStrictEqual(NFS.readdirSync(dir), ["claims.json"])
     // commit-after-rename=crash: the new file is already in place when the process would end.
-    const crashing = armed("commit-after-rename=crash")
-    void durableReplace(nodeClaimsFileOps, path, Buffer.from("newer"), failed, crashing.points)
+    const crashing = armedOps("commit-after-rename=crash")
+    void durableReplace(crashing.ops, path, Buffer.from("newer"), failed)
     await crashing.crashed
     assert.strictEqual(crashing.crashes.count, 1)
     assert.strictEqual(NFS.readFileSync(path, "utf8"), "newer")
@@ -219,14 +249,14 @@ describe("failpoints on the commit path", () => {
     NFS.writeFileSync(path, "old")
     const failed = { operation: "", path: "" }
     const codeOf = (e: unknown) => (e as { code?: string }).code
-    const full = armed("commit-before-fsync=errno(ENOSPC)")
-    const first = await durableReplace(nodeClaimsFileOps, path, Buffer.from("new"), failed, full.points).then(() => undefined, codeOf)
+    const full = armedOps("commit-before-fsync=errno(ENOSPC)")
+    const first = await durableReplace(full.ops, path, Buffer.from("new"), failed).then(() => undefined, codeOf)
     assert.strictEqual(first, "ENOSPC")
     assert.strictEqual(failed.operation, "fsync")
     assert.strictEqual(NFS.readFileSync(path, "utf8"), "old")
     assert.deepStrictEqual(NFS.readdirSync(dir), ["claims.json"], "no temp file left")
-    const broken = armed("commit-after-rename=1*errno(EIO)")
-    const second = await durableReplace(nodeClaimsFileOps, path, Buffer.from("newer"), failed, broken.points).then(() => undefined, codeOf)
+    const broken = armedOps("commit-after-rename=1*errno(EIO)")
+    const second = await durableReplace(broken.ops, path, Buffer.from("newer"), failed).then(() => undefined, codeOf)
     assert.strictEqual(second, "EIO")
     assert.deepStrictEqual(failed, { operation: "fsync", path: dir }, "the directory's sync failed")
     assert.strictEqual(NFS.readFileSync(path, "utf8"), "newer", "the rename had landed")

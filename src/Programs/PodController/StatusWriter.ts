@@ -27,8 +27,7 @@ import type { V1Pod } from "@kubernetes/client-node"
 import { Clock, type Duration, Effect, Metric, Option, type Scope } from "effect"
 import { type PodKey, podKeyOfPod, splitPodKey } from "../../Schemas/Ids.ts"
 import type { Pod } from "../../Schemas/Pod.ts"
-import { failpoint } from "../../Services/Failpoints.ts"
-import { KubeApi, type KubeError, KubeUnavailable } from "../../Services/KubeApi.ts"
+import { KubeApi, type KubeError } from "../../Services/KubeApi.ts"
 import * as Metrics from "../../Services/Metrics.ts"
 import type * as Backoff from "./Backoff.ts"
 import type { Informer } from "./Informer.ts"
@@ -214,12 +213,7 @@ export const make = (
         if (yield* informer.unreadable(key)) return yield* writeUnreadable(key, uid, current.value, body)
         const wanted = body(current.value, yield* Clock.currentTimeMillis)
         if (wanted === undefined) return "Skipped" as const
-        return yield* failpoint("push-before-write").pipe(
-          // An armed failure stands for an unreachable apiserver; after the write, for a lost reply.
-          Effect.andThen(kube.replacePodStatus(wanted)),
-          Effect.tap(() => failpoint("push-after-write")),
-          Effect.catchTag("FailpointFired", (e) =>
-            Effect.fail(new KubeUnavailable({ operation: "replacePodStatus", status: 0, message: e.message }))),
+        return yield* kube.replacePodStatus(wanted).pipe(
           Effect.tap((written) => informer.written(current.value, written).pipe(Effect.andThen(Effect.sync(() => onWritten(written))))),
           Effect.as<WriteResult>("Written"),
           Effect.catchTag("KubeConflict", () =>

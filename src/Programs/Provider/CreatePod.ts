@@ -28,8 +28,7 @@ import { markInDoubt, resolveDoubt } from "../ClaimDoubt.ts"
 import { ClaimsStore, ClaimsWriteError } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
 import { type CreatePodOutcome, ProviderEvents } from "../../Services/Provider.ts"
-import { failpoint } from "../../Services/Failpoints.ts"
-import { claimOutcomeOf, SandboxdClient, type SandboxdClaimError, SandboxdTimeout, SandboxdUnreachable } from "../../Services/SandboxdClient.ts"
+import { claimOutcomeOf, SandboxdClient, type SandboxdClaimError } from "../../Services/SandboxdClient.ts"
 import { confirmAbsence } from "../Absence.ts"
 import { verifyQuarantinedClaims } from "../ClaimVerifier.ts"
 import {
@@ -259,25 +258,13 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
         message: `pod ${key}: the claim's intent could not be persisted (${writeError.message}); nothing was claimed`
       })
     }
-    const attempt = yield* Effect.result(failpoint("claim-before-send").pipe(
-      // An armed failure here stands for a claim that provably never left (a refused connection).
-      Effect.catchTag("FailpointFired", (e) =>
-        Effect.fail(new SandboxdUnreachable({ operation: "claim", message: e.message, requestSent: false }))),
-      Effect.andThen(sandboxd.claim({
-        template,
-        net: Option.getOrElse(annotationValue(pod.metadata?.annotations, PodAnnotation.net), () => ""),
-        size: Option.getOrElse(annotationValue(pod.metadata?.annotations, PodAnnotation.size), () => ""),
-        ttlSeconds,
-        claimRef: key
-      }).pipe(timeStage("claim"))),
-      // An armed failure here stands for a reply lost after sandboxd made the VM (a timeout).
-      Effect.tap(() =>
-        failpoint("claim-after-send").pipe(
-          Effect.catchTag("FailpointFired", (e) =>
-            Effect.fail(new SandboxdTimeout({ operation: "claim", timeoutMillis: 0, message: e.message })))
-        )
-      )
-    ))
+    const attempt = yield* Effect.result(sandboxd.claim({
+      template,
+      net: Option.getOrElse(annotationValue(pod.metadata?.annotations, PodAnnotation.net), () => ""),
+      size: Option.getOrElse(annotationValue(pod.metadata?.annotations, PodAnnotation.size), () => ""),
+      ttlSeconds,
+      claimRef: key
+    }).pipe(timeStage("claim")))
     const claimOutcome = claimOutcomeOf(attempt)
     if (claimOutcome._tag === "Failed") {
       // sandboxd said no, or the request never left: no VM, nothing left for the intent to guard.

@@ -12,14 +12,13 @@ import { ClaimInDoubt } from "../../Services/ProviderErrors.ts"
 import { dropLostRow } from "./LostRows.ts"
 import { resolveDoubt } from "../ClaimDoubt.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
-import { ClaimsStore, ClaimsWriteError } from "../../Services/ClaimsStore.ts"
+import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimTable, type ClaimTableState, podUidIsCurrent } from "../../Services/ClaimTable.ts"
 import { EventRecorder, involvedPod } from "../../Services/EventRecorder.ts"
-import { failpoint } from "../../Services/Failpoints.ts"
 import * as Metrics from "../../Services/Metrics.ts"
 import { OwnerResolver } from "../../Services/OwnerResolver.ts"
 import { type DeleteOutcome, ReleaseFailed } from "../../Services/ProviderErrors.ts"
-import { SandboxdClient, SandboxdTimeout, SandboxdUnreachable } from "../../Services/SandboxdClient.ts"
+import { SandboxdClient } from "../../Services/SandboxdClient.ts"
 
 /** AUTH-2's controller reference of `pod`, as a row keeps it (AUTH-9); none for a bare Pod or several controllers. */
 const preservedOwnerOf = (pod: V1Pod): PreservedOwner | undefined => {
@@ -118,16 +117,7 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
       Effect.gen(function*() {
         // 6. Release with the claim's own token.
         yield* Effect.logInfo("release authorized").pipe(Effect.annotateLogs(annotations))
-        const outcome = yield* failpoint("release-before-send").pipe(
-          // An armed failure stands for a release that never left; after the send, for a lost reply.
-          Effect.catchTag("FailpointFired", (e) => Effect.fail(new SandboxdUnreachable({ operation: "release", message: e.message }))),
-          Effect.andThen(sandboxd.release(claimId, claim.token)),
-          Effect.tap(() =>
-            failpoint("release-after-send").pipe(
-              Effect.catchTag("FailpointFired", (e) =>
-                Effect.fail(new SandboxdTimeout({ operation: "release", timeoutMillis: 0, message: e.message })))
-            )
-          ),
+        const outcome = yield* sandboxd.release(claimId, claim.token).pipe(
           Effect.mapError((cause) =>
             new ReleaseFailed({
               pod: key,
@@ -154,10 +144,7 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
           const rows = row !== undefined && row.record.id === claimId ? state.rows.without(key) : state.rows
           return [undefined, withoutPod({ ...state, rows }, key)] as const
         })
-        yield* failpoint("delete-before-commit").pipe(
-          Effect.catchTag("FailpointFired", (e) =>
-            Effect.fail(new ClaimsWriteError({ path: store.path, operation: "commit", message: e.message }))),
-          Effect.andThen(store.commit(Option.none())),
+        yield* store.commit(Option.none()).pipe(
           Effect.catchTag("ClaimsWriteError", (error) =>
             // DEL-2: the released row may stay on disk; the next start quarantines and then drops it.
             Effect.logError("persist claims state").pipe(Effect.annotateLogs({ error })))

@@ -23,6 +23,8 @@ import { ApiserverSim, kubeconfigYaml } from "../../../testkit/Simulators/Apiser
 import { SandboxdSim, type SandboxdSimOptions } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { SandboxdSimServer } from "../../../testkit/Simulators/Sandboxd/Server.ts"
 import * as FaultProxy from "../../support/FaultProxy.ts"
+import type { FailpointsShape } from "../../../src/Services/Failpoints.ts"
+import { decorated } from "../../support/Failpoints.ts"
 
 export const Template = "python"
 
@@ -98,6 +100,8 @@ export const ownerResolverWorldViaProxy = Layer.unwrap(
 export interface DeleteWorldOptions {
   readonly sim?: Partial<SandboxdSimOptions>
   readonly config?: Partial<AppConfigShape>
+  /** Armed failpoints (test/support/Failpoints.ts), wrapping the sandboxd client and the store. */
+  readonly failpoints?: FailpointsShape
 }
 
 /** The Provider world of `../Provider/harness.ts`, with the live owner client instead of none. */
@@ -124,5 +128,5 @@ export const deleteWorld = (options: DeleteWorldOptions = {}) => {
   const deps = Layer.mergeAll(ClaimsStoreMemory.layer(), ProviderEventsPubSubLayer, clients, capturingRecorder).pipe(
     Layer.provideMerge(ClaimTableRefLayer)
   )
-  return ProviderLiveLayer.pipe(Layer.provideMerge(deps))
+  return ProviderLiveLayer.pipe(Layer.provideMerge(decorated(options.failpoints, deps)))
 }

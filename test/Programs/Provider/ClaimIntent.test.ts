@@ -6,26 +6,19 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Fiber, Option, Redacted, Result } from "effect"
 import { TestClock } from "effect/testing"
-import { parseFailpoints } from "../../../src/Cli/Failpoints.ts"
-import { make as makeFailpoints } from "../../../src/Layers/Failpoints.ts"
 import { startClaims } from "../../../src/Programs/Provider/Startup.ts"
 import type { ClaimIntent } from "../../../src/Schemas/Claims.ts"
 import { ClaimDoubts } from "../../../src/Services/ClaimDoubts.ts"
 import { ClaimsStore } from "../../../src/Services/ClaimsStore.ts"
-import { Failpoints } from "../../../src/Services/Failpoints.ts"
 import { Provider } from "../../../src/Services/Provider.ts"
 import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
 import { ClaimsStoreMemoryControl } from "../../../testkit/Layers/ClaimsStoreMemory.ts"
 import { SandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
+import { armed } from "../../support/Failpoints.ts"
 import { claimCount, eventually, flushIO, keyOf, pod, Template, world } from "./harness.ts"
 
 const heldIntents = ClaimsStore.use((store) => Effect.map(store.intents, (intents) => [...intents.keys()]))
 
-const armed = (text: string) => {
-  const terms = parseFailpoints(text)
-  if (Result.isFailure(terms)) throw new Error(terms.failure)
-  return makeFailpoints(terms.success, () => undefined)
-}
 
 describe("CreatePod: the claim intent", () => {
   it.effect("is on disk before the claim is sent, and leaves in the write that lands the row", () =>
@@ -48,10 +41,7 @@ describe("CreatePod: the claim intent", () => {
       assert.isTrue(writes[1]!.rows.has(keyOf("web")))
       assert.strictEqual(writes[1]!.intents.size, 0, "the row and the intent's removal land together")
       assert.deepStrictEqual(yield* heldIntents, [])
-    }).pipe(
-      Effect.provideService(Failpoints, armed("claim-before-send=delay(1s)")),
-      Effect.provide(world(), { local: true })
-    ))
+    }).pipe(Effect.provide(world({ failpoints: armed("claim-before-send=delay(1s)").points }), { local: true })))
 
   it.effect("an intent that cannot be written stops the claim: nothing is sent, IntentNotPersisted (retryable)", () =>
     Effect.gen(function*() {

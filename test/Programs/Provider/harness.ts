@@ -26,7 +26,9 @@ import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
 import { TestClock } from "effect/testing"
 import { SandboxdSim, type SandboxdSimOptions } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { SandboxdSimServer } from "../../../testkit/Simulators/Sandboxd/Server.ts"
+import { decorated } from "../../support/Failpoints.ts"
 import * as Wait from "../../support/Wait.ts"
+import type { FailpointsShape } from "../../../src/Services/Failpoints.ts"
 
 export const Template = "python"
 
@@ -39,6 +41,8 @@ export interface WorldOptions {
    * sandboxes first and then "restart" onto a file naming them.
    */
   readonly seed?: (client: SandboxdClient["Service"]) => Effect.Effect<ReadonlyMap<PodKey, ClaimRecord>, unknown>
+  /** Armed failpoints (test/support/Failpoints.ts), wrapping the sandboxd client and the store. */
+  readonly failpoints?: FailpointsShape
 }
 
 /**
@@ -93,7 +97,8 @@ const simAndClient = (options: WorldOptions) => {
 
 const assemble = <S, E, R>(
   clientAndConfig: ReturnType<typeof simAndClient>,
-  storeLayer: Layer.Layer<S, E, R>
+  storeLayer: Layer.Layer<S, E, R>,
+  failpoints?: FailpointsShape
 ) => {
   const deps = Layer.mergeAll(
     storeLayer,
@@ -103,7 +108,7 @@ const assemble = <S, E, R>(
     OwnerResolverKube.layerNoClient,
     EventRecorderKube.layerDiscard
   ).pipe(Layer.provideMerge(ClaimTableRefLayer))
-  return ProviderLiveLayer.pipe(Layer.provideMerge(deps))
+  return ProviderLiveLayer.pipe(Layer.provideMerge(decorated(failpoints, deps)))
 }
 
 /**
@@ -119,7 +124,7 @@ export const world = (options: WorldOptions = {}) => {
       const initial = yield* Effect.orDie(seed(yield* SandboxdClient))
       return ClaimsStoreMemory.layer({ ...options.store, initial })
     })).pipe(Layer.provide(clientAndConfig))
-  return assemble(clientAndConfig, storeLayer)
+  return assemble(clientAndConfig, storeLayer, options.failpoints)
 }
 
 /** Everything `world` provides. */
