@@ -217,7 +217,8 @@ export const make = (options: EventRecorderOptions = { flushInterval: Duration.s
       yield* Effect.forEach(dirty, ([key, agg]) => writeOne(key, agg), { concurrency: 8, discard: true })
     }).pipe(flushLock.withPermits(1))
 
-    yield* every(options.flushInterval, flush, { immediately: true }).pipe(Effect.forkScoped)
+    // The first (empty) flush runs now, so the first interval starts when the recorder does.
+    yield* every(options.flushInterval, flush, { immediately: true }).pipe(Effect.forkScoped({ startImmediately: true }))
     // Events still pending at shutdown get one last, time-boxed chance.
     yield* Effect.addFinalizer(() => flush.pipe(Effect.timeout(Duration.seconds(2)), Effect.ignore))
 

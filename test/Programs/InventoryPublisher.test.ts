@@ -7,7 +7,7 @@
  */
 import { KubeConfig } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Layer, Metric, Option, Redacted, References } from "effect"
+import { Clock, Duration, Effect, Fiber, Layer, Metric, Option, Redacted, References } from "effect"
 import { TestClock } from "effect/testing"
 import * as fs from "node:fs/promises"
 import * as http from "node:http"
@@ -35,7 +35,8 @@ import { ClusterModel } from "../../testkit/Simulators/Apiserver/Model.ts"
 import { NodeInventories } from "../../testkit/Simulators/Apiserver/Resources.ts"
 import { make as makeSandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve as serveSandboxd } from "../../testkit/Simulators/Sandboxd/Server.ts"
-import { eventually, settle } from "../support/Wait.ts"
+import { recording, sleepReceipts } from "../support/Receipts.ts"
+import { eventually } from "../support/Wait.ts"
 import { makeLogCapture } from "../support/Logs.ts"
 import { InventoryPublisherLayer } from "../../src/Programs/Loops.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
@@ -176,17 +177,23 @@ const setup = Effect.gen(function*() {
       return byId as ReadonlyMap<ClaimId, string>
     })
   }
+  // The clients as the publisher sees them note each call and its TestClock time.
+  const sandboxdCalls = recording(sandboxd)
+  const kubeCalls = recording(kube)
   const provide = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     effect.pipe(
       Effect.provideService(AppConfig, config),
-      Effect.provideService(KubeApi, kube),
-      Effect.provideService(SandboxdClient, sandboxd)
+      Effect.provideService(KubeApi, kubeCalls.service),
+      Effect.provideService(SandboxdClient, sandboxdCalls.service)
     )
+  /** The TestClock times at which the publisher listed sandboxd, and applied the inventory. */
+  const listedAt = () => sandboxdCalls.named("listSandboxes").map((call) => call.at)
+  const appliedAt = () => kubeCalls.named("applyNodeInventory").map((call) => call.at)
   const stored = () => model.peek(NodeInventories, "", NODE) as StoredInventory | undefined
   const applies = () => proxy.seen.filter((r) => r.path === INVENTORY_PATH)
   /** Answered applies (the request reached the server and came back). */
   const answered = () => applies().filter((r) => r.status !== undefined)
-  return { model, sim, sandboxd, kube, table, sources, provide, stored, applies, answered, config }
+  return { model, sim, sandboxd, kube, table, sources, provide, stored, applies, answered, config, listedAt, appliedAt }
 })
 
 const spec = (template: string, size: string, claimRef: string): ClaimSpec => ({
@@ -402,7 +409,7 @@ describe("InventoryPublisher", () => {
       yield* world.provide(publishOnce(world.sources))
       const before = world.stored()
       assert.isDefined(before)
-      const appliesBefore = world.applies().length
+      const appliesBefore = world.appliedAt().length
 
       const failures = [
         { route: "list" as const, fault: SimFault.status(500, "boom"), operation: "list" },
@@ -417,13 +424,13 @@ describe("InventoryPublisher", () => {
         assert.strictEqual(error._tag, "SandboxdListError")
         assert.strictEqual(error._tag === "SandboxdListError" ? error.operation : "", operation)
       }
-      yield* settle
-      assert.strictEqual(world.applies().length, appliesBefore, "no apply was attempted")
+      // Each publishOnce above has returned: an apply it sent would be noted.
+      assert.strictEqual(world.appliedAt().length, appliesBefore, "no apply was attempted")
       assert.deepStrictEqual(world.stored(), before, "the previous object is untouched (same resourceVersion)")
 
       // and the next good tick publishes again
       yield* world.provide(publishOnce(world.sources))
-      assert.strictEqual(world.applies().length, appliesBefore + 1)
+      assert.strictEqual(world.appliedAt().length, appliesBefore + 1)
     }))
 
   it.effect("cadence: publishes at once, then every --publish-interval; failures never stop it", () =>
@@ -439,51 +446,54 @@ describe("InventoryPublisher", () => {
         lastSuccess: Effect.map(Metric.value(inventoryLastSuccess), (s) => s.value)
       })
       const before = yield* outcomes
-      const fiber = yield* Effect.forkChild(world.provide(runPublisher(world.sources)))
-      yield* eventually("the immediate publish", () => world.answered().length === 1)
+      // Each tick ends in the wait for the next: the publisher's sleeps are the ticks' receipts.
+      const sleeps = yield* sleepReceipts
+      const tickEnded = (n: number) => sleeps.asleep(INTERVAL, n)
+      const fiber = yield* Effect.forkChild(world.provide(runPublisher(world.sources)).pipe(Effect.provideService(Clock.Clock, sleeps.clock)))
+      yield* tickEnded(1)
+      assert.strictEqual(world.answered().length, 1, "the immediate publish")
       assert.strictEqual(world.stored()?.entries?.length, 4)
-      yield* settle
       assert.deepStrictEqual(yield* outcomes, { success: before.success + 1, failed: before.failed, lastSuccess: START / 1000 })
       assert.strictEqual((yield* Metric.value(inventoryInterval)).value, 30)
 
-      // nothing before the interval has passed
+      // nothing before the interval has passed (the times of the calls sent say so below)
       yield* TestClock.adjust(Duration.subtract(INTERVAL, Duration.millis(1)))
-      yield* settle
-      assert.strictEqual(world.applies().length, 1)
       yield* TestClock.adjust(Duration.millis(1))
-      yield* eventually("the second publish", () => world.answered().length === 2)
-      yield* settle
+      yield* tickEnded(2)
+      assert.strictEqual(world.answered().length, 2, "the second publish")
 
       // an apply failure (5xx on the nodeinventories path) is logged, and the next tick publishes
       world.model.faults.failures.push({ path: "/apis/extensions.agents.x-k8s.io/v1beta1/nodeinventories", code: 500, times: 1 })
       yield* world.sandboxd.release(claims.reviewBot.id, claims.reviewBot.token)
       const rvBefore = world.stored()?.metadata.resourceVersion
       yield* TestClock.adjust(INTERVAL)
-      yield* eventually("the failed apply", () => world.answered().length === 3)
-      assert.strictEqual(world.answered()[2].status, 500)
+      yield* tickEnded(3)
+      assert.strictEqual(world.answered()[2]?.status, 500, "the failed apply")
       assert.strictEqual(world.stored()?.metadata.resourceVersion, rvBefore)
-      yield* settle
       assert.deepStrictEqual(yield* outcomes, {
         success: before.success + 2,
         failed: before.failed + 1,
         lastSuccess: (START + Duration.toMillis(INTERVAL)) / 1000
       }, "a failed apply is counted and leaves the last success's time")
       yield* TestClock.adjust(INTERVAL)
-      yield* eventually("the publish after the failure", () => world.answered().length === 4)
-      assert.strictEqual(world.answered()[3].status, 200)
+      yield* tickEnded(4)
+      assert.strictEqual(world.answered()[3]?.status, 200, "the publish after the failure")
       assert.strictEqual(world.stored()?.entries?.length, 3, "rebuilt from live state")
-      yield* settle
 
       // a failed listing skips a tick without an apply, and the loop carries on
       yield* world.sim.injectFault("list", SimFault.status(500, "boom"), { times: 1 })
       const skippedRv = world.stored()?.metadata.resourceVersion
       yield* TestClock.adjust(INTERVAL)
-      yield* settle
+      yield* tickEnded(5)
       assert.strictEqual(world.applies().length, 4, "no apply for the skipped tick")
       assert.strictEqual(world.stored()?.metadata.resourceVersion, skippedRv)
       assert.strictEqual((yield* outcomes).failed, before.failed + 2, "a skipped tick is a failed publish")
       yield* TestClock.adjust(INTERVAL)
-      yield* eventually("the publish after the skipped tick", () => world.answered().length === 5)
+      yield* tickEnded(6)
+      assert.strictEqual(world.answered().length, 5, "the publish after the skipped tick")
+      const every = [0, 1, 2, 3, 4, 5].map((n) => START + n * Duration.toMillis(INTERVAL))
+      assert.deepStrictEqual(world.listedAt(), every, "at once, then every interval, never before")
+      assert.deepStrictEqual(world.appliedAt(), [...every.slice(0, 4), every[5]])
 
       assert.isUndefined(fiber.pollUnsafe(), "the publisher still runs")
       yield* Fiber.interrupt(fiber)
@@ -494,18 +504,21 @@ describe("InventoryPublisher", () => {
       const world = yield* setup
       yield* populate(world)
       const logs = makeLogCapture()
+      const sleeps = yield* sleepReceipts
       const fiber = yield* Effect.forkChild(
-        world.provide(runPublisher(world.sources)).pipe(Effect.provide(logs.layer), Effect.provideService(References.MinimumLogLevel, "Debug"))
+        world.provide(runPublisher(world.sources)).pipe(
+          Effect.provide(logs.layer),
+          Effect.provideService(References.MinimumLogLevel, "Debug"),
+          Effect.provideService(Clock.Clock, sleeps.clock)
+        )
       )
-      yield* eventually("the immediate publish", () => world.answered().length === 1)
-      yield* settle
+      yield* sleeps.asleep(INTERVAL, 1) // the immediate publish has ended
       const published = logs.lines.filter((line) => line.message === "node inventory published")
       assert.deepStrictEqual(published.map((line) => [line.level, line.annotations["node"], line.annotations["entries"]]), [["Debug", NODE, 4]])
 
       world.model.faults.failures.push({ path: "/apis/extensions.agents.x-k8s.io/v1beta1/nodeinventories", code: 500, times: 1 })
       yield* TestClock.adjust(INTERVAL)
-      yield* eventually("the failed apply", () => world.answered().length === 2)
-      yield* settle
+      yield* sleeps.asleep(INTERVAL, 2) // the failed apply's tick has ended
       const failed = logs.lines.filter((line) => line.message === "node inventory publish failed; will retry on next tick")
       assert.deepStrictEqual(failed.map((line) => [line.level, line.annotations["node"], (line.annotations["error"] as { readonly _tag?: unknown })._tag]), [
         ["Error", NODE, "KubeUnavailable"]
@@ -518,23 +531,21 @@ describe("InventoryPublisher", () => {
     Effect.gen(function*() {
       const world = yield* setup
       yield* populate(world)
-      yield* world.sim.clearAudit
+      const sandboxdCalls = recording(world.sandboxd)
       const build = (publishInventory: boolean) =>
         Layer.build(InventoryPublisherLayer).pipe(
           Effect.provideService(AppConfig, { ...world.config, publishInventory }),
           Effect.provideService(KubeApi, world.kube),
-          Effect.provideService(SandboxdClient, world.sandboxd),
+          Effect.provideService(SandboxdClient, sandboxdCalls.service),
           Effect.provideService(ClaimTable, world.table)
         )
       yield* Effect.scoped(Effect.gen(function*() {
         yield* build(false)
-        for (let tick = 0; tick < 4; tick++) {
-          yield* TestClock.adjust(INTERVAL)
-          yield* settle
-        }
+        // A publisher woken by the clock runs until it waits on sandboxd: its listing would be noted.
+        for (let tick = 0; tick < 4; tick++) yield* TestClock.adjust(INTERVAL)
+        assert.deepStrictEqual(sandboxdCalls.calls, [], "sandboxd was asked nothing for an inventory")
         assert.deepStrictEqual(world.applies(), [])
         assert.isUndefined(world.stored())
-        assert.deepStrictEqual(yield* world.sim.audit, [], "sandboxd was asked nothing for an inventory")
       }))
       // The same layer with the flag publishes at once: the test would see one.
       yield* Effect.scoped(Effect.gen(function*() {

@@ -1,7 +1,8 @@
 /**
  * Waiting on work that runs on real sockets, files and timers, which TestClock cannot move:
- * the one copy of `eventually`, `settle` and friends for every test. A wait's time limit only
- * ends a test that would otherwise hang; no test asserts how fast anything was.
+ * the one copy of `eventually` and friends for every test. A wait's time limit only ends a test
+ * that would otherwise hang; no test asserts how fast anything was. A check that something did
+ * NOT happen waits for a receipt instead (`Receipts.ts`): a span of real time proves nothing.
  */
 import { Effect, Logger } from "effect"
 
@@ -30,11 +31,6 @@ export const eventually = <A, E = never, R = never>(what: string, check: Check<A
       yield* sleepReal(everyMs)
     }
   })
-
-/** Enough real turns for in-flight round trips to finish: for asserting that something did NOT happen. */
-export const settle = Effect.gen(function*() {
-  for (let i = 0; i < 25; i++) yield* realTurn
-})
 
 /** Logs off unless VK_TEST_LOGS is set (the daemon's parts log every step). */
 export const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>) =>

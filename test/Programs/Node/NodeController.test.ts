@@ -4,7 +4,7 @@
  * follow TestClock, so after moving time the tests wait for the simulator to show the write.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Duration, Effect, Exit, Fiber, Layer, Metric, Option, Redacted, Ref, Scope } from "effect"
+import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Metric, Option, Redacted, Ref, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
@@ -27,7 +27,8 @@ import { Leases, Nodes, Pods } from "../../../testkit/Simulators/Apiserver/Resou
 import type { JsonObject } from "../../../testkit/Simulators/Apiserver/Status.ts"
 import { make as makeSandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { serve as serveSandboxd } from "../../../testkit/Simulators/Sandboxd/Server.ts"
-import { eventually, quiet, realTurn, settle } from "../../support/Wait.ts"
+import { makeFlight, recording } from "../../support/Receipts.ts"
+import { eventually, quiet } from "../../support/Wait.ts"
 import { conditionSummary, healthyConditions, testNodeInfo } from "../../support/NodeStatus.ts"
 import { kubeApiFromFile } from "../../support/Kube.ts"
 import * as FaultProxy from "../../support/FaultProxy.ts"
@@ -127,6 +128,14 @@ const setupWith = (options: SetupOptions) => Effect.gen(function*() {
     forget: () => Effect.void
   })
   const healthy = yield* Ref.make(true)
+  // The clients as the controller sees them: each call noted with its TestClock time, and `idle`
+  // once every call begun has ended (the loops then wait on the clock again).
+  const flight = makeFlight()
+  const kubeCalls = recording(options.wrapKube === undefined ? kube : options.wrapKube(kube, model), flight)
+  const sandboxdCalls = recording(sandboxd, flight)
+  const idle = flight.idle
+  /** The TestClock times of the lease renewals sent. */
+  const renewedAt = () => kubeCalls.named("replaceLease").map((call) => call.at)
 
   const start = Effect.gen(function*() {
     const scope = yield* Scope.make()
@@ -134,8 +143,8 @@ const setupWith = (options: SetupOptions) => Effect.gen(function*() {
       NodeControllerLive.layer(testOptions).pipe(
         Layer.provide(Layer.mergeAll(
           AppConfig.layer(config),
-          Layer.succeed(KubeApi, options.wrapKube === undefined ? kube : options.wrapKube(kube, model)),
-          Layer.succeed(SandboxdClient, sandboxd),
+          Layer.succeed(KubeApi, kubeCalls.service),
+          Layer.succeed(SandboxdClient, sandboxdCalls.service),
           Layer.succeed(EventRecorder, recorder),
           Layer.succeed(NodeHealth, { healthy: Ref.get(healthy) })
         ))
@@ -144,7 +153,7 @@ const setupWith = (options: SetupOptions) => Effect.gen(function*() {
     )
     return { controller: Context.get(context, NodeController), stop: Scope.close(scope, Exit.void) }
   })
-  return { model, sim, kube, proxy, events, healthy, start }
+  return { model, sim, kube, proxy, events, healthy, start, idle, renewedAt }
 })
 
 const setup = setupWith({})
@@ -194,7 +203,7 @@ describe("NodeController", () => {
     Effect.gen(function*() {
       const down = yield* Ref.make(true)
       const attempts = yield* Ref.make(0)
-      const { model, start } = yield* setupWith({
+      const { model, start, idle } = yield* setupWith({
         wrapKube: (kube) => ({
           ...kube,
           getNode: (name) =>
@@ -212,7 +221,7 @@ describe("NodeController", () => {
       // Five minutes of a 503: the old limit (5 attempts in ~6 s) is long past, and it still waits.
       for (let i = 0; i < 300; i++) {
         yield* TestClock.adjust(Duration.seconds(1))
-        yield* realTurn
+        yield* idle
       }
       const tried = yield* Ref.get(attempts)
       assert.isAbove(tried, 8, `attempts while down: ${tried}`)
@@ -247,12 +256,10 @@ describe("NodeController", () => {
 
   it.effect("renews the lease every 10 s with a six-digit renewTime", () =>
     Effect.gen(function*() {
-      const { model, start } = yield* setup
+      const { model, start, renewedAt } = yield* setup
       yield* start
-      const first = yield* eventually("the lease", () => leaseOf(model))
+      yield* eventually("the lease", () => leaseOf(model))
       yield* TestClock.adjust("9 seconds")
-      yield* settle
-      assert.strictEqual(leaseOf(model)?.spec.renewTime, first.spec.renewTime)
       for (const seconds of [10, 20, 30]) {
         yield* TestClock.adjust(seconds === 10 ? "1 second" : "10 seconds")
         const expected = microTime(START + seconds * 1000)
@@ -262,13 +269,14 @@ describe("NodeController", () => {
         })
         assert.match(renewed.spec.renewTime!, /^2026-11-29T10:00:\d\d\.250000Z$/)
       }
+      assert.deepStrictEqual(renewedAt(), [10, 20, 30].map((s) => START + s * 1000), "every 10 s, none sooner")
     }))
 
   it.effect("NODE-5: behind a queue of Pod writes at a low QPS the lease is still renewed every 10 s and the status patched on time", () =>
     Effect.gen(function*() {
       // An operator's --kube-api-qps 5 (burst 10), and 300 Pod status writes queued at once: the
       // Pod work's limiter serves the last of them 58 s on. Each heartbeat is counted as before.
-      const { kube, model, start } = yield* setupWith({ client: { qps: 5, burst: 10 }, wrapKube: instrumentKube })
+      const { kube, model, start, idle } = yield* setupWith({ client: { qps: 5, burst: 10 }, wrapKube: instrumentKube })
       const leasePuts = Metric.value(Metric.withAttributes(apiserverRequests, { verb: "PUT", resource: "leases", code: "200" }))
       const statusPatches = Metric.value(Metric.withAttributes(apiserverRequests, { verb: "PATCH", resource: "nodes/status", code: "200" }))
       yield* start
@@ -286,9 +294,14 @@ describe("NodeController", () => {
         return Option.getOrThrow(decodePod(stored))
       })
       const written = yield* Ref.make(0)
+      // The TestClock time each write ended at: the clock moves only once the writes due are done.
+      const writtenAt: Array<number> = []
       for (const pod of pods) {
         yield* Effect.forkChild(
-          kube.replacePodStatus({ ...pod, status: { phase: "Running" } }).pipe(Effect.andThen(Ref.update(written, (n) => n + 1)))
+          kube.replacePodStatus({ ...pod, status: { phase: "Running" } }).pipe(
+            Effect.andThen(Clock.currentTimeMillis),
+            Effect.flatMap((at) => Ref.update(written, (n) => n + 1).pipe(Effect.andThen(Effect.sync(() => writtenAt.push(at)))))
+          )
         )
       }
       yield* TestClock.adjust("0 millis")
@@ -301,18 +314,21 @@ describe("NodeController", () => {
         // Pod work keeps its own pace: the burst at once, then 5 a second, none of it taken by the heartbeats.
         const due = Math.min(300, 10 + 5 * seconds)
         yield* eventually(`${due} Pod writes at ${seconds} s`, () => Ref.get(written).pipe(Effect.map((n) => n >= due)), 5_000)
-        yield* settle
-        assert.strictEqual(yield* Ref.get(written), due, `Pod writes done at ${seconds} s`)
+      }
+      for (const seconds of [10, 20, 30, 40, 50, 60]) {
+        const done = writtenAt.filter((at) => at <= START + seconds * 1000).length
+        assert.strictEqual(done, Math.min(300, 10 + 5 * seconds), `Pod writes done at ${seconds} s`)
       }
       yield* eventually("the status heartbeat at 60 s", () =>
         condition(nodeOf(model), "Ready")?.lastHeartbeatTime === "2026-11-29T10:01:00Z", 5_000)
+      yield* idle // the client counts a request once its reply is read
       assert.strictEqual((yield* leasePuts).count - putsBefore, 6)
       assert.strictEqual((yield* statusPatches).count - patchesBefore, 1)
     }))
 
   it.effect("NODE-6: a renewal left unanswered is given up after 10 s, and the next goes out 10 s later, inside the Lease's 40 s", () =>
     Effect.gen(function*() {
-      const { model, proxy, start } = yield* setupWith({
+      const { model, proxy, start, renewedAt } = yield* setupWith({
         proxied: true,
         client: { livenessCallTimeout: KubeApiClientNode.defaultOptions.livenessCallTimeout }
       })
@@ -326,16 +342,16 @@ describe("NodeController", () => {
       yield* TestClock.adjust("10 seconds")
       yield* eventually("the renewal at 10 s sent", () => proxy!.seen.some(isRenewal))
       yield* TestClock.adjust("10 seconds")
-      yield* settle
       assert.strictEqual(leaseOf(model)?.spec.renewTime, first.spec.renewTime, "the hung renewal wrote nothing")
       // Given up at 20 s; the next renewal at 30 s (with the 30 s call timeout: given up at 40 s, the next at 50 s).
       yield* TestClock.adjust("10 seconds")
       yield* eventually("the renewal at 30 s", () => leaseOf(model)?.spec.renewTime === microTime(START + 30_000), 5_000)
+      assert.deepStrictEqual(renewedAt(), [10, 30].map((s) => START + s * 1000), "nothing sent between the two")
     }))
 
   it.effect("keeps conditions and addresses written by others through the next status patch", () =>
     Effect.gen(function*() {
-      const { model, start } = yield* setup
+      const { model, start, idle } = yield* setup
       yield* start
       const patched = model.patch(Nodes, "", NODE, "strategic", {
         status: {
@@ -346,7 +362,7 @@ describe("NodeController", () => {
       assert.isTrue(patched._tag === "Success")
       for (let i = 0; i < 6; i++) {
         yield* TestClock.adjust("10 seconds")
-        yield* settle
+        yield* idle
       }
       const node = yield* eventually("the 60 s status patch", () => {
         const n = nodeOf(model)
@@ -417,14 +433,14 @@ describe("NodeController", () => {
 
   it.effect("re-creates a deleted node at the next status patch and repoints the surviving lease", () =>
     Effect.gen(function*() {
-      const { model, start } = yield* setup
+      const { model, start, idle } = yield* setup
       yield* start
       const oldUid = nodeOf(model)!.metadata.uid
       yield* eventually("the lease", () => leaseOf(model))
       assert.isTrue(model.delete(Nodes, "", NODE)._tag === "Success")
       for (let i = 0; i < 6; i++) {
         yield* TestClock.adjust("10 seconds")
-        yield* settle
+        yield* idle
       }
       const node = yield* eventually("the re-created node", () => nodeOf(model))
       assert.notStrictEqual(node.metadata.uid, oldUid)
@@ -461,13 +477,13 @@ describe("NodeController", () => {
 
   it.effect("an unhealthy daemon stops renewing and patching; healthy again resumes", () =>
     Effect.gen(function*() {
-      const { model, healthy, start } = yield* setup
+      const { model, healthy, start, idle, renewedAt } = yield* setup
       yield* start
       const first = yield* eventually("the lease", () => leaseOf(model))
       yield* Ref.set(healthy, false)
       for (let i = 0; i < 6; i++) {
         yield* TestClock.adjust("10 seconds")
-        yield* settle
+        yield* idle
       }
       assert.strictEqual(leaseOf(model)?.spec.renewTime, first.spec.renewTime)
       assert.strictEqual(condition(nodeOf(model), "Ready")?.lastHeartbeatTime, "2026-11-29T10:00:00Z")
@@ -475,6 +491,7 @@ describe("NodeController", () => {
       yield* TestClock.adjust("10 seconds")
       yield* eventually("renewal once healthy", () =>
         leaseOf(model)?.spec.renewTime === microTime(START + 70_000) ? true : undefined)
+      assert.deepStrictEqual(renewedAt(), [START + 70_000], "no renewal while unhealthy")
     }))
 
   it.effect("restarting against an existing node patches it and keeps others' conditions; shutdown leaves both", () =>
@@ -510,8 +527,8 @@ const foreignTaint = { key: "example.com/maintenance", value: "planned", effect:
 const taintsOf = (model: ClusterModel) => nodeOf(model)?.spec.taints ?? []
 const ourTaint = (model: ClusterModel) => taintsOf(model).find((t) => t["key"] === TAINT)
 
-/** One probe period: move the clock and wait until sandboxd saw the probe, then a few turns. */
-const probe = (sim: { readonly stats: Effect.Effect<{ readonly requests: number }> }) =>
+/** One probe period: move the clock, wait until sandboxd saw the probe and the controller's calls have ended. */
+const probe = (sim: { readonly stats: Effect.Effect<{ readonly requests: number }> }, idle: Effect.Effect<void>) =>
   Effect.gen(function*() {
     const before = (yield* sim.stats).requests
     yield* TestClock.adjust("10 seconds")
@@ -520,7 +537,7 @@ const probe = (sim: { readonly stats: Effect.Effect<{ readonly requests: number 
       Effect.runSync(Effect.map(sim.stats, (s) => { seen = s.requests }))
       return seen > before ? true : undefined
     })
-    yield* settle
+    yield* idle
   })
 
 const addForeignTaint = (model: ClusterModel) => {
@@ -535,27 +552,27 @@ const gauge = (metric: typeof nodeTainted) => Effect.map(Metric.value(metric), (
 describe("NodeController: the sandboxd-unavailable taint", () => {
   it.effect("grace: tainted only after 3 failed probes in a row; the first success removes it; other taints stay", () =>
     Effect.gen(function*() {
-      const { model, sim, events, start } = yield* setup
+      const { model, sim, events, start, idle } = yield* setup
       const { controller } = yield* start
       addForeignTaint(model)
       assert.strictEqual(yield* gauge(sandboxdUp), 1)
 
       // Two failures, then a success: a blip, no taint.
       yield* sim.injectFault("info", SimFault.status(503, "restarting"), { times: 2 })
-      yield* probe(sim)
+      yield* probe(sim, idle)
       yield* eventually("SandboxdReachable=False/Failing", () =>
         condition(nodeOf(model), "SandboxdReachable")?.reason === "Failing" ? true : undefined)
-      yield* probe(sim)
-      yield* probe(sim)
+      yield* probe(sim, idle)
+      yield* probe(sim, idle)
       assert.isUndefined(ourTaint(model))
 
       // Three in a row: tainted NoSchedule with the reason; the node stays Ready.
       yield* sim.injectFault("info", SimFault.status(500, "broken"))
-      yield* probe(sim)
-      yield* probe(sim)
+      yield* probe(sim, idle)
+      yield* probe(sim, idle)
       assert.isUndefined(ourTaint(model))
       assert.strictEqual(yield* gauge(sandboxdUp), 0)
-      yield* probe(sim)
+      yield* probe(sim, idle)
       const tainted = yield* eventually("the taint", () => ourTaint(model))
       assert.deepStrictEqual(tainted, { key: TAINT, value: "Failing", effect: "NoSchedule" })
       assert.deepStrictEqual(taintsOf(model).map((t) => t["key"]), ["virtual-kubelet.io/provider", foreignTaint.key, TAINT])
@@ -565,7 +582,7 @@ describe("NodeController: the sandboxd-unavailable taint", () => {
 
       // The first success removes it at once, and only it.
       yield* sim.clearFaults
-      yield* probe(sim)
+      yield* probe(sim, idle)
       yield* eventually("the taint removed", () => (ourTaint(model) === undefined ? true : undefined))
       assert.deepStrictEqual(taintsOf(model), [
         { key: "virtual-kubelet.io/provider", value: "sandboxd", effect: "NoSchedule" },
@@ -586,10 +603,10 @@ describe("NodeController: the sandboxd-unavailable taint", () => {
 
   it.effect("unreachable: the taint says Unreachable", () =>
     Effect.gen(function*() {
-      const { model, sim, start } = yield* setup
+      const { model, sim, start, idle } = yield* setup
       yield* start
       yield* sim.injectFault("info", SimFault.drop)
-      for (let i = 0; i < 3; i++) yield* probe(sim)
+      for (let i = 0; i < 3; i++) yield* probe(sim, idle)
       const tainted = yield* eventually("the taint", () => ourTaint(model))
       assert.strictEqual(tainted["value"], "Unreachable")
       assert.strictEqual(condition(nodeOf(model), "SandboxdReachable")?.reason, "Unreachable")
@@ -597,12 +614,12 @@ describe("NodeController: the sandboxd-unavailable taint", () => {
 
   it.effect("a refused node token (401): the taint and the condition say Unauthorized", () =>
     Effect.gen(function*() {
-      const { model, sim, start } = yield* setupWith({ rootToken: "right-token", token: "wrong-token" })
+      const { model, sim, start, idle } = yield* setupWith({ rootToken: "right-token", token: "wrong-token" })
       const { controller } = yield* start
       assert.strictEqual(condition(nodeOf(model), "SandboxdReachable")?.reason, "Unauthorized")
       assert.isFalse(yield* controller.sandboxdAnswered)
-      yield* probe(sim)
-      yield* probe(sim)
+      yield* probe(sim, idle)
+      yield* probe(sim, idle)
       const tainted = yield* eventually("the taint", () => ourTaint(model))
       assert.strictEqual(tainted["value"], "Unauthorized")
     }))
@@ -617,15 +634,15 @@ describe("NodeController: the sandboxd-unavailable taint", () => {
         await fs.symlink("..v1", path.join(dir, "..data"))
         await fs.symlink(path.join("..data", "token"), path.join(dir, "token"))
       })
-      const { model, sim, events, start } = yield* setupWith({
+      const { model, sim, events, start, idle } = yield* setupWith({
         rootToken: "new-token",
         token: "old-token",
         tokenFile: path.join(dir, "token")
       })
       const { controller } = yield* start
       assert.strictEqual(condition(nodeOf(model), "SandboxdReachable")?.reason, "Unauthorized")
-      yield* probe(sim)
-      yield* probe(sim)
+      yield* probe(sim, idle)
+      yield* probe(sim, idle)
       assert.strictEqual((yield* eventually("the taint", () => ourTaint(model)))["value"], "Unauthorized")
 
       yield* Effect.promise(async () => {
@@ -634,7 +651,7 @@ describe("NodeController: the sandboxd-unavailable taint", () => {
         await fs.symlink("..v2", path.join(dir, "..data_tmp"))
         await fs.rename(path.join(dir, "..data_tmp"), path.join(dir, "..data"))
       })
-      yield* probe(sim)
+      yield* probe(sim, idle)
       yield* eventually("the taint removed", () => (ourTaint(model) === undefined ? true : undefined))
       yield* eventually("SandboxdReachable=True", () =>
         condition(nodeOf(model), "SandboxdReachable")?.status === "True" ? true : undefined)
@@ -650,22 +667,22 @@ describe("NodeController: the sandboxd-unavailable taint", () => {
 
   it.effect("draining: /v1/info's drain flag taints the node with Draining; a drain still counts as an answer", () =>
     Effect.gen(function*() {
-      const { model, sim, start } = yield* setup
+      const { model, sim, start, idle } = yield* setup
       const { controller } = yield* start
       yield* sim.setDraining(true)
-      for (let i = 0; i < 3; i++) yield* probe(sim)
+      for (let i = 0; i < 3; i++) yield* probe(sim, idle)
       const tainted = yield* eventually("the taint", () => ourTaint(model))
       assert.strictEqual(tainted["value"], "Draining")
       assert.isTrue(yield* controller.sandboxdAnswered)
       yield* sim.setDraining(false)
-      yield* probe(sim)
+      yield* probe(sim, idle)
       yield* eventually("the taint removed", () => (ourTaint(model) === undefined ? true : undefined))
     }))
 
   it.effect("a concurrent Node write between read and patch is a 409: re-read, and the other writer's taint is kept", () =>
     Effect.gen(function*() {
       let raced = false
-      const { model, sim, start } = yield* setupWith({
+      const { model, sim, start, idle } = yield* setupWith({
         wrapKube: (kube, model) => ({
           ...kube,
           patchNode: (name, patch) =>
@@ -680,7 +697,7 @@ describe("NodeController: the sandboxd-unavailable taint", () => {
       })
       yield* start
       yield* sim.injectFault("info", SimFault.drop)
-      for (let i = 0; i < 3; i++) yield* probe(sim)
+      for (let i = 0; i < 3; i++) yield* probe(sim, idle)
       yield* eventually("the taint", () => ourTaint(model))
       assert.isTrue(raced)
       assert.deepStrictEqual(taintsOf(model).map((t) => t["key"]), ["virtual-kubelet.io/provider", foreignTaint.key, TAINT])
@@ -688,10 +705,10 @@ describe("NodeController: the sandboxd-unavailable taint", () => {
 
   it.effect("restart: a leftover taint is removed when sandboxd answers, kept when it still cannot serve", () =>
     Effect.gen(function*() {
-      const { model, sim, start } = yield* setup
+      const { model, sim, start, idle } = yield* setup
       const first = yield* start
       yield* sim.injectFault("info", SimFault.drop)
-      for (let i = 0; i < 3; i++) yield* probe(sim)
+      for (let i = 0; i < 3; i++) yield* probe(sim, idle)
       yield* eventually("the taint", () => ourTaint(model))
       yield* first.stop
 
