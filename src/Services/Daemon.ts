@@ -28,6 +28,11 @@ export interface PodControllerHandle {
   readonly stopped: Effect.Effect<ReadonlyArray<string>>
   /** The Pods this controller currently knows from the apiserver (slim). */
   readonly cachedPods: Effect.Effect<ReadonlyArray<Pod>>
+  /**
+   * Waits until no reconcile and no status write is in flight (keys waiting out a retry hold
+   * none): what the controller was given so far has been acted on.
+   */
+  readonly idle: Effect.Effect<void>
   /** Stop admitting reconciles and wait, at most `timeout`, for those in flight. */
   readonly drain: (timeout: Duration.Duration) => Effect.Effect<void>
   /** Keys holding per-pod state besides the cache (pushes, handed Pods, queues): a leak check. */

@@ -254,6 +254,13 @@ export const make = (
       synced: informer.synced,
       stopped: Effect.sync(() => parts.filter((part) => part.fiber.pollUnsafe() !== undefined).map((part) => part.name)),
       cachedPods: informer.pods,
+      // A write's outcome may queue a reconcile and a reconcile a write: idle when both are at once.
+      idle: Effect.gen(function*() {
+        do {
+          yield* podQueue.idle
+          yield* status.idle
+        } while ((yield* podQueue.inFlight) + (yield* status.inFlight) > 0)
+      }),
       drain: (timeout: Duration.Duration) =>
         Effect.gen(function*() {
           const startedAt = yield* Clock.currentTimeMillis

@@ -109,6 +109,10 @@ export interface StatusWriter {
   ) => Effect.Effect<WriteResult, KubeError>
   /** The Pod is gone: drop all state for it; a write waiting for a retry ends now. */
   readonly forget: (key: PodKey) => Effect.Effect<void>
+  /** Waits until no write is in flight (one waiting out a retry holds none). */
+  readonly idle: Effect.Effect<void>
+  /** How many writes are in flight now. */
+  readonly inFlight: Effect.Effect<number>
   readonly drain: (timeout: Duration.Duration) => Effect.Effect<void>
   /** What is kept of the last push written for `key` (the status repair's reference). */
   readonly lastPush: (key: PodKey) => Effect.Effect<Option.Option<Pushed>>
@@ -347,6 +351,8 @@ export const make = (
           // A pending write finds the Pod gone and ends; wake it if it waits for a retry.
           return pending.has(key) ? queue.enqueue(key, "change") : Effect.void
         }),
+      idle: queue.idle,
+      inFlight: queue.inFlight,
       drain: queue.drain,
       lastPush: (key) => Effect.sync(() => Option.fromNullishOr(lastPushed.get(key))),
       retainedKeys: Effect.sync(() =>

@@ -66,7 +66,7 @@ describe("PodController", () => {
       const second = yield* world.start()
       yield* eventuallyEffect("every pod adopted", Effect.sync(() => names.every((n) => second.calls.create.get(keyOf(n)) === 1)))
       yield* eventuallyEffect("provider holds all 50", Effect.map(second.lifecycle.getPods, (pods) => pods.length === 50))
-      yield* sleepReal(200)
+      yield* second.handle.idle // every reconcile and status write begun has ended: a claim would have been sent
       assert.strictEqual(yield* claimRequests(world.sim), 50, "no new claims after the restart")
       assert.strictEqual((yield* world.sim.claims).length, 50)
       for (const name of names) assert.isTrue(ids.has(claimIdOf(running(world.model, name)!)))
@@ -382,17 +382,20 @@ describe("PodController", () => {
       yield* world.sim.injectFault("claim", SimFault.latency("700 millis"), { times: 1 })
       createPod(world.model, podBody("slow", { labels: { rev: "0" } }))
       yield* eventuallyEffect("the claim in flight", Effect.map(claimRequests(world.sim), (n) => n === 1))
+      const seen = (rev: string) =>
+        Effect.map(daemon.handle.cachedPods, (pods) => pods.some((p) => p.metadata?.name === "slow" && p.metadata.labels?.["rev"] === rev))
       for (const rev of ["1", "2", "3"]) {
         const out = world.model.patch(Pods, NS, "slow", "merge", { metadata: { labels: { rev } } })
         assert.strictEqual(out._tag, "Success")
-        yield* sleepReal(50)
+        // one change at a time: the next is made once the controller has seen this one
+        yield* eventuallyEffect(`rev ${rev} seen`, seen(rev))
       }
       yield* eventually("slow Running", () => running(world.model, "slow"), 5000)
       yield* eventuallyEffect(
         "the provider holds rev 3",
         Effect.map(daemon.lifecycle.getPod(keyOf("slow")), (held) => Option.isSome(held) && held.value.metadata?.labels?.["rev"] === "3")
       )
-      yield* sleepReal(300)
+      yield* daemon.handle.idle
       assert.strictEqual(yield* claimRequests(world.sim), 1)
       assert.strictEqual(daemon.calls.create.get(keyOf("slow")), 1)
       assert.isAtLeast(daemon.calls.update.get(keyOf("slow")) ?? 0, 1)
@@ -491,8 +494,8 @@ describe("PodController", () => {
       yield* world.sim.injectFault("claim", SimFault.latency("600 millis"), { times: 1 })
       createPod(world.model, podBody("inflight"))
       yield* eventuallyEffect("the claim in flight", Effect.map(claimRequests(world.sim), (n) => n === 1))
-      const draining = yield* Effect.forkChild(daemon.handle.drain(world.config.shutdownTimeout))
-      yield* sleepReal(50)
+      // Started at once: the queue stops admitting before this fiber goes on.
+      const draining = yield* Effect.forkChild(daemon.handle.drain(world.config.shutdownTimeout), { startImmediately: true })
       createPod(world.model, podBody("late"))
       yield* Fiber.join(draining)
       const claims = yield* world.sim.claims
@@ -502,7 +505,9 @@ describe("PodController", () => {
       assert.strictEqual(Option.getOrThrow(held).state._tag, "Durable")
       assert.include(claimsOnDisk(world.statePath), claims[0].id)
       assert.strictEqual(claimIdOf(running(world.model, "inflight") ?? { metadata: {} }), claims[0].id, "its status written within the drain")
-      yield* sleepReal(300)
+      // The controller has seen "late", and every run it admitted has ended.
+      yield* eventuallyEffect("late seen", Effect.map(daemon.handle.cachedPods, (pods) => pods.some((p) => p.metadata?.name === "late")))
+      yield* daemon.handle.idle
       assert.isUndefined(daemon.calls.create.get(keyOf("late")), "no reconcile after drain began")
       assert.strictEqual(yield* claimRequests(world.sim), 1)
     }).pipe(quiet), { timeout: 20_000 })
