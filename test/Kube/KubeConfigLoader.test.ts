@@ -7,14 +7,14 @@ import * as KubeConfigLoader from "../../src/Kube/KubeConfigLoader.ts"
 import { testConfig } from "../../testkit/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
-import { kubeconfigYaml } from "../support/Kube.ts"
+import { kubeconfigYaml } from "../../testkit/Simulators/Apiserver/Server.ts"
 import { tempDir as scopedTempDir } from "../support/TempDir.ts"
 
 const tempDir = scopedTempDir("kubeconfig-")
 
 const writeKubeconfig = (dir: string, file: string, server: string): string => {
   const path = NodePath.join(dir, file)
-  NodeFs.writeFileSync(path, kubeconfigYaml(server, ["insecure-skip-tls-verify: true"], "t"))
+  NodeFs.writeFileSync(path, kubeconfigYaml(server, "t"))
   return path
 }
 

@@ -6,7 +6,8 @@ import * as NodeHttp from "node:http"
 import type { AddressInfo } from "node:net"
 import * as NodePath from "node:path"
 import * as PooledAuthentication from "../../src/Kube/PooledAuthentication.ts"
-import { kubeApiFromFile, kubeconfigYaml as kubeconfig } from "../support/Kube.ts"
+import { kubeApiFromFile } from "../support/Kube.ts"
+import { kubeconfigYaml as kubeconfig } from "../../testkit/Simulators/Apiserver/Server.ts"
 import { tempDir as scopedTempDir } from "../support/TempDir.ts"
 
 const tempDir = scopedTempDir("pooled-auth-")
@@ -20,7 +21,7 @@ describe("PooledAuthentication", () => {
       const caFile = NodePath.join(dir, "ca.crt")
       NodeFs.writeFileSync(caFile, "first CA bundle")
       const kubeConfig = new KubeConfig()
-      kubeConfig.loadFromString(kubeconfig("https://apiserver.invalid:6443", [`certificate-authority: ${caFile}`], "t1"))
+      kubeConfig.loadFromString(kubeconfig("https://apiserver.invalid:6443", "t1", { cluster: { "certificate-authority": caFile } }))
       const auth = PooledAuthentication.make(kubeConfig)
 
       const apply = () =>
@@ -87,7 +88,7 @@ describe("PooledAuthentication", () => {
       const path = NodePath.join(dir, "kubeconfig")
       // client-node takes plain http only with insecure-skip-tls-verify, which is TLS material
       // too: without the pool, every call would get a fresh agent and so a fresh connection.
-      NodeFs.writeFileSync(path, kubeconfig(`http://127.0.0.1:${port}`, ["insecure-skip-tls-verify: true"], "t"))
+      NodeFs.writeFileSync(path, kubeconfig(`http://127.0.0.1:${port}`, "t"))
       const kube = yield* kubeApiFromFile(path)
       for (let i = 0; i < 20; i++) {
         const pod = yield* kube.getPod("ns", `p${i}`)

@@ -18,29 +18,3 @@ export const kubeApiFromFile = (kubeconfigPath: string, overrides: Partial<KubeA
     ...overrides
   })
 }
-
-/**
- * A one-cluster, one-user kubeconfig as YAML: `server`, any extra cluster lines (a CA file,
- * `insecure-skip-tls-verify: true`) and a bearer token.
- */
-export const kubeconfigYaml = (server: string, clusterLines: ReadonlyArray<string>, token: string): string =>
-  [
-    "apiVersion: v1",
-    "kind: Config",
-    "clusters:",
-    "- name: c",
-    "  cluster:",
-    `    server: ${server}`,
-    ...clusterLines.map((line) => `    ${line}`),
-    "users:",
-    "- name: u",
-    "  user:",
-    `    token: ${token}`,
-    "contexts:",
-    "- name: ctx",
-    "  context:",
-    "    cluster: c",
-    "    user: u",
-    "current-context: ctx",
-    ""
-  ].join("\n")

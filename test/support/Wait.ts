@@ -5,15 +5,12 @@
  * NOT happen waits for a receipt instead (`Receipts.ts`): a span of real time proves nothing.
  */
 import { Effect, Logger } from "effect"
+import { type Check, poll, sleepReal } from "../../testkit/Poll.ts"
 
 /** One real turn of the event loop (a 2 ms timer), so sockets and files make progress. */
 export const realTurn = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
 
-/** `ms` of real time (not Effect time). */
-export const sleepReal = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
-
-/** A value, or no value yet (`undefined` or `false`). */
-type Check<A, E, R> = Effect.Effect<A | undefined | false, E, R> | (() => A | undefined | false)
+export { sleepReal }
 
 /**
  * Polls `check` every `everyMs` of real time (one real turn by default) until it yields a value
@@ -21,16 +18,7 @@ type Check<A, E, R> = Effect.Effect<A | undefined | false, E, R> | (() => A | un
  * test fails naming `what`.
  */
 export const eventually = <A, E = never, R = never>(what: string, check: Check<A, E, R>, limitMs = 15_000, everyMs = 2) =>
-  Effect.gen(function*() {
-    const read: Effect.Effect<A | undefined | false, E, R> = Effect.isEffect(check) ? check : Effect.sync(check)
-    const deadline = Date.now() + limitMs
-    while (true) {
-      const value = yield* read
-      if (value !== undefined && value !== false) return value
-      if (Date.now() > deadline) return yield* Effect.die(new Error(`timed out after ${limitMs} ms waiting for ${what}`))
-      yield* sleepReal(everyMs)
-    }
-  })
+  poll(check, limitMs, everyMs, (limit) => Effect.die(new Error(`timed out after ${limit} ms waiting for ${what}`)))
 
 /** Logs off unless VK_TEST_LOGS is set (the daemon's parts log every step). */
 export const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>) =>

@@ -11,6 +11,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { Deferred, Duration, Effect, Exit, Option, Result, Schema, type Scope } from "effect"
 import { PodAnnotation } from "../../src/Schemas/PodAnnotations.ts"
+import { poll } from "../Poll.ts"
 import { ClusterModel } from "../Simulators/Apiserver/Model.ts"
 import { Namespaces, NodeInventories, Pods, Sandboxes } from "../Simulators/Apiserver/Resources.ts"
 import { type RunningApiserver, serve as serveApiserver } from "../Simulators/Apiserver/Server.ts"
@@ -271,18 +272,15 @@ export const waitFor = <A>(
   probe: Effect.Effect<Option.Option<A>>,
   options: { readonly timeout?: Duration.Input; readonly describe?: () => string } = {}
 ): Effect.Effect<A, StepFailed> =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + Duration.toMillis(Duration.fromInputUnsafe(options.timeout ?? "15 seconds"))
-    while (true) {
-      const found = yield* probe
-      if (Option.isSome(found)) return found.value
-      if (Date.now() > deadline) {
-        const state = options.describe?.() ?? ""
-        return yield* new StepFailed({ step, message: `expected ${expectation}${state === "" ? "" : `; last seen: ${state}`}` })
-      }
-      yield* Effect.sleep("100 millis")
+  poll(
+    Effect.map(probe, (found) => (Option.isSome(found) ? { found: found.value } : undefined)),
+    Duration.toMillis(Duration.fromInputUnsafe(options.timeout ?? "15 seconds")),
+    100,
+    () => {
+      const state = options.describe?.() ?? ""
+      return Effect.fail(new StepFailed({ step, message: `expected ${expectation}${state === "" ? "" : `; last seen: ${state}`}` }))
     }
-  })
+  ).pipe(Effect.map(({ found }) => found))
 
 // ---- the cluster's objects ---------------------------------------------------------------------
 

@@ -638,19 +638,27 @@ const startWatch = (
 // ------------------------------------------------------------------ kubeconfig
 
 /**
- * A kubeconfig for plain http on loopback. client-node 2.x refuses an http:// server unless the cluster
- * entry skips TLS verification ("HTTP protocol is not allowed when skipTLSVerify is not set or false").
+ * A one-cluster, one-user kubeconfig with a bearer token: the one writer of kubeconfigs for the
+ * simulators, the tests and the real control plane. By default for plain http on loopback:
+ * client-node 2.x refuses an http:// server unless the cluster entry skips TLS verification ("HTTP
+ * protocol is not allowed when skipTLSVerify is not set or false"); `cluster` replaces that (a CA).
  */
-export const kubeconfigYaml = (url: string, token: string): string =>
-  YAML.stringify({
+export const kubeconfigYaml = (
+  url: string,
+  token: string,
+  options: { readonly cluster?: Readonly<Record<string, unknown>>; readonly user?: string } = {}
+): string => {
+  const user = options.user ?? "vk-sandbox-sim"
+  return YAML.stringify({
     apiVersion: "v1",
     kind: "Config",
-    clusters: [{ name: "vk-sandbox-sim", cluster: { server: url, "insecure-skip-tls-verify": true } }],
-    users: [{ name: "vk-sandbox-sim", user: { token } }],
-    contexts: [{ name: "vk-sandbox-sim", context: { cluster: "vk-sandbox-sim", user: "vk-sandbox-sim" } }],
-    "current-context": "vk-sandbox-sim",
+    clusters: [{ name: "vk-sandbox-sim", cluster: { server: url, ...(options.cluster ?? { "insecure-skip-tls-verify": true }) } }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: user, context: { cluster: "vk-sandbox-sim", user } }],
+    "current-context": user,
     preferences: {}
   })
+}
 
 export const writeKubeconfig = (path: string, url: string, token: string): Effect.Effect<void, ApiserverStartError> =>
   Effect.tryPromise({
