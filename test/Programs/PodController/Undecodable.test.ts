@@ -98,7 +98,8 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         world.model.expireWatches()
         createPod(world.model, podBody("relisted"))
         yield* eventually("relisted Running", () => running(world.model, "relisted"))
-        yield* sleepReal(200)
+        // "relisted" came after the relist's bad versions; every run they could have caused has ended.
+        yield* daemon.handle.idle
         assert.strictEqual(warnings().length, 3)
         assert.strictEqual((yield* undecodableCount) - before, 3)
 
@@ -275,7 +276,7 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
       const writes = world.model.statusWrites
       const second = yield* daemon.startController()
       yield* eventuallyEffect("synced", second.handle.synced)
-      yield* sleepReal(300)
+      yield* second.handle.idle // the first sync's work has all ended: a release would have been sent
       assert.deepStrictEqual(yield* releaseRequests(world.sim), [], "no dangling release of a Pod that is there")
       assert.isTrue(Option.isSome(yield* daemon.lifecycle.getPod(keyOf("p"))))
       assert.strictEqual(world.model.statusWrites, writes, "no status write")
@@ -299,7 +300,7 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
       world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "q")!))
       const second = yield* daemon.startController()
       yield* eventuallyEffect("synced", second.handle.synced)
-      yield* sleepReal(200)
+      yield* second.handle.idle
       assert.deepStrictEqual(yield* releaseRequests(world.sim), [])
       // The watch misses the deletion (dropped, history compacted): only the relist tells.
       yield* eventually("a watch open", () => world.model.openWatches() > 0)
