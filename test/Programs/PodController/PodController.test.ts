@@ -546,8 +546,8 @@ describe("PodController: claims in doubt whose Pod never comes back (DEL-3)", ()
     Effect.gen(function*() {
       yield* secondsUntil(Effect.map(world.sim.claims, (claims) => claims.length === 0))
       assert.strictEqual((yield* releaseRequests(world.sim)).length, 1)
-      yield* secondsUntil(() => intentsOnDisk(world.statePath).length === 0)
-      assert.deepStrictEqual(claimsOnDisk(world.statePath), [])
+      // The intent and the released row may leave the file in two writes, in either order.
+      yield* secondsUntil(() => intentsOnDisk(world.statePath).length === 0 && claimsOnDisk(world.statePath).length === 0)
     })
 
   it.effect("a lost claim reply, then the Pod force-deleted: the VM is released and the intent leaves the file", () =>
