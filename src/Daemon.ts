@@ -26,7 +26,6 @@ import * as ClaimsStoreFile from "./Layers/ClaimsStoreFile.ts"
 import { ClaimTableRefLayer } from "./Layers/ClaimTableRef.ts"
 import * as EventRecorderKube from "./Layers/EventRecorderKube.ts"
 import * as FailpointDecorators from "./Layers/FailpointDecorators.ts"
-import * as HeapControlV8 from "./Layers/HeapControlV8.ts"
 import * as KubeApiClientNode from "./Layers/KubeApiClientNode.ts"
 import * as OwnerResolverKube from "./Programs/Authorization/OwnerResolverKube.ts"
 import { PodLifecycleProviderLayer } from "./Layers/PodLifecycleProvider.ts"
@@ -43,6 +42,7 @@ import { ClaimTable } from "./Services/ClaimTable.ts"
 import { ClaimDoubts } from "./Services/ClaimDoubts.ts"
 import { EventRecorder } from "./Services/EventRecorder.ts"
 import { Failpoints, type FailpointsShape, inertFailpoints } from "./Services/Failpoints.ts"
+import { TuningOff } from "./Services/Tuning.ts"
 import { ClaimsStartup, EarlyPodList, RunningPodController } from "./Services/Daemon.ts"
 import { KubeApi, type KubeError, type PodList } from "./Services/KubeApi.ts"
 import { DaemonLoops } from "./Services/Loops.ts"
@@ -243,7 +243,7 @@ export const daemonLayer = (config: AppConfigShape, failpoints: FailpointsShape 
     Layer.provideMerge(PodControllerLayer),
     Layer.provideMerge(QuarantineEventLayer),
     Layer.provideMerge(NodeControllerLive.layer().pipe(Layer.provide(NodeHealthLayer))),
-    Layer.provideMerge(LoopsLayer.pipe(Layer.provide(HeapControlV8.layer))),
+    Layer.provideMerge(LoopsLayer),
     Layer.provideMerge(KubeletLayer),
     Layer.provideMerge(startupLayer),
     Layer.provideMerge(ProviderLayer),
@@ -275,6 +275,7 @@ const shutdownWatchdog = (bound: Duration.Duration) =>
 
 export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Effect.gen(function*() {
   const config = yield* AppConfig
+  const tuningOff = yield* TuningOff
   yield* Effect.scoped(
     Effect.gen(function*() {
       yield* Metrics.initialize
@@ -290,10 +291,12 @@ export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Eff
       )
       // The heap setting for after the start (Cli/HeapFlags.ts): once the first pod list is taken.
       // Set this late, every Node module the start loads was compiled with its code cache too.
-      yield* applyOnceStarted(
-        Context.get(daemon, RunningPodController).synced,
-        Effect.sync(() => applyDaemonHeapFlags(process.execArgv))
-      ).pipe(Effect.forkScoped)
+      if (!tuningOff.has("heap-growing-percent")) {
+        yield* applyOnceStarted(
+          Context.get(daemon, RunningPodController).synced,
+          Effect.sync(() => applyDaemonHeapFlags(process.execArgv))
+        ).pipe(Effect.forkScoped)
+      }
       // Registered last, so it runs first on shutdown and covers every finalizer after it.
       yield* shutdownWatchdog(Duration.sum(config.shutdownTimeout, Duration.seconds(5)))
       // The one startup line: what this process is and where it talks (no secret in the URL).
@@ -315,7 +318,7 @@ export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Eff
     Effect.onInterrupt(() => Effect.logInfo("vk-sandbox exiting")),
     Effect.provide(yield* tracingLayer(config)),
     Effect.provide(loggingLayer(config)),
-    onDaemonScheduler
+    (self) => (tuningOff.has("event-loop-scheduler") ? self : onDaemonScheduler(self))
   )
 })
 

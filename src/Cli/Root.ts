@@ -14,6 +14,7 @@ import { Console, Effect, Result } from "effect"
 import { BuildInfo } from "../Services/BuildInfo.ts"
 import { AppConfig } from "../Services/Config.ts"
 import { Failpoints } from "../Services/Failpoints.ts"
+import { TuningOff } from "../Services/Tuning.ts"
 import { exitWith, StartupError } from "./Errors.ts"
 import { FAILPOINTS_ENV, failpointsFromEnvironment } from "./Failpoints.ts"
 import { helpText } from "./Help.ts"
@@ -21,6 +22,7 @@ import { parseInvocation } from "./ParseConfig.ts"
 import type { Environment } from "./ParseConfig.ts"
 import { isSimModule } from "./SimModule.ts"
 import { readSandboxdToken } from "./TokenFile.ts"
+import { TUNING_OFF_ENV, tuningOffFromEnvironment } from "./Tuning.ts"
 import { formatVersion, readBuildInfo } from "./Version.ts"
 
 
@@ -84,6 +86,8 @@ const runDaemon = Effect.fnUntraced(function*(argv: ReadonlyArray<string>, env: 
     case "Run": {
       const failpoints = failpointsFromEnvironment(env)
       if (Result.isFailure(failpoints)) return yield* exitWith(1, `${FAILPOINTS_ENV}: ${failpoints.failure}`)
+      const tuningOff = tuningOffFromEnvironment(env)
+      if (Result.isFailure(tuningOff)) return yield* exitWith(1, `${TUNING_OFF_ENV}: ${tuningOff.failure}`)
       const config = yield* readSandboxdToken(invocation.success.config)
       // A given kubelet key pair is checked now, before the daemon touches the state file or the
       // apiserver: one that cannot be read or does not match ends startup here (exit 1).
@@ -97,7 +101,8 @@ const runDaemon = Effect.fnUntraced(function*(argv: ReadonlyArray<string>, env: 
       return yield* Daemon.run.pipe(
         Effect.provide(AppConfig.layer(config)),
         Effect.provideService(BuildInfo, yield* readBuildInfo(env)),
-        Effect.provideService(Failpoints, failpoints.success)
+        Effect.provideService(Failpoints, failpoints.success),
+        Effect.provideService(TuningOff, tuningOff.success)
       )
     }
   }

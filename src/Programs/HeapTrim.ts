@@ -1,31 +1,29 @@
 /**
- * The heap trim: once the daemon is quiet again after its V8 heap grew (a burst of Pods, a
- * restart that decoded thousands of claims), the heap's free memory is given back to the OS.
- *
- * Why the daemon does this itself: when 2000 Pods are bound at once, every one of them is
- * reconciled at once, the short-lived objects of thousands of reconciles in flight are promoted
- * to V8's old generation, and the old generation grows to ~60 MB committed for ~32 MB live. Only
- * a memory-reducing collection returns those pages (`Layers/HeapControlV8.ts`); an ordinary
- * major collection keeps them resident. V8 runs such a collection on its own (its "memory
- * reducer") only once it judges the allocation rate low, and under the Node version the image
- * ships it never does so in this daemon: `node --trace-memory-reducer` prints
- * "Memory reducer: high alloc" at every 8 s check, idle or not. So after a burst the RSS stayed
- * ~35 MB above what the live heap needs, for as long as the daemon ran (bench: the RSS 5 s after
- * a 2000-Pod burst, and still 40 s after it).
- *
- * When: the committed heap has grown by `growthBytes` since the last trim (from zero before the
- * first, so the startup's own garbage is trimmed too), and the event loop was busy for at most
- * `quietShare` of the last `interval`. Busy means the burst is still running: trimming then
- * would stop the process mid-burst and be undone by the next seconds' garbage. (The loop's busy
- * time rather than the process's CPU: on a loaded machine a daemon still working gets only a few
- * percent of a core and would look quiet by its CPU.)
- * Each trim stops the process for its duration (tens to hundreds of ms, logged; ~1-2 s with
- * 10,000 Pods), so it is never repeated without new growth, nor sooner than `pauseFactor` times
- * its own pause.
+ * The heap trim (a performance device; off with `heap-trim` in VK_SANDBOX_TUNING_OFF): once the
+ * daemon is quiet after its V8 heap grew (a burst of Pods, a restart), a memory-reducing collection
+ * gives the heap's free pages back to the OS. V8's own memory reducer never does so in this daemon,
+ * and an ordinary major collection leaves the pages resident. Quiet is the event loop's busy share,
+ * not the CPU's (a loaded machine starves a busy daemon too). Each trim stops the process, so it is
+ * never repeated without new growth, nor sooner than `pauseFactor` times its own pause. Figures and
+ * the why: docs/operations.md, "Memory".
  */
+import { getHeapStatistics, setFlagsFromString } from "node:v8"
 import { Clock, Duration, Effect } from "effect"
-import { HeapControl, type HeapSample } from "../Services/HeapControl.ts"
 import { every } from "../Services/Loops.ts"
+
+export interface HeapSample {
+  /** Bytes the V8 heap holds from the OS (all spaces, free space inside them included). */
+  readonly committedBytes: number
+  /** How long the event loop has spent running callbacks so far, in ms (not shrunk by other processes' CPU). */
+  readonly busyMillis: number
+}
+
+/** The process's own heap as the trim sees it; `v8Heap` is the real one, tests give a fake. */
+export interface HeapControl {
+  readonly sample: Effect.Effect<HeapSample>
+  /** A full, memory-reducing collection, now (it stops the process); false when the runtime has none. */
+  readonly trim: Effect.Effect<boolean>
+}
 
 export interface HeapTrimOptions {
   /** How often the heap and the event loop's busy time are sampled. */
@@ -65,9 +63,8 @@ export const trimDue = (floorBytes: number, previous: Observed, current: Observe
 const mb = (bytes: number) => Math.round(bytes / 104857.6) / 10
 
 /** Samples every `interval` and trims when `trimDue` says so; runs until interrupted. */
-export const runHeapTrim = (options: HeapTrimOptions = defaultHeapTrimOptions): Effect.Effect<unknown, never, HeapControl> =>
+export const runHeapTrim = (options: HeapTrimOptions = defaultHeapTrimOptions, heap: HeapControl = v8Heap()): Effect.Effect<unknown> =>
   Effect.gen(function*() {
-    const heap = yield* HeapControl
     const observe = Effect.map(Effect.all([heap.sample, Clock.currentTimeMillis]), ([sample, atMillis]): Observed => ({
       ...sample,
       atMillis
@@ -102,3 +99,51 @@ export const runHeapTrim = (options: HeapTrimOptions = defaultHeapTrimOptions): 
     // The first look one interval after the start, not at once: an interval is what "quiet" is judged over.
     return yield* every(options.interval, tick)
   })
+
+interface CollectOptions {
+  readonly type: "major"
+  readonly execution: "sync"
+  readonly flavor: "last-resort"
+}
+
+type Collect = (options: CollectOptions) => void
+
+const isCollect = (value: unknown): value is Collect => typeof value === "function"
+
+/** V8's `gc`, taken from a context made while `--expose-gc` is set; undefined if there is none. */
+export const memoryReducingCollect = (): Collect | undefined => {
+  // Loaded before the flag changes: a Node module compiled under other flags than its built-in code
+  // cache was made with is compiled from source.
+  const vm = process.getBuiltinModule("node:vm")
+  setFlagsFromString("--expose-gc")
+  try {
+    const gc: unknown = vm.runInNewContext("typeof gc === 'function' ? gc : undefined")
+    return isCollect(gc) ? gc : undefined
+  } finally {
+    setFlagsFromString("--no-expose-gc")
+  }
+}
+
+/**
+ * The V8 heap: the committed size, the event loop's busy time, and V8's last-resort collection
+ * (`gc`, taken from one small context made while `--expose-gc` is set: the daemon does not take
+ * the flag on node's command line, where it would cost the code caches; Cli/HeapFlags.ts says why).
+ */
+export const v8Heap = (): HeapControl => {
+  // Made at the first trim, not in the daemon's start (a new context is a few ms of it); node:vm
+  // is loaded then too. `performance` is the global one, the same object node:perf_hooks exports,
+  // without loading that module.
+  let collect: Collect | undefined | null = null
+  return {
+    sample: Effect.sync(() => ({
+      committedBytes: getHeapStatistics().total_heap_size,
+      busyMillis: performance.eventLoopUtilization().active
+    })),
+    trim: Effect.sync(() => {
+      if (collect === null) collect = memoryReducingCollect()
+      if (collect === undefined) return false
+      collect({ type: "major", execution: "sync", flavor: "last-resort" })
+      return true
+    })
+  }
+}

@@ -8,6 +8,7 @@ import type { Context } from "effect"
 import type { ClaimId } from "../Schemas/Ids.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
 import { AppConfig } from "../Services/Config.ts"
+import { TuningOff } from "../Services/Tuning.ts"
 import {
   type BackgroundLoop,
   ClaimVerifierLoop,
@@ -70,8 +71,13 @@ export const InventoryPublisherLayer = Layer.unwrap(
   })
 )
 
-/** Not must-run: without it the daemon works as before, only with more resident memory after a burst. */
-export const HeapTrimLayer = loopLayer(HeapTrimLoop, "heap-trim", false, runHeapTrim())
+/** Not must-run: without it the daemon works as before, only with more resident memory after a burst. Off by `heap-trim` in VK_SANDBOX_TUNING_OFF. */
+export const HeapTrimLayer = Layer.unwrap(
+  Effect.gen(function*() {
+    const off = yield* TuningOff
+    return off.has("heap-trim") ? idleLayer(HeapTrimLoop, "heap-trim") : loopLayer(HeapTrimLoop, "heap-trim", false, runHeapTrim())
+  })
+)
 
 /** DaemonLoops over the four loop services, whichever layers provide them. */
 export const DaemonLoopsLayer = Layer.effect(
