@@ -440,31 +440,44 @@ describe("PodController", () => {
       const world = yield* makeWorld()
       const daemon = yield* world.start()
       createPod(world.model, podBody("st"))
+      createPod(world.model, podBody("witness"))
       yield* eventually("st Running", () => running(world.model, "st"))
-      yield* sleepReal(200)
+      yield* eventually("witness Running", () => running(world.model, "witness"))
+      yield* daemon.handle.idle
       const current = () => asPod(world.model.peek(Pods, NS, "st"))
+      // The receipt for a push under test: a push for another Pod right after it. Pushes are taken
+      // in order, so once the witness's status is written the push before it was taken, and `idle`
+      // waits out the write it made, if any. Each receipt is one status write of its own.
+      let receipts = 0
+      const receipt = Effect.gen(function*() {
+        const message = `receipt ${++receipts}`
+        const witness = asPod(world.model.peek(Pods, NS, "witness"))
+        yield* daemon.pushStatus({ ...witness, status: { ...witness.status, message } })
+        yield* eventually(message, () => peekPod(world.model, "witness")?.status?.message === message)
+        yield* daemon.handle.idle
+      })
 
       // An identical push: nothing to write.
       const writes0 = world.model.statusWrites
       yield* daemon.pushStatus(current())
-      yield* sleepReal(300)
-      assert.strictEqual(world.model.statusWrites, writes0, "identical push skipped")
+      yield* receipt
+      assert.strictEqual(world.model.statusWrites, writes0 + receipts, "identical push skipped")
 
       // A different status is written (the channel works).
       const changed = current()
       changed.status = { ...changed.status, message: "changed by the provider" }
       yield* daemon.pushStatus(changed)
       yield* eventually("the changed status written", () => peekPod(world.model, "st")?.status?.message === "changed by the provider")
-      assert.strictEqual(world.model.statusWrites, writes0 + 1)
+      assert.strictEqual(world.model.statusWrites, writes0 + receipts + 1)
 
       // A push for another generation of the Pod (another UID) is never written.
       const stale = current()
       stale.metadata = { ...stale.metadata, uid: "some-older-generation" }
       stale.status = { ...stale.status, message: "from the old generation" }
       yield* daemon.pushStatus(stale)
-      yield* sleepReal(300)
+      yield* receipt
       assert.strictEqual(peekPod(world.model, "st")?.status?.message, "changed by the provider")
-      assert.strictEqual(world.model.statusWrites, writes0 + 1)
+      assert.strictEqual(world.model.statusWrites, writes0 + receipts + 1)
 
       // Someone else makes the Pod terminal: pushes are dropped, and no provider call is made.
       const terminal = current()
@@ -472,7 +485,7 @@ describe("PodController", () => {
       assert.strictEqual(world.model.updateStatus(Pods, NS, "st", terminal)._tag, "Success")
       yield* eventuallyEffect(
         "the controller sees the Pod Failed",
-        Effect.map(daemon.handle.cachedPods, (pods) => pods.some((p) => p.status?.phase === "Failed"))
+        Effect.map(daemon.handle.cachedPods, (pods) => pods.some((p) => p.metadata?.name === "st" && p.status?.phase === "Failed"))
       )
       const writes1 = world.model.statusWrites
       const calls = daemon.calls.create.get(keyOf("st"))
@@ -480,9 +493,9 @@ describe("PodController", () => {
       const { reason: _reason, ...rest } = running2.status ?? {}
       running2.status = { ...rest, phase: "Running", message: "alive again" }
       yield* daemon.pushStatus(running2)
-      yield* sleepReal(300)
+      yield* receipt
       assert.strictEqual(peekPod(world.model, "st")?.status?.phase, "Failed")
-      assert.strictEqual(world.model.statusWrites, writes1)
+      assert.strictEqual(world.model.statusWrites, writes1 + 1, "only the receipt's write")
       assert.strictEqual(daemon.calls.create.get(keyOf("st")), calls)
       assert.isUndefined(daemon.calls.delete.get(keyOf("st")))
     }).pipe(quiet), { timeout: 20_000 })
