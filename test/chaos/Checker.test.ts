@@ -47,6 +47,15 @@ const clean: ReadonlyArray<HistoryEvent> = [
   final(30 * S, {})
 ]
 
+/** A Sandbox and its Pod, Running on sb_1. */
+const box: OwnerRef = { kind: "Sandbox", name: "box", uid: "uid-box" }
+const boxRan: ReadonlyArray<HistoryEvent> = [
+  request(1 * S, "create-sandbox", "ns/box", "uid-box"),
+  request(2 * S, "create-pod", "ns/box", "uid-pod", box),
+  claimed(3 * S, "sb_1", "ns/box"),
+  seen(4 * S, pod("ns/box", "uid-pod", { claimId: "sb_1", owner: box }))
+]
+
 const failing = (history: ReadonlyArray<HistoryEvent>) =>
   check(history, node, bounds).properties.filter((p) => p.violations.length > 0).map((p) => p.id)
 
@@ -93,14 +102,7 @@ describe("the chaos checker", () => {
   })
 
   it("S4: a release decided while the owner Sandbox lived; fine once its deletion was asked for", () => {
-    const owner: OwnerRef = { kind: "Sandbox", name: "box", uid: "uid-box" }
-    const start = [
-      request(1 * S, "create-sandbox", "ns/box", "uid-box"),
-      request(2 * S, "create-pod", "ns/box", "uid-pod", owner),
-      claimed(3 * S, "sb_1", "ns/box"),
-      seen(4 * S, pod("ns/box", "uid-pod", { claimId: "sb_1", owner })),
-      request(8 * S, "delete-pod", "ns/box")
-    ]
+    const start = [...boxRan, request(8 * S, "delete-pod", "ns/box")]
     const release = [decision(10 * S, "ns/box", "sb_1", "Release(OwnerGone)"), ended(10.1 * S, "sb_1", "ns/box", "released"), final(30 * S, {})]
     const result = check([...start, ...release], node, bounds)
     assert.include(result.properties.find((p) => p.id === "S4")?.violations[0]?.text ?? "", "was alive and not being deleted")
@@ -110,13 +112,7 @@ describe("the chaos checker", () => {
   })
 
   it("S4 after a restore: the owner counts as alive again only if nothing had asked to end it when the backup was taken", () => {
-    const owner: OwnerRef = { kind: "Sandbox", name: "box", uid: "uid-box" }
-    const start = [
-      request(1 * S, "create-sandbox", "ns/box", "uid-box"),
-      request(2 * S, "create-pod", "ns/box", "uid-pod", owner),
-      claimed(3 * S, "sb_1", "ns/box"),
-      seen(4 * S, pod("ns/box", "uid-pod", { claimId: "sb_1", owner }))
-    ]
+    const start = boxRan
     const window = (fault: string, from: number, to: number): ReadonlyArray<HistoryEvent> => [
       { src: "nemesis", kind: "start", at: from, fault, detail: "" },
       { src: "nemesis", kind: "stop", at: to, fault, detail: "" }
