@@ -151,7 +151,7 @@ describe("the chaos checker", () => {
     assert.deepStrictEqual(failing([...owned, final(30 * S, { vms, rows, owners: [{ uid: "uid-box", kind: "Sandbox", key: "ns/a", deleting: true }] })]), ["L2"])
   })
 
-  it("L2 spares a VM whose Pod a restore took while the daemon was restarted (no daemon saw it end): a row with no Pod", () => {
+  it("L2 spares a VM whose Pod left before the running daemon started, its row naming no owner: a row with no Pod", () => {
     const vms = [{ id: "sb_1", token: "tok-sb_1", claimRef: "ns/a" }]
     const rows = [{ key: "ns/a", id: "sb_1", token: "tok-sb_1" }]
     const ran = [claimed(1 * S, "sb_1", "ns/a"), row(1.5 * S, "ns/a", "sb_1"), seen(2 * S, pod("ns/a", "u1", { claimId: "sb_1" }))]
@@ -160,10 +160,12 @@ describe("the chaos checker", () => {
       { src: "nemesis", kind: "stop", at: 20 * S, fault: "etcd-restore", detail: "" },
       { src: "apiserver", kind: "pod", at: 21 * S, event: "VANISHED", ...pod("ns/a", "u1", { claimId: "sb_1" }) }
     ]
-    const exited: HistoryEvent = { src: "daemon", kind: "process", at: 15 * S, incarnation: 1, what: "exited", detail: "SIGTERM" }
-    assert.deepStrictEqual(failing([...ran, ...restore, exited, final(60 * S, { vms, rows })]), [])
+    const started: HistoryEvent = { src: "daemon", kind: "process", at: 25 * S, incarnation: 2, what: "started", detail: "" }
+    assert.deepStrictEqual(failing([...ran, ...restore, started, final(60 * S, { vms, rows })]), [])
     // A daemon that ran through the restore saw it: the VM must go.
     assert.deepStrictEqual(failing([...ran, ...restore, final(60 * S, { vms, rows })]), ["L2"])
+    // So must one whose file names the owner the row waits on.
+    assert.deepStrictEqual(failing([...ran, ...restore, started, final(60 * S, { vms, rows: [{ ...rows[0]!, owner: "uid-box" }] })]), ["L2"])
   })
 
   it("L3 and L4: a row that outlives its VM; an intent left at the end", () => {

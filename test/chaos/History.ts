@@ -30,7 +30,8 @@ export interface FinalState {
   readonly pods: ReadonlyArray<PodState>
   readonly owners: ReadonlyArray<{ readonly uid: string; readonly kind: string; readonly key: string; readonly deleting: boolean }>
   readonly vms: ReadonlyArray<{ readonly id: string; readonly token: string; readonly claimRef: string }>
-  readonly rows: ReadonlyArray<{ readonly key: string; readonly id: string; readonly token: string }>
+  /** `owner`: the UID of the owner a preserved row waits on (AUTH-9), "" when it names none. */
+  readonly rows: ReadonlyArray<{ readonly key: string; readonly id: string; readonly token: string; readonly owner?: string }>
   readonly intents: ReadonlyArray<string>
 }
 
@@ -60,7 +61,7 @@ export type HistoryEvent =
   | { readonly src: "daemon"; readonly kind: "process"; readonly at: number; readonly incarnation: number; readonly what: string; readonly detail: string }
   // the claims file as read from disk: `at` just before the read, `until` just after
   | { readonly src: "file"; readonly kind: "sample"; readonly at: number; readonly until: number; readonly changed: boolean }
-  | { readonly src: "file"; readonly kind: "row"; readonly at: number; readonly key: string; readonly id: string; readonly token: string; readonly present: boolean }
+  | { readonly src: "file"; readonly kind: "row"; readonly at: number; readonly key: string; readonly id: string; readonly token: string; readonly present: boolean; readonly owner?: string }
   | { readonly src: "file"; readonly kind: "intent"; readonly at: number; readonly key: string; readonly present: boolean }
   // the workload's own requests: sent at `at`, answered at `answered`
   | {

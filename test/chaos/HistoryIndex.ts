@@ -50,12 +50,10 @@ export interface HistoryIndex {
   readonly decisions: ReadonlyArray<Decision>
   readonly windows: ReadonlyArray<Window>
   readonly final: FinalState | undefined
-  /**
-   * Pod UIDs whose end no daemon saw: gone in a restore (a relist no longer showed them) while the
-   * daemon was restarted in the restore's wake, so its next first list simply lacked them. Their
-   * rows are rows with no Pod (LEASE-9: held until a replacement or the lease's end).
-   */
-  readonly unseenEnds: ReadonlySet<string>
+  /** When each Pod generation left the apiserver (deleted, or gone at a relist: a restore). */
+  readonly podEnded: ReadonlyMap<string, number>
+  /** When the daemon now running was started (its last incarnation). */
+  readonly lastStart: number
   /**
    * From each restore's start until the daemon's first list of the Pods after it: the Pods the
    * restore brought back still show what the backup held (Running on a VM released since), and
@@ -92,8 +90,8 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
   const endings: Array<{ at: number; answered: number; namespace: string; name: string | undefined; kind: string }> = []
   const relists: Array<{ at: number; resource: string; uids: ReadonlySet<string> }> = []
   let final: FinalState | undefined
-  const vanished: Array<{ uid: string; at: number }> = []
-  const exits: Array<number> = []
+  const podEnded = new Map<string, number>()
+  let lastStart = 0
   const relistLines: Array<number> = []
   for (const event of events) {
     switch (event.src) {
@@ -110,7 +108,7 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
         break
       case "apiserver":
         if (event.kind === "pod") {
-          if (event.event === "VANISHED") vanished.push({ uid: event.uid, at: event.at })
+          if (event.event === "VANISHED" || event.event === "DELETED") podEnded.set(event.uid, event.at)
           let gen = pods.get(event.uid)
           if (gen === undefined) {
             gen = { uid: event.uid, key: event.key, owner: event.owner, claimIds: new Set(), firstSeen: event.at }
@@ -127,7 +125,7 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
         }
         break
       case "daemon":
-        if (event.kind === "process" && event.what === "exited") exits.push(event.at)
+        if (event.kind === "process" && event.what === "started") lastStart = event.at
         if (event.kind === "log" && (event.msg === "pod controller synced" || event.msg.includes("went backwards") || event.msg.includes("relisting"))) {
           relistLines.push(event.at)
         }
@@ -193,19 +191,11 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
     }
     alive.set(object.uid, spans)
   }
-  // A daemon that exits during a restore, or before it could relist after one (its silent-watch
-  // check and the relist: well within 20 s), never sees what the restore took away.
-  const unseenEnds = new Set<string>()
-  for (const { uid, at } of vanished) {
-    const restore = restores.findLast((w) => w.start <= at)
-    if (restore === undefined) continue
-    if (exits.some((exit) => exit >= restore.start && exit <= (restore.stop ?? at) + 20_000)) unseenEnds.add(uid)
-  }
   const restoredUntilRelist = restores.map((w) => {
     const after = w.stop ?? w.start
     return [w.start, relistLines.find((at) => at > after) ?? Number.POSITIVE_INFINITY] as const
   })
-  return { vms, pods, podsOfClaim, alive, decisions, windows, final, unseenEnds, restoredUntilRelist, phases }
+  return { vms, pods, podsOfClaim, alive, decisions, windows, final, podEnded, lastStart, restoredUntilRelist, phases }
 }
 
 /** The faults active in the `lookbackMs` before `at`: what a violation is printed with. */

@@ -7,8 +7,9 @@
  *   justifies (SandboxLeaseExpired with its VM reaped at sandboxd, SandboxLost with its VM's end
  *   recorded there); and no Pod of the node is still being deleted;
  * - L2 every VM whose owner the daemon may read (a Sandbox, or the Pod itself when bare) and that
- *   is gone or being deleted is released; but a Pod that a restore took away while the daemon was
- *   restarted (so no daemon ever saw it end) leaves a row with no Pod, which L3 judges;
+ *   is gone or being deleted is released; but a daemon started after the Pod had left knows only
+ *   its claims file: a row there that names no owner (AUTH-9 keeps one only for a preserved row
+ *   whose write landed) is a row with no Pod, which L3 judges;
  * - L3 a VM whose owner the daemon may not read (a ReplicaSet under the shipped RBAC), or whose
  *   row has no Pod, stays held with its token and no longer than its lease plus one lease-watch
  *   interval (and a reaper pass); no row outlives its VM by more than a lease-watch interval and a
@@ -63,8 +64,11 @@ export const goneOwnersReleased = (index: HistoryIndex, final: FinalState): Prop
     const gen = index.pods.get(uids[uids.length - 1] ?? "")
     // Never shown on a Pod: a row without one (L3) or no holder at all (S1).
     if (gen === undefined) continue
-    // Its Pod's end seen by no daemon: a row with no Pod too, held until a replacement or its lease.
-    if (index.unseenEnds.has(gen.uid)) {
+    // The daemon now running started after the Pod left, and its file names no owner for the
+    // row: a row with no Pod, held until a replacement adopts it or its lease ends (LEASE-9).
+    const ended = index.podEnded.get(gen.uid)
+    const row = final.rows.find((r) => r.id === vm.id)
+    if (ended !== undefined && ended < index.lastStart && (row?.owner ?? "") === "") {
       spared++
       continue
     }
@@ -79,7 +83,7 @@ export const goneOwnersReleased = (index: HistoryIndex, final: FinalState): Prop
     }
   }
   const title = `every VM whose readable owner is gone or terminating is released${
-    spared === 0 ? "" : ` (${spared} held as rows with no Pod: a restore took their Pods while the daemon restarted, L3)`
+    spared === 0 ? "" : ` (${spared} held as rows with no Pod or owner in the file: their Pods left before the daemon now running started, L3)`
   }`
   return { id: "L2", kind: "liveness", title, checked, violations }
 }

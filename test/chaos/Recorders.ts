@@ -140,7 +140,7 @@ export const watchResource = (admin: Admin, history: History, tokens: TokenScann
 /** Reads the claims file every second; each row and intent that appeared or went is recorded, then the read. */
 export const sampleClaimsFile = (statePath: string, history: History) =>
   Effect.gen(function*() {
-    let rows = new Map<string, { id: string; token: string }>()
+    let rows = new Map<string, { id: string; token: string; owner: string }>()
     let intents = new Set<string>()
     while (true) {
       const at = Date.now()
@@ -158,14 +158,14 @@ export const sampleClaimsFile = (statePath: string, history: History) =>
         parsed = undefined // never expected: the file is replaced by a rename
       }
       if (parsed !== undefined) {
-        const nextRows = new Map(Object.entries(obj(parsed["claims"])).map(([key, row]) => [key, { id: str(obj(row)["id"]), token: str(obj(row)["token"]) }]))
+        const nextRows = new Map(Object.entries(obj(parsed["claims"])).map(([key, row]) => [key, rowOf(row)]))
         const nextIntents = new Set(Object.keys(obj(parsed["intents"])))
         let changed = false
         for (const [key, row] of nextRows) {
           const before = rows.get(key)
-          if (before?.id === row.id && before.token === row.token) continue
+          if (before?.id === row.id && before.token === row.token && before.owner === row.owner) continue
           changed = true
-          history.record({ src: "file", kind: "row", at, key, id: row.id, token: row.token, present: true })
+          history.record({ src: "file", kind: "row", at, key, ...row, present: true })
         }
         for (const [key, row] of rows) {
           if (nextRows.has(key)) continue
@@ -183,12 +183,15 @@ export const sampleClaimsFile = (statePath: string, history: History) =>
     }
   })
 
+/** A row as the checker reads it: its claim, its token, and the owner it waits on (AUTH-9; "" for none). */
+const rowOf = (row: unknown) => ({ id: str(obj(row)["id"]), token: str(obj(row)["token"]), owner: str(obj(obj(row)["owner"])["uid"]) })
+
 /** The claims file now: rows and intents (empty when there is no file). */
 export const readClaimsFile = (statePath: string) => {
   try {
     const parsed = obj(JSON.parse(fs.readFileSync(statePath, "utf8")))
     return {
-      rows: Object.entries(obj(parsed["claims"])).map(([key, row]) => ({ key, id: str(obj(row)["id"]), token: str(obj(row)["token"]) })),
+      rows: Object.entries(obj(parsed["claims"])).map(([key, row]) => ({ key, ...rowOf(row) })),
       intents: Object.keys(obj(parsed["intents"]))
     }
   } catch {
