@@ -3,7 +3,8 @@
  * so a wrong-way import fails CI. One rule per arrow; docs/architecture.md explains the layout.
  *
  *   Schemas <- Services <- Layers, Programs <- composition root (main.ts, Daemon.ts, Cli/)
- *   Store/, Kube/: building blocks of one layer family (the claims file, the Kubernetes client),
+ *   Store/, Kube/, Sandboxd/: building blocks of one layer family (the claims file, the Kubernetes
+ *   client, the sandboxd client),
  *   between Services and Layers.
  *   testkit/ (simulators, demo, simulator-backed layers) may import the product; never the reverse.
  */
@@ -26,9 +27,9 @@ module.exports = {
     },
     {
       name: "building-blocks-import-only-schemas-and-services",
-      comment: "Store/ and Kube/ are parts that layers are made of: they may import Schemas, Services and their own folder, nothing above.",
+      comment: "Store/, Kube/ and Sandboxd/ are parts that layers are made of: they may import Schemas, Services and their own folder, nothing above.",
       severity: "error",
-      from: { path: "^src/(Store|Kube)/" },
+      from: { path: "^src/(Store|Kube|Sandboxd)/" },
       to: { path: "^(src|testkit)/", pathNot: ["^src/(Schemas|Services)/", "^src/$1/"] }
     },
     {
@@ -43,18 +44,18 @@ module.exports = {
       comment: "Programs use Services through their tags; which implementation runs is the composition root's choice.",
       severity: "error",
       from: { path: "^src/Programs/" },
-      to: { path: "^src/(Layers|Store|Kube)/" }
+      to: { path: "^src/(Layers|Store|Kube|Sandboxd)/" }
     },
     {
       name: "programs-and-layers-do-not-import-cli",
       comment: "The command line (Cli/) is the outermost ring: it parses flags into Schemas.Config and starts the daemon; nothing inside imports it.",
       severity: "error",
-      from: { path: "^src/(Programs|Layers|Services|Schemas|Store|Kube)/" },
+      from: { path: "^src/(Programs|Layers|Services|Schemas|Store|Kube|Sandboxd)/" },
       to: { path: "^src/(Cli/|main\\.ts|Daemon\\.ts)" }
     },
     {
       name: "layer-into-another-layers-internals",
-      comment: "src/Layers/X.ts is a layer (src/Layers/X/ would hold its private parts): it never imports another layer or its parts; layers meet through Services, and share parts only from Store/ or Kube/.",
+      comment: "src/Layers/X.ts is a layer (src/Layers/X/ would hold its private parts): it never imports another layer or its parts; layers meet through Services, and share parts only from Store/, Kube/ or Sandboxd/.",
       severity: "error",
       from: { path: "^src/Layers/([^/.]+)" },
       to: { path: "^src/Layers/", pathNot: ["^src/Layers/$1/", "^src/Layers/$1\\.ts$"] }

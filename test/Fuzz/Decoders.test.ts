@@ -19,7 +19,7 @@ import {
   interpretInfo,
   interpretList,
   interpretRelease
-} from "../../src/Layers/SandboxdClientHttp.ts"
+} from "../../src/Sandboxd/Replies.ts"
 import * as OwnerResolverKube from "../../src/Programs/Authorization/OwnerResolverKube.ts"
 import { controllerRefsOf, ownerGvrOf, pluralOf } from "../../src/Programs/Authorization/OwnerGvr.ts"
 import { matchRoute } from "../../src/Programs/Kubelet/Routes.ts"

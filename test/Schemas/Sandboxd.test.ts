@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, DateTime, Effect, Option, Result, Schema } from "effect"
 import * as fc from "fast-check"
-import { interpretClaim, interpretInfo, interpretList, listingBySchema, readListing } from "../../src/Layers/SandboxdClientHttp.ts"
+import { interpretClaim, interpretInfo, interpretList, listingBySchema, readListing } from "../../src/Sandboxd/Replies.ts"
 import {
   annotationValue,
   isServedRuntime,
