@@ -22,7 +22,7 @@
  * (a file without claims in flight is byte for byte the reference's); the reference ignores it.
  * Likewise a row preserved for its owner with no Pod holding it carries that owner after its
  * known fields, `"owner":{"apiVersion":…,"kind":…,"name":…,"uid":…}` (AUTH-9), and only then; a
- * file with such a row is read by the full decode (the writer's shortcuts below take none).
+ * file with such a row is read by the full decode (the fast reader below takes none).
  */
 import { civilMillis, digitsAt, isCivilTime } from "./CivilTime.ts"
 import { invalidJsonMessage } from "./Json.ts"
@@ -281,7 +281,7 @@ export interface ClaimsDocument {
   readonly unknownMembers: string
   /**
    * Present when the text is byte for byte what the writer makes of these rows and intents
-   * (`encodeClaimsFile(rows, membersAfterClaims(intents, ""))`): where each row's member
+   * (`encodeClaimsFile(rows, membersAfterClaims(intents, ""))`) and `readWrittenText` read it: where each row's member
    * (`"key":{…}`, exactly `encodeClaimMember(key, record)`) starts and ends in the text, in the
    * rows' order (sorted by key). The store's encoder starts from these bytes instead of encoding
    * every row again for the startup write.
@@ -314,129 +314,18 @@ const decodeIntents = (value: unknown): Result.Result<ReadonlyMap<PodKey, ClaimI
 }
 
 // ---------------------------------------------------------------------------------------------
-// The file as it is written: the shortcut. The checks above (a Schema walk of every row, three
-// scans of the text for keys written twice) cost about a second of startup on a 10,000-row file.
-// A file that is byte for byte what `encodeClaimsFile` writes for the rows JSON.parse found in it
-// cannot hold a key or field twice, an unknown field, or anything but those rows: each of those
-// would make the text differ from the rows' own encoding. So the shortcut reads the parsed rows
-// with plain type checks, and compares the text with their encoding member by member; anything
-// else (a check failing, a byte differing) leaves the file to the full decode above, which gives
-// the same rows or the error that names the problem. test/Schemas/ClaimsFile.test.ts holds the two
-// to the same result.
-
-const isObject = (u: unknown): u is Record<string, unknown> =>
-  typeof u === "object" && u !== null && !Array.isArray(u) && !Object.hasOwn(u, "__proto__")
-
-/** A timestamp as the writer prints it (whole seconds, UTC). */
-const writtenTimestamp = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/
-
-/**
- * The rows and intents of `text` when it is exactly the file the writer makes of them (`value` is
- * its JSON.parse); undefined otherwise.
- */
-export const decodeWrittenFile = (text: string, value: unknown): ClaimsDocument | undefined => {
-  if (!isObject(value)) return undefined
-  const claims = value["claims"]
-  const intentsValue = value["intents"]
-  if (!isObject(claims)) return undefined
-  // Rows of one claim run share their times: each distinct text is parsed once.
-  const times = new Map<string, DateTime.Utc>()
-  const time = (field: unknown): DateTime.Utc | undefined => {
-    if (typeof field !== "string" || !writtenTimestamp.test(field)) return undefined
-    const known = times.get(field)
-    if (known !== undefined) return known
-    const parsed = parseTimestamp(field)
-    // The zero time reads as none, which the writer leaves out: not as written.
-    if (Result.isFailure(parsed) || Option.isNone(parsed.success)) return undefined
-    times.set(field, parsed.success.value)
-    return parsed.success.value
-  }
-  const open = `{"claims":{`
-  if (!text.startsWith(open)) return undefined
-  let at = open.length
-  /** Consumes `expected` at the cursor; false when the text differs there. */
-  const next = (expected: string): boolean => {
-    if (!text.startsWith(expected, at)) return false
-    at += expected.length
-    return true
-  }
-  const rows = new Map<PodKey, ClaimRecord>()
-  const starts: Array<number> = []
-  const ends: Array<number> = []
-  const keyOfId = new Set<string>()
-  let first = true
-  // The writer sorts the keys; a file in another order is read in full (and written sorted).
-  let previousKey: string | undefined
-  for (const key in claims) {
-    if (previousKey !== undefined && compareKeys(previousKey, key) >= 0) return undefined
-    previousKey = key
-    const entry = claims[key]
-    if (!isObject(entry)) return undefined
-    const { address, claimedAt, deadline, id, podUID, token } = entry
-    if (typeof id !== "string" || typeof token !== "string" || typeof podUID !== "string") return undefined
-    if (address !== undefined && (typeof address !== "string" || address === "")) return undefined
-    if (token === "" || !printableToken.test(token) || keyOfId.has(id)) return undefined
-    keyOfId.add(id)
-    const claimedAtTime = claimedAt === undefined ? undefined : time(claimedAt)
-    const deadlineTime = deadline === undefined ? undefined : time(deadline)
-    if ((claimedAt !== undefined && claimedAtTime === undefined) || (deadline !== undefined && deadlineTime === undefined)) {
-      return undefined
-    }
-    let member = `${first ? "" : ","}${goJsonString(key)}:{"id":${goJsonString(id)},"token":${goJsonString(token)}`
-    if (address !== undefined) member += `,"address":${goJsonString(address)}`
-    member += `,"podUID":${goJsonString(podUID)}`
-    if (claimedAt !== undefined) member += `,"claimedAt":"${claimedAt}"`
-    if (deadline !== undefined) member += `,"deadline":"${deadline}"`
-    const start = first ? at : at + 1
-    if (!next(`${member}}`)) return undefined
-    starts.push(start)
-    ends.push(at)
-    first = false
-    rows.set(key as PodKey, {
-      id: id as ClaimId,
-      token: Redacted.make(token),
-      address: address ?? "",
-      podUID,
-      claimedAt: claimedAtTime === undefined ? Option.none() : Option.some(claimedAtTime),
-      deadline: deadlineTime === undefined ? Option.none() : Option.some(deadlineTime)
-    })
-  }
-  if (!next("}")) return undefined
-  const intents = new Map<PodKey, ClaimIntent>()
-  if (intentsValue !== undefined) {
-    // The writer leaves the member out when there is no intent.
-    if (!isObject(intentsValue) || !next(`,"intents":{`)) return undefined
-    first = true
-    previousKey = undefined
-    for (const key in intentsValue) {
-      if (previousKey !== undefined && compareKeys(previousKey, key) >= 0) return undefined
-      previousKey = key
-      const intent = intentsValue[key]
-      if (!isObject(intent)) return undefined
-      const { podUID, sentAt } = intent
-      const sentAtTime = time(sentAt)
-      if (typeof podUID !== "string" || sentAtTime === undefined) return undefined
-      if (!next(`${first ? "" : ","}${goJsonString(key)}:{"podUID":${goJsonString(podUID)},"sentAt":"${sentAt as string}"}`)) return undefined
-      first = false
-      intents.set(key as PodKey, { key: key as PodKey, podUID, sentAt: sentAtTime })
-    }
-    if (first || !next("}")) return undefined
-  }
-  if (!next("}") || at !== text.length) return undefined
-  return { rows, intents, unknownMembers: "", writtenMembers: { starts, ends } }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The file as it is written, read from its text alone. `decodeWrittenFile` above still costs a
-// JSON.parse of the whole file and an encoding of every row to compare with. The writer's text
+// The file as the writer writes it, read from its text alone: the one fast reader. The full decode
+// above (a Schema walk of every row, scans of the text for keys written twice, a timestamp pattern
+// per field) cost several times as much on a 10,000-row file at every restart. The writer's text
 // has one layout only, so this reads it straight: the fixed punctuation and field names at their
 // places, each string up to its closing quote. The text is taken only when it holds nothing the
 // writer escapes (`\`, control characters, `<`, `>`, `&`, U+2028, U+2029, surrogates), so each
 // string's encoding is the text between its quotes, and the text read is exactly the writer's
-// output for the rows read: what `decodeWrittenFile` accepts for the same text, with the same checks
-// (keys sorted, tokens printable, one key per id, timestamps as written). Anything else (an
-// escape, a space, an unknown field, a `__proto__` key) returns undefined and the file takes the
-// path above. test/Schemas/ClaimsFile.test.ts holds this to the full decode.
+// output for the rows read, with the full decode's checks (keys sorted, tokens printable, one key
+// per id, timestamps as written). Anything else (an escape, a space, an unknown field, a
+// `__proto__` key) returns undefined and the file takes the full decode, which then gives the same
+// rows or the error naming the problem; test/Schemas/ClaimsFile.test.ts proves the two equal with
+// fast-check on written files and on any change to them.
 
 const QUOTE = 0x22
 
@@ -604,23 +493,15 @@ const parseClaimsText = (text: string): Result.Result<unknown, ClaimsFileDecodeE
 }
 
 /**
- * Decodes the file's text. Empty text, truncated JSON and a top-level array are errors. Three
- * readings give one result: the writer's own text read as text (`readWrittenText`), else parsed
- * and compared with the writer's encoding (`decodeWrittenFile`), else the full decode.
+ * Decodes the file's text. Empty text, truncated JSON and a top-level array are errors. The
+ * writer's own text is read as text (`readWrittenText`), any other by the full decode.
  */
 export const decodeClaimsDocument = (text: string): Result.Result<ClaimsDocument, ClaimsFileDecodeError> => {
   const read = readWrittenText(text)
-  return read !== undefined ? Result.succeed(read) : decodeParsed(text)
+  return read !== undefined ? Result.succeed(read) : decodeClaimsDocumentInFull(text)
 }
 
-/** `decodeClaimsDocument` past the text-only reading. */
-const decodeParsed = (text: string): Result.Result<ClaimsDocument, ClaimsFileDecodeError> =>
-  Result.flatMap(parseClaimsText(text), (value) => {
-    const written = decodeWrittenFile(text, value)
-    return written === undefined ? decodeInFull(text, value) : Result.succeed(written)
-  })
-
-/** `decodeClaimsDocument` without the shortcut (the tests compare the two). */
+/** `decodeClaimsDocument` without the fast reader: the definition the tests hold it to. */
 export const decodeClaimsDocumentInFull = (text: string): Result.Result<ClaimsDocument, ClaimsFileDecodeError> =>
   Result.flatMap(parseClaimsText(text), (value) => decodeInFull(text, value))
 

@@ -35,7 +35,7 @@ export interface ClaimsEncoder {
   /**
    * Takes `file` as the last output: `rows` (in key order) are its members, row i at bytes
    * `[starts[i], ends[i])`, which must be exactly `encodeClaimMember(key, record)` (what
-   * `decodeWrittenFile` checks). Spans that do not lie as the writer lays them out (`{"claims":{`,
+   * `readWrittenText` checks). Spans that do not lie as the writer lays them out (`{"claims":{`,
    * then the members one comma apart) are not taken, and the encoder starts empty. The encoder
    * keeps `file` as the source of the unchanged rows' bytes until the next call.
    */

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Option, Redacted } from "effect"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
-import { decodeWrittenFile, encodeClaimsFile } from "../../src/Schemas/ClaimsFile.ts"
+import { encodeClaimsFile, readWrittenText } from "../../src/Schemas/ClaimsFile.ts"
 import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
 import { makeClaimsEncoder } from "../../src/Store/ClaimsEncoder.ts"
 
@@ -74,10 +74,10 @@ describe("ClaimsEncoder", () => {
     }
   })
 
-  /** A file as the writer writes it, decoded by the shortcut: its rows (the records the encoder is seeded with) and spans. */
+  /** A file as the writer writes it, read by the fast reader: its rows (the records the encoder is seeded with) and spans. */
   const written = (rows: ReadonlyMap<PodKey, ClaimRecord>) => {
     const file = encodeClaimsFile(rows)
-    const document = decodeWrittenFile(file, JSON.parse(file))!
+    const document = readWrittenText(file)!
     return { file, rows: document.rows, spans: document.writtenMembers! }
   }
 
