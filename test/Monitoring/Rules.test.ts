@@ -11,7 +11,7 @@ import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { parse } from "yaml"
-import { alertRules, documentedScrapeConfigs, prometheusTool, repoRoot, required, ruleGroups, rulesFile, runbookBase } from "../support/Prometheus.ts"
+import { alertRules, documentedDaemonSetRules, documentedScrapeConfigs, prometheusTool, repoRoot, required, type Rule, ruleGroups, rulesFile, runbookBase } from "../support/Prometheus.ts"
 
 const promtool = prometheusTool("promtool")
 const unitTests = path.join(import.meta.dirname, "rules.test.yaml")
@@ -21,6 +21,9 @@ const anchorOf = (heading: string) => heading.trim().toLowerCase().replace(/[^a-
 const operationsAnchors = new Set(
   [...fs.readFileSync(path.join(repoRoot, "docs", "operations.md"), "utf8").matchAll(/^#{1,6} (.+)$/gm)].map((m) => anchorOf(m[1]!))
 )
+
+/** An alert about the whole fleet (label scope="fleet"): it fires once, for no node. */
+const isFleet = (rule: Rule) => rule.labels?.["scope"] === "fleet"
 
 interface AlertCase {
   readonly alertname: string
@@ -49,7 +52,9 @@ describe("alerting and recording rules", () => {
       assert.match(rule.alert, /^VkSandbox[A-Z][A-Za-z]+$/, rule.alert)
       assert.include(["critical", "warning"], rule.labels?.["severity"], `${rule.alert} severity`)
       assert.isAbove((rule.annotations?.["summary"] ?? "").length, 0, `${rule.alert} summary`)
-      assert.include(rule.annotations?.["description"] ?? "", "{{ $labels.node }}", `${rule.alert} names the node`)
+      // A fleet alert (no daemon scraped anywhere) has no node to name; it says it is the fleet's.
+      if (isFleet(rule)) assert.notInclude(rule.annotations?.["description"] ?? "", "$labels.node", `${rule.alert} is the fleet's`)
+      else assert.include(rule.annotations?.["description"] ?? "", "{{ $labels.node }}", `${rule.alert} names the node`)
       const anchor = rule.alert.toLowerCase()
       assert.strictEqual(rule.annotations?.["runbook_url"], `${runbookBase}#${anchor}`, `${rule.alert} runbook_url`)
       assert.isTrue(operationsAnchors.has(anchor), `docs/operations.md has a section for ${rule.alert}`)
@@ -59,11 +64,17 @@ describe("alerting and recording rules", () => {
 
   it("every alert has a unit test where it fires for one node while another stays silent, and one where it is quiet", () => {
     const tests = (parse(fs.readFileSync(unitTests, "utf8")) as { readonly tests: ReadonlyArray<UnitTest> }).tests
-    for (const { alert } of alertRules()) {
+    for (const rule of alertRules()) {
+      const alert = rule.alert
       const cases = tests.flatMap((t) => (t.alert_rule_test ?? []).filter((c) => c.alertname === alert).map((c) => ({ test: t, c })))
       const firing = cases.filter(({ c }) => (c.exp_alerts ?? []).length > 0)
       assert.isAbove(firing.length, 0, `${alert} fires in a test`)
       assert.isTrue(cases.some(({ c }) => (c.exp_alerts ?? []).length === 0), `${alert} is quiet in a test`)
+      if (isFleet(rule)) {
+        const labels = firing.flatMap(({ c }) => (c.exp_alerts ?? []).map((a) => a.exp_labels ?? {}))
+        assert.isTrue(labels.every((l) => l["node"] === undefined && l["scope"] === "fleet"), `${alert} fires once, for no node`)
+        continue
+      }
       // In a firing case, some node of the input series is not among the alerts: it stayed silent.
       const silentNodeSomewhere = firing.some(({ c, test }) => {
         const fired = new Set((c.exp_alerts ?? []).map((a) => a.exp_labels?.["node"]))
@@ -81,6 +92,27 @@ describe("alerting and recording rules", () => {
     for (const name of recorded) {
       assert.match(name, /^[a-z_]+:[a-z_]+:[a-z0-9_]+$/, name)
       assert.include(tested, `- expr: ${name}`, `${name} has a promql_expr_test`)
+    }
+  })
+})
+
+describe("the kube-state-metrics rule group in docs/operations.md", () => {
+  it.skipIf("missing" in promtool && !required)("passes promtool check rules and its unit test; its runbook is a section", () => {
+    assert.isTrue("path" in promtool, "missing" in promtool ? promtool.missing : "")
+    if (!("path" in promtool)) return
+    const group = documentedDaemonSetRules()
+    assert.include(group, "alert: VkSandboxDaemonSetUnavailable")
+    for (const [, anchor] of group.matchAll(/runbook_url: \S+#(\S+)/g)) assert.isTrue(operationsAnchors.has(anchor!), anchor)
+    const dir = fs.mkdtempSync(path.join(process.env["TMPDIR"] ?? "/tmp", "vk-ksm-rules-"))
+    try {
+      fs.writeFileSync(path.join(dir, "daemonset.rules.yaml"), group)
+      fs.copyFileSync(path.join(import.meta.dirname, "daemonset.test.yaml"), path.join(dir, "daemonset.test.yaml"))
+      const check = spawnSync(promtool.path, ["check", "rules", "daemonset.rules.yaml"], { cwd: dir, encoding: "utf8" })
+      assert.strictEqual(check.status, 0, `${check.stdout}${check.stderr}`)
+      const test = spawnSync(promtool.path, ["test", "rules", "daemonset.test.yaml"], { cwd: dir, encoding: "utf8" })
+      assert.strictEqual(test.status, 0, `${test.stdout}${test.stderr}`)
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
     }
   })
 })

@@ -59,6 +59,13 @@ export const documentedScrapeConfigs = (): ReadonlyArray<string> => {
   return [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((block) => block.includes("scrape_configs:"))
 }
 
+/** The rule group of docs/operations.md over kube-state-metrics' DaemonSet status (not in the rule file). */
+export const documentedDaemonSetRules = (): string => {
+  const operations = fs.readFileSync(path.join(repoRoot, "docs", "operations.md"), "utf8")
+  const blocks = [...operations.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!)
+  return blocks.find((block) => block.includes("kube_daemonset_status_number_unavailable")) ?? ""
+}
+
 /** Every PromQL expression of the dashboard's panels (and its variables' queries). */
 export const dashboardExprs = (): ReadonlyArray<string> => {
   const dashboard = JSON.parse(fs.readFileSync(dashboardFile, "utf8")) as unknown
