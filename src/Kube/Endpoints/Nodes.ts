@@ -1,6 +1,6 @@
 /**
- * The Node and its Lease. Every call here is on the node's liveness path (NODE-5: no limiter
- * token, NODE-6: the shorter timeout): registration, the status heartbeat, the Node's re-creation
+ * The Node and its Lease. Every call here is on the node's liveness path: no limiter token
+ * (NODE-5, heartbeats do not wait behind Pod work) and the shorter timeout (NODE-6): registration, the status heartbeat, the Node's re-creation
  * and the sandboxd taint as much as the Lease renewals, which read and re-create the Node when
  * the Lease is missing. Replies are read with the apiserver's `null`s left out.
  */
