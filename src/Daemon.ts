@@ -28,9 +28,8 @@ import * as EventRecorderKube from "./Layers/EventRecorderKube.ts"
 import * as FailpointDecorators from "./Layers/FailpointDecorators.ts"
 import * as KubeApiClientNode from "./Layers/KubeApiClientNode.ts"
 import * as OwnerResolverKube from "./Programs/Authorization/OwnerResolverKube.ts"
-import { PodLifecycleProviderLayer } from "./Layers/PodLifecycleProvider.ts"
 import { ProviderEventsPubSubLayer } from "./Layers/ProviderEventsPubSub.ts"
-import { ProviderLiveLayer } from "./Programs/Provider/ProviderLive.ts"
+import * as ProviderLive from "./Programs/Provider/ProviderLive.ts"
 import * as SandboxdClientHttp from "./Layers/SandboxdClientHttp.ts"
 import * as SandboxdTokenFile from "./Layers/SandboxdTokenFile.ts"
 import * as DependencyRecoveryPubSub from "./Layers/DependencyRecoveryPubSub.ts"
@@ -46,7 +45,7 @@ import { TuningOff } from "./Services/Tuning.ts"
 import { ClaimsStartup, EarlyPodList, RunningPodController } from "./Services/Daemon.ts"
 import { KubeApi, type KubeError, type PodList } from "./Services/KubeApi.ts"
 import { DaemonLoops } from "./Services/Loops.ts"
-import { Provider } from "./Services/Provider.ts"
+import { PodLifecycle } from "./Services/PodLifecycle.ts"
 import { SandboxdClient } from "./Services/SandboxdClient.ts"
 import { KubeletPods, KubeletServer } from "./Services/KubeletServer.ts"
 import { NodeController, NodeHealth } from "./Services/NodeController.ts"
@@ -133,8 +132,7 @@ const ClaimsLayer = (decorators: Decorators) => Layer.effect(
   decorators === undefined ? ClaimsStoreFile.layer : ClaimsStoreFile.layerWith({ ops: decorators.fileOps(ClaimsStoreFile.nodeClaimsFileOps) })
 ))
 
-const ProviderLayer = PodLifecycleProviderLayer.pipe(
-  Layer.provideMerge(ProviderLiveLayer),
+const ProviderLayer = ProviderLive.layer.pipe(
   Layer.provideMerge(Layer.mergeAll(ProviderEventsPubSubLayer, OwnerResolverKube.layer, EventRecorderKube.layer()))
 )
 
@@ -176,7 +174,7 @@ const QuarantineEventLayer = Layer.effectDiscard(
 )
 
 const KubeletLayer = KubeletServerLive.layer().pipe(
-  Layer.provide(Layer.effect(KubeletPods, Effect.map(Provider.use(Effect.succeed), (p) => KubeletPods.of({ getPods: p.getPods }))))
+  Layer.provide(Layer.effect(KubeletPods, Effect.map(PodLifecycle.use(Effect.succeed), (p) => KubeletPods.of({ getPods: p.getPods }))))
 )
 
 const PodControllerLayer = Layer.effect(

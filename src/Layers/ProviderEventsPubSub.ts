@@ -2,7 +2,7 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Layer, PubSub, Ref } from "effect"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
-import { ProviderEvents } from "../Services/Provider.ts"
+import { ProviderEvents } from "../Services/ProviderEvents.ts"
 
 /** Claims remembered for the once-per-claim Pod IP warning. */
 const MAX_WARNED = 4096

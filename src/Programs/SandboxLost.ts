@@ -16,7 +16,7 @@ import type { PodKey } from "../Schemas/Ids.ts"
 import { ClaimsStore } from "../Services/ClaimsStore.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
 import { EventRecorder, involvedPod } from "../Services/EventRecorder.ts"
-import { ProviderEvents } from "../Services/Provider.ts"
+import { ProviderEvents } from "../Services/ProviderEvents.ts"
 import { leaseExpiries, sandboxesLost } from "../Services/Metrics.ts"
 import { lostRowPod, lostVmEvent } from "./Provider/Status.ts"
 

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { podKeyOf } from "../../src/Schemas/Ids.ts"
 import { Clock, Context, DateTime, Deferred, Effect, Fiber, Layer, Option, PubSub } from "effect"
 import { TestClock } from "effect/testing"
 import { ClaimsStoreMemoryControl } from "../../testkit/Layers/ClaimsStoreMemory.ts"
@@ -11,7 +12,8 @@ import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import type { PodKey } from "../../src/Schemas/Ids.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { ClaimsStore } from "../../src/Services/ClaimsStore.ts"
-import { Provider } from "../../src/Services/Provider.ts"
+import { PodLifecycle } from "../../src/Services/PodLifecycle.ts"
+import { ProviderEvents } from "../../src/Services/ProviderEvents.ts"
 import { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { runClaimVerification, verifyQuarantinedClaims } from "../../src/Programs/ClaimVerifier.ts"
@@ -33,7 +35,7 @@ const states = ClaimTable.use((table) =>
   Effect.map(table.state, (state) => Object.fromEntries(Array.from(state.rows, ([key, row]) => [key, row.state._tag])))
 )
 
-const subscribeLifted = Provider.use((provider) => provider.unquarantined)
+const subscribeLifted = ProviderEvents.use((events) => events.unquarantined)
 
 /** Startup's listing fails once, so both loaded rows stay quarantined. */
 const startQuarantined = Effect.andThen(
@@ -82,14 +84,14 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
       const [write] = yield* (yield* ClaimsStoreMemoryControl).writes
       assert.deepStrictEqual([...write.rows.keys()].sort(), [keyOf("alive"), keyOf("gone")])
       // CreatePod for a quarantined key re-verifies and refuses while sandboxd cannot be listed.
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const error = yield* Effect.flip(provider.createPod(pod("alive")))
       assert.strictEqual(error._tag, "ClaimUnverifiable")
       assert.isTrue(error.retryable)
       assert.strictEqual(yield* claimCount, 1, "only the seed's claim: nothing claimed over the held credential")
       // Even with a tracked Pod, a quarantined row reports Pending.
       yield* provider.updatePod(pod("alive"))
-      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "alive")).phase, "Pending")
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus(podKeyOf("default", "alive"))).phase, "Pending")
     }).pipe(Effect.provide(world({ seed }), { local: true })))
 
   it.effect("a `{}` listing is a failed listing, not an empty one", () =>
@@ -116,7 +118,7 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
   it.effect("CreatePod for a quarantined, listed key verifies then adopts it: same claim, no new one", () =>
     Effect.gen(function*() {
       yield* startQuarantined
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const pushes = yield* subscribePushes
       yield* provider.createPod(pod("alive", { uid: "new-uid" }))
       const [simClaim] = yield* SandboxdSim.use((sim) => sim.claims)
@@ -131,7 +133,7 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
     Effect.gen(function*() {
       const { open, pass } = yield* passHeldAtListing
       // The listing is taken; a new Pod is claimed before the pass applies it.
-      yield* (yield* Provider).createPod(pod("fresh"))
+      yield* (yield* PodLifecycle).createPod(pod("fresh"))
       yield* open
       const judgement = yield* Fiber.join(pass)
       assert.deepStrictEqual(judgement.lost.map((d) => d.key), [keyOf("gone")])
@@ -143,7 +145,7 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
       // The loop's pass holds a listing in which "gone" is absent...
       const { open, pass } = yield* passHeldAtListing
       // ...while CreatePod for "gone" runs its own pass (dropping the row) and claims afresh.
-      yield* (yield* Provider).createPod(pod("gone"))
+      yield* (yield* PodLifecycle).createPod(pod("gone"))
       const table = yield* ClaimTable
       const fresh = Option.getOrThrow(yield* table.durable(keyOf("gone")))
       assert.notStrictEqual(fresh.id, "sb_00000000000dead0")

@@ -16,7 +16,7 @@ import { podKeyOf } from "../../src/Schemas/Ids.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { failpointNames } from "../../src/Services/Failpoints.ts"
 import { durableReplace } from "../../src/Store/DurableReplace.ts"
-import { Provider } from "../../src/Services/Provider.ts"
+import { PodLifecycle } from "../../src/Services/PodLifecycle.ts"
 import { SandboxdSim } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { armed } from "../support/Failpoints.ts"
 import * as KubeApiMemory from "../../testkit/Layers/KubeApiMemory.ts"
@@ -137,7 +137,7 @@ describe("failpoints: actions", () => {
 describe("failpoints on the claim and release paths", () => {
   it.effect("claim-before-send=fail: no claim request leaves, the create fails as unreachable", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const exit = yield* Effect.exit(provider.createPod(pod("web")))
       assert.isTrue(Exit.isFailure(exit))
       assert.strictEqual(yield* routeCount("claim"), 0)
@@ -147,7 +147,7 @@ describe("failpoints on the claim and release paths", () => {
 
   it.effect("claim-after-send=fail: sandboxd made the VM, the create sees a lost reply (timeout) and records nothing", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const exit = yield* Effect.exit(provider.createPod(pod("web")))
       assert.isTrue(Exit.isFailure(exit))
       assert.strictEqual(yield* routeCount("claim"), 1)
@@ -161,7 +161,7 @@ describe("failpoints on the claim and release paths", () => {
 
   it.effect("release-before-send=fail: nothing is sent, ReleaseFailed, the claim stays; release-after-send=fail: sent, the claim stays for the retry", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const key = podKeyOf("default", "web")
       const bare = { ...pod("web"), metadata: { ...pod("web").metadata, uid: "uid-1" } }
       yield* provider.createPod(bare)
@@ -181,7 +181,7 @@ describe("failpoints on the claim and release paths", () => {
 
   it.effect("delete-before-commit=fail: released, the row leaves the table, its removal is not written until the next commit", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const control = yield* ClaimsStoreMemoryControl
       const bare = { ...pod("web"), metadata: { ...pod("web").metadata, uid: "uid-1" } }
       const other = { ...pod("api"), metadata: { ...pod("api").metadata, uid: "uid-2" } }

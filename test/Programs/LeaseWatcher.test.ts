@@ -1,10 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
+import { podKeyOf } from "../../src/Schemas/Ids.ts"
 import { DateTime, Deferred, Effect, Fiber, Option, PubSub } from "effect"
 import { TestClock } from "effect/testing"
 import { type ClaimRecord, ClaimState } from "../../src/Schemas/Claims.ts"
 import type { ClaimId } from "../../src/Schemas/Ids.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
-import { Provider } from "../../src/Services/Provider.ts"
+import { PodLifecycle } from "../../src/Services/PodLifecycle.ts"
+import { ProviderEvents } from "../../src/Services/ProviderEvents.ts"
 import { SandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { publishExpiredLeases, runLeaseWatch } from "../../src/Programs/LeaseWatcher.ts"
 import { ClaimsStoreMemoryControl } from "../../testkit/Layers/ClaimsStoreMemory.ts"
@@ -33,7 +35,7 @@ const claimOf = (name: string) => ClaimTable.use((table) => Effect.map(table.hel
 
 /** Creates "web" with a 60 s lease that sandboxd then archives (still listed, no deadline), and moves past the old deadline. */
 const createThenArchive = Effect.gen(function*() {
-  yield* (yield* Provider).createPod(pod("web", ttl60))
+  yield* (yield* PodLifecycle).createPod(pod("web", ttl60))
   const { record } = yield* claimOf("web")
   yield* (yield* SandboxdSim).archive(record.id)
   yield* TestClock.adjust("61 seconds")
@@ -55,7 +57,7 @@ const replaceRow = (name: string, patch: Partial<ClaimRecord>) =>
 
 /** Creates "web" with a 60 s lease, then moves past it until sandboxd's reaper took the VM. */
 const createThenExpire = Effect.gen(function*() {
-  yield* (yield* Provider).createPod(pod("web", ttl60))
+  yield* (yield* PodLifecycle).createPod(pod("web", ttl60))
   const row = yield* claimOf("web")
   yield* TestClock.adjust("65 seconds")
   yield* eventually(Effect.map(simIds, (ids) => ids.length === 0))
@@ -82,14 +84,14 @@ const expiresWhileListing = <E, R>(meanwhile: Effect.Effect<unknown, E, R>) =>
 describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
   it.effect("the claim's deadline comes from sandboxd's answer (LEASE-2)", () =>
     Effect.gen(function*() {
-      yield* (yield* Provider).createPod(pod("web", ttl60))
+      yield* (yield* PodLifecycle).createPod(pod("web", ttl60))
       const row = yield* claimOf("web")
       assert.deepStrictEqual(row.record.deadline, Option.some(DateTime.makeUnsafe(60_000)))
     }).pipe(Effect.provide(world(), { local: true })))
 
   it.effect("before the deadline a listed sandbox is left alone: one listing, nothing pushed", () =>
     Effect.gen(function*() {
-      yield* (yield* Provider).createPod(pod("web", ttl60))
+      yield* (yield* PodLifecycle).createPod(pod("web", ttl60))
       const pushes = yield* subscribePushes
       yield* TestClock.adjust("59 seconds")
       const outcome = yield* publishExpiredLeases
@@ -154,14 +156,14 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
 
   it.effect("a still-listed candidate takes the listing's deadline instead (archive: none = keep forever)", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const record = yield* createThenArchive
       const pushes = yield* subscribePushes
       const outcome = yield* publishExpiredLeases
       assert.deepStrictEqual(outcome, { published: [], refreshed: [keyOf("web")], deferred: false, lost: [], podless: [], ended: [] })
       assert.deepStrictEqual((yield* claimOf("web")).record.deadline, Option.none())
       assert.deepStrictEqual(yield* drain(pushes), [])
-      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "web")).phase, "Running")
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus(podKeyOf("default", "web"))).phase, "Running")
     }).pipe(Effect.provide(world({ sim: { archiveRetention: 0 } }), { local: true })))
 
   it.effect("identity re-check: a key that changed hands during the listing is not published", () =>
@@ -176,9 +178,9 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
 
   it.effect("LEASE-9: a row with no tracked Pod (preserved) is kept while its VM lives; once sandboxd reaped it at its deadline the row is Lost, its key handed on, and its run drops it", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const sim = yield* SandboxdSim
-      const retried = yield* provider.unquarantined
+      const retried = yield* ProviderEvents.use((events) => events.unquarantined)
       yield* provider.createPod(pod("web", ttl60))
       const { record } = yield* claimOf("web")
       yield* forgetPod("web")
@@ -207,7 +209,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
 
   it.effect("LEASE-9 without a by-id read: a Pod-less row's VM is confirmed gone only by two listings a verify interval apart", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const sim = yield* SandboxdSim
       yield* provider.createPod(pod("web"))
       const { record } = yield* claimOf("web")
@@ -224,7 +226,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
 
   it.effect("LEASE-9: the Pod of a Pod-less row whose VM went, not tracked yet (a restart's adoption still to come), is ended, not given a new VM", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const sim = yield* SandboxdSim
       yield* provider.createPod(pod("web"))
       const { record } = yield* claimOf("web")
@@ -240,7 +242,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
 
   it.effect("the loop: first tick one interval after start, Failed pushed once the VM is gone", () =>
     Effect.gen(function*() {
-      yield* (yield* Provider).createPod(pod("web", ttl60))
+      yield* (yield* PodLifecycle).createPod(pod("web", ttl60))
       const pushes = yield* subscribePushes
       const loop = yield* Effect.forkChild(runLeaseWatch)
       const received: Array<unknown> = []
@@ -256,7 +258,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
 
   it.effect("LEASE-4: the loop ticks every interval, not every two (a tick is one listing)", () =>
     Effect.gen(function*() {
-      yield* (yield* Provider).createPod(pod("web"))
+      yield* (yield* PodLifecycle).createPod(pod("web"))
       const atStart = yield* listCount
       const loop = yield* Effect.forkChild(runLeaseWatch)
       const ticks: Array<number> = []
@@ -271,7 +273,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
 
   it.effect("LEASE-11: once the provider has seen the Pod terminal, the row of a reaped VM goes (file rewritten, nothing released); a VM still there keeps its row", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       // Archived: past its old deadline but still listed. Seen terminal (written by someone else).
       yield* createThenArchive
       const failed = { ...pod("web", ttl60), status: { phase: "Failed", reason: "Evicted" } }
@@ -283,7 +285,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
 
   it.effect("LEASE-11: the expired status repeats while the Pod is not seen terminal; once it is, the next tick drops the row of the reaped VM", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const sim = yield* SandboxdSim
       yield* createThenExpire
       const pushes = yield* subscribePushes
@@ -302,7 +304,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
       const listed = yield* listCount
       assert.deepStrictEqual((yield* publishExpiredLeases).ended, [])
       assert.strictEqual(yield* listCount, listed)
-      assert.isTrue(Option.isSome(yield* provider.getPod("default", "web")), "the Pod itself is still tracked")
+      assert.isTrue(Option.isSome(yield* provider.getPod(podKeyOf("default", "web"))), "the Pod itself is still tracked")
     }).pipe(Effect.provide(world(), { local: true })))
 })
 
@@ -311,7 +313,7 @@ describe("expiry settlement in CreatePod (LEASE-5) and GetPodStatus (LEASE-8)", 
     Effect.gen(function*() {
       const old = yield* createThenExpire
       yield* forgetPod("web")
-      yield* (yield* Provider).createPod(pod("web", { uid: "uid-2" }))
+      yield* (yield* PodLifecycle).createPod(pod("web", { uid: "uid-2" }))
       const row = yield* claimOf("web")
       assert.notStrictEqual(row.record.id, old.id)
       assert.strictEqual(row.state._tag, "Durable")
@@ -322,7 +324,7 @@ describe("expiry settlement in CreatePod (LEASE-5) and GetPodStatus (LEASE-8)", 
       yield* createThenExpire
       yield* forgetPod("web")
       const gate = yield* (yield* ListGate).arm
-      const create = yield* Effect.forkChild((yield* Provider).createPod(pod("web", { uid: "uid-2" })))
+      const create = yield* Effect.forkChild((yield* PodLifecycle).createPod(pod("web", { uid: "uid-2" })))
       yield* Deferred.await(gate.reached)
       // The listing was taken for the expired claim; the key now holds another one.
       const newId = "sb_newowner00000000" as ClaimId
@@ -335,7 +337,7 @@ describe("expiry settlement in CreatePod (LEASE-5) and GetPodStatus (LEASE-8)", 
 
   it.effect("expired but still listed: the listing's deadline is taken and the claim adopted", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const record = yield* createThenArchive
       yield* forgetPod("web")
       const pushes = yield* subscribePushes
@@ -354,7 +356,7 @@ describe("expiry settlement in CreatePod (LEASE-5) and GetPodStatus (LEASE-8)", 
       yield* forgetPod("web")
       // One well-formed listing that leaves the live VM out.
       yield* sim.injectFault("list", SimFault.body(200, `{"sandboxes":[]}`), { times: 1 })
-      const outcome = yield* (yield* Provider).createPod(pod("web", { uid: "uid-2" }))
+      const outcome = yield* (yield* PodLifecycle).createPod(pod("web", { uid: "uid-2" }))
       assert.deepStrictEqual(outcome, { _tag: "Adopted", claimId: record.id })
       assert.strictEqual((yield* claimOf("web")).record.id, record.id, "the live VM's token is still held")
       assert.strictEqual(yield* claimCount, 1, "no second claim for the key")
@@ -368,13 +370,13 @@ describe("expiry settlement in CreatePod (LEASE-5) and GetPodStatus (LEASE-8)", 
       const record = yield* createThenArchive
       yield* forgetPod("web")
       yield* sim.injectFault("list", SimFault.body(200, `{"sandboxes":[]}`), { times: 1 })
-      const error = yield* Effect.flip((yield* Provider).createPod(pod("web", { uid: "uid-2" })))
+      const error = yield* Effect.flip((yield* PodLifecycle).createPod(pod("web", { uid: "uid-2" })))
       assert.strictEqual(error._tag, "ExpiredClaimUnlistable")
       assert.isTrue(error.retryable)
       assert.strictEqual((yield* claimOf("web")).record.id, record.id)
       assert.strictEqual(yield* claimCount, 1)
       // The next listing shows it: the retry adopts the same VM.
-      assert.deepStrictEqual(yield* (yield* Provider).createPod(pod("web", { uid: "uid-2" })), {
+      assert.deepStrictEqual(yield* (yield* PodLifecycle).createPod(pod("web", { uid: "uid-2" })), {
         _tag: "Adopted",
         claimId: record.id
       })
@@ -386,7 +388,7 @@ describe("expiry settlement in CreatePod (LEASE-5) and GetPodStatus (LEASE-8)", 
       const old = yield* createThenExpire
       yield* forgetPod("web")
       yield* (yield* SandboxdSim).injectFault("list", SimFault.status(502))
-      const error = yield* Effect.flip((yield* Provider).createPod(pod("web", { uid: "uid-2" })))
+      const error = yield* Effect.flip((yield* PodLifecycle).createPod(pod("web", { uid: "uid-2" })))
       assert.strictEqual(error._tag, "ExpiredClaimUnlistable")
       assert.isTrue(error.retryable)
       assert.strictEqual((yield* claimOf("web")).record.id, old.id)
@@ -395,12 +397,12 @@ describe("expiry settlement in CreatePod (LEASE-5) and GetPodStatus (LEASE-8)", 
 
   it.effect("GetPodStatus: Running at the deadline instant, lease-expired strictly after it", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       yield* provider.createPod(pod("web", ttl60))
       yield* TestClock.adjust("60 seconds")
-      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "web")).phase, "Running")
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus(podKeyOf("default", "web"))).phase, "Running")
       yield* TestClock.adjust("1 millis")
-      const status = Option.getOrThrow(yield* provider.getPodStatus("default", "web"))
+      const status = Option.getOrThrow(yield* provider.getPodStatus(podKeyOf("default", "web")))
       assert.strictEqual(status.phase, "Failed")
       assert.strictEqual(status.reason, "SandboxLeaseExpired")
     }).pipe(Effect.provide(world(), { local: true })))

@@ -11,7 +11,7 @@ import { type ClaimRecord, ClaimState } from "../../src/Schemas/Claims.ts"
 import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
 import { ClaimDoubts } from "../../src/Services/ClaimDoubts.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
-import { Provider } from "../../src/Services/Provider.ts"
+import { PodLifecycle } from "../../src/Services/PodLifecycle.ts"
 import { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { straySandboxes } from "../../src/Services/Metrics.ts"
@@ -124,7 +124,7 @@ describe("OrphanScanner.scanOnce", () => {
   it.effect("a lost claim response leaves a stray of this node: reported as a possible orphan naming the pod key, kept (ORPH-5)", () =>
     inWorld(Effect.gen(function*() {
       lines.length = 0
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       // sandboxd claims the VM but the reply never arrives: the provider holds no claim for web
       yield* SandboxdSim.use((sim) => sim.injectFault("claim", SimFault.loseReply("drop"), { times: 1 }))
       const pod = { metadata: { namespace: "default", name: "web", uid: "uid-web", annotations: { "sandbox.cocoonstack.io/template": Template } }, spec: { containers: [{ name: "main", image: "python:3.12" }] } }

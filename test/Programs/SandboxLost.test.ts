@@ -4,6 +4,7 @@
  * sandboxd confirms gone (by-id 404, or two listings one verify interval apart where there is no
  * by-id read) ends its Pod Failed/SandboxLost, and that Pod generation is never claimed for again.
  */
+import { podKeyOf } from "../../src/Schemas/Ids.ts"
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, type Duration, Effect, Metric, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
@@ -13,7 +14,7 @@ import { startClaims } from "../../src/Programs/Provider/Startup.ts"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import type { PodKey } from "../../src/Schemas/Ids.ts"
 import { leaseExpiries, sandboxesLost } from "../../src/Services/Metrics.ts"
-import { Provider } from "../../src/Services/Provider.ts"
+import { PodLifecycle } from "../../src/Services/PodLifecycle.ts"
 import type { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { claimCount, drain, keyOf, pod, record, releasePaths, rowState, subscribePushes, Template, world } from "./Provider/harness.ts"
@@ -34,7 +35,7 @@ const seedDead = () =>
 const claimedWithoutByIdRead = Effect.gen(function*() {
   const sim = yield* SandboxdSim
   yield* sim.setRevision({ byIdRead: false })
-  yield* (yield* Provider).createPod(pod("web"))
+  yield* (yield* PodLifecycle).createPod(pod("web"))
   const [vm] = yield* sim.claims
   return vm
 })
@@ -54,7 +55,7 @@ describe("a listing that omits a live claim", () => {
       const summary = yield* startClaims
       assert.strictEqual(summary.quarantined, 1, "not dropped on one listing")
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Quarantined"))
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       // The Pod's create re-verifies; the listing misses the claim again: still nothing claimed over it.
       const refused = yield* Effect.flip(provider.createPod(runningPod(live.id)))
       assert.strictEqual(refused._tag, "ClaimUnverifiable")
@@ -81,7 +82,7 @@ describe("a sandbox confirmed gone", () => {
   it.effect("a Running Pod goes Failed/SandboxLost naming the id; the row is kept Lost; never claimed again under its UID", () =>
     Effect.gen(function*() {
       const sim = yield* SandboxdSim
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       yield* provider.createPod(pod("web"))
       const [vm] = yield* sim.claims
       const pushes = yield* subscribePushes
@@ -148,7 +149,7 @@ describe("a sandbox confirmed gone", () => {
         logs.lines.filter((line) => line.message.startsWith("sandbox confirmed gone")).map((line) => line.message),
         ["sandbox confirmed gone; its row is kept Lost until its pod is settled"]
       )
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const error = yield* Effect.flip(provider.createPod(runningPod("sb_00000000000dead0")))
       assert.strictEqual(error._tag, "SandboxLost")
       assert.strictEqual(yield* claimCount, 0)
@@ -172,7 +173,7 @@ describe("a row whose lease ran out while the daemon was down (LEASE-10)", () =>
       const pushes = yield* subscribePushes
       yield* startClaims
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Lost"))
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const error = yield* Effect.flip(provider.createPod(runningPod("sb_00000000000dead0")))
       assert.strictEqual(error._tag, "SandboxLost", "never given another VM")
       assert.strictEqual(yield* claimCount, 0)
@@ -180,7 +181,7 @@ describe("a row whose lease ran out while the daemon was down (LEASE-10)", () =>
       const [pushed] = yield* drain(pushes)
       // The status read (UPD-4) of the Pod once tracked says what the push said.
       yield* provider.updatePod(runningPod("sb_00000000000dead0"))
-      const reported = yield* provider.getPodStatus("default", "web")
+      const reported = yield* provider.getPodStatus(podKeyOf("default", "web"))
       return { error, pushed, reported }
     })
 
@@ -226,7 +227,7 @@ describe("a row whose lease ran out while the daemon was down (LEASE-10)", () =>
         const before = yield* endedCounts
         yield* startClaims
         assert.deepStrictEqual(yield* countedSince(before), { leaseExpired: 0, lost: 0 }, "no Pod ended yet: none may exist")
-        const error = yield* Effect.flip((yield* Provider).createPod(pendingPod))
+        const error = yield* Effect.flip((yield* PodLifecycle).createPod(pendingPod))
         assert.strictEqual(error._tag, "SandboxLost")
         assert.deepStrictEqual(yield* countedSince(before), counted)
       }).pipe(Effect.provide(world({ seed: seedDeadline }), { local: true })))
@@ -240,13 +241,13 @@ describe("a row whose lease ran out while the daemon was down (LEASE-10)", () =>
       // resync runs the create again: the VM went before its lease ended, and that stays true.
       yield* TestClock.adjust("2 minutes")
       const pushes = yield* subscribePushes
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const again = yield* Effect.flip(provider.createPod(runningPod("sb_00000000000dead0")))
       assert.strictEqual(again._tag === "SandboxLost" ? again.podReason : "", "SandboxLost")
       const [pushed] = yield* drain(pushes)
       assert.strictEqual(pushed?.status?.reason, "SandboxLost")
       assert.strictEqual(pushed?.status?.message, first.pushed?.status?.message, "the same status as the first push")
-      const reported = yield* provider.getPodStatus("default", "web")
+      const reported = yield* provider.getPodStatus(podKeyOf("default", "web"))
       assert.strictEqual(Option.getOrUndefined(reported)?.reason, "SandboxLost", "the status read agrees")
     }).pipe(Effect.provide(world({ seed: seedDeadline }), { local: true })))
 })
@@ -264,7 +265,7 @@ describe("a Lost row's life (VER-7)", () => {
   it.effect("kept while its Pod runs on; dropped (and written out) once the Pod is terminal, not for another generation", () =>
     Effect.gen(function*() {
       yield* lostAtStart
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       yield* provider.settleTerminal({ ...runningPod("sb_00000000000dead0"), metadata: { namespace: "default", name: "web", uid: "other-uid" } })
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Lost"), "another generation's end settles nothing")
       const failed = runningPod("sb_00000000000dead0")
@@ -277,7 +278,7 @@ describe("a Lost row's life (VER-7)", () => {
   it.effect("dropped when its Pod is deleted (no owner asked, nothing released) or gone from the apiserver", () =>
     Effect.gen(function*() {
       yield* lostAtStart
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const outcome = yield* provider.deletePod(runningPod("sb_00000000000dead0"))
       assert.deepStrictEqual(outcome, { _tag: "LostDropped" })
       assert.deepStrictEqual(yield* onDisk, [])
@@ -287,7 +288,7 @@ describe("a Lost row's life (VER-7)", () => {
   it.effect("a Pod gone from the apiserver: its key's settle run drops the row", () =>
     Effect.gen(function*() {
       yield* lostAtStart
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       assert.deepStrictEqual(yield* provider.lostKeys, [keyOf("web")])
       assert.strictEqual(yield* provider.settleGone(keyOf("web")), "LostDropped")
       assert.deepStrictEqual(yield* onDisk, [])
@@ -300,7 +301,7 @@ describe("a Lost row's life (VER-7)", () => {
       const summary = yield* startClaims
       assert.strictEqual(summary.quarantined, 1)
       yield* TestClock.adjust("15 seconds")
-      const refused = yield* Effect.flip((yield* Provider).createPod(runningPod("sb_00000000000dead0")))
+      const refused = yield* Effect.flip((yield* PodLifecycle).createPod(runningPod("sb_00000000000dead0")))
       assert.strictEqual(refused._tag, "SandboxLost")
       assert.strictEqual(yield* claimCount, 0)
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Lost"))

@@ -12,11 +12,10 @@ import { ClaimTableRefLayer } from "../../src/Layers/ClaimTableRef.ts"
 import * as DependencyRecoveryPubSub from "../../src/Layers/DependencyRecoveryPubSub.ts"
 import * as EventRecorderKube from "../../src/Layers/EventRecorderKube.ts"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
-import { PodLifecycleProviderLayer } from "../../src/Layers/PodLifecycleProvider.ts"
 import { ProviderEventsPubSubLayer } from "../../src/Layers/ProviderEventsPubSub.ts"
 import * as SandboxdClientHttp from "../../src/Layers/SandboxdClientHttp.ts"
 import * as OwnerResolverKube from "../../src/Programs/Authorization/OwnerResolverKube.ts"
-import { ProviderLiveLayer } from "../../src/Programs/Provider/ProviderLive.ts"
+import * as ProviderLive from "../../src/Programs/Provider/ProviderLive.ts"
 import { startClaims } from "../../src/Programs/Provider/Startup.ts"
 import type { AppConfigShape } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
@@ -28,9 +27,8 @@ import type { PodLifecycle } from "../../src/Services/PodLifecycle.ts"
  */
 export const podHalfLayer = (config: AppConfigShape, around?: Layer.Layer<PodLifecycle, never, PodLifecycle>) => {
   const wire = Layer.mergeAll(SandboxdClientHttp.layer, KubeApiClientNode.layer).pipe(Layer.provideMerge(DependencyRecoveryPubSub.layer))
-  const lifecycle = around === undefined ? PodLifecycleProviderLayer : around.pipe(Layer.provide(PodLifecycleProviderLayer))
+  const lifecycle = around === undefined ? ProviderLive.layer : around.pipe(Layer.provide(ProviderLive.layer))
   const provider = lifecycle.pipe(
-    Layer.provideMerge(ProviderLiveLayer),
     Layer.provideMerge(Layer.mergeAll(ProviderEventsPubSubLayer, OwnerResolverKube.layer, EventRecorderKube.layer()))
   )
   return Layer.effectDiscard(startClaims).pipe(

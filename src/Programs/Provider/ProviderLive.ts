@@ -1,30 +1,31 @@
 /**
- * The Provider service over the claim-path programs. Requires the claims table, the store,
- * sandboxd, the config and the provider's event channels; the daemon runs
- * `Programs/Provider/Startup.ts` before the pod controller starts calling it.
+ * `PodLifecycle` over the claim-path programs. Requires the claims table, the store, sandboxd,
+ * the config and the provider's event channels; the daemon runs `Programs/Provider/Startup.ts`
+ * before the pod controller starts calling it.
  */
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Stream } from "effect"
 import { podKeyOfPod } from "../../Schemas/Ids.ts"
 import { AppConfig } from "../../Services/Config.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimDoubts } from "../../Services/ClaimDoubts.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
-import { Provider, ProviderEvents } from "../../Services/Provider.ts"
+import { EventRecorder } from "../../Services/EventRecorder.ts"
+import { OwnerResolver } from "../../Services/OwnerResolver.ts"
+import { PodLifecycle } from "../../Services/PodLifecycle.ts"
+import { ProviderEvents } from "../../Services/ProviderEvents.ts"
 import { SandboxdClient } from "../../Services/SandboxdClient.ts"
 import { createPod } from "./CreatePod.ts"
 import { deletePod } from "./DeletePod.ts"
-import { EventRecorder } from "../../Services/EventRecorder.ts"
-import { OwnerResolver } from "../../Services/OwnerResolver.ts"
 import { isTerminalPhase, noteTerminal, settleTerminal } from "./LostRows.ts"
 import { settleGone } from "./SettleGone.ts"
 import { getPod, getPodStatus, getPods, updatePod } from "./UpdatePod.ts"
 
-export const ProviderLiveLayer: Layer.Layer<
-  Provider,
+export const layer: Layer.Layer<
+  PodLifecycle,
   never,
   AppConfig | ClaimsStore | ClaimTable | ClaimDoubts | ProviderEvents | SandboxdClient | OwnerResolver | EventRecorder
 > = Layer.effect(
-  Provider,
+  PodLifecycle,
   Effect.gen(function*() {
     // Each call is provided what the programs need: these eight services, not the whole context
     // the layer was built in (providing a context copies the caller's context and then every
@@ -35,7 +36,7 @@ export const ProviderLiveLayer: Layer.Layer<
     const table = yield* ClaimTable
     const events = yield* ProviderEvents
     const doubts = yield* ClaimDoubts
-    return Provider.of({
+    return PodLifecycle.of({
       createPod: (pod) => Effect.provide(createPod(pod), context),
       updatePod: (pod) => Effect.provide(updatePod(pod), context),
       deletePod: (pod) => Effect.provide(deletePod(pod), context),
@@ -59,12 +60,12 @@ export const ProviderLiveLayer: Layer.Layer<
       doubtKeys: Effect.map(doubts.all, (all) => Array.from(all.keys())),
       lostKeys: table.lostKeys,
       // a memory-only read of the table, once per reconcile: the one service it uses, added alone
-      getPod: (namespace, name) => Effect.provideService(getPod(namespace, name), ClaimTable, table),
+      getPod: (key) => Effect.provideService(getPod(key), ClaimTable, table),
       // the statuses it reports resolve each claim's IP (AppConfig, ProviderEvents)
       getPods: Effect.provide(getPods, context),
-      getPodStatus: (namespace, name) => Effect.provide(getPodStatus(namespace, name), context),
-      statusPushes: events.statusPushes,
-      unquarantined: events.unquarantined
+      getPodStatus: (key) => Effect.provide(getPodStatus(key), context),
+      statusPushes: Stream.unwrap(Effect.map(events.statusPushes, Stream.fromSubscription)),
+      retryNow: Stream.unwrap(Effect.map(events.unquarantined, Stream.fromSubscription)).pipe(Stream.flattenIterable)
     })
   })
 )

@@ -3,7 +3,7 @@ import type { V1Pod } from "@kubernetes/client-node"
 import { Effect } from "effect"
 import type { ClaimRecord } from "../../Schemas/Claims.ts"
 import { AppConfig } from "../../Services/Config.ts"
-import { ProviderEvents } from "../../Services/Provider.ts"
+import { ProviderEvents } from "../../Services/ProviderEvents.ts"
 import { type PodIp, resolvePodIp } from "./PodIp.ts"
 import { runningPod } from "./Status.ts"
 

@@ -18,7 +18,7 @@ import { type PodKey, splitPodKey } from "../../Schemas/Ids.ts"
 import { ClaimDoubts } from "../../Services/ClaimDoubts.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
-import type { SettleGoneOutcome } from "../../Services/Provider.ts"
+import type { SettleGoneOutcome } from "../../Services/PodLifecycle.ts"
 import { deletePod } from "./DeletePod.ts"
 import { dropLostRow } from "./LostRows.ts"
 

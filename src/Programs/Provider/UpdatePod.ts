@@ -1,7 +1,7 @@
 /** UpdatePod and the memory-only reads (reference UPD-1…UPD-4). None of them calls sandboxd or the apiserver. */
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { DateTime, Effect, Option } from "effect"
-import { type PodKey, podKeyOf } from "../../Schemas/Ids.ts"
+import type { PodKey } from "../../Schemas/Ids.ts"
 import { copyPlain } from "../../Schemas/Pod.ts"
 import { ClaimTable, type ClaimTableState } from "../../Services/ClaimTable.ts"
 import { podKeyOfPod } from "./CreatePod.ts"
@@ -21,8 +21,7 @@ export const updatePod = Effect.fn("Provider.updatePod")(function*(pod: V1Pod) {
 })
 
 /** The tracked Pod, a copy, or nothing; never asks sandboxd or the apiserver (UPD-2). */
-export const getPod = (namespace: string, name: string) =>
-  ClaimTable.use((table) => table.pod(podKeyOf(namespace, name)))
+export const getPod = (key: PodKey) => ClaimTable.use((table) => table.pod(key))
 
 /**
  * UPD-4 for a tracked Pod: a Lost row of its generation → SandboxLost (VER-7); no settled claim
@@ -62,9 +61,8 @@ export const getPods = Effect.gen(function*() {
 })
 
 /** UPD-4 from memory only: None when no Pod is tracked. */
-export const getPodStatus = Effect.fn("Provider.getPodStatus")(function*(namespace: string, name: string) {
+export const getPodStatus = Effect.fn("Provider.getPodStatus")(function*(key: PodKey) {
   const table = yield* ClaimTable
-  const key = podKeyOf(namespace, name)
   const state = yield* table.state
   const pod = state.pods.get(key)
   if (pod === undefined) return Option.none<V1PodStatus>()

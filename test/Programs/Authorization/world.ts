@@ -1,7 +1,7 @@
 /**
  * The delete-authorization test world: the in-memory API server served over loopback HTTP and
  * reached through the live KubeApi layer (so owners come back as real Status bodies), the
- * sandboxd simulator over HTTP, the real ClaimTable, the in-memory store, and the Provider with
+ * sandboxd simulator over HTTP, the real ClaimTable, the in-memory store, and the PodLifecycle with
  * the live OwnerResolver. Events go to a capturing recorder so tests can read what was reported.
  */
 import { Context, Effect, Layer, Ref } from "effect"
@@ -13,7 +13,7 @@ import * as ClaimsStoreMemory from "../../../testkit/Layers/ClaimsStoreMemory.ts
 import * as KubeApiClientNode from "../../../src/Layers/KubeApiClientNode.ts"
 import * as OwnerResolverKube from "../../../src/Programs/Authorization/OwnerResolverKube.ts"
 import { ProviderEventsPubSubLayer } from "../../../src/Layers/ProviderEventsPubSub.ts"
-import { ProviderLiveLayer } from "../../../src/Programs/Provider/ProviderLive.ts"
+import * as ProviderLive from "../../../src/Programs/Provider/ProviderLive.ts"
 import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
 import type { AppConfigShape } from "../../../src/Schemas/Config.ts"
 import { testConfig } from "../../../testkit/Config.ts"
@@ -104,7 +104,7 @@ export interface DeleteWorldOptions {
   readonly failpoints?: FailpointsShape
 }
 
-/** The Provider world of `../Provider/harness.ts`, with the live owner client instead of none. */
+/** The provider world of `../Provider/harness.ts`, with the live owner client instead of none. */
 export const deleteWorld = (options: DeleteWorldOptions = {}) => {
   const sandboxd = SandboxdSimServer.layer({ host: "127.0.0.1", port: 0 }).pipe(
     Layer.provideMerge(SandboxdSim.layer({
@@ -128,5 +128,5 @@ export const deleteWorld = (options: DeleteWorldOptions = {}) => {
   const deps = Layer.mergeAll(ClaimsStoreMemory.layer(), ProviderEventsPubSubLayer, clients, capturingRecorder).pipe(
     Layer.provideMerge(ClaimTableRefLayer)
   )
-  return ProviderLiveLayer.pipe(Layer.provideMerge(decorated(options.failpoints, deps)))
+  return ProviderLive.layer.pipe(Layer.provideMerge(decorated(options.failpoints, deps)))
 }

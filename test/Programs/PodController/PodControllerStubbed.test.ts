@@ -36,7 +36,7 @@ import type { PatchType } from "../../../testkit/Simulators/Apiserver/Model.ts"
 import { resolvePodIp } from "../../../src/Programs/Provider/PodIp.ts"
 import { runningPod } from "../../../src/Programs/Provider/Status.ts"
 import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
-import type { ClaimId } from "../../../src/Schemas/Ids.ts"
+import { ClaimId } from "../../../src/Schemas/Ids.ts"
 import { CountingModel, quiet } from "./harness.ts"
 
 const NODE = "vk-sandboxd"
@@ -168,7 +168,7 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
         if (!behaviour.manualPushes) {
           yield* Queue.offer(pushes, { ...p, status: behaviour.runningStatus ?? { phase: "Running", podIP: "10.0.0.1" } })
         }
-        return { _tag: "Claimed" as const, claimId: "c-1" }
+        return { _tag: "Claimed" as const, claimId: ClaimId.make("c-1") }
       }),
     updatePod: () => Effect.void,
     deletePod: (p) =>
@@ -176,8 +176,8 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
         const next = new Map(m)
         next.delete(podKeyOfPod(p))
         return next
-      }),
-    settleGone: () => Effect.void,
+      }).pipe(Effect.as({ _tag: "NoClaim" } as const)),
+    settleGone: () => Effect.succeed("NotInDoubt" as const),
     settleTerminal: () => Effect.void,
     doubtKeys: Effect.succeed([]),
     lostKeys: Effect.succeed([]),
@@ -193,6 +193,7 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
         behaviour.calls?.push("sweep")
         return [...m.values()]
       })),
+    getPodStatus: (key) => Effect.map(Ref.get(held), (m) => Option.fromNullishOr(m.get(key)?.status)),
     statusPushes: Stream.fromQueue(pushes),
     retryNow: Stream.never
   })

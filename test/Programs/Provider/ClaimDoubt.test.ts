@@ -15,7 +15,7 @@ import { madeSinceAttempt } from "../../../src/Programs/ClaimDoubt.ts"
 import { claimsInDoubt } from "../../../src/Services/Metrics.ts"
 import { ClaimDoubts } from "../../../src/Services/ClaimDoubts.ts"
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
-import { Provider } from "../../../src/Services/Provider.ts"
+import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
 import { OLDEST_REVISION, SandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { claimCount, drain, flushIO, keyOf, pod, subscribePushes, world } from "./harness.ts"
 
@@ -35,7 +35,7 @@ const vmsPerPod = Effect.map(SandboxdSim.use((sim) => sim.claims), (claims) => {
 /** Runs one create to its end, moving the TestClock (and real I/O) along until it finishes. */
 const createToEnd = (p: V1Pod, step: Duration.Input = "500 millis") =>
   Effect.gen(function*() {
-    const provider = yield* Provider
+    const provider = yield* PodLifecycle
     const fiber = yield* Effect.forkChild(Effect.result(provider.createPod(p)))
     for (let i = 0; i < 400; i++) {
       for (let j = 0; j < 10; j++) yield* flushIO
@@ -150,7 +150,7 @@ describe("claims whose outcome is unknown", () => {
       const running = new Set<string>()
       for (let round = 0; round < 12 && running.size < names.length; round++) {
         if (round === 6) yield* sim.clearFaults // sandboxd is fast again
-        const provider = yield* Provider
+        const provider = yield* PodLifecycle
         const fibers = yield* Effect.forEach(
           names.filter((n) => !running.has(n)),
           (name) => Effect.map(Effect.forkChild(Effect.result(provider.createPod(pod(name)))), (fiber) => [name, fiber] as const)
@@ -236,7 +236,7 @@ describe("claims whose outcome is unknown", () => {
   it.effect("a claim that waited for a connection permit: its doubt is not settled before the settle time after it was abandoned (CRT-22)", () =>
     Effect.gen(function*() {
       const sim = yield* SandboxdSim
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       // Claims take longer than the 3 s timeout; one connection permit, so b waits 3 s for a's.
       yield* sim.injectFault("claim", SimFault.latency("3500 millis"))
       const a = yield* Effect.forkChild(Effect.result(provider.createPod(pod("a"))))

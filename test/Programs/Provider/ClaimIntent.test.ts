@@ -3,6 +3,7 @@
  * lands the row, and settles it when sandboxd's "no" is certain; an outcome that may have made a
  * VM keeps it.
  */
+import { podKeyOf } from "../../../src/Schemas/Ids.ts"
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Fiber, Option, Redacted, Result } from "effect"
 import { TestClock } from "effect/testing"
@@ -10,7 +11,7 @@ import { startClaims } from "../../../src/Programs/Provider/Startup.ts"
 import type { ClaimIntent } from "../../../src/Schemas/Claims.ts"
 import { ClaimDoubts } from "../../../src/Services/ClaimDoubts.ts"
 import { ClaimsStore } from "../../../src/Services/ClaimsStore.ts"
-import { Provider } from "../../../src/Services/Provider.ts"
+import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
 import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
 import { ClaimsStoreMemoryControl } from "../../../testkit/Layers/ClaimsStoreMemory.ts"
 import { SandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
@@ -23,7 +24,7 @@ const heldIntents = ClaimsStore.use((store) => Effect.map(store.intents, (intent
 describe("CreatePod: the claim intent", () => {
   it.effect("is on disk before the claim is sent, and leaves in the write that lands the row", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const control = yield* ClaimsStoreMemoryControl
       const create = yield* Effect.forkChild(provider.createPod(pod("web")))
       // Held just before the send: the intent has landed, nothing has been asked of sandboxd.
@@ -45,7 +46,7 @@ describe("CreatePod: the claim intent", () => {
 
   it.effect("an intent that cannot be written stops the claim: nothing is sent, IntentNotPersisted (retryable)", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const control = yield* ClaimsStoreMemoryControl
       yield* control.failNextIntentWrites(1)
       const error = yield* Effect.flip(provider.createPod(pod("web")))
@@ -59,7 +60,7 @@ describe("CreatePod: the claim intent", () => {
 
   it.effect("sandboxd's certain no (429) settles the intent; a lost reply keeps it (the VM may exist)", () =>
     Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const sim = yield* SandboxdSim
       yield* sim.injectFault("claim", SimFault.status(429, "no warm capacity"), { times: 1 })
       yield* Effect.flip(provider.createPod(pod("web")))
@@ -114,7 +115,7 @@ describe("crash recovery: intents found at startup", () => {
       yield* store.intend(intent)
       yield* startClaims
       assert.deepStrictEqual(Option.map(yield* ClaimDoubts.use((d) => d.get(keyOf("web"))), (d) => d.podUid), Option.some("uid-web"))
-      const created = yield* toEnd(Provider.use((p) => p.createPod(pod("web"))))
+      const created = yield* toEnd(PodLifecycle.use((p) => p.createPod(pod("web"))))
       assert.isTrue(Result.isSuccess(created) && created.success._tag === "Adopted" && created.success.claimId === id)
       assert.strictEqual(yield* claimCount, 1, "only the crashed claim")
       const control = yield* ClaimsStoreMemoryControl
@@ -128,7 +129,7 @@ describe("crash recovery: intents found at startup", () => {
       const store = yield* ClaimsStore
       yield* store.intend(intent)
       yield* startClaims
-      const deleted = yield* toEnd(Provider.use((p) => p.deletePod(pod("web"))))
+      const deleted = yield* toEnd(PodLifecycle.use((p) => p.deletePod(pod("web"))))
       assert.isTrue(Result.isSuccess(deleted) && deleted.success._tag === "Released", String(Result.isFailure(deleted) ? deleted.failure.message : ""))
       assert.strictEqual((yield* (yield* SandboxdSim).claims).length, 0, "the crashed claim's VM was returned")
       const control = yield* ClaimsStoreMemoryControl
@@ -145,12 +146,12 @@ describe("crash recovery: intents found at startup", () => {
       yield* store.intend({ key: keyOf("web"), podUID: "uid-web", sentAt: yield* DateTime.now })
       yield* TestClock.adjust("1 hour")
       yield* startClaims
-      const early = yield* toEnd(Provider.use((p) => p.createPod(pod("web"))))
+      const early = yield* toEnd(PodLifecycle.use((p) => p.createPod(pod("web"))))
       assert.strictEqual(Result.isFailure(early) ? early.failure._tag : early.success._tag, "ClaimInDoubt")
       assert.strictEqual((yield* sim.claims).length, 0, "nothing claimed inside the window")
       // sandboxd finishes the old claim's VM.
       const made = yield* Effect.orDie(client.claim({ template: Template, net: "", size: "", ttlSeconds: 0, claimRef: keyOf("web") }))
-      const later = yield* toEnd(Provider.use((p) => p.createPod(pod("web"))))
+      const later = yield* toEnd(PodLifecycle.use((p) => p.createPod(pod("web"))))
       assert.isTrue(Result.isSuccess(later) && later.success._tag === "Adopted" && later.success.claimId === made.id)
       assert.deepStrictEqual((yield* sim.claims).map((c) => c.id), [made.id], "one VM for the key")
     }).pipe(Effect.provide(world(rooted), { local: true })))
@@ -160,13 +161,13 @@ describe("crash recovery: intents found at startup", () => {
       const store = yield* ClaimsStore
       yield* store.intend({ key: keyOf("web"), podUID: "uid-web", sentAt: yield* DateTime.now })
       yield* startClaims
-      const created = yield* toEnd(Provider.use((p) => p.createPod(pod("web"))))
+      const created = yield* toEnd(PodLifecycle.use((p) => p.createPod(pod("web"))))
       // The first attempts wait out the settle time (ClaimInDoubt); the create ends by claiming.
       const final = Result.isSuccess(created) ? created.success._tag : created.failure._tag
       assert.include(["Claimed", "ClaimInDoubt"], final)
       if (final === "ClaimInDoubt") {
         yield* TestClock.adjust("1 minute")
-        const again = yield* toEnd(Provider.use((p) => p.createPod(pod("web"))))
+        const again = yield* toEnd(PodLifecycle.use((p) => p.createPod(pod("web"))))
         assert.isTrue(Result.isSuccess(again) && again.success._tag === "Claimed")
       }
       assert.strictEqual(yield* claimCount, 1)
@@ -182,15 +183,15 @@ describe("crash recovery: intents whose Pod is gone (DEL-3)", () => {
       const { intent } = yield* crashedClaim("web")
       yield* (yield* ClaimsStore).intend(intent)
       yield* startClaims
-      const settled = yield* toEnd(Provider.use((p) => p.settleGone(keyOf("web"))))
+      const settled = yield* toEnd(PodLifecycle.use((p) => p.settleGone(keyOf("web"))))
       assert.isTrue(Result.isSuccess(settled) && settled.success === "Released", String(Result.isFailure(settled) ? settled.failure.message : ""))
       assert.strictEqual((yield* (yield* SandboxdSim).claims).length, 0, "the crashed claim's VM was returned")
       const control = yield* ClaimsStoreMemoryControl
       assert.strictEqual((yield* control.disk).size, 0)
       assert.strictEqual((yield* control.diskIntents).size, 0)
-      assert.deepStrictEqual(yield* Provider.use((p) => p.doubtKeys), [])
+      assert.deepStrictEqual(yield* PodLifecycle.use((p) => p.doubtKeys), [])
       const [namespace, name] = keyOf("web").split("/") as [string, string]
-      assert.isTrue(Option.isNone(yield* Provider.use((p) => p.getPod(namespace, name))), "no stand-in is left tracked")
+      assert.isTrue(Option.isNone(yield* PodLifecycle.use((p) => p.getPod(podKeyOf(namespace, name)))), "no stand-in is left tracked")
     }).pipe(Effect.provide(world(rooted), { local: true })))
 
   it.effect("the release fails after the adoption: the stand-in stays tracked, so the key's next run (a tracked Pod gone from the cache) releases it", () =>
@@ -200,19 +201,19 @@ describe("crash recovery: intents whose Pod is gone (DEL-3)", () => {
       yield* startClaims
       const sim = yield* SandboxdSim
       yield* sim.injectFault("release", SimFault.status(503, "restarting"), { times: 1 })
-      const failed = yield* toEnd(Provider.use((p) => p.settleGone(keyOf("web"))))
+      const failed = yield* toEnd(PodLifecycle.use((p) => p.settleGone(keyOf("web"))))
       assert.isTrue(Result.isFailure(failed) && failed.failure._tag === "ReleaseFailed", "the release failed")
       assert.strictEqual((yield* sim.claims).length, 1, "the VM is still there")
       const [namespace, name] = keyOf("web").split("/") as [string, string]
-      const tracked = yield* Provider.use((p) => p.getPod(namespace, name))
+      const tracked = yield* PodLifecycle.use((p) => p.getPod(podKeyOf(namespace, name)))
       assert.isTrue(Option.isSome(tracked), "the stand-in is tracked, so the controller runs DeletePod for it again")
-      const retried = yield* toEnd(Provider.use((p) => p.deletePod(Option.getOrThrow(tracked))))
+      const retried = yield* toEnd(PodLifecycle.use((p) => p.deletePod(Option.getOrThrow(tracked))))
       assert.isTrue(Result.isSuccess(retried) && retried.success._tag === "Released", "released on the retry")
       assert.strictEqual((yield* sim.claims).length, 0, "the VM was returned")
       const control = yield* ClaimsStoreMemoryControl
       assert.strictEqual((yield* control.disk).size, 0)
       assert.strictEqual((yield* control.diskIntents).size, 0)
-      assert.isTrue(Option.isNone(yield* Provider.use((p) => p.getPod(namespace, name))))
+      assert.isTrue(Option.isNone(yield* PodLifecycle.use((p) => p.getPod(podKeyOf(namespace, name)))))
     }).pipe(Effect.provide(world(rooted), { local: true })))
 
   it.effect("no VM was made: in doubt until the settle window passed, then the intent is written out of the file at once", () =>
@@ -220,19 +221,19 @@ describe("crash recovery: intents whose Pod is gone (DEL-3)", () => {
       const store = yield* ClaimsStore
       yield* store.intend({ key: keyOf("web"), podUID: "uid-web", sentAt: yield* DateTime.now })
       yield* startClaims
-      assert.deepStrictEqual(yield* Provider.use((p) => p.doubtKeys), [keyOf("web")])
-      const early = yield* Effect.result(Provider.use((p) => p.settleGone(keyOf("web"))))
+      assert.deepStrictEqual(yield* PodLifecycle.use((p) => p.doubtKeys), [keyOf("web")])
+      const early = yield* Effect.result(PodLifecycle.use((p) => p.settleGone(keyOf("web"))))
       assert.isTrue(Result.isFailure(early) && early.failure._tag === "ClaimInDoubt", "sandboxd may still be making the VM")
       const control = yield* ClaimsStoreMemoryControl
       assert.strictEqual((yield* control.diskIntents).size, 1)
       yield* TestClock.adjust("1 minute")
-      const settled = yield* toEnd(Provider.use((p) => p.settleGone(keyOf("web"))))
+      const settled = yield* toEnd(PodLifecycle.use((p) => p.settleGone(keyOf("web"))))
       assert.isTrue(Result.isSuccess(settled) && settled.success === "NoClaim")
       assert.strictEqual((yield* control.diskIntents).size, 0, "written out without waiting for another write")
       assert.strictEqual(yield* claimCount, 0)
-      const again = yield* Provider.use((p) => p.settleGone(keyOf("web")))
+      const again = yield* PodLifecycle.use((p) => p.settleGone(keyOf("web")))
       assert.strictEqual(again, "NotInDoubt")
       const [namespace, name] = keyOf("web").split("/") as [string, string]
-      assert.isTrue(Option.isNone(yield* Provider.use((p) => p.getPod(namespace, name))), "no stand-in is left tracked")
+      assert.isTrue(Option.isNone(yield* PodLifecycle.use((p) => p.getPod(podKeyOf(namespace, name)))), "no stand-in is left tracked")
     }).pipe(Effect.provide(world(rooted), { local: true })))
 })

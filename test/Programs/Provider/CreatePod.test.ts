@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { podKeyOf } from "../../../src/Schemas/Ids.ts"
 import { DateTime, Duration, Effect, Fiber, Option, Redacted, References } from "effect"
 import { TestClock } from "effect/testing"
 import { createPod } from "../../../src/Programs/Provider/CreatePod.ts"
@@ -85,7 +86,7 @@ describe("CreatePod", () => {
       const create = yield* Effect.forkChild(provider.createPod(pod("web")))
       yield* eventually(Effect.map(rowState("web"), (state) => Option.getOrUndefined(state) === "Tentative"))
       assert.deepStrictEqual(yield* drain(pushes), [])
-      const status = yield* provider.getPodStatus("default", "web")
+      const status = yield* provider.getPodStatus(podKeyOf("default", "web"))
       assert.strictEqual(Option.getOrThrow(status).phase, "Pending")
       assert.strictEqual(Option.getOrThrow(status).message, "waiting", "the Pod's own status is kept")
       assert.strictEqual((yield* control.disk).size, 0)
@@ -94,7 +95,7 @@ describe("CreatePod", () => {
       assert.strictEqual((yield* control.disk).size, 1)
       const pushed = yield* drain(pushes)
       assert.strictEqual(pushed.length, 1)
-      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "web")).phase, "Running")
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus(podKeyOf("default", "web"))).phase, "Running")
     })))
 
   it.effect("a failed commit returns the sandbox, withdraws the row and the Pod, pushes nothing (CRT-15)", () =>
@@ -108,7 +109,7 @@ describe("CreatePod", () => {
       assert.deepStrictEqual(yield* simClaimIds, [], "sandboxd got the VM back")
       assert.deepStrictEqual(yield* releasePaths, [`/v1/sandboxes/${error.claimId}/release`])
       assert.deepStrictEqual(yield* rowState("web"), Option.none())
-      assert.isTrue(Option.isNone(yield* provider.getPod("default", "web")))
+      assert.isTrue(Option.isNone(yield* provider.getPod(podKeyOf("default", "web"))))
       assert.deepStrictEqual(yield* drain(pushes), [])
       // A retry claims afresh.
       yield* provider.createPod(pod("web"))
@@ -139,8 +140,8 @@ describe("CreatePod", () => {
       assert.strictEqual(error.releaseError?._tag, "SandboxdHttpError")
       const stranded = error.claimId
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Tentative"))
-      assert.isTrue(Option.isSome(yield* provider.getPod("default", "web")), "pods[key] stays (CRT-16)")
-      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus("default", "web")).phase, "Pending")
+      assert.isTrue(Option.isSome(yield* provider.getPod(podKeyOf("default", "web"))), "pods[key] stays (CRT-16)")
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPodStatus(podKeyOf("default", "web"))).phase, "Pending")
       // The stranded row is in no write but its own commit.
       yield* control.failNext(0)
       // Still unreturnable: nothing new is claimed and the row is kept.
@@ -280,7 +281,7 @@ describe("CreatePod", () => {
       const error = yield* failsWith("ClaimFailed")(provider.createPod(pod("web")))
       assert.strictEqual(error.cause._tag, "NoWarmCapacity")
       assert.isTrue(error.retryable)
-      assert.isTrue(Option.isNone(yield* provider.getPod("default", "web")))
+      assert.isTrue(Option.isNone(yield* provider.getPod(podKeyOf("default", "web"))))
       assert.deepStrictEqual(yield* rowState("web"), Option.none())
     })))
 
@@ -378,7 +379,7 @@ describe("CreatePod", () => {
       const second = yield* provider.createPod(pod("web", { uid: "uid-2" }))
       assert.deepStrictEqual(second, { _tag: "Adopted", claimId: first.claimId })
       assert.strictEqual((yield* claimBodies).length, 1)
-      assert.strictEqual(Option.getOrThrow(yield* provider.getPod("default", "web")).metadata?.uid, "uid-2")
+      assert.strictEqual(Option.getOrThrow(yield* provider.getPod(podKeyOf("default", "web"))).metadata?.uid, "uid-2")
       const [pushed] = yield* drain(pushes)
       assert.strictEqual(pushed?.metadata?.uid, "uid-2")
       assert.strictEqual(pushed?.status?.phase, "Running")

@@ -7,7 +7,7 @@ import { Effect, Fiber, Option, Redacted } from "effect"
 import { type ClaimsFileOps, nodeClaimsFileOps } from "../../../src/Layers/ClaimsStoreFile.ts"
 import { ClaimsStore } from "../../../src/Services/ClaimsStore.ts"
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
-import { Provider } from "../../../src/Services/Provider.ts"
+import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
 import { SandboxdSim } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { drain, eventually, fileWorld, flushIO, keyOf, pod, subscribePushes } from "./harness.ts"
 
@@ -55,7 +55,7 @@ describe("CreatePod over the file store", () => {
       const statePath = yield* tempStatePath
       const { control, ops } = controllableOps()
       yield* Effect.gen(function*() {
-        const provider = yield* Provider
+        const provider = yield* PodLifecycle
         const pushes = yield* subscribePushes
         control.holdRename = true
         const create = yield* Effect.forkChild(provider.createPod(pod("web")))
@@ -83,7 +83,7 @@ describe("CreatePod over the file store", () => {
       const statePath = yield* tempStatePath
       const { control, ops } = controllableOps()
       yield* Effect.gen(function*() {
-        const provider = yield* Provider
+        const provider = yield* PodLifecycle
         const sim = yield* SandboxdSim
         yield* provider.createPod(pod("first"))
         const before = NFS.readFileSync(statePath, "utf8")

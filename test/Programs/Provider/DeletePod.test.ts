@@ -11,7 +11,7 @@ import { ClaimsStoreMemoryControl } from "../../../testkit/Layers/ClaimsStoreMem
 import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
 import { type PodKey, podKeyOf } from "../../../src/Schemas/Ids.ts"
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
-import { Provider } from "../../../src/Services/Provider.ts"
+import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
 import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
 import { Sandboxes } from "../../../testkit/Simulators/Apiserver/Resources.ts"
 import { ApiserverSim } from "../../../testkit/Simulators/Apiserver/Server.ts"
@@ -86,7 +86,7 @@ const inWorld = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.
 describe("DeletePod: preserve, then adopt (AUTH-8)", () => {
   it.effect("owner alive: the claim and its token stay, the Pod entry goes; a same-name Pod with a new UID adopts the same VM, no release", () =>
     inWorld(Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const owner = yield* liveSandboxOwner("sb")
       const created = yield* provider.createPod(pod("uid-1", [owner]))
       assert.strictEqual(created._tag, "Claimed")
@@ -97,7 +97,7 @@ describe("DeletePod: preserve, then adopt (AUTH-8)", () => {
       assert.deepStrictEqual(outcome._tag === "Preserved" ? [outcome.verdict._tag, outcome.verdict.reason] : [], ["Preserve", "OwnerAlive"])
       yield* expectHeld(sim.id, sim.token)
       assert.isTrue(Option.isNone(yield* trackedPod), "the Pod entry is dropped")
-      assert.isTrue(Option.isNone(yield* provider.getPod("default", "web")))
+      assert.isTrue(Option.isNone(yield* provider.getPod(podKeyOf("default", "web"))))
       const writesAfterPreserve = yield* ClaimsStoreMemoryControl.use((c) => c.writeCount)
 
       const replacement = yield* provider.createPod(pod("uid-2", [owner]))
@@ -120,7 +120,7 @@ describe("DeletePod: preserve, then adopt (AUTH-8)", () => {
 
   it.effect("preserve writes once, the owner the row now waits on (AUTH-9); the same owner again writes nothing", () =>
     inWorld(Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const owner = yield* liveSandboxOwner("sb")
       yield* provider.createPod(pod("uid-1", [owner]))
       const control = yield* ClaimsStoreMemoryControl
@@ -138,7 +138,7 @@ describe("DeletePod: preserve, then adopt (AUTH-8)", () => {
 describe("DeletePod: release (DEL-1 step 6, 7)", () => {
   it.effect("bare Pod: released with the claim's own token, row and Pod dropped, file rewritten, Released event", () =>
     inWorld(Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       yield* provider.createPod(pod("uid-1"))
       const sim = yield* simClaimOf
       const control = yield* ClaimsStoreMemoryControl
@@ -160,7 +160,7 @@ describe("DeletePod: release (DEL-1 step 6, 7)", () => {
 
   it.effect("owner gone (object-level 404 over HTTP) releases; a persist failure after it is only logged", () =>
     inWorld(Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const owner = yield* liveSandboxOwner("sb")
       yield* provider.createPod(pod("uid-1", [owner]))
       const { model } = yield* ApiserverSim
@@ -176,7 +176,7 @@ describe("DeletePod: release (DEL-1 step 6, 7)", () => {
 
   it.effect("sandboxd 500: ReleaseFailed (retryable), claim and Pod entry kept; the retry releases with the same token", () =>
     inWorld(Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       yield* provider.createPod(pod("uid-1"))
       const sim = yield* simClaimOf
       const control = yield* ClaimsStoreMemoryControl
@@ -213,7 +213,7 @@ describe("DeletePod: release (DEL-1 step 6, 7)", () => {
 
   it.effect("a lost release reply fails and keeps the claim; the retry's 404 converges", () =>
     inWorld(Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       yield* provider.createPod(pod("uid-1"))
       const sim = yield* simClaimOf
       yield* SandboxdSim.use((s) => s.injectFault("release", SimFault.loseReply("drop"), { times: 1 }))
@@ -231,7 +231,7 @@ describe("DeletePod: release (DEL-1 step 6, 7)", () => {
 
   it.effect("a release that never answers times out (sandboxd timeout on the TestClock): ReleaseFailed, claim kept", () =>
     inWorld(Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       yield* provider.createPod(pod("uid-1"))
       const sim = yield* simClaimOf
       yield* SandboxdSim.use((s) => s.injectFault("release", SimFault.hang, { times: 1 }))
@@ -247,7 +247,7 @@ describe("DeletePod: release (DEL-1 step 6, 7)", () => {
 
   it.effect("sandboxd 404 (already gone) converges: row and Pod dropped, file rewritten", () =>
     inWorld(Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       yield* provider.createPod(pod("uid-1"))
       const sim = yield* simClaimOf
       yield* SandboxdSim.use((s) => s.forget(sim.id))
@@ -266,7 +266,7 @@ describe("DeletePod: release (DEL-1 step 6, 7)", () => {
 describe("DeletePod: the stale-UID guard and held claims", () => {
   it.effect("a deletePod carrying an older Pod UID touches nothing", () =>
     inWorld(Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       yield* provider.createPod(pod("uid-2"))
       const sim = yield* simClaimOf
       const control = yield* ClaimsStoreMemoryControl
@@ -282,7 +282,7 @@ describe("DeletePod: the stale-UID guard and held claims", () => {
 
   it.effect("no claim: only the Pod entry goes", () =>
     inWorld(Effect.gen(function*() {
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       yield* provider.updatePod(pod("uid-1"))
       assert.isTrue(Option.isSome(yield* trackedPod))
       assert.strictEqual((yield* provider.deletePod(pod("uid-1")))._tag, "NoClaim")
@@ -295,7 +295,7 @@ describe("DeletePod: the stale-UID guard and held claims", () => {
       const record = yield* claimDirect
       yield* ClaimTable.use((table) => table.recordTentative(key, record, pod("uid-1")))
       assert.strictEqual(Option.getOrThrow(yield* heldRow).state._tag, "Tentative")
-      const outcome = yield* (yield* Provider).deletePod(pod("uid-1"))
+      const outcome = yield* (yield* PodLifecycle).deletePod(pod("uid-1"))
       assert.strictEqual(outcome._tag, "Released")
       const releases = yield* auditOf("release")
       assert.deepStrictEqual(releases.map((r) => r.authorization), [`Bearer ${Redacted.value(record.token)}`])
@@ -307,7 +307,7 @@ describe("DeletePod: the stale-UID guard and held claims", () => {
       const record = yield* claimDirect
       yield* ClaimTable.use((table) => table.loadQuarantined(new Map([[key, record]])))
       assert.strictEqual(Option.getOrThrow(yield* heldRow).state._tag, "Quarantined")
-      const outcome = yield* (yield* Provider).deletePod(pod("uid-1"))
+      const outcome = yield* (yield* PodLifecycle).deletePod(pod("uid-1"))
       assert.strictEqual(outcome._tag, "Released")
       assert.strictEqual((yield* auditOf("release")).length, 1)
       assert.strictEqual((yield* SandboxdSim.use((s) => s.claims)).length, 0)
@@ -334,7 +334,7 @@ describe("DeletePod logs: pod key and claim id, never the token", () => {
   it.effect("a preserve and a release (after a failed release) log pod and claim, and no token anywhere", () =>
     Effect.gen(function*() {
       lines.length = 0
-      const provider = yield* Provider
+      const provider = yield* PodLifecycle
       const owner = yield* liveSandboxOwner("sb")
       yield* provider.createPod(pod("uid-1", [owner]))
       const sim = yield* simClaimOf

@@ -16,12 +16,13 @@ import * as ClaimsStoreFile from "../../../src/Layers/ClaimsStoreFile.ts"
 import * as ClaimsStoreMemory from "../../../testkit/Layers/ClaimsStoreMemory.ts"
 import { ClaimsStoreMemoryControl } from "../../../testkit/Layers/ClaimsStoreMemory.ts"
 import { ProviderEventsPubSubLayer } from "../../../src/Layers/ProviderEventsPubSub.ts"
-import { ProviderLiveLayer } from "../../../src/Programs/Provider/ProviderLive.ts"
+import * as ProviderLive from "../../../src/Programs/Provider/ProviderLive.ts"
 import * as EventRecorderKube from "../../../src/Layers/EventRecorderKube.ts"
 import * as OwnerResolverKube from "../../../src/Programs/Authorization/OwnerResolverKube.ts"
 import * as SandboxdClientHttp from "../../../src/Layers/SandboxdClientHttp.ts"
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
-import { Provider } from "../../../src/Services/Provider.ts"
+import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
+import { ProviderEvents } from "../../../src/Services/ProviderEvents.ts"
 import { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
 import { TestClock } from "effect/testing"
 import { SandboxdSim, type SandboxdSimOptions } from "../../../testkit/Simulators/Sandboxd/Model.ts"
@@ -108,7 +109,7 @@ const assemble = <S, E, R>(
     OwnerResolverKube.layerNoClient,
     EventRecorderKube.layerDiscard
   ).pipe(Layer.provideMerge(ClaimTableRefLayer))
-  return ProviderLiveLayer.pipe(Layer.provideMerge(decorated(failpoints, deps)))
+  return ProviderLive.layer.pipe(Layer.provideMerge(decorated(failpoints, deps)))
 }
 
 /**
@@ -132,7 +133,7 @@ export type WorldServices = Layer.Success<ReturnType<typeof world>>
 
 /** The services most tests reach for first, taken from the world before the test's own steps. */
 export interface Parts {
-  readonly provider: Provider["Service"]
+  readonly provider: PodLifecycle["Service"]
   readonly control: ClaimsStoreMemoryControl["Service"]
   readonly sim: SandboxdSim["Service"]
   readonly table: ClaimTable["Service"]
@@ -140,7 +141,7 @@ export interface Parts {
 
 const parts: Effect.Effect<Parts, never, WorldServices> = Effect.gen(function*() {
   return {
-    provider: yield* Provider,
+    provider: yield* PodLifecycle,
     control: yield* ClaimsStoreMemoryControl,
     sim: yield* SandboxdSim,
     table: yield* ClaimTable
@@ -210,8 +211,8 @@ export const failsWith = <T extends string>(tag: T) =>
   })
 
 /** Subscribes to the status pushes (before the work that pushes, so nothing is dropped). */
-export const subscribePushes: Effect.Effect<PubSub.Subscription<V1Pod>, never, Provider | Scope.Scope> = Provider.use(
-  (provider) => provider.statusPushes
+export const subscribePushes: Effect.Effect<PubSub.Subscription<V1Pod>, never, ProviderEvents | Scope.Scope> = ProviderEvents.use(
+  (events) => events.statusPushes
 )
 
 /** Everything pushed so far, without waiting. */

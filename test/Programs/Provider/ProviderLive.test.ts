@@ -1,13 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Option, Stream } from "effect"
-import { PodLifecycleProviderLayer } from "../../../src/Layers/PodLifecycleProvider.ts"
+import { Effect, Fiber, Option, Stream } from "effect"
 import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
 import { SandboxdSim } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { eventually, flushIO, keyOf, pod, Template, world } from "./harness.ts"
 
-const lifecycleWorld = () => PodLifecycleProviderLayer.pipe(Layer.provideMerge(world()))
-
-describe("PodLifecycle over the Provider", () => {
+describe("PodLifecycle over the provider programs", () => {
   it.effect("createPod, getPod by key, status pushes as a stream, failures with retryable", () =>
     Effect.gen(function*() {
       const lifecycle = yield* PodLifecycle
@@ -30,5 +27,5 @@ describe("PodLifecycle over the Provider", () => {
       const denied = yield* Effect.flip(lifecycle.createPod(pod("x", { annotations: { "sandbox.cocoonstack.io/runtime": "kata" } })))
       assert.isFalse(denied.retryable)
       yield* Fiber.interrupt(reader)
-    }).pipe(Effect.provide(lifecycleWorld(), { local: true })))
+    }).pipe(Effect.provide(world(), { local: true })))
 })
