@@ -34,7 +34,7 @@ module.exports = {
     },
     {
       name: "layers-do-not-import-programs",
-      comment: "A Layer implements a Service; behaviour that uses Services lives in Programs, which Layers must not import.",
+      comment: "A Layer implements a Service; behaviour that uses Services lives in Programs, which Layers must not import (a layer built from Programs lives beside them: docs/architecture.md, Where a layer lives).",
       severity: "error",
       from: { path: "^src/Layers/" },
       to: { path: "^src/Programs/" }

@@ -39,15 +39,19 @@ export const judge = (
   // ORPH-5: a key in doubt is this node's too, though it may have neither a row nor a tracked Pod
   // (a lost claim reply leaves no row, and the pod controller tracks a Pod only once it runs): a
   // VM carrying it is exactly the stray a lost reply leaves, never someone else's.
-  const localKeys = new Set<string>([...state.rows.keys(), ...state.pods.keys(), ...inDoubt])
+  // By their text, so a listing's claim_ref finds the key itself (no brand made from wire text).
+  const localKeys = new Map<string, PodKey>()
+  for (const key of [...state.rows.keys(), ...state.pods.keys(), ...inDoubt]) localKeys.set(key, key)
   const listedIds = new Set<ClaimId>()
   const verdicts: Array<OrphanVerdict> = []
   for (const row of listed) {
     listedIds.add(row.id)
     if (claimed.has(row.id)) continue
     if (row.claimRef === "") verdicts.push({ _tag: "Orphan", id: row.id })
-    else if (localKeys.has(row.claimRef)) verdicts.push({ _tag: "Stray", id: row.id, pod: row.claimRef as PodKey })
-    else verdicts.push({ _tag: "External", id: row.id, claimRef: row.claimRef })
+    else {
+      const local = localKeys.get(row.claimRef)
+      verdicts.push(local === undefined ? { _tag: "External", id: row.id, claimRef: row.claimRef } : { _tag: "Stray", id: row.id, pod: local })
+    }
   }
   for (const [id, key] of claimed) if (!listedIds.has(id)) verdicts.push({ _tag: "Stale", id, pod: key })
   return verdicts

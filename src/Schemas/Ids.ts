@@ -1,3 +1,4 @@
+/** The daemon's ids as branded Schemas, and the one constructor of a Pod key from its parts. */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Schema } from "effect"
 
@@ -5,6 +6,10 @@ import { Schema } from "effect"
 export const PodKey = Schema.String.pipe(Schema.brand("PodKey"))
 export type PodKey = typeof PodKey.Type
 
+/**
+ * The one constructor of a key from its parts. Any string is a valid key, so the Schema's `make`
+ * would only check it is a string; this runs per Pod per reconcile, where that check is waste.
+ */
 export const podKeyOf = (namespace: string, name: string): PodKey => `${namespace}/${name}` as PodKey
 
 export const podKeyOfPod = (pod: V1Pod): PodKey => podKeyOf(pod.metadata?.namespace ?? "", pod.metadata?.name ?? "")
