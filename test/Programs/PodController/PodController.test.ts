@@ -28,6 +28,7 @@ import {
   NS,
   peekPod,
   podBody,
+  pushReceipt,
   quiet,
   releaseRequests,
   running,
@@ -445,30 +446,20 @@ describe("PodController", () => {
       yield* eventually("witness Running", () => running(world.model, "witness"))
       yield* daemon.handle.idle
       const current = () => asPod(world.model.peek(Pods, NS, "st"))
-      // The receipt for a push under test: a push for another Pod right after it. Pushes are taken
-      // in order, so once the witness's status is written the push before it was taken, and `idle`
-      // waits out the write it made, if any. Each receipt is one status write of its own.
-      let receipts = 0
-      const receipt = Effect.gen(function*() {
-        const message = `receipt ${++receipts}`
-        const witness = asPod(world.model.peek(Pods, NS, "witness"))
-        yield* daemon.pushStatus({ ...witness, status: { ...witness.status, message } })
-        yield* eventually(message, () => peekPod(world.model, "witness")?.status?.message === message)
-        yield* daemon.handle.idle
-      })
+      const receipt = pushReceipt(world, daemon, "witness")
 
       // An identical push: nothing to write.
       const writes0 = world.model.statusWrites
       yield* daemon.pushStatus(current())
       yield* receipt
-      assert.strictEqual(world.model.statusWrites, writes0 + receipts, "identical push skipped")
+      assert.strictEqual(world.model.statusWrites, writes0 + 1, "identical push skipped (the receipt is the one write)")
 
       // A different status is written (the channel works).
       const changed = current()
       changed.status = { ...changed.status, message: "changed by the provider" }
       yield* daemon.pushStatus(changed)
       yield* eventually("the changed status written", () => peekPod(world.model, "st")?.status?.message === "changed by the provider")
-      assert.strictEqual(world.model.statusWrites, writes0 + receipts + 1)
+      assert.strictEqual(world.model.statusWrites, writes0 + 2)
 
       // A push for another generation of the Pod (another UID) is never written.
       const stale = current()
@@ -477,7 +468,7 @@ describe("PodController", () => {
       yield* daemon.pushStatus(stale)
       yield* receipt
       assert.strictEqual(peekPod(world.model, "st")?.status?.message, "changed by the provider")
-      assert.strictEqual(world.model.statusWrites, writes0 + receipts + 1)
+      assert.strictEqual(world.model.statusWrites, writes0 + 3)
 
       // Someone else makes the Pod terminal: pushes are dropped, and no provider call is made.
       const terminal = current()

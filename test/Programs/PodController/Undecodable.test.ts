@@ -25,6 +25,7 @@ import {
   NS,
   peekPod,
   podBody,
+  pushReceipt,
   releaseRequests,
   running,
   sleepReal
@@ -52,6 +53,16 @@ const runningIn = (name: string, options?: Parameters<typeof podBody>[1]) =>
     createPod(world.model, podBody(name, options))
     const pod = yield* eventually(`${name} Running`, () => running(world.model, name))
     return { world, daemon, pod }
+  })
+
+/** The same, with a Pod "witness" running too, whose pushes are receipts (`pushReceipt`). */
+const runningWithWitness = (name: string) =>
+  Effect.gen(function*() {
+    const { world, daemon, pod } = yield* runningIn(name)
+    createPod(world.model, podBody("witness"))
+    yield* eventually("witness Running", () => running(world.model, "witness"))
+    yield* daemon.handle.idle
+    return { world, daemon, pod, receipt: pushReceipt(world, daemon, "witness") }
   })
 
 const undecodableCount = Effect.map(Metric.value(Metrics.undecodablePods), (state) => state.count)
@@ -120,7 +131,7 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
     Effect.gen(function*() {
       const logs = makeLogCapture()
       yield* Effect.gen(function*() {
-        const { world, daemon, pod: p } = yield* runningIn("p")
+        const { world, daemon, pod: p, receipt } = yield* runningWithWitness("p")
         const good = world.model.peek(Pods, NS, "p")!
         const writes = world.model.statusWrites
 
@@ -129,10 +140,10 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         // A push for the Pod while its version cannot be read: built on the last good Pod it
         // would only meet a 409 and a re-read of the same bad Pod, so it waits.
         yield* daemon.pushStatus({ ...(good as V1Pod), status: { ...(good["status"] as object), message: "pushed while unreadable" } })
-        yield* sleepReal(500)
+        yield* receipt
         const cached = (yield* daemon.handle.cachedPods).find((pod) => pod.metadata?.name === "p")
         assert.strictEqual(cached?.metadata?.resourceVersion, p.metadata.resourceVersion, "the last good state is kept")
-        assert.strictEqual(world.model.statusWrites, writes, "no status write")
+        assert.strictEqual(world.model.statusWrites, writes + 1, "no status write but the receipt's")
         assert.deepStrictEqual(yield* releaseRequests(world.sim), [])
         assert.isTrue(Option.isSome(yield* daemon.lifecycle.getPod(keyOf("p"))))
 
@@ -186,7 +197,7 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
     Effect.gen(function*() {
       const logs = makeLogCapture()
       yield* Effect.gen(function*() {
-        const { world, daemon, pod: p } = yield* runningIn("p")
+        const { world, daemon, pod: p, receipt } = yield* runningWithWitness("p")
         assert.isDefined(p.status?.podIP)
         // What the lease watch builds its push from (taken now: once the Pod is seen Failed, its Lost row goes).
         const tracked = yield* daemon.lifecycle.getPod(keyOf("p"))
@@ -236,9 +247,9 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         const claim = Option.getOrThrow(row).record
         const trackedPod = Option.getOrThrow(tracked)
         yield* daemon.pushStatus({ ...trackedPod, status: sandboxLostStatus(trackedPod, claim.id, claim.claimedAt) })
-        yield* sleepReal(500)
+        yield* receipt
         assert.strictEqual(world.model.statusPatches, 1)
-        assert.strictEqual(world.model.statusWrites, writes)
+        assert.strictEqual(world.model.statusWrites, writes + 1, "no write but the receipt's")
       }).pipe(Effect.provide(logs.layer))
     }), { timeout: 30_000 })
 

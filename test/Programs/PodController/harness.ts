@@ -9,7 +9,7 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import { TestClock } from "effect/testing"
-import { sleepReal } from "../../support/Wait.ts"
+import { eventually, sleepReal } from "../../support/Wait.ts"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import * as KubeApiClientNode from "../../../src/Layers/KubeApiClientNode.ts"
@@ -286,6 +286,22 @@ export const secondsUntil = (done: (() => boolean) | Effect.Effect<boolean>, lim
     return yield* Effect.die(new Error(`not done after ${limit} s on the TestClock`))
   })
 
+
+/**
+ * The receipt for a status push under test: a push for another Running Pod (`witness`) right
+ * after it. Pushes are taken in order, so once the witness's status is written the push before it
+ * was taken, and `idle` waits out the write it made, if any. Each receipt is one status write.
+ */
+export const pushReceipt = (world: World, daemon: Daemon, witness: string) => {
+  let count = 0
+  return Effect.gen(function*() {
+    const message = `receipt ${++count}`
+    const pod = world.model.peek(Pods, NS, witness) as V1Pod
+    yield* daemon.pushStatus({ ...pod, status: { ...pod.status, message } })
+    yield* eventually(message, () => peekPod(world.model, witness)?.status?.message === message)
+    yield* daemon.handle.idle
+  })
+}
 
 export const running = (model: ClusterModel, name: string) => {
   const pod = peekPod(model, name)

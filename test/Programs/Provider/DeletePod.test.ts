@@ -18,6 +18,7 @@ import { ApiserverSim } from "../../../testkit/Simulators/Apiserver/Server.ts"
 import { SandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { deleteWorld, RecordedEvents, Template } from "../Authorization/world.ts"
 import { type Line, makeLogCapture } from "../../support/Logs.ts"
+import { eventually } from "../../support/Wait.ts"
 
 const SandboxApiVersion = "agents.x-k8s.io/v1beta1"
 const key = podKeyOf("default", "web") as PodKey
@@ -236,7 +237,8 @@ describe("DeletePod: release (DEL-1 step 6, 7)", () => {
       const sim = yield* simClaimOf
       yield* SandboxdSim.use((s) => s.injectFault("release", SimFault.hang, { times: 1 }))
       const fiber = yield* Effect.forkChild(Effect.flip(provider.deletePod(pod("uid-1"))))
-      yield* Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 30)))
+      // sandboxd has the request: the client's timeout runs from before it was sent.
+      yield* eventually("the release at sandboxd", Effect.map(SandboxdSim.use((s) => s.audit), (audit) => audit.some((e) => e.route === "release")))
       yield* TestClock.adjust("11 seconds")
       const failed = yield* Fiber.join(fiber)
       assert.strictEqual(failed._tag, "ReleaseFailed")
