@@ -196,7 +196,7 @@ export const resolveDoubt = Effect.fn("ClaimDoubt.resolve")(function*(key: PodKe
         Effect.annotateLogs({
           pod: key,
           claim: row.id,
-          err: released._tag === "Success" ? "root release answered 404 (not proof of release)" : released.failure.message
+          ...(released._tag === "Success" ? { reason: "root release answered 404 (not proof of release)" } : { error: released.failure })
         })
       )
     }

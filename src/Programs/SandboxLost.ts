@@ -13,11 +13,11 @@ import type { V1Pod } from "@kubernetes/client-node"
 import { type DateTime, Effect, Metric, Option } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
-import { ClaimsStore } from "../Services/ClaimsStore.ts"
 import { ClaimTable } from "../Services/ClaimTable.ts"
 import { EventRecorder, involvedPod } from "../Services/EventRecorder.ts"
 import { ProviderEvents } from "../Services/ProviderEvents.ts"
 import { leaseExpiries, sandboxesLost } from "../Services/Metrics.ts"
+import { saveState } from "./Provider/SaveState.ts"
 import { lostRowPod, lostVmEvent } from "./Provider/Status.ts"
 
 /**
@@ -55,10 +55,7 @@ export const declareSandboxLost = Effect.fnUntraced(function*(
   }
   if (marked.value.record.podUID !== claim.podUID) {
     // The row now names the generation that lost it: the file must say so before a restart.
-    yield* (yield* ClaimsStore).commit(Option.none()).pipe(
-      Effect.catchTag("ClaimsWriteError", (err) =>
-        Effect.logError("persist claims state").pipe(Effect.annotateLogs({ err: err.message, path: err.path })))
-    )
+    yield* saveState
   }
   if (leaseEnded) {
     yield* Effect.logInfo("sandbox lease expired").pipe(

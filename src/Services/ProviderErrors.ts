@@ -1,34 +1,15 @@
 /**
  * Why a CreatePod did not produce a Running Pod (CRT-10).
  *
- * Each error says whether retrying the same Pod can help (`retryable: true`: sandboxd was
- * unavailable, had no warm capacity, or could not vouch for a held claim) or only a change to
- * the Pod can (`retryable: false`: wrong runtime, missing template, bad TTL). The pod
- * controller reads it to choose between backoff and waiting for a change; the provider itself
- * never retries into sandboxd.
+ * `isRetryable` says whether retrying the same Pod can help (sandboxd was unavailable, had no
+ * warm capacity, or could not vouch for a held claim) or only a change to the Pod can (wrong
+ * runtime, missing template, bad TTL, a lost sandbox). The pod controller reads it to choose
+ * between backoff and waiting for a change; the provider itself never retries into sandboxd.
  */
 import { Schema } from "effect"
 import type { DeleteVerdict } from "../Schemas/DeleteVerdict.ts"
 import { ClaimsWriteError } from "./ClaimsStore.ts"
-import {
-  NoWarmCapacity,
-  SandboxdDecodeError,
-  SandboxdHttpError,
-  SandboxdListError,
-  SandboxdTimeout,
-  SandboxdUnauthorized,
-  SandboxdUnreachable
-} from "./SandboxdClient.ts"
-
-const ClaimErrorSchema = Schema.Union([
-  NoWarmCapacity,
-  SandboxdHttpError,
-  SandboxdUnauthorized,
-  SandboxdUnreachable,
-  SandboxdTimeout,
-  SandboxdDecodeError
-])
-const ReleaseErrorSchema = Schema.Union([SandboxdHttpError, SandboxdUnreachable, SandboxdTimeout, SandboxdDecodeError])
+import { SandboxdClaimError, SandboxdListError, SandboxdTransportError } from "./SandboxdClient.ts"
 
 // ---- only a Pod change helps ---------------------------------------------------------------
 
@@ -38,22 +19,14 @@ export class RuntimeMismatch extends Schema.TaggedError<RuntimeMismatch>()("Runt
   requested: Schema.String,
   served: Schema.String,
   message: Schema.String
-}) {
-  get retryable(): false {
-    return false
-  }
-}
+}) {}
 
 /** A fresh claim needs the template annotation (CRT-3 step 7). */
 export class MissingTemplate extends Schema.TaggedError<MissingTemplate>()("MissingTemplate", {
   pod: Schema.String,
   annotation: Schema.String,
   message: Schema.String
-}) {
-  get retryable(): false {
-    return false
-  }
-}
+}) {}
 
 /** The TTL annotation is not a non-negative base-10 integer (CRT-6). */
 export class InvalidTtl extends Schema.TaggedError<InvalidTtl>()("InvalidTtl", {
@@ -61,11 +34,7 @@ export class InvalidTtl extends Schema.TaggedError<InvalidTtl>()("InvalidTtl", {
   annotation: Schema.String,
   value: Schema.String,
   message: Schema.String
-}) {
-  get retryable(): false {
-    return false
-  }
-}
+}) {}
 
 // ---- a retry can help ----------------------------------------------------------------------
 
@@ -73,13 +42,9 @@ export class InvalidTtl extends Schema.TaggedError<InvalidTtl>()("InvalidTtl", {
 export class ClaimFailed extends Schema.TaggedError<ClaimFailed>()("ClaimFailed", {
   pod: Schema.String,
   template: Schema.String,
-  cause: ClaimErrorSchema,
+  cause: SandboxdClaimError,
   message: Schema.String
-}) {
-  get retryable(): true {
-    return true
-  }
-}
+}) {}
 
 /**
  * The fresh claim could not be written durably (CRT-15). Without `releaseError` the sandbox
@@ -90,24 +55,16 @@ export class ClaimNotPersisted extends Schema.TaggedError<ClaimNotPersisted>()("
   pod: Schema.String,
   claimId: Schema.String,
   cause: ClaimsWriteError,
-  releaseError: Schema.optionalKey(ReleaseErrorSchema),
+  releaseError: Schema.optionalKey(SandboxdTransportError),
   message: Schema.String
-}) {
-  get retryable(): true {
-    return true
-  }
-}
+}) {}
 
 /** The claim's intent could not be written durably, so the claim was not sent (nothing to undo). */
 export class IntentNotPersisted extends Schema.TaggedError<IntentNotPersisted>()("IntentNotPersisted", {
   pod: Schema.String,
   cause: ClaimsWriteError,
   message: Schema.String
-}) {
-  get retryable(): true {
-    return true
-  }
-}
+}) {}
 
 /** A claim loaded from disk could not be checked against sandboxd; nothing is claimed over it (CRT-3 step 2). */
 export class ClaimUnverifiable extends Schema.TaggedError<ClaimUnverifiable>()("ClaimUnverifiable", {
@@ -116,11 +73,7 @@ export class ClaimUnverifiable extends Schema.TaggedError<ClaimUnverifiable>()("
   /** Absent when sandboxd answered but has not confirmed the claim either way yet. */
   cause: Schema.optionalKey(SandboxdListError),
   message: Schema.String
-}) {
-  get retryable(): true {
-    return true
-  }
-}
+}) {}
 
 /** The held claim is past its cached deadline and sandboxd cannot say whether it still lives (LEASE-5). */
 export class ExpiredClaimUnlistable extends Schema.TaggedError<ExpiredClaimUnlistable>()("ExpiredClaimUnlistable", {
@@ -130,11 +83,7 @@ export class ExpiredClaimUnlistable extends Schema.TaggedError<ExpiredClaimUnlis
   /** Absent when sandboxd's listing left the claim out but its absence is not confirmed yet. */
   cause: Schema.optionalKey(SandboxdListError),
   message: Schema.String
-}) {
-  get retryable(): true {
-    return true
-  }
-}
+}) {}
 
 /** An earlier create's stranded sandbox could not be returned before reusing the key (CRT-9). */
 export class StrandedClaimNotReturned extends Schema.TaggedError<StrandedClaimNotReturned>()(
@@ -142,14 +91,10 @@ export class StrandedClaimNotReturned extends Schema.TaggedError<StrandedClaimNo
   {
     pod: Schema.String,
     claimId: Schema.String,
-    cause: ReleaseErrorSchema,
+    cause: SandboxdTransportError,
     message: Schema.String
   }
-) {
-  get retryable(): true {
-    return true
-  }
-}
+) {}
 
 /**
  * A claim for this key may have made a VM we hold no token for, and sandboxd has not yet shown
@@ -159,13 +104,9 @@ export class StrandedClaimNotReturned extends Schema.TaggedError<StrandedClaimNo
 export class ClaimInDoubt extends Schema.TaggedError<ClaimInDoubt>()("ClaimInDoubt", {
   pod: Schema.String,
   strays: Schema.Array(Schema.String),
-  cause: Schema.optionalKey(Schema.Union([ClaimErrorSchema, SandboxdListError, ClaimsWriteError])),
+  cause: Schema.optionalKey(Schema.Union([SandboxdClaimError, SandboxdListError, ClaimsWriteError])),
   message: Schema.String
-}) {
-  get retryable(): true {
-    return true
-  }
-}
+}) {}
 
 /**
  * This Pod generation's sandbox is confirmed gone: the Pod is Failed and is never claimed for
@@ -177,11 +118,7 @@ export class SandboxLost extends Schema.TaggedError<SandboxLost>()("SandboxLost"
   claimId: Schema.String,
   podReason: Schema.Literals(["SandboxLost", "SandboxLeaseExpired"]),
   message: Schema.String
-}) {
-  get retryable(): false {
-    return false
-  }
-}
+}) {}
 
 /** Errors that only a change to the Pod can fix: wait for a change or the periodic resync. */
 export type PodChangeRequired = RuntimeMismatch | MissingTemplate | InvalidTtl | SandboxLost
@@ -203,13 +140,9 @@ export type CreatePodError = PodChangeRequired | RetryableCreateError
 export class ReleaseFailed extends Schema.TaggedError<ReleaseFailed>()("ReleaseFailed", {
   pod: Schema.String,
   claim: Schema.String,
-  cause: Schema.Union([SandboxdHttpError, SandboxdUnreachable, SandboxdTimeout, SandboxdDecodeError]),
+  cause: SandboxdTransportError,
   message: Schema.String
-}) {
-  get retryable(): true {
-    return true
-  }
-}
+}) {}
 
 /** What a deletePod call ended in, for callers that report it (metrics, tests). */
 export type DeleteOutcome =
@@ -219,3 +152,23 @@ export type DeleteOutcome =
   | { readonly _tag: "LostDropped" }
   | { readonly _tag: "Preserved"; readonly verdict: DeleteVerdict }
   | { readonly _tag: "Released"; readonly verdict: DeleteVerdict; readonly alreadyGone: boolean }
+
+/** Whether a later attempt at the same Pod can get past `error` (CRT-10); otherwise only a change to the Pod can. */
+export const isRetryable = (error: CreatePodError | ReleaseFailed): boolean => {
+  switch (error._tag) {
+    case "RuntimeMismatch":
+    case "MissingTemplate":
+    case "InvalidTtl":
+    case "SandboxLost":
+      return false
+    case "ClaimFailed":
+    case "ClaimNotPersisted":
+    case "IntentNotPersisted":
+    case "ClaimUnverifiable":
+    case "ExpiredClaimUnlistable":
+    case "StrandedClaimNotReturned":
+    case "ClaimInDoubt":
+    case "ReleaseFailed":
+      return true
+  }
+}

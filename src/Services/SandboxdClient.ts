@@ -116,9 +116,12 @@ export class SandboxdDecodeError extends Schema.TaggedError<SandboxdDecodeError>
   message: Schema.String
 }) {}
 
-export type SandboxdTransportError = SandboxdHttpError | SandboxdUnreachable | SandboxdTimeout | SandboxdDecodeError
+/** The one transport error union: every failure of a request that is neither a refusal nor "no capacity". */
+export const SandboxdTransportError = Schema.Union([SandboxdHttpError, SandboxdUnreachable, SandboxdTimeout, SandboxdDecodeError])
+export type SandboxdTransportError = typeof SandboxdTransportError.Type
 
-export type SandboxdClaimError = NoWarmCapacity | SandboxdUnauthorized | SandboxdTransportError
+export const SandboxdClaimError = Schema.Union([NoWarmCapacity, SandboxdUnauthorized, SandboxdTransportError])
+export type SandboxdClaimError = typeof SandboxdClaimError.Type
 /** Release uses the claim's own token, so a 401 there is a plain SandboxdHttpError. */
 export type SandboxdReleaseError = SandboxdTransportError
 
@@ -128,7 +131,7 @@ export type SandboxdReleaseError = SandboxdTransportError
  */
 export class SandboxdListError extends Schema.TaggedError<SandboxdListError>()("SandboxdListError", {
   operation: Schema.Literals(["list", "info", "get"]),
-  reason: Schema.Union([SandboxdHttpError, SandboxdUnauthorized, SandboxdUnreachable, SandboxdTimeout, SandboxdDecodeError]),
+  reason: Schema.Union([SandboxdUnauthorized, SandboxdTransportError]),
   message: Schema.String
 }) {}
 

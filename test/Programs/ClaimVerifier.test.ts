@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { podKeyOf } from "../../src/Schemas/Ids.ts"
+import { isRetryable } from "../../src/Services/ProviderErrors.ts"
 import { Clock, Context, DateTime, Deferred, Effect, Fiber, Layer, Option, PubSub } from "effect"
 import { TestClock } from "effect/testing"
 import { ClaimsStoreMemoryControl } from "../../testkit/Layers/ClaimsStoreMemory.ts"
@@ -87,7 +88,7 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
       const provider = yield* PodLifecycle
       const error = yield* Effect.flip(provider.createPod(pod("alive")))
       assert.strictEqual(error._tag, "ClaimUnverifiable")
-      assert.isTrue(error.retryable)
+      assert.isTrue(isRetryable(error))
       assert.strictEqual(yield* claimCount, 1, "only the seed's claim: nothing claimed over the held credential")
       // Even with a tracked Pod, a quarantined row reports Pending.
       yield* provider.updatePod(pod("alive"))

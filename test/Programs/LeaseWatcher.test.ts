@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { podKeyOf } from "../../src/Schemas/Ids.ts"
+import { isRetryable } from "../../src/Services/ProviderErrors.ts"
 import { DateTime, Deferred, Effect, Fiber, Option, PubSub } from "effect"
 import { TestClock } from "effect/testing"
 import { type ClaimRecord, ClaimState } from "../../src/Schemas/Claims.ts"
@@ -372,7 +373,7 @@ describe("expiry settlement in CreatePod (LEASE-5) and GetPodStatus (LEASE-8)", 
       yield* sim.injectFault("list", SimFault.body(200, `{"sandboxes":[]}`), { times: 1 })
       const error = yield* Effect.flip((yield* PodLifecycle).createPod(pod("web", { uid: "uid-2" })))
       assert.strictEqual(error._tag, "ExpiredClaimUnlistable")
-      assert.isTrue(error.retryable)
+      assert.isTrue(isRetryable(error))
       assert.strictEqual((yield* claimOf("web")).record.id, record.id)
       assert.strictEqual(yield* claimCount, 1)
       // The next listing shows it: the retry adopts the same VM.
@@ -390,7 +391,7 @@ describe("expiry settlement in CreatePod (LEASE-5) and GetPodStatus (LEASE-8)", 
       yield* (yield* SandboxdSim).injectFault("list", SimFault.status(502))
       const error = yield* Effect.flip((yield* PodLifecycle).createPod(pod("web", { uid: "uid-2" })))
       assert.strictEqual(error._tag, "ExpiredClaimUnlistable")
-      assert.isTrue(error.retryable)
+      assert.isTrue(isRetryable(error))
       assert.strictEqual((yield* claimOf("web")).record.id, old.id)
       assert.strictEqual(yield* claimCount, 1)
     }).pipe(Effect.provide(world(), { local: true })))

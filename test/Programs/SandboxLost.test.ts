@@ -6,6 +6,7 @@
  */
 import { podKeyOf } from "../../src/Schemas/Ids.ts"
 import { assert, describe, it } from "@effect/vitest"
+import { isRetryable } from "../../src/Services/ProviderErrors.ts"
 import { DateTime, type Duration, Effect, Metric, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import type { V1Pod } from "@kubernetes/client-node"
@@ -101,7 +102,7 @@ describe("a sandbox confirmed gone", () => {
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Lost"))
       const again = yield* Effect.flip(provider.createPod(pod("web")))
       assert.strictEqual(again._tag, "SandboxLost")
-      assert.isFalse(again.retryable)
+      assert.isFalse(isRetryable(again))
       assert.strictEqual(yield* claimCount, 1, "not silently re-claimed")
       // A new generation of the same name is a new Pod: it gets a fresh sandbox.
       const fresh = yield* provider.createPod(pod("web", { uid: "uid-web-2" }))
@@ -273,6 +274,20 @@ describe("a Lost row's life (VER-7)", () => {
       assert.isTrue(Option.isNone(yield* rowState("web")))
       assert.deepStrictEqual(yield* onDisk, [])
       assert.deepStrictEqual(yield* releasePaths, [], "nothing released: the VM is gone")
+    }).pipe(Effect.provide(world({ seed: seedDead }), { local: true })))
+
+  it.effect("PER-7: a drop whose write fails is logged with the error itself, and the next write carries it", () =>
+    Effect.gen(function*() {
+      yield* lostAtStart
+      const logs = makeLogCapture()
+      yield* (yield* ClaimsStoreMemoryControl).failNext(1)
+      const failed = runningPod("sb_00000000000dead0")
+      yield* (yield* PodLifecycle).settleTerminal({ ...failed, status: { phase: "Failed", reason: "SandboxLost" } }).pipe(Effect.provide(logs.layer))
+      const [line] = logs.lines.filter((l) => l.message === "persist claims state")
+      assert.strictEqual((line?.annotations["error"] as { readonly _tag?: unknown } | undefined)?._tag, "ClaimsWriteError")
+      assert.deepStrictEqual(yield* onDisk, [keyOf("web")], "the failed write left the file as it was")
+      yield* (yield* PodLifecycle).createPod(pod("api"))
+      assert.deepStrictEqual(yield* onDisk, [keyOf("api")])
     }).pipe(Effect.provide(world({ seed: seedDead }), { local: true })))
 
   it.effect("dropped when its Pod is deleted (no owner asked, nothing released) or gone from the apiserver", () =>

@@ -17,7 +17,7 @@ import type { V1Pod } from "@kubernetes/client-node"
 import { Duration, Effect, Metric, Option } from "effect"
 import { type PodKey, splitPodKey } from "../../Schemas/Ids.ts"
 import type { Pod } from "../../Schemas/Pod.ts"
-import type { CreatePodError } from "../../Services/ProviderErrors.ts"
+import { type CreatePodError, isRetryable } from "../../Services/ProviderErrors.ts"
 import { EventRecorder, involvedPod } from "../../Services/EventRecorder.ts"
 import { KubeApi, type KubeError } from "../../Services/KubeApi.ts"
 import { type DeletePodError, PodLifecycle } from "../../Services/PodLifecycle.ts"
@@ -176,14 +176,14 @@ export const make = (
 
     const onCreateFailure = (key: PodKey, pod: Pod, failure: CreatePodError) =>
       Effect.gen(function*() {
-        yield* Effect.logWarning("create failed").pipe(Effect.annotateLogs({ error: failure, retryable: failure.retryable }))
+        yield* Effect.logWarning("create failed").pipe(Effect.annotateLogs({ error: failure, retryable: isRetryable(failure) }))
         const event = failureEvent(failure)
         yield* events.record(involvedPod(pod), "Warning", event.reason, event.message)
         // For a Pod that has not started. A running one (adopted after a restart while sandboxd
         // cannot confirm its claim) keeps its status: Pending would be a phase going backwards,
         // and with restartPolicy Never a transient failure would end it for good.
         if (!isRunning(pod)) yield* writeProviderFailed(key, uidOf(pod), failure)
-        if (!failure.retryable) return "Park" as const
+        if (!isRetryable(failure)) return "Park" as const
         return isRefusedToken(failure) ? "RetrySlow" as const : "Retry" as const
       })
 

@@ -44,20 +44,12 @@ import { countPodEnded } from "../SandboxLost.ts"
 import { detachedRelease } from "./DetachedRelease.ts"
 import { dropLostRow } from "./LostRows.ts"
 import { pushRunning } from "./Push.ts"
+import { saveState } from "./SaveState.ts"
 import { formatSeconds, LeaseExpiredReason, leaseExpiredMessage, lostRowPod, sandboxLostMessage, SandboxLostReason } from "./Status.ts"
 
 /** The pod key used everywhere: `namespace/name` (CRT-8). */
 export { podKeyOfPod }
 
-/** PER-7 `saveState`: a write whose failure can only be logged (nothing left to undo). */
-export const saveState = Effect.gen(function*() {
-  const store = yield* ClaimsStore
-  yield* store.commit(Option.none()).pipe(
-    Effect.catchTag("ClaimsWriteError", (err) =>
-      Effect.logError("persist claims state").pipe(Effect.annotateLogs({ error: err, path: err.path }))
-    )
-  )
-})
 
 /** CRT-3 step 2: a quarantined key is judged by a full pass before anything else happens to it. */
 const resolveQuarantined = Effect.fnUntraced(function*(key: PodKey) {
@@ -285,7 +277,7 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
       // Abandoned now, which may be well after startedAt + timeout (the wait for a permit came first).
       yield* markInDoubt({ key, podUid: pod.metadata?.uid ?? "", startedAt, abandonedAt: yield* DateTime.now })
       yield* Effect.logWarning("claim outcome unknown; the pod key is in doubt until sandboxd's listing settles it").pipe(
-        Effect.annotateLogs({ pod: key, err: `${cause._tag}: ${cause.message}` })
+        Effect.annotateLogs({ pod: key, error: cause })
       )
       return yield* new ClaimInDoubt({
         pod: key,
@@ -316,7 +308,7 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
         yield* table.withdraw(key, record.id)
         yield* store.settleIntent(key)
         yield* Effect.logWarning("returned sandbox after its claim could not be persisted").pipe(
-          Effect.annotateLogs({ pod: key, claim: record.id, err: writeError.message })
+          Effect.annotateLogs({ pod: key, claim: record.id, error: writeError })
         )
         return yield* new ClaimNotPersisted({
           pod: key,
@@ -327,7 +319,7 @@ const claimAndCommit = (key: PodKey, pod: V1Pod, template: string, ttlSeconds: n
       }
       const releaseError = released.failure
       yield* Effect.logError("could not return a sandbox whose claim failed to persist; keeping the credential in memory")
-        .pipe(Effect.annotateLogs({ pod: key, claim: record.id, err: writeError.message, releaseErr: releaseError.message }))
+        .pipe(Effect.annotateLogs({ pod: key, claim: record.id, error: writeError, releaseError }))
       return yield* new ClaimNotPersisted({
         pod: key,
         claimId: record.id,

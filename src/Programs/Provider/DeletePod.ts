@@ -10,6 +10,7 @@ import type { PreservedOwner } from "../../Schemas/Claims.ts"
 import { controllerRefsOf } from "../Authorization/OwnerGvr.ts"
 import { ClaimInDoubt } from "../../Services/ProviderErrors.ts"
 import { dropLostRow } from "./LostRows.ts"
+import { saveState } from "./SaveState.ts"
 import { resolveDoubt } from "../ClaimDoubt.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
@@ -103,13 +104,8 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
           const rows = state.rows.with(key, { ...row, record: { ...row.record, owner } })
           return [true, withoutPod({ ...state, rows }, key)] as const
         })
-        if (remembered) {
-          yield* store.commit(Option.none()).pipe(
-            Effect.catchTag("ClaimsWriteError", (error) =>
-              // Kept in memory: only a restart before the next write forgets whom the row waits on.
-              Effect.logError("persist claims state").pipe(Effect.annotateLogs({ error })))
-          )
-        }
+        // Kept in memory should it fail: only a restart before the next write forgets whom the row waits on.
+        if (remembered) yield* saveState
         yield* events.record(involvedPod(pod), "Normal", "Preserved", `sandbox ${claimId} preserved: ${verdict.detail}`)
         return { _tag: "Preserved", verdict } as DeleteOutcome
       }),

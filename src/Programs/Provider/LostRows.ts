@@ -14,8 +14,8 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Option } from "effect"
 import { type ClaimId, type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
-import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
+import { saveState } from "./SaveState.ts"
 
 /**
  * Drops the Lost row of `key` (of generation `podUID` when given) and writes the file without it;
@@ -28,10 +28,7 @@ export const dropLostRow = Effect.fnUntraced(function*(key: PodKey, podUID?: str
   yield* Effect.logInfo("dropped the row of a lost sandbox: its pod can no longer be claimed for").pipe(
     Effect.annotateLogs({ pod: key, claim: row.value.record.id })
   )
-  yield* (yield* ClaimsStore).commit(Option.none()).pipe(
-    Effect.catchTag("ClaimsWriteError", (err) =>
-      Effect.logError("persist claims state").pipe(Effect.annotateLogs({ err: err.message, path: err.path })))
-  )
+  yield* saveState
   return true
 })
 
@@ -63,9 +60,6 @@ export const dropEndedLease = Effect.fnUntraced(function*(key: PodKey, id: Claim
   yield* Effect.logInfo("dropped the row of an ended lease: its pod is terminal and sandboxd reaped the VM").pipe(
     Effect.annotateLogs({ pod: key, claim: id })
   )
-  yield* (yield* ClaimsStore).commit(Option.none()).pipe(
-    Effect.catchTag("ClaimsWriteError", (err) =>
-      Effect.logError("persist claims state").pipe(Effect.annotateLogs({ err: err.message, path: err.path })))
-  )
+  yield* saveState
   return true
 })

@@ -16,11 +16,11 @@ import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Option } from "effect"
 import { type PodKey, splitPodKey } from "../../Schemas/Ids.ts"
 import { ClaimDoubts } from "../../Services/ClaimDoubts.ts"
-import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimTable } from "../../Services/ClaimTable.ts"
 import type { SettleGoneOutcome } from "../../Services/PodLifecycle.ts"
 import { deletePod } from "./DeletePod.ts"
 import { dropLostRow } from "./LostRows.ts"
+import { saveState } from "./SaveState.ts"
 
 export const settleGone = Effect.fn("Provider.settleGone")(function*(key: PodKey) {
   const doubts = yield* ClaimDoubts
@@ -45,13 +45,7 @@ export const settleGone = Effect.fn("Provider.settleGone")(function*(key: PodKey
   if (outcome._tag !== "NoClaim") return outcome._tag as SettleGoneOutcome
   // No VM: the intent leaves the file now. Nothing else may write for a long time, and a restart
   // would otherwise load the intent and put the key in doubt again.
-  const store = yield* ClaimsStore
-  yield* store.commit(Option.none()).pipe(
-    Effect.catchTag("ClaimsWriteError", (error) =>
-      Effect.logError("persist claims state; the settled intent leaves the file with the next write").pipe(
-        Effect.annotateLogs({ error })
-      ))
-  )
+  yield* saveState
   return "NoClaim" as SettleGoneOutcome
 }, (effect, key) => Effect.annotateLogs(effect, { pod: key }))
 

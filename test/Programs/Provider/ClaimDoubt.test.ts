@@ -17,6 +17,7 @@ import { ClaimDoubts } from "../../../src/Services/ClaimDoubts.ts"
 import { ClaimTable } from "../../../src/Services/ClaimTable.ts"
 import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
 import { OLDEST_REVISION, SandboxdSim, SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
+import { makeLogCapture } from "../../support/Logs.ts"
 import { claimCount, drain, flushIO, keyOf, pod, subscribePushes, world } from "./harness.ts"
 
 const ROOT = "root-secret-0123"
@@ -198,6 +199,15 @@ describe("claims whose outcome is unknown", () => {
       const [fresh] = yield* sim.claims
       assert.notStrictEqual(fresh.id, lost.id)
       assert.strictEqual(yield* claimCount, 2)
+    }).pipe(Effect.provide(world(rooted), { local: true })))
+
+  it.effect("the log of an unknown outcome carries the error itself (its tag), not only its text", () =>
+    Effect.gen(function*() {
+      const logs = makeLogCapture()
+      yield* (yield* SandboxdSim).injectFault("claim", SimFault.loseReply("drop"), { times: 1 })
+      assert.strictEqual(failureTag(yield* createToEnd(pod("web")).pipe(Effect.provide(logs.layer))), "ClaimInDoubt")
+      const [line] = logs.lines.filter((l) => l.message.startsWith("claim outcome unknown"))
+      assert.match(String((line?.annotations["error"] as { readonly _tag?: unknown } | undefined)?._tag), /^Sandboxd/)
     }).pipe(Effect.provide(world(rooted), { local: true })))
 
   it.effect("the oldest revision (no by-id read, no root release): the key stays in doubt, never claimed again", () =>

@@ -5,6 +5,7 @@
  */
 import { podKeyOf } from "../../../src/Schemas/Ids.ts"
 import { assert, describe, it } from "@effect/vitest"
+import { isRetryable } from "../../../src/Services/ProviderErrors.ts"
 import { DateTime, Duration, Effect, Fiber, Option, Redacted, Result } from "effect"
 import { TestClock } from "effect/testing"
 import { startClaims } from "../../../src/Programs/Provider/Startup.ts"
@@ -51,7 +52,7 @@ describe("CreatePod: the claim intent", () => {
       yield* control.failNextIntentWrites(1)
       const error = yield* Effect.flip(provider.createPod(pod("web")))
       assert.strictEqual(error._tag, "IntentNotPersisted")
-      assert.isTrue(error.retryable)
+      assert.isTrue(isRetryable(error))
       assert.strictEqual(yield* claimCount, 0)
       assert.deepStrictEqual(yield* heldIntents, [])
       yield* provider.createPod(pod("web"))

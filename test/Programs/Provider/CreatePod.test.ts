@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { podKeyOf } from "../../../src/Schemas/Ids.ts"
+import { isRetryable } from "../../../src/Services/ProviderErrors.ts"
 import { DateTime, Duration, Effect, Fiber, Option, Redacted, References } from "effect"
 import { TestClock } from "effect/testing"
 import { createPod } from "../../../src/Programs/Provider/CreatePod.ts"
@@ -103,7 +104,7 @@ describe("CreatePod", () => {
       const pushes = yield* subscribePushes
       yield* control.failNext(1, "rename")
       const error = yield* notPersisted(provider.createPod(pod("web")))
-      assert.isTrue(error.retryable)
+      assert.isTrue(isRetryable(error))
       assert.strictEqual(error.cause.operation, "rename")
       assert.isUndefined(error.releaseError)
       assert.deepStrictEqual(yield* simClaimIds, [], "sandboxd got the VM back")
@@ -147,7 +148,7 @@ describe("CreatePod", () => {
       // Still unreturnable: nothing new is claimed and the row is kept.
       const blocked = yield* Effect.flip(provider.createPod(pod("web")))
       assert.strictEqual(blocked._tag, "StrandedClaimNotReturned")
-      assert.isTrue(blocked.retryable)
+      assert.isTrue(isRetryable(blocked))
       assert.strictEqual((yield* claimBodies).length, 1)
       assert.strictEqual(Option.getOrThrow(yield* table.held(keyOf("web"))).record.id, stranded)
       // sandboxd recovers: the stranded VM is returned, then a fresh claim made.
@@ -220,7 +221,7 @@ describe("CreatePod", () => {
         provider.createPod(pod("a", { annotations: { "sandbox.cocoonstack.io/runtime": "Sandboxd" } }))
       )
       assert.strictEqual(runtime._tag, "RuntimeMismatch")
-      assert.isFalse(runtime.retryable)
+      assert.isFalse(isRetryable(runtime))
       const ttlFirst = yield* Effect.flip(provider.createPod({
         ...pod("b", { annotations: { "sandbox.cocoonstack.io/ttl-seconds": "-5" } }),
         metadata: { namespace: "default", name: "b", annotations: { "sandbox.cocoonstack.io/ttl-seconds": "-5" } }
@@ -231,7 +232,7 @@ describe("CreatePod", () => {
         metadata: { namespace: "default", name: "c", annotations: { "sandbox.cocoonstack.io/template": "" } }
       }))
       assert.strictEqual(template._tag, "MissingTemplate")
-      assert.isFalse(template.retryable)
+      assert.isFalse(isRetryable(template))
       assert.deepStrictEqual(yield* claimBodies, [])
       // An empty runtime annotation counts as absent (CRT-2).
       yield* provider.createPod(pod("d", { annotations: { "sandbox.cocoonstack.io/runtime": "" } }))
@@ -280,7 +281,7 @@ describe("CreatePod", () => {
       yield* sim.setDraining(true)
       const error = yield* failsWith("ClaimFailed")(provider.createPod(pod("web")))
       assert.strictEqual(error.cause._tag, "NoWarmCapacity")
-      assert.isTrue(error.retryable)
+      assert.isTrue(isRetryable(error))
       assert.isTrue(Option.isNone(yield* provider.getPod(podKeyOf("default", "web"))))
       assert.deepStrictEqual(yield* rowState("web"), Option.none())
     })))

@@ -4,6 +4,7 @@
  * in-memory store. What sandboxd saw is asserted on the simulator's audit log.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { isRetryable } from "../../../src/Services/ProviderErrors.ts"
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node"
 import { DateTime, Effect, Exit, Fiber, Logger, Option, Redacted, References } from "effect"
 import { TestClock } from "effect/testing"
@@ -189,7 +190,7 @@ describe("DeletePod: release (DEL-1 step 6, 7)", () => {
       const found = Exit.isFailure(failed) ? Option.getOrThrow(Exit.findErrorOption(failed)) : undefined
       const error = found?._tag === "ReleaseFailed" ? found : undefined
       assert.strictEqual(found?._tag, "ReleaseFailed")
-      assert.strictEqual(error?.retryable, true)
+      assert.strictEqual(error !== undefined && isRetryable(error), true)
       assert.strictEqual(error?.claim, sim.id)
       assert.strictEqual(error?.pod, key)
       assert.strictEqual(error?.cause._tag, "SandboxdHttpError")

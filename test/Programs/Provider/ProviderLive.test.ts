@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { isRetryable } from "../../../src/Services/ProviderErrors.ts"
 import { Effect, Fiber, Option, Stream } from "effect"
 import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
 import { SandboxdSim } from "../../../testkit/Simulators/Sandboxd/Model.ts"
@@ -22,10 +23,10 @@ describe("PodLifecycle over the provider programs", () => {
       yield* (yield* SandboxdSim).setDraining(true)
       const failure = yield* Effect.flip(lifecycle.createPod(pod("other")))
       assert.strictEqual(failure._tag, "ClaimFailed")
-      assert.isTrue(failure.retryable)
+      assert.isTrue(isRetryable(failure))
       assert.include(failure.message, Template)
       const denied = yield* Effect.flip(lifecycle.createPod(pod("x", { annotations: { "sandbox.cocoonstack.io/runtime": "kata" } })))
-      assert.isFalse(denied.retryable)
+      assert.isFalse(isRetryable(denied))
       yield* Fiber.interrupt(reader)
     }).pipe(Effect.provide(world(), { local: true })))
 })
