@@ -8,6 +8,11 @@
  * intent, so a crash leaves one or the other), or out of every write after `settleIntent`. A batch
  * of intents and row commits costs one durable write.
  *
+ * A settled intent is left out of the next write, whenever that comes; at a clean shutdown (the
+ * scope closing) one more write is made if the file still holds one (CRT-25: a settled intent
+ * does not outlive a clean shutdown), so the next start does not take a claim sandboxd refused
+ * for one whose outcome is unknown.
+ *
  * Each batch snapshots its rows only after the batch is taken, so every change made before a
  * caller's `commit` is in that caller's write. The write then reports the batch's landed keys to
  * `ClaimsSnapshot.landed` (which turns their Tentative rows Durable) before the next batch
@@ -51,8 +56,10 @@ export const makeClaimsCommit = (
 ): Effect.Effect<ClaimsCommit, never, ClaimsSnapshot | Scope.Scope> =>
   Effect.gen(function*() {
     const snapshot = yield* ClaimsSnapshot
-    // Changed only in synchronous steps (no Ref needed); a batch reads it after it is taken.
+    // Both changed only in synchronous steps (no Ref needed); a batch reads `held` after it is taken.
     const held = new Map<PodKey, ClaimIntent>()
+    /** The intents the file holds: those the last write that landed carried, or those loaded. */
+    let written: ReadonlyMap<PodKey, ClaimIntent> = new Map()
     const submit = yield* GroupCommit.make((requests: ReadonlyArray<Request>) =>
       Effect.gen(function*() {
         yield* Metric.update(commitBatchSize, requests.length)
@@ -73,14 +80,30 @@ export const makeClaimsCommit = (
           }
         }
         yield* write(rows, intents, committing, intending)
+        written = intents
         // Only the intent this write left out goes: one set again meanwhile is a newer claim's.
         for (const [key, intent] of dropped) if (held.get(key) === intent) held.delete(key)
-        const written = new Map<PodKey, ClaimId>()
+        const landed = new Map<PodKey, ClaimId>()
         for (const key of committing) {
           const row = rows.get(key)
-          if (row !== undefined) written.set(key, row.id)
+          if (row !== undefined) landed.set(key, row.id)
         }
-        yield* snapshot.landed(written)
+        yield* snapshot.landed(landed)
+      })
+    )
+    // Registered after the writer's own, so it runs first at shutdown, while the writer still takes
+    // requests. Only an intent settled since the last write makes it write.
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        const settled = [...written].some(([key, intent]) => held.get(key) !== intent)
+        if (!settled) return Effect.void
+        return submit({ _tag: "Commit", key: Option.none() }).pipe(
+          Effect.catchTag("ClaimsWriteError", (error) =>
+            Effect.logError("persist claims state at shutdown: settled claim intents stay in the file").pipe(
+              Effect.annotateLogs({ error })
+            )),
+          Effect.ignoreCause
+        )
       })
     )
     return {
@@ -96,6 +119,7 @@ export const makeClaimsCommit = (
       holdLoaded: (intents) =>
         Effect.sync(() => {
           for (const [key, intent] of intents) if (!held.has(key)) held.set(key, intent)
+          written = new Map(intents)
         })
     }
   })

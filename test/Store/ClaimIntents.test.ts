@@ -7,7 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as NFS from "node:fs"
 import * as NOS from "node:os"
 import * as NPath from "node:path"
-import { DateTime, Effect, Fiber, Layer, Option, Result } from "effect"
+import { Context, DateTime, Effect, Fiber, Layer, Option, Result } from "effect"
 import * as ClaimsStoreFile from "../../src/Layers/ClaimsStoreFile.ts"
 import type { ClaimIntent } from "../../src/Schemas/Claims.ts"
 import { decodeClaimsDocument, decodeClaimsFile, encodeClaimsFile, membersAfterClaims } from "../../src/Schemas/ClaimsFile.ts"
@@ -164,5 +164,51 @@ describe("claim intents: the group commit", () => {
       }))
       assert.deepStrictEqual([...loaded.keys()], [key(1)])
       NFS.rmSync(dir, { recursive: true, force: true })
+    }))
+
+  it.effect("a clean shutdown writes the settled intents out: the next start loads none (a refused claim is not in doubt)", () =>
+    Effect.gen(function*() {
+      const dir = NFS.mkdtempSync(NPath.join(NOS.tmpdir(), "vk-intents-"))
+      const statePath = NPath.join(dir, "claims.json")
+      const withStore = <A, E>(effect: Effect.Effect<A, E, ClaimsStore | ClaimsStoreMemory.TestClaimsTable>) =>
+        Effect.scoped(
+          Effect.gen(function*() {
+            const context = yield* Layer.build(
+              Layer.effect(ClaimsStore, ClaimsStoreFile.make(statePath)).pipe(Layer.provideMerge(ClaimsStoreMemory.testSnapshotLayer))
+            )
+            return yield* effect.pipe(Effect.provide(context))
+          })
+        )
+      const onDisk = () => Object.keys((JSON.parse(NFS.readFileSync(statePath, "utf8")) as { intents?: object }).intents ?? {})
+      yield* withStore(Effect.gen(function*() {
+        const store = yield* ClaimsStore
+        yield* store.load
+        // Two claims sent: sandboxd refuses the first (settled), the second's outcome is unknown.
+        yield* store.intend(intent(1))
+        yield* store.intend(intent(2))
+        yield* store.settleIntent(key(1))
+        assert.deepStrictEqual(onDisk(), [key(1), key(2)], "settling writes nothing by itself")
+      }))
+      assert.deepStrictEqual(onDisk(), [key(2)], "the shutdown wrote the settled one out; the other stays")
+      const loaded = yield* withStore(Effect.gen(function*() {
+        const store = yield* ClaimsStore
+        yield* store.load
+        return yield* store.intents
+      }))
+      assert.deepStrictEqual([...loaded.keys()], [key(2)])
+      NFS.rmSync(dir, { recursive: true, force: true })
+    }))
+
+  it.effect("a clean shutdown with nothing settled since the last write writes nothing", () =>
+    Effect.gen(function*() {
+      const control = yield* Effect.scoped(Effect.gen(function*() {
+        const context = yield* Layer.build(MemoryLayer())
+        const store = Context.get(context, ClaimsStore)
+        yield* store.intend(intent(1))
+        yield* store.commit(Option.none())
+        return Context.get(context, ClaimsStoreMemory.ClaimsStoreMemoryControl)
+      }))
+      assert.strictEqual(yield* control.writeCount, 2)
+      assert.deepStrictEqual([...(yield* control.diskIntents).keys()], [key(1)])
     }))
 })
