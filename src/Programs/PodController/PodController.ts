@@ -10,7 +10,7 @@
  * Every retry (both keyed queues, the informer's list and re-watch) waits on steps of one retry
  * schedule (`Backoff.ts`). A periodic resync re-examines every cached Pod and its last push.
  */
-import { Cause, Clock, Duration, Effect, Exit, type Fiber, Option, type Scope, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Option, type Scope, Stream } from "effect"
 import type { AppConfigShape } from "../../Schemas/Config.ts"
 import { AppConfig } from "../../Services/Config.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
@@ -22,6 +22,7 @@ import type { PodControllerHandle } from "../../Services/Daemon.ts"
 import { every } from "../../Services/Loops.ts"
 import * as Metrics from "../../Services/Metrics.ts"
 import * as Backoff from "./Backoff.ts"
+import { ControllerBook } from "./ControllerBook.ts"
 import * as Informer from "./Informer.ts"
 import { SandboxdToken } from "../../Services/SandboxdToken.ts"
 import { DependencyRecovery } from "../../Services/DependencyRecovery.ts"
@@ -88,6 +89,41 @@ export type { PodControllerHandle }
  */
 export const reconcilePriority = 1
 
+/**
+ * Provider Pods absent from the first complete list are deleted (by namespace/name). One that
+ * is listed in a version the informer cannot decode is there (INF-1): not dangling.
+ */
+const danglingSweep = (
+  provider: PodLifecycle["Service"],
+  informer: Informer.Informer,
+  enqueue: (key: PodKey) => Effect.Effect<void>
+) =>
+  Effect.gen(function*() {
+    const held = yield* provider.getPods
+    const dangling: Array<typeof held[number]> = []
+    for (const pod of held) {
+      const key = podKeyOfPod(pod)
+      if (Option.isNone(yield* informer.get(key)) && !(yield* informer.unreadable(key))) dangling.push(pod)
+    }
+    if (dangling.length > 0) yield* Effect.logInfo("dangling pods at startup").pipe(Effect.annotateLogs({ count: dangling.length }))
+    // DEL-3: a key in doubt whose Pod is not listed (an intent left by a crash for a Pod deleted
+    // while the daemon was down) gets a run of its own, which settles it.
+    for (const key of yield* provider.doubtKeys) {
+      if (Option.isNone(yield* informer.get(key)) && !(yield* informer.unreadable(key))) yield* enqueue(key)
+    }
+    // VER-7: likewise a key with a Lost row (its VM found gone at startup) whose Pod was deleted
+    // while the daemon was down: its run drops the row. One pass over the rows, here only.
+    for (const key of yield* provider.lostKeys) {
+      if (Option.isNone(yield* informer.get(key))) yield* enqueue(key)
+    }
+    yield* Effect.forEach(dangling, (pod) =>
+      provider.deletePod(pod).pipe(
+        Effect.catch((failure: DeletePodError) =>
+          Effect.logWarning("dangling pod delete failed").pipe(Effect.annotateLogs({ pod: podKeyOfPod(pod), error: failure }))
+        )
+      ), { concurrency: 8, discard: true })
+  })
+
 export const make = (
   options: PodControllerOptions = defaultOptions
 ): Effect.Effect<PodControllerHandle, never, AppConfig | KubeApi | PodLifecycle | EventRecorder | Scope.Scope> =>
@@ -99,18 +135,18 @@ export const make = (
     const bounds = inFlightBounds(config)
 
     const informer = yield* Informer.make(nodeName, options, retry)
-    /** When a key's change reached the queue, until its next run starts: the queue stage of a Pod's start. */
-    const changedAt = new Map<PodKey, number>()
+    // The controller's own state, touched only through its synchronous methods (`ControllerBook.ts`).
+    const book = new ControllerBook()
     const changed = (key: PodKey): Effect.Effect<void> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        if (!changedAt.has(key)) changedAt.set(key, now)
+        book.changed(key, now)
         return podQueue.enqueue(key, "change")
       })
+    /** The queue stage of a Pod's start: from its change reaching the queue to its run. */
     const queueStage = (key: PodKey) =>
       Effect.suspend(() => {
-        const since = changedAt.get(key)
+        const since = book.takeChanged(key)
         if (since === undefined) return Effect.void
-        changedAt.delete(key)
         return Effect.flatMap(Clock.currentTimeMillis, (now) => Metrics.observeStage("queue", (now - since) / 1000))
       })
     const status = yield* StatusWriter.make(informer, retry, changed, options.maxStatusWrites ?? bounds.statusWrites)
@@ -132,51 +168,20 @@ export const make = (
       }
     )
 
-    /**
-     * Provider Pods absent from the first complete list are deleted (by namespace/name). One that
-     * is listed in a version the informer cannot decode is there (INF-1): not dangling.
-     */
-    const danglingSweep = Effect.gen(function*() {
-      const held = yield* provider.getPods
-      const dangling: Array<typeof held[number]> = []
-      for (const pod of held) {
-        const key = podKeyOfPod(pod)
-        if (Option.isNone(yield* informer.get(key)) && !(yield* informer.unreadable(key))) dangling.push(pod)
-      }
-      if (dangling.length > 0) yield* Effect.logInfo("dangling pods at startup").pipe(Effect.annotateLogs({ count: dangling.length }))
-      // DEL-3: a key in doubt whose Pod is not listed (an intent left by a crash for a Pod deleted
-      // while the daemon was down) gets a run of its own, which settles it.
-      for (const key of yield* provider.doubtKeys) {
-        if (Option.isNone(yield* informer.get(key)) && !(yield* informer.unreadable(key))) yield* podQueue.enqueue(key, "change")
-      }
-      // VER-7: likewise a key with a Lost row (its VM found gone at startup) whose Pod was deleted
-      // while the daemon was down: its run drops the row. One pass over the rows, here only.
-      for (const key of yield* provider.lostKeys) {
-        if (Option.isNone(yield* informer.get(key))) yield* podQueue.enqueue(key, "change")
-      }
-      yield* Effect.forEach(dangling, (pod) =>
-        provider.deletePod(pod).pipe(
-          Effect.catch((failure: DeletePodError) =>
-            Effect.logWarning("dangling pod delete failed").pipe(Effect.annotateLogs({ pod: podKeyOfPod(pod), error: failure }))
-          )
-        ), { concurrency: 8, discard: true })
-    })
-
     // HZ-1: the parts that run for as long as the controller does. One that ends (a defect, a stream
     // that completes) is logged with its cause and named by `stopped`, which /healthz reports, so
     // the kubelet's liveness probe restarts a daemon whose cache froze instead of it looking healthy.
-    const parts: Array<{ readonly name: string; readonly fiber: Fiber.Fiber<unknown, unknown> }> = []
     const runForever = (name: string) => <E, R>(self: Effect.Effect<unknown, E, R>) =>
       self.pipe(
         Effect.onExit((exit) =>
           Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
             ? Effect.void
-            : Effect.logError("pod controller part stopped; /healthz fails from now on").pipe(
-              Effect.annotateLogs({ part: name, ...(Exit.isFailure(exit) ? { cause: Cause.pretty(exit.cause) } : {}) })
+            : Effect.logError("pod controller part stopped; /healthz fails from now on", ...(Exit.isFailure(exit) ? [exit.cause] : [])).pipe(
+              Effect.annotateLogs({ part: name })
             )
         ),
         Effect.forkScoped,
-        Effect.tap((fiber) => Effect.sync(() => void parts.push({ name, fiber })))
+        Effect.tap((fiber) => Effect.sync(() => book.addPart(name, fiber)))
       )
 
     yield* provider.statusPushes.pipe(Stream.runForEach(status.push), runForever("status-pushes"))
@@ -234,7 +239,7 @@ export const make = (
       changed,
       observed: status.repair,
       removed: status.forget,
-      firstSync: danglingSweep,
+      firstSync: danglingSweep(provider, informer, (key) => podQueue.enqueue(key, "change")),
       undecodable
     }).pipe(runForever("informer"))
 
@@ -252,7 +257,7 @@ export const make = (
 
     return {
       synced: informer.synced,
-      stopped: Effect.sync(() => parts.filter((part) => part.fiber.pollUnsafe() !== undefined).map((part) => part.name)),
+      stopped: Effect.sync(() => book.stopped()),
       cachedPods: informer.pods,
       // A write's outcome may queue a reconcile and a reconcile a write: idle when both are at once.
       idle: Effect.gen(function*() {

@@ -120,7 +120,9 @@ export const make = (
     /**
      * Keys whose last createPod failed. The provider may still track such a Pod (a claim whose
      * commit and undo both failed stays in memory), and an unchanged Pod it tracks is otherwise
-     * "done": a failed create must be retried until it succeeds.
+     * "done": a failed create must be retried until it succeeds. The reconciler's only state; the
+     * rule: a key's entry is read and written only by that key's run, and the pod queue runs one
+     * at a time per key (Q-04), so no two of them interleave; `retainedKeys` reads a copy.
      */
     const createFailed = new Set<PodKey>()
 

@@ -21,7 +21,7 @@
  *   two Pods handed to the provider per key are kept, as their labels and annotations only.
  * - Of a push, only its slim facts are kept (`Pushed`: UID, resourceVersion, labels, annotations
  *   and the status as read from the wire), never the pushed Pod: the last push stays per key for
- *   the Pod's life.
+ *   the Pod's life. All of it is one `StatusBook`; the unreadable Pod's patch is `StatusPatch.ts`.
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Clock, type Duration, Effect, Metric, Option, type Scope } from "effect"
@@ -32,63 +32,11 @@ import * as Metrics from "../../Services/Metrics.ts"
 import type * as Backoff from "./Backoff.ts"
 import type { Informer } from "./Informer.ts"
 import * as KeyedQueue from "./KeyedQueue.ts"
-import {
-  agentConditionsOf,
-  hasForeignConditions,
-  isTerminal,
-  type Pushed,
-  pushedBody,
-  pushedOf,
-  sameCanonical,
-  statusWriteIsNoop,
-  uidOf
-} from "./PodFacts.ts"
+import { isTerminal, type Pushed, pushedBody, pushedOf, statusWriteIsNoop, uidOf } from "./PodFacts.ts"
+import { StatusBook } from "./StatusBook.ts"
+import { writeUnreadable, type WriteResult } from "./StatusPatch.ts"
 
-/** What the merge needs of a Pod handed to the provider. */
-interface Handed {
-  readonly uid: string
-  readonly resourceVersion: string | undefined
-  readonly labels: Readonly<Record<string, string>> | undefined
-  readonly annotations: Readonly<Record<string, string>> | undefined
-}
-
-const handedOf = (pod: Pod): Handed => ({
-  uid: uidOf(pod),
-  resourceVersion: pod.metadata?.resourceVersion,
-  labels: pod.metadata?.labels,
-  annotations: pod.metadata?.annotations
-})
-
-const asBase = (handed: Handed): Pod => ({
-  metadata: {
-    uid: handed.uid,
-    ...(handed.resourceVersion === undefined ? {} : { resourceVersion: handed.resourceVersion }),
-    ...(handed.labels === undefined ? {} : { labels: handed.labels }),
-    ...(handed.annotations === undefined ? {} : { annotations: handed.annotations })
-  }
-})
-
-/**
- * `push` as kept once `stored`, the Pod at the version its write got, is what the write stored:
- * that Pod's status stands for the push (the same status as the server keeps it), and so do its
- * labels and annotations where they equal the push's, so the key keeps no objects of its own
- * next to the informer's. Not a status holding another writer's conditions (ST-12): the push
- * would then seem to set them, and a later change of theirs would be repaired away.
- */
-const keptAs = (push: Pushed, stored: Pod): Pushed => {
-  const labels = stored.metadata?.labels
-  const annotations = stored.metadata?.annotations
-  const status = stored.status
-  return {
-    ...push,
-    status: status === undefined || hasForeignConditions(push.status, status) ? push.status : status,
-    labels: labels !== undefined && sameCanonical(labels, push.labels) ? labels : push.labels,
-    annotations: annotations !== undefined && sameCanonical(annotations, push.annotations) ? annotations : push.annotations
-  }
-}
-
-/** `Held`: the server's version of the Pod cannot be decoded (INF-1); nothing was sent. */
-export type WriteResult = "Written" | "Skipped" | "Gone" | "Conflicted" | "Held"
+export type { WriteResult } from "./StatusPatch.ts"
 
 export interface StatusWriter {
   /** A provider push: the newest per key is written. */
@@ -131,73 +79,9 @@ export const make = (
 ): Effect.Effect<StatusWriter, never, KubeApi | Scope.Scope> =>
   Effect.gen(function*() {
     const kube = yield* KubeApi
-    /** The newest push per key not yet written. */
-    const pending = new Map<PodKey, Pushed>()
-    /** When the oldest push of `pending` arrived, per key: the status_write stage ends when it is written. */
-    const pushedAt = new Map<PodKey, number>()
-    /** The last push written or found already in place, per key (status repair). */
-    const lastPushed = new Map<PodKey, Pushed>()
-    /**
-     * The resourceVersion the apiserver gave the write of `lastPushed`, per key: a Pod observed
-     * at that version is exactly what that write stored, so the repair check has nothing to do
-     * (the watch delivers every Pod's own status write back once).
-     */
-    const lastPushedVersion = new Map<PodKey, string>()
-    /** The last two Pods handed to the provider per key, newest last. */
-    const handedPods = new Map<PodKey, ReadonlyArray<Handed>>()
-
-    const baseFor = (key: PodKey, push: Pushed): Pod | undefined => {
-      const found = (handedPods.get(key) ?? []).find((pod) =>
-        pod.uid === push.uid && pod.resourceVersion === push.resourceVersion
-      )
-      return found === undefined ? undefined : asBase(found)
-    }
-
-    /**
-     * INF-1: the key's newest version cannot be read; `lastGood` is what the informer keeps. Only
-     * an ending status (Failed, Succeeded) is written: a Pod whose VM is gone must not stay
-     * Running and Ready until a readable version comes. It goes as a strategic merge patch
-     * carrying the UID, which needs no read of the Pod and sets only the node agent's conditions
-     * (another writer's, maybe newer than the last good Pod, stay as stored). A Pod recreated under
-     * the name refuses it (422 on metadata.uid): the Pod written for is gone, as after a 404, and
-     * nothing is written. Any other status waits, on the retry schedule, for a readable version.
-     */
-    const writeUnreadable = (
-      key: PodKey,
-      uid: string,
-      lastGood: Pod,
-      body: (current: Pod, now: number) => Pod | undefined
-    ): Effect.Effect<WriteResult, KubeError> =>
-      Effect.gen(function*() {
-        const wanted = body(lastGood, yield* Clock.currentTimeMillis)
-        if (wanted === undefined || !isTerminal(wanted)) return "Held" as const
-        const status = wanted.status ?? {}
-        const [namespace, name] = splitPodKey(key)
-        const own = agentConditionsOf(status)
-        return yield* kube.patchPodStatus(namespace, name, uid, own.status, own.removed).pipe(
-          Effect.tap(() =>
-            Effect.logInfo("ending status written as a patch: the pod's newest version cannot be decoded").pipe(
-              Effect.annotateLogs({ phase: status.phase, reason: status.reason })
-            )
-          ),
-          // The cache holds the Pod as the patch left it (its newest version still unreadable), so a
-          // repeat of the ending (the lease watch pushes every tick, LEASE-7) finds it terminal and
-          // is not sent (ST-11); and the key gets a run: seen terminal, the provider lets go of the
-          // row of the VM that is gone (VER-7, LEASE-11), as after a PUT.
-          Effect.andThen(informer.written(lastGood, { ...lastGood, status })),
-          Effect.andThen(changed(key)),
-          Effect.as<WriteResult>("Written"),
-          Effect.catchTag("KubeNotFound", () => Effect.succeed<WriteResult>("Gone")),
-          // the uid the patch carries is not the stored Pod's: another Pod holds the name now
-          Effect.catchTag("KubeInvalid", (error) =>
-            error.fields?.includes("metadata.uid") === true
-              ? Effect.logInfo("ending status not written: the pod was replaced by another of the same name").pipe(
-                Effect.annotateLogs({ uid }),
-                Effect.as<WriteResult>("Gone")
-              )
-              : Effect.fail(error))
-        )
-      })
+    // The per-key state, touched only through its synchronous methods (`StatusBook.ts`).
+    const book = new StatusBook()
+    const unreadable = writeUnreadable(informer, changed)
 
     /**
      * PUT pods/status of the body built from the informer's Pod. A 409 re-reads the Pod into the
@@ -214,7 +98,7 @@ export const make = (
         if (Option.isNone(current) || uidOf(current.value) !== uid) return "Gone" as const
         // INF-1: the informer holds the last good Pod of a key whose newest version it cannot
         // read. A PUT built on it would meet a 409, and the re-read the same undecodable Pod.
-        if (yield* informer.unreadable(key)) return yield* writeUnreadable(key, uid, current.value, body)
+        if (yield* informer.unreadable(key)) return yield* unreadable(key, uid, current.value, body).pipe(Effect.provideService(KubeApi, kube))
         const wanted = body(current.value, yield* Clock.currentTimeMillis)
         if (wanted === undefined) return "Skipped" as const
         return yield* kube.replacePodStatus(wanted).pipe(
@@ -242,20 +126,16 @@ export const make = (
 
     const writePush = (key: PodKey): Effect.Effect<KeyedQueue.RunOutcome> =>
       writeStatusSpan(Effect.gen(function*() {
-        const push = pending.get(key)
+        const push = book.pendingOf(key)
         if (push === undefined) return "Done" as const
-        const forget = Effect.sync(() => {
-          if (pending.get(key) !== push) return
-          pending.delete(key)
-          pushedAt.delete(key)
-        })
+        const forget = Effect.sync(() => book.settle(key, push))
         const current = yield* informer.get(key)
         // ST-04 and ST-11: not for a Pod we do not know, another generation, or a terminal Pod.
         if (Option.isNone(current) || uidOf(current.value) !== push.uid || isTerminal(current.value)) {
           yield* forget
           return "Done" as const
         }
-        const base = baseFor(key, push)
+        const base = book.baseFor(key, push)
         let version: string | undefined
         const result = yield* write(key, push.uid, (pod, now) => {
           if (isTerminal(pod)) return undefined
@@ -273,22 +153,14 @@ export const make = (
           )
         )
         if (result === "Failed" || result === "Conflicted" || result === "Held") return "Retry" as const
-        const since = pushedAt.get(key)
+        const since = book.pushedSince(key)
         if (result === "Written" && since !== undefined) {
           yield* Metrics.observeStage("status_write", ((yield* Clock.currentTimeMillis) - since) / 1000)
         }
         if (result === "Written" || result === "Skipped") {
           // Not for a Pod deleted meanwhile: its state was already forgotten.
           const still = yield* informer.get(key)
-          if (Option.isSome(still) && uidOf(still.value) === push.uid) {
-            // The informer holding the Pod at the write's version holds what the write stored
-            // (its reply, or its watch event when that came first and so skipped the repair
-            // below): kept as in `repair`.
-            const stored = still.value
-            lastPushed.set(key, version !== undefined && stored.metadata?.resourceVersion === version ? keptAs(push, stored) : push)
-            if (version === undefined) lastPushedVersion.delete(key)
-            else lastPushedVersion.set(key, version)
-          }
+          if (Option.isSome(still) && uidOf(still.value) === push.uid) book.recordWritten(key, push, still.value, version)
         }
         yield* forget
         return "Done" as const
@@ -307,57 +179,40 @@ export const make = (
         }
         const current = yield* informer.get(key)
         const currentUid = Option.isSome(current) ? uidOf(current.value) : undefined
-        const queued = pending.get(key)
-        // The newest push wins, but one for an older Pod of the same name (which could never
-        // be written) must not displace a queued push for the Pod the apiserver has now.
-        if (queued !== undefined && queued.uid === currentUid && pushed.value.uid !== currentUid) return
-        pending.set(key, pushed.value)
-        if (!pushedAt.has(key)) pushedAt.set(key, yield* Clock.currentTimeMillis)
-        yield* queue.enqueue(key, "change")
+        const now = yield* Clock.currentTimeMillis
+        if (book.queuePush(key, pushed.value, currentUid, now)) yield* queue.enqueue(key, "change")
       })
 
     const repair = (pod: Pod) =>
       Effect.gen(function*() {
         const key = podKeyOfPod(pod)
-        const pushed = lastPushed.get(key)
+        const pushed = book.lastPush(key)
         if (pushed === undefined || pushed.uid !== uidOf(pod) || isTerminal(pod)) return
-        const version = pod.metadata?.resourceVersion
-        if (version !== undefined && lastPushedVersion.get(key) === version) {
-          // Exactly what that write stored, and the Pod the informer now holds (`keptAs`).
-          if (pod.status !== undefined && pod.status !== pushed.status) lastPushed.set(key, keptAs(pushed, pod))
-          return
-        }
+        // Exactly what that write stored, and the Pod the informer now holds.
+        if (book.storedByLastWrite(key, pushed, pod)) return
         // the clock's time lands only in a body that differs anyway (`withTransitionTimes`)
         const now = yield* Clock.currentTimeMillis
-        if (statusWriteIsNoop(pod, pushedBody(pushed, pod, baseFor(key, pushed), now))) return
-        if (!pending.has(key)) pending.set(key, pushed)
+        if (statusWriteIsNoop(pod, pushedBody(pushed, pod, book.baseFor(key, pushed), now))) return
+        book.queueRepair(key, pushed)
         yield* queue.enqueue(key, "resync")
       })
 
     return {
       push,
       repair,
-      handed: (key, pod) =>
-        Effect.sync(() => {
-          const previous = handedPods.get(key) ?? []
-          handedPods.set(key, [...previous.slice(-1), handedOf(pod)])
-        }),
+      handed: (key, pod) => Effect.sync(() => book.handed(key, pod)),
       write,
       forget: (key) =>
         Effect.suspend(() => {
-          lastPushed.delete(key)
-          lastPushedVersion.delete(key)
-          handedPods.delete(key)
+          book.forget(key)
           // A pending write finds the Pod gone and ends; wake it if it waits for a retry.
-          return pending.has(key) ? queue.enqueue(key, "change") : Effect.void
+          return book.hasPending(key) ? queue.enqueue(key, "change") : Effect.void
         }),
       idle: queue.idle,
       inFlight: queue.inFlight,
       drain: queue.drain,
-      lastPush: (key) => Effect.sync(() => Option.fromNullishOr(lastPushed.get(key))),
-      retainedKeys: Effect.sync(() =>
-        new Set([...pending.keys(), ...lastPushed.keys(), ...lastPushedVersion.keys(), ...handedPods.keys()])
-      ),
+      lastPush: (key) => Effect.sync(() => Option.fromNullishOr(book.lastPush(key))),
+      retainedKeys: Effect.sync(() => book.retainedKeys()),
       queued: queue.size
     }
   })
