@@ -137,6 +137,8 @@ export const startCluster = (options: ClusterOptions = {}): Effect.Effect<Cluste
 export interface Daemon {
   readonly pid: number
   readonly metricsUrl: string
+  /** The loopback ports it was told to bind (`--listen-addr`, `--metrics-addr`). */
+  readonly ports: { readonly kubelet: number; readonly metrics: number }
   /** Everything the child wrote on stdout and stderr so far. */
   readonly output: () => string
   /** Resolves with the exit code (or the signal name) once the process has ended. */
@@ -160,6 +162,8 @@ export interface DaemonOptions {
   readonly env?: Readonly<Record<string, string>>
   /** The program and the arguments before the flags: the development install's `vk-sandbox` unless given. */
   readonly command?: readonly [string, ...Array<string>]
+  /** The kubelet and metrics ports to give it; two `freePorts` unless given. */
+  readonly ports?: Effect.Effect<ReadonlyArray<number>, StepFailed>
 }
 
 /** The demo's timing: short intervals, so a step sees the daemon react within seconds. */
@@ -192,7 +196,7 @@ export const vkCocoonPairPaths = (cluster: Pick<DaemonTarget, "statePath">) => {
  */
 export const spawnDaemon = (cluster: DaemonTarget, options: DaemonOptions = {}): Effect.Effect<Daemon, StepFailed, Scope.Scope> =>
   Effect.gen(function*() {
-    const [kubeletPort = 0, metricsPort = 0] = yield* freePorts(2)
+    const [kubeletPort = 0, metricsPort = 0] = yield* (options.ports ?? freePorts(2))
     const [program, ...leading] = options.command ?? [binary]
     const vkCocoon = vkCocoonPairPaths(cluster)
     const args = [
@@ -239,6 +243,7 @@ export const spawnDaemon = (cluster: DaemonTarget, options: DaemonOptions = {}):
     return {
       pid: child.pid ?? 0,
       metricsUrl: `http://127.0.0.1:${metricsPort}`,
+      ports: { kubelet: kubeletPort, metrics: metricsPort },
       output: () => output,
       exited,
       signal: (signal) => Effect.sync(() => void child.kill(signal)),

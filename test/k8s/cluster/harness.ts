@@ -9,7 +9,8 @@ import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { inject } from "vitest"
 import { Deferred, Effect, Option, type Scope } from "effect"
-import { type Daemon, httpGet, spawnDaemon, type StepFailed } from "../../../testkit/Demo/Harness.ts"
+import { spawnDaemonBound } from "../../../testkit/Demo/DaemonStart.ts"
+import { type Daemon, httpGet, type StepFailed } from "../../../testkit/Demo/Harness.ts"
 import type { SandboxdSimOptions } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { kube, uniqueName } from "../fixture/Kube.ts"
 import { admin, adminGet, eventually, ScenarioFailed, startSandboxd, tempDir, Template } from "../scenarioHarness.ts"
@@ -179,7 +180,7 @@ export const startVirtualNode = (options: VirtualNodeOptions = {}) =>
       ...(options.extraArgs ?? [])
     ]
     const logFile = NodePath.join(dir, "daemon.log")
-    let current = yield* spawnDaemon(target, { logFile, extraArgs: args })
+    let current = yield* spawnDaemonBound(target, { logFile, extraArgs: args })
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         const { core } = yield* admin
@@ -196,7 +197,7 @@ export const startVirtualNode = (options: VirtualNodeOptions = {}) =>
       daemon: () => current,
       kill: Effect.suspend(() => current.signal("SIGKILL").pipe(Effect.andThen(Deferred.await(current.exited)), Effect.asVoid)),
       restart: Effect.gen(function*() {
-        current = yield* spawnDaemon(target, { logFile, extraArgs: args })
+        current = yield* spawnDaemonBound(target, { logFile, extraArgs: args })
         yield* waitReady(current)
       })
     }
