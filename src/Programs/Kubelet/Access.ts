@@ -5,13 +5,15 @@
  * review (KAPI-4: never let through on a failure). A kubelet answers a failed TokenReview 401 and a
  * failed SubjectAccessReview 500; 503 tells the client, and whoever reads its error, that the
  * refusal is about the apiserver, not about its credentials, and that a retry may pass.
- * Logged: a 503 at WARNING with the review's typed error, a 403 at INFO, a 401 at DEBUG (an
- * anonymous probe is no news). User names come from certificates and the apiserver: scrubbed
- * before they reach a log line.
+ * Logged: a 503 at WARNING with the review's typed error, a 403 at INFO once per decision the
+ * apiserver makes (KAPI-6: a denial is cached 30 s, so a client repeating a denied request logs
+ * once per 30 s; every 403 is counted by subresource), a 401 at DEBUG (an anonymous probe is no
+ * news). User names come from certificates and the apiserver: scrubbed before they reach a log line.
  */
 import { Effect } from "effect"
 import { scrubText } from "../../Schemas/Scrub.ts"
 import type { KubeApi } from "../../Services/KubeApi.ts"
+import * as Metrics from "../../Services/Metrics.ts"
 import type { KubeletReviewFailed } from "../../Services/KubeletServer.ts"
 import { isUnauthenticatedPath, nodeSubresources, nodeVerb } from "./Attributes.ts"
 import { type Credentials, makeAuthenticator } from "./Authenticate.ts"
@@ -64,16 +66,19 @@ export const make = (kube: Pick<KubeApi["Service"], "reviewToken" | "reviewAcces
       const decision = yield* authorizer.authorize(identity.user, verb, subresources)
       if (decision._tag === "Allowed") return { _tag: "Pass" } satisfies Gate
       const asked = subresources.map((subresource) => `nodes/${subresource}`).join(" or ")
-      yield* Effect.logInfo("kubelet API request forbidden").pipe(
-        Effect.annotateLogs({
-          user: scrubText(identity.user.name),
-          via: identity.via,
-          verb,
-          resource: asked,
-          path: scrubText(request.pathname),
-          reason: scrubText(decision.reason)
-        })
-      )
+      yield* Metrics.count(Metrics.kubeletApiDenials, { subresource: subresources[0] ?? "proxy" })
+      if (decision.fresh) {
+        yield* Effect.logInfo("kubelet API request forbidden").pipe(
+          Effect.annotateLogs({
+            user: scrubText(identity.user.name),
+            via: identity.via,
+            verb,
+            resource: asked,
+            path: scrubText(request.pathname),
+            reason: scrubText(decision.reason)
+          })
+        )
+      }
       return {
         _tag: "Refuse",
         status: 403,

@@ -2,7 +2,8 @@
  * May this user make this kubelet API request (KAPI-2): a SubjectAccessReview per subresource the
  * path falls under (`Attributes.ts`), for the request's verb on `nodes/<subresource>` named after
  * this node, asked in order until one allows. Answers are cached (KAPI-4) as a kubelet caches
- * them: an allowed one for 5 minutes, a denied one for 30 seconds.
+ * them: an allowed one for 5 minutes, a denied one for 30 seconds; a denial says whether the
+ * apiserver made it now or it came from the cache (the gate logs only the former, KAPI-6).
  */
 import { Duration, Effect } from "effect"
 import type { AccessVerdict, KubeUser } from "../../Schemas/Reviews.ts"
@@ -18,6 +19,11 @@ export type Authorization =
     readonly subresources: ReadonlyArray<string>
     /** The last review's reason, "" when it gave none. */
     readonly reason: string
+    /**
+     * The apiserver made this decision now (a review was asked); false when every answer came
+     * from the cache: the same denial already decided, and logged, within its 30 seconds.
+     */
+    readonly fresh: boolean
   }
 
 export const accessTtl = { allowed: Duration.minutes(5), denied: Duration.seconds(30) } as const
@@ -47,8 +53,11 @@ export const makeAuthorizer = (kube: Pick<KubeApi["Service"], "reviewAccess">, n
     (verdict) => verdict.allowed ? accessTtl.allowed : accessTtl.denied
   )
 
-  const review = (user: KubeUser, verb: string, subresource: string) =>
-    answers.through(accessKey(user, verb, subresource), kube.reviewAccess({ user, verb, node, subresource })).pipe(
+  const review = (user: KubeUser, verb: string, subresource: string, asked: () => void) =>
+    answers.through(
+      accessKey(user, verb, subresource),
+      Effect.andThen(Effect.sync(asked), kube.reviewAccess({ user, verb, node, subresource }))
+    ).pipe(
       Effect.mapError((cause) =>
         new KubeletReviewFailed({
           review: "SubjectAccessReview",
@@ -61,13 +70,15 @@ export const makeAuthorizer = (kube: Pick<KubeApi["Service"], "reviewAccess">, n
   const authorize = (user: KubeUser, verb: string, subresources: ReadonlyArray<string>) =>
     Effect.gen(function*() {
       let reason = ""
+      let fresh = false
+      const asked = () => void (fresh = true)
       // In order, one at a time: a fallback is asked only when the more specific one denied.
       for (const subresource of subresources) {
-        const verdict = yield* review(user, verb, subresource)
+        const verdict = yield* review(user, verb, subresource, asked)
         if (verdict.allowed) return { _tag: "Allowed", subresource } satisfies Authorization
         reason = verdict.reason
       }
-      return { _tag: "Denied", subresources, reason } satisfies Authorization
+      return { _tag: "Denied", subresources, reason, fresh } satisfies Authorization
     })
 
   return { authorize }

@@ -1,10 +1,11 @@
 /**
  * The kubelet port's gate without HTTP: which subresource and verb a request is reviewed for
  * (KAPI-3), who a certificate or token names (KAPI-1), the reviews' order and fallback (KAPI-2),
- * their caches on the TestClock and their bound, and a refusal whenever a review fails (KAPI-4).
+ * their caches on the TestClock and their bound, a refusal whenever a review fails (KAPI-4), and
+ * a denial logged once per decision while every one is counted (KAPI-6).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Metric } from "effect"
 import { TestClock } from "effect/testing"
 import { METHODS } from "node:http"
 import * as Access from "../../../src/Programs/Kubelet/Access.ts"
@@ -12,7 +13,9 @@ import { nodeSubresources, nodeVerb } from "../../../src/Programs/Kubelet/Attrib
 import { bearerToken, type Credentials, type PeerCertificate } from "../../../src/Programs/Kubelet/Authenticate.ts"
 import * as ReviewCache from "../../../src/Programs/Kubelet/ReviewCache.ts"
 import { matchRoute } from "../../../src/Programs/Kubelet/Routes.ts"
+import * as Metrics from "../../../src/Services/Metrics.ts"
 import { scriptedReviews, user } from "../../support/KubeletReviews.ts"
+import { makeLogCapture } from "../../support/Logs.ts"
 
 const node = "vk-a"
 
@@ -297,5 +300,41 @@ describe("KAPI-4: review failures and caches", () => {
       assert.deepStrictEqual(asked, ["a", "b", "c"])
       yield* review("b")
       assert.deepStrictEqual(asked, ["a", "b", "c", "b"])
+    }))
+})
+
+describe("KAPI-6: a denial is logged once per decision, and every one counted", () => {
+  const denials = (subresource: string) =>
+    Effect.map(Metric.value(Metrics.labelled(Metrics.kubeletApiDenials, { subresource })), (state) => state.count)
+
+  it.effect("a client hammering a denied path: one INFO line per 30 s decision, every 403 counted by subresource", () =>
+    Effect.gen(function*() {
+      const { access, log } = gate()
+      const logs = makeLogCapture()
+      const forbidden = () => logs.lines.filter((line) => line.message === "kubelet API request forbidden")
+      const ms = token("ms-token")
+      const before = { pods: yield* denials("pods"), log: yield* denials("log") }
+      const hammer = (path: string, times: number) =>
+        Effect.forEach(Array.from({ length: times }), () => check(access, "GET", path, ms), { discard: true }).pipe(
+          Effect.provide(logs.layer)
+        )
+      yield* hammer("/pods", 50)
+      assert.strictEqual(forbidden().length, 1)
+      assert.deepStrictEqual(forbidden()[0]?.annotations["resource"], "nodes/pods or nodes/proxy")
+      assert.strictEqual((yield* denials("pods")) - before.pods, 50)
+      // Another subresource is another decision, and another series.
+      yield* hammer("/logs/syslog", 3)
+      assert.strictEqual(forbidden().length, 2)
+      assert.strictEqual((yield* denials("log")) - before.log, 3)
+      // Still the decision made 29 s ago: not logged again.
+      yield* TestClock.adjust(Duration.seconds(29))
+      yield* hammer("/pods", 10)
+      assert.strictEqual(forbidden().length, 2)
+      // The kept denial ran out: the apiserver decides again, and that is logged once more.
+      yield* TestClock.adjust(Duration.seconds(1))
+      yield* hammer("/pods", 10)
+      assert.strictEqual(forbidden().length, 3)
+      assert.strictEqual((yield* denials("pods")) - before.pods, 70)
+      assert.strictEqual(log.accesses.filter((a) => a.endsWith("nodes/pods vk-a")).length, 2)
     }))
 })
