@@ -1,23 +1,10 @@
 /**
- * The daemon: the layer graph composed once, in the start order of CFG-11 (anything that
- * can refuse to start does so before the node registers), and run until SIGTERM/SIGINT.
- *
- *   sandboxd client, KubeApi (instrumented)
- *   → claims table + durable store (single-writer lock)
- *   → provider (events, owner resolver, status channels)
- *   → the startup verification's sandboxd listing asked for (read only; the lock is held)
- *   → the first pod list asked for (read only; the pod controller takes it when it starts)
- *   → claims loaded, quarantined, verified (on that listing), proven writable
- *                                                               (before the node registers)
- *   → kubelet HTTPS API (TLS chosen or self-signed; a bad pair or a busy port stops here)
- *   → virtual node registered, status + lease loops
- *   → pod controller (list + watch, reconcile)
- *   → background loops, health and metrics server
- *
- * Shutdown is the reverse: the pod controller stops admitting work and drains its in-flight
- * reconciles (a claim in flight finishes and commits, or is undone) within --shutdown-timeout,
- * then loops, node loops (the Node and Lease are left in place) and servers close. Every
- * finalizer is time-boxed, and a watchdog ends the process if the whole bound is exceeded.
+ * The daemon: the layer graph composed once, in the start order (CFG-11 — start order: anything
+ * that can refuse to start does so before the node registers), and run until SIGTERM/SIGINT.
+ * Clients, then the claims table and store (lock held), the provider, the two first reads asked
+ * for, the claims verified and proven writable, the kubelet port, the node, the pod controller,
+ * the loops and servers. Shutdown runs in reverse, every finalizer time-boxed under a watchdog
+ * (docs/architecture.md).
  */
 import { Context, Deferred, Duration, Effect, Fiber, Layer, Option, References, Scheduler } from "effect"
 import { StartupError } from "./Cli/Errors.ts"
@@ -88,7 +75,7 @@ const WireLayer = (decorators: Decorators) => Layer.mergeAll(
 ).pipe(
   // The token file is followed while the daemon runs (rotation without a restart); the pod
   // controller hears from it when sandboxd accepts the token again, and when sandboxd answers
-  // again after failing.
+  // again after failing (Q-08 — a dependency that comes back wakes the keys waiting on it).
   Layer.provideMerge(Layer.mergeAll(SandboxdTokenFile.layer, DependencyRecoveryPubSub.layer))
 )
 
@@ -138,13 +125,14 @@ const ProviderLayer = ProviderLive.layer.pipe(
 
 
 /**
- * PER-8, PER-9, VER-1: loaded, quarantined, verified and written before anything else starts;
- * the store below already holds the state lock, and nothing above this is built (no claim, no
- * release) until it is done. Two reads are asked for first, in this order (CFG-11), and answered
- * while the claims file is read and decoded: sandboxd's listing, which the verification waits
- * for and everything else waits for the verification; then the node's first pod list, which only
- * the pod controller reads, at the end. A server answering both one after the other (the bench's
- * simulators share one event loop) then answers the listing first.
+ * The claims (PER-8 — loading the file; VER-1 — quarantine at startup; PER-9 — the mandatory
+ * startup write): loaded, quarantined, verified and written before anything else starts; the store
+ * below already holds the state lock, and nothing above this is built (no claim, no release) until
+ * it is done. Two reads are asked for first, in this order (CFG-11), and answered while the claims
+ * file is read and decoded: sandboxd's listing, which the verification waits for and everything
+ * else waits for the verification; then the node's first pod list, which only the pod controller
+ * reads, at the end. A server answering both one after the other (the bench's simulators share one
+ * event loop) then answers the listing first.
  */
 export const startupLayer = Layer.effectContext(
   Effect.gen(function*() {
@@ -211,7 +199,8 @@ const HealthLayer = Layer.unwrap(
     const sampleProcess = yield* ProcessMetrics.make
     return HealthServer.layer(config.metricsAddr, {
       extraMetrics: Effect.map(sampleProcess, (sample) => ProcessMetrics.render(sample, build)),
-      // HZ-1: the background loops and the pod controller's parts that have stopped.
+      // HZ-1 — a stopped part fails liveness: the background loops and the pod controller's parts
+      // that have stopped.
       unhealthy: Effect.map(Effect.all([loops.stopped, pods.stopped]), ([a, b]) => [...a, ...b]),
       notReady: Effect.gen(function*() {
         const missing: Array<string> = []
@@ -305,7 +294,8 @@ export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Eff
           sandboxd: redactUrlUserinfo(config.sandboxdUrl),
           state: config.statePath,
           kubelet: formatListenAddr(config.listenAddr),
-          // Which certificate the kubelet port serves: flags, vk-cocoon or self-signed (TLS-2, TLS-4).
+          // Which certificate the kubelet port serves: flags, vk-cocoon or self-signed (TLS-2 —
+          // which certificate; TLS-4 — vk-cocoon's certificate is reused when it is usable).
           tls: Context.get(daemon, KubeletServer).tls.source,
           metrics: formatListenAddr(config.metricsAddr)
         })
@@ -321,8 +311,9 @@ export const run: Effect.Effect<void, StartupError, AppConfig | BuildInfo> = Eff
 })
 
 /**
- * Q-06: every fiber of the daemon shares the event loop in turns, so a storm of work that needs
- * no I/O (a restart's re-attached Pods) cannot keep sockets and timers waiting.
+ * Q-06 — the event loop is shared in turns: every fiber of the daemon shares the event loop in
+ * turns, so a storm of work that needs no I/O (a restart's re-attached Pods) cannot keep sockets
+ * and timers waiting.
  */
 export const onDaemonScheduler = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.provideService(self, Scheduler.Scheduler, EventLoopScheduler.daemonScheduler())

@@ -5,7 +5,8 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { Cause, Effect, Exit, Runtime } from "effect"
 import { runCli } from "./Cli/Root.ts"
 
-// CFG-18: ending because of SIGINT/SIGTERM is a clean exit (0), not the runtime's 130.
+// CFG-18 — signals end cleanly: ending because of SIGINT/SIGTERM is a clean exit (0), not the
+// runtime's 130.
 const teardown: Runtime.Teardown = (exit, onExit) =>
   Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
 

@@ -1,7 +1,7 @@
 /**
  * Address-shaped flags: --listen-addr / --metrics-addr (`host:port`, split as Go's
  * net.SplitHostPort does) and the bind addresses that supply their host, --sandboxd-url (an
- * http(s) base URL) and the advertise address derived from it (CFG-9).
+ * http(s) base URL) and the advertise address derived from it (CFG-9 — advertise address).
  */
 import { Result } from "effect"
 import { isIP } from "node:net"
@@ -34,8 +34,9 @@ export const splitHostPort = (text: string): Result.Result<{ readonly host: stri
 }
 
 /**
- * A listen address (CFG-14): `host:port` with a base-10 port in 1..65535 (0 too when `allowPortZero`,
- * meaning "any free port"). Named ports (`:http`) and a missing port are rejected.
+ * A listen address (CFG-14 — startup failures exit 1): `host:port` with a base-10 port in 1..65535
+ * (0 too when `allowPortZero`, meaning "any free port"). Named ports (`:http`) and a missing port
+ * are rejected.
  */
 export const parseListenAddr = (
   text: string,
@@ -59,10 +60,10 @@ export const parseBindAddress = (text: string): Result.Result<string, string> =>
     : Result.fail("not an IP address (want e.g. 10.0.0.5, ::1, 0.0.0.0; a host name is not accepted)")
 
 /**
- * BIND-1: the address a server listens on, from its `host:port` flag and its bind address. The
- * bind address supplies the host when the `host:port` flag names none; when both name one they
- * must agree, since neither could silently win over the other (the chart sets the bind address
- * from the host IP, a `--listen-addr` with a host can come from extra arguments).
+ * BIND-1 — bind addresses: the address a server listens on, from its `host:port` flag and its bind
+ * address. The bind address supplies the host when the `host:port` flag names none; when both name
+ * one they must agree, since neither could silently win over the other (the chart sets the bind
+ * address from the host IP, a `--listen-addr` with a host can come from extra arguments).
  */
 export const withBindAddress = (
   address: ListenAddr,

@@ -142,7 +142,7 @@ export const runClaims = (args: ReadonlyArray<string>, env: Environment) =>
         })
       )
     }
-    // A missing file is an empty table for the daemon too (PER-8).
+    // A missing file is an empty table for the daemon too (PER-8 — loading the file).
     const rows = text._tag === "Missing" ? new Map<PodKey, ClaimRecord>() : yield* decodeClaimsFile(text.content).pipe(
       Effect.catchTag("ClaimsFileDecodeError", (e) => exitWith(1, `ClaimsLoadError: cannot decode ${path}: ${e.message}`))
     )

@@ -1,16 +1,11 @@
 /**
- * `VK_SANDBOX_FAILPOINTS`: which failpoints a test arms (see `Services/Failpoints.ts`). Read once
- * at startup; unset or empty means inert. The syntax is `name=chain` terms joined by `;`:
- *
- *   chain  := step ( "->" step )*          each step but the last has a count
- *   step   := [count "*"] action
- *   action := "crash" | "fail" | "delay(" go-duration ")" | "errno(" EIO | ENOSPC ")" | "off"
- *
- * e.g. `claim-after-send=crash;commit-before-fsync=3*off->2*errno(ENOSPC);release-before-send=2*fail`.
- * A step takes its count of hits, then the next one takes over; after the last counted step the
- * point is inert. `errno` is a file error, armed only at the claims file's points. An unknown name
- * or a malformed action stops the daemon at startup (exit 1): a mistyped point must not pass
- * silently as an inert one.
+ * `VK_SANDBOX_FAILPOINTS`: which failpoints a test arms (`Services/Failpoints.ts`), read once at
+ * startup; unset or empty means inert. Syntax: `name=chain` terms joined by `;`, a chain of steps
+ * `[count "*"] action` joined by `->`, action `crash | fail | delay(<go-duration>) | errno(EIO |
+ * ENOSPC) | off`; e.g. `commit-before-fsync=3*off->2*errno(ENOSPC);release-before-send=2*fail`.
+ * Each step takes its count of hits, then the next takes over; after the last the point is inert.
+ * An unknown name or a malformed action stops the daemon at startup (exit 1): a mistyped point
+ * must not pass silently as an inert one.
  */
 import { Option, Result } from "effect"
 import { type FailpointAction, type FailpointTerm, failpointErrnos, make } from "../Layers/Failpoints.ts"

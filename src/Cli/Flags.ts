@@ -1,9 +1,9 @@
 /**
- * The daemon's flag table (CFG-2 plus our additions) and a tokenizer with Go `flag` package
- * semantics (CFG-4): `-x` and `--x` are the same flag; `--x=v` and `--x v`; a boolean is set by the
- * bare flag or `--x=<bool>` (never by a following word); `--` ends the flags; the last occurrence of
- * a flag wins. Unlike Go, a leftover positional argument is an error rather than silently ignored:
- * with subcommands, a misspelt one must not start the daemon.
+ * The daemon's flag table (CFG-2 — the flag table, plus our additions) and a tokenizer with Go
+ * `flag` package semantics (CFG-4 — Go flag syntax): `-x` and `--x` are the same flag; `--x=v` and
+ * `--x v`; a boolean is set by the bare flag or `--x=<bool>` (never by a following word); `--` ends
+ * the flags; the last occurrence of a flag wins. Unlike Go, a leftover positional argument is an
+ * error rather than silently ignored: with subcommands, a misspelt one must not start the daemon.
  */
 import { Result } from "effect"
 import { redactUrlUserinfo } from "../Schemas/UrlRedaction.ts"
@@ -11,7 +11,10 @@ import { UsageError } from "./Errors.ts"
 
 export interface FlagSpec {
   readonly name: string
-  /** The env var that supplies the default when set and non-empty (CFG-3). */
+  /**
+   * The env var that supplies the default when set and non-empty (CFG-3 — an empty env var is
+   * unset).
+   */
   readonly env?: string
   /** The default, as text (what the value parser receives when neither flag nor env var is set). */
   readonly defaultText: string

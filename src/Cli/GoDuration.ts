@@ -1,8 +1,9 @@
 /**
- * Go's `time.ParseDuration` syntax (CFG-4), so flag values written for the Go daemon keep working:
- * an optional sign, then one or more `<decimal><unit>` terms (`1h30m`, `1.5s`, `500ms`), or a bare
- * `0`. Units: ns, us (also µs/μs), ms, s, m, h. A number without a unit (`5`) is rejected, like Go.
- * Arithmetic is exact (BigInt nanoseconds); the range is Go's int64 nanoseconds.
+ * Go's `time.ParseDuration` syntax (CFG-4 — Go flag syntax), so flag values written for the Go
+ * daemon keep working: an optional sign, then one or more `<decimal><unit>` terms (`1h30m`, `1.5s`,
+ * `500ms`), or a bare `0`. Units: ns, us (also µs/μs), ms, s, m, h. A number without a unit (`5`)
+ * is rejected, like Go. Arithmetic is exact (BigInt nanoseconds); the range is Go's int64
+ * nanoseconds.
  */
 import { Duration, Result } from "effect"
 

@@ -1,26 +1,10 @@
 /**
- * The V8 heap setting the daemon applies to itself once it has started (its pod controller has
- * taken the first pod list; `applyOnceStarted` below says why not sooner), instead of taking it
- * on node's command line.
- *
- * `--heap-growing-percent=50` makes the old generation grow by 1.5x between major collections
- * rather than V8's own, larger factor, so garbage promoted while thousands of Pods are reconciled
- * at once is collected before the heap has grown far past the live set (docs/operations.md,
- * "Memory"). V8 reads the value at every major collection, so setting it at run time works as
- * the command-line flag does.
- *
- * On the command line it would cost every start: V8 accepts a code cache only when it was made
- * under the same flag values (the flags are part of the cache's version tag), and this flag is
- * part of it. Node's own modules (http, net, tls, streams: ~150 of them load at startup) come with
- * a code cache made under V8's defaults, which such a process rejects and compiles from source;
- * the image's prebuilt compile cache of the bundle (Dockerfile) would have to be made under the
- * same flag too. Set once the daemon has started, after the daemon's modules and the Node modules
- * they import are compiled, only the few Node modules loaded later are compiled from source.
- * (`--max-semi-space-size`, the image's other flag, is not part of the tag and stays on the
- * command line: the young generation is sized when the heap is set up.)
- *
- * A value given on the command line wins: an operator trying another factor (docs/operations.md)
- * passes it as before.
+ * The V8 heap setting the daemon applies to itself once started (its pod controller has taken the
+ * first pod list): `--heap-growing-percent=50`, so garbage promoted during a burst of reconciles is
+ * collected before the heap grows far past the live set. It is set at run time, not on node's
+ * command line, because the flag is part of V8's code-cache tag and would make every start compile
+ * Node's modules from source (docs/operations.md, "Memory"). A value given on the command line
+ * wins.
  */
 import { Duration, Effect } from "effect"
 import { setFlagsFromString } from "node:v8"

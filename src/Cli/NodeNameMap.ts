@@ -1,16 +1,16 @@
 /**
- * --node-name-map (CFG-19): `host=node,...`, the full virtual Node name of the hosts listed, so a
- * node moved from the Go daemon keeps its name (and its Pods) while every other host keeps the
- * `<host><suffix>` of --node-name. Unlike --node-labels it is strict: a name the apiserver would
- * refuse, a host listed twice or one Node name for two hosts is a usage error, since two daemons
- * under one Node name would fight over its Pods; so is a Node name that is a listed host's own,
- * which is that host's kubelet's Node and Pods.
+ * --node-name-map (CFG-19 — a full node name per host): `host=node,...`, the full virtual Node name
+ * of the hosts listed, so a node moved from the Go daemon keeps its name (and its Pods) while every
+ * other host keeps the `<host><suffix>` of --node-name. Unlike --node-labels it is strict: a name
+ * the apiserver would refuse, a host listed twice or one Node name for two hosts is a usage error,
+ * since two daemons under one Node name would fight over its Pods; so is a Node name that is a
+ * listed host's own, which is that host's kubelet's Node and Pods.
  */
 import { Result } from "effect"
 
 /**
  * A Node's name as the apiserver accepts one (a DNS-1123 subdomain): it is also the certificate's
- * DNS SAN (TLS-3), which holds ASCII only.
+ * DNS SAN (TLS-3 — the self-signed certificate), which holds ASCII only.
  */
 const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
 

@@ -91,8 +91,8 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
     const sandboxdMaxConcurrency = yield* field("sandboxd-max-concurrency", positive(parseIntText, (n) => n >= 1))
     const sandboxdProbeInterval = yield* field("sandboxd-probe-interval", positiveDuration)
     const sandboxdProbeGrace = yield* field("sandboxd-probe-grace", positive(parseIntText, (n) => n >= 1))
-    // CFG-11 step 3 (exit 2 here, not 1): only an explicit empty value gets this far, because an
-    // empty VK_STATE_PATH counts as unset.
+    // CFG-11 — start order, step 3 (exit 2 here, not 1): only an explicit empty value gets this
+    // far, because an empty VK_STATE_PATH counts as unset.
     const statePath = yield* field(
       "state-path",
       (t) =>
@@ -100,7 +100,7 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
           ? Result.fail("must not be empty: without a claims file no release credential survives a restart")
           : Result.succeed(t)
     )
-    // CFG-17: negative means disabled, the same as 0.
+    // CFG-17 — validation instead of crashes: negative means disabled, the same as 0.
     const orphanScanInterval = yield* field(
       "orphan-scan-interval",
       (t) => Result.map(parseGoDuration(t), (d) => Duration.isNegative(d) ? Duration.zero : d)
@@ -135,7 +135,8 @@ export const configFromTokens = (tokens: Tokens, env: Environment): Result.Resul
     // A certificate without its key (or the reverse) is a mistake, not a wish for self-signing.
     const [tlsCert, tlsKey] = yield* pairedPaths(text, "tls-cert", "tls-key", (given, missing) =>
       `--${given} needs --${missing}: give both (a serving certificate and its key) or neither (self-signed)`)
-    // Clearing one vk-cocoon path and not the other is a half-made choice (TLS-4): say so.
+    // Clearing one vk-cocoon path and not the other is a half-made choice (TLS-4 — vk-cocoon's
+    // certificate is reused when it is usable): say so.
     const [vkCocoonTlsCert, vkCocoonTlsKey] = yield* pairedPaths(text, "vk-cocoon-tls-cert", "vk-cocoon-tls-key", (kept, cleared) =>
       `--${cleared} is empty but --${kept} is not: clear both to never reuse vk-cocoon's pair, or neither`)
     const config: AppConfigShape = {
@@ -190,7 +191,8 @@ export const parseConfig = (argv: ReadonlyArray<string>, env: Environment): Resu
 
 /**
  * What the daemon command line asks for. `--help` and `--version` only need well-formed flags
- * (the values are not validated), so `--version` works whatever the environment holds (CFG-6).
+ * (the values are not validated), so `--version` works whatever the environment holds (CFG-6 —
+ * --version does nothing else).
  */
 export const parseInvocation = (argv: ReadonlyArray<string>, env: Environment): Result.Result<Invocation, UsageError> =>
   Result.flatMap(tokenize(argv), (tokens): Result.Result<Invocation, UsageError> => {

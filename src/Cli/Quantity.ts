@@ -1,13 +1,9 @@
 /**
- * Kubernetes resource quantity syntax (`resource.ParseQuantity`), for --node-cpu, --node-memory and
- * --node-pods. The reference panics on a bad value deep in startup (CFG-17); we reject it up front.
- *
- *   quantity  ::= [sign] number suffix
- *   number    ::= digits | digits "." [digits] | "." digits
- *   suffix    ::= "" | binarySI | decimalSI | ("e" | "E") [sign] digits
- *   binarySI  ::= Ki | Mi | Gi | Ti | Pi | Ei
- *   decimalSI ::= n | u | m | k | M | G | T | P | E
- *
+ * Kubernetes resource quantity syntax, for --node-cpu, --node-memory and --node-pods, rejected up
+ * front when bad (CFG-17 — validation instead of crashes):
+ *   quantity ::= [sign] number suffix;  number ::= digits | digits "." [digits] | "." digits
+ *   suffix   ::= "" | Ki | Mi | Gi | Ti | Pi | Ei | n | u | m | k | M | G | T | P | E
+ *              | ("e" | "E") [sign] digits
  * No whitespace anywhere. `E` alone is exa; `E` followed by digits is an exponent (`1E3` = 1000).
  */
 import { Result } from "effect"

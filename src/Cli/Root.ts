@@ -1,13 +1,9 @@
 /**
- * The command tree. No subcommand: the daemon, with Go-style flags (`Flags.ts`, `ParseConfig.ts`).
- * `sim <simulator>`: the simulators listed in `testkit/Sim.ts`, parsed with the same flag tables. A further
- * subcommand (e.g. `claims`) is one more entry in `subcommands`.
- *
+ * The command tree: no subcommand runs the daemon (Go-style flags, `Flags.ts`, `ParseConfig.ts`);
+ * `sim <simulator>` runs a simulator from `testkit/Sim.ts` with the same flag tables.
  * The daemon and the simulators are imported on demand, so `--version`, `--help` and usage errors
- * load neither (CFG-6: no other startup work) and the daemon never loads simulator code.
- * The simulators are test tooling outside the product (`testkit/`, not built into dist/ nor shipped
- * in the image): `sim` finds them by a path computed at run time, so the production build has no
- * reference to them, and says so in one line (exit 2) where they are not installed.
+ * load neither (CFG-6 — --version does nothing else). The simulators are test tooling, not shipped:
+ * `sim` finds them by a path computed at run time and says so in one line (exit 2) when absent.
  */
 import { fileURLToPath } from "node:url"
 import { Console, Effect, Result } from "effect"

@@ -1,8 +1,8 @@
 /**
- * The one piece of startup I/O the CLI owns: reading the sandboxd token file (CFG-10). Trimmed at
- * both ends, held as `Redacted` from here on (the daemon then follows the file for rotations, see
- * `Layers/SandboxdTokenFile.ts`). An empty path means no token (no Authorization header); a set
- * but unreadable or empty file is an environment failure (exit 1).
+ * The one piece of startup I/O the CLI owns: reading the sandboxd token file (CFG-10 — token file).
+ * Trimmed at both ends, held as `Redacted` from here on (the daemon then follows the file for
+ * rotations, see `Layers/SandboxdTokenFile.ts`). An empty path means no token (no Authorization
+ * header); a set but unreadable or empty file is an environment failure (exit 1).
  */
 import { Effect, FileSystem, Redacted } from "effect"
 import type { AppConfigShape } from "../Schemas/Config.ts"

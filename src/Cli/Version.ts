@@ -1,8 +1,9 @@
 /**
- * `--version` (CFG-6): `vk-sandbox <version> (rev=<revision> built=<time>)`. The version comes from
- * package.json; revision and build time from $VK_SANDBOX_REVISION / $VK_SANDBOX_BUILT_AT when set
- * and non-empty, else from `build-info.json` at the package root (`{"revision": …, "builtAt": …}`,
- * written by an image build) when present, else `unknown`.
+ * `--version` (CFG-6 — --version does nothing else): `vk-sandbox <version> (rev=<revision>
+ * built=<time>)`. The version comes from package.json; revision and build time from
+ * $VK_SANDBOX_REVISION / $VK_SANDBOX_BUILT_AT when set and non-empty, else from `build-info.json`
+ * at the package root (`{"revision": …, "builtAt": …}`, written by an image build) when present,
+ * else `unknown`.
  */
 import { Effect, FileSystem, Option, Schema } from "effect"
 import { fileURLToPath } from "node:url"

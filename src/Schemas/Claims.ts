@@ -1,14 +1,16 @@
 /**
- * The claims table as the daemon holds it in memory. The on-disk shape (PER-1, PER-2) is
- * `Schemas/ClaimsFile.ts`; this is the decoded, typed form.
+ * The claims table as the daemon holds it in memory. The on-disk shape (PER-1 — claims file format;
+ * PER-2 — timestamps at second precision) is `Schemas/ClaimsFile.ts`; this is the decoded, typed
+ * form.
  */
 import { Data, DateTime, Option, type Redacted } from "effect"
 import type { ClaimId, PodKey } from "./Ids.ts"
 
 /**
- * The controller owner a row was preserved for (AUTH-9): kept with the row once its Pod is
- * deleted while that owner lived, so the owner can be asked again (and the VM released once it
- * is gone) for as long as no Pod holds the row, across restarts too.
+ * The controller owner a row was preserved for (AUTH-9 — a preserved VM is released once its owner
+ * goes): kept with the row once its Pod is deleted while that owner lived, so the owner can be
+ * asked again (and the VM released once it is gone) for as long as no Pod holds the row, across
+ * restarts too.
  */
 export interface PreservedOwner {
   readonly apiVersion: string
@@ -25,7 +27,7 @@ export interface ClaimRecord {
   readonly address: string
   /** UID of the Pod generation that last held the claim (forensics; written even when ""). */
   readonly podUID: string
-  /** None only before the load back-fill (PER-8). */
+  /** None only before the load back-fill (PER-8 — loading the file). */
   readonly claimedAt: Option.Option<DateTime.Utc>
   /** The lease end; None = no known expiry. */
   readonly deadline: Option.Option<DateTime.Utc>
@@ -47,10 +49,11 @@ export interface ClaimRecord {
  * - Lost: sandboxd confirmed the VM gone (`Programs/Absence.ts`). The row is kept, and written
  *   as it was, only so that the Pod generation it names is never claimed for again, across
  *   restarts too (the next start confirms it gone again), until that Pod is terminal or gone
- *   (VER-7). Nothing releases or adopts it: its token opens nothing. `leaseEnded`: its lease had
- *   run out when the VM was found gone, so its Pod ends lease-expired rather than SandboxLost
- *   (LEASE-10); decided once, when the row turns Lost, so the reason never changes while the
- *   process runs.
+ *   (VER-7 — a lost sandbox's row outlives restarts until its Pod is settled). Nothing releases or
+ *   adopts it: its token opens nothing. `leaseEnded`: its lease had run out when the VM was found
+ *   gone, so its Pod ends lease-expired rather than SandboxLost (LEASE-10 — a lease that ran out
+ *   while the daemon was down ends the Pod as lease-expired); decided once, when the row turns
+ *   Lost, so the reason never changes while the process runs.
  */
 export type ClaimState = Data.TaggedEnum<{
   Durable: {}
@@ -75,7 +78,10 @@ export const claimStates = {
   LostAfterLease: ClaimState.Lost({ leaseEnded: true })
 } as const
 
-/** The lease watch's boundary (LEASE-8): `claim`'s lease has run out at or before `at`. */
+/**
+ * The lease watch's boundary (LEASE-8 — the deadline boundary): `claim`'s lease has run out at or
+ * before `at`.
+ */
 export const leaseEndedBy = (claim: ClaimRecord, at: DateTime.Utc): boolean =>
   Option.isSome(claim.deadline) && DateTime.isGreaterThanOrEqualTo(at, claim.deadline.value)
 

@@ -1,28 +1,11 @@
 /**
- * The on-disk claims file (PER-1, PER-2, PER-8; the same format as the Go daemon's, so a node can move between the two):
+ * The on-disk claims file, in the Go daemon's format so a node can move between the two in either
+ * direction (PER-1 — claims file format; PER-2 — timestamps at second precision):
  * `{"claims":{"<ns>/<name>":{"id":…,"token":…,"address":…,"podUID":…,"claimedAt":…,"deadline":…}}}`.
- *
- * Writing reproduces the reference's bytes exactly: compact, keys sorted, field order fixed,
- * `address` omitted when "", `podUID` always, timestamps omitted when none and written as
- * second-precision UTC (`2026-07-27T02:15:00Z`), strings escaped the way Go's encoding/json
- * escapes them (`<`, `>`, `&`, U+2028, U+2029 as `\uXXXX`), so a node can move between the two
- * daemons in either direction. Reading is lenient where the reference is: indentation, fractional
- * seconds, any UTC offset, `null` timestamps.
- *
- * Reading is strict where leniency would lose a VM: a file without a `claims` object (`{}`,
- * `{"claims":null}`) is refused rather than read as an empty table (only a missing file is a new,
- * empty table), and so are a key or field written twice, a row with an empty or unprintable
- * token, and one claim id under two keys; each error names its line and column, never the text.
- * Fields this version does not know, at the top level and in rows, are kept and written back
- * after the known ones, so a downgrade after an upgrade loses nothing; a file without such
- * fields is still written byte for byte as the reference writes it.
- *
- * Claim intents (claims sent whose rows have not landed) are a known top-level member after
- * `claims`, `"intents":{"<ns>/<name>":{"podUID":…,"sentAt":…}}`, written only while there is one
- * (a file without claims in flight is byte for byte the reference's); the reference ignores it.
- * Likewise a row preserved for its owner with no Pod holding it carries that owner after its
- * known fields, `"owner":{"apiVersion":…,"kind":…,"name":…,"uid":…}` (AUTH-9), and only then; a
- * file with such a row is read by the full decode (the fast reader below takes none).
+ * Writing reproduces the Go daemon's bytes exactly; reading is lenient where it is and strict where
+ * leniency would lose a VM (PER-8 — loading the file). Unknown fields are kept and written back;
+ * `intents` and a row's `owner` (AUTH-9 — a preserved VM is released once its owner goes) are
+ * written only while they hold something.
  */
 import { civilMillis, digitsAt, isCivilTime } from "./CivilTime.ts"
 import { invalidJsonMessage } from "./Json.ts"

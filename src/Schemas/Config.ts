@@ -1,6 +1,6 @@
 /**
- * The validated daemon configuration (CFG-2 plus our additions). `src/Cli/` parses flags and
- * env vars into it; tests build it with `testConfig` (testkit/Config.ts).
+ * The validated daemon configuration (CFG-2 — the flag table, plus our additions). `src/Cli/`
+ * parses flags and env vars into it; tests build it with `testConfig` (testkit/Config.ts).
  */
 import { Duration, Redacted } from "effect"
 
@@ -19,7 +19,10 @@ export interface AppConfigShape {
   readonly listenAddr: ListenAddr
   readonly tlsCert: string
   readonly tlsKey: string
-  /** Where the co-located vk-cocoon keeps its kubelet pair, reused without --tls-cert (TLS-4); "" = not looked for. */
+  /**
+   * Where the co-located vk-cocoon keeps its kubelet pair, reused without --tls-cert (TLS-4 —
+   * vk-cocoon's certificate is reused when it is usable); "" = not looked for.
+   */
   readonly vkCocoonTlsCert: string
   readonly vkCocoonTlsKey: string
   readonly clientCaFile: string
@@ -34,7 +37,7 @@ export interface AppConfigShape {
   readonly kubeconfig: string
   /** Without a trailing "/". */
   readonly sandboxdUrl: string
-  /** --sandboxd-advertise-addr, or derived from --sandboxd-url (CFG-9). */
+  /** --sandboxd-advertise-addr, or derived from --sandboxd-url (CFG-9 — advertise address). */
   readonly sandboxdAdvertiseAddr: string
   readonly sandboxdTokenFile: string
   /** Read once from the token file and trimmed; "" = no Authorization header. */

@@ -1,5 +1,5 @@
 /**
- * The delete-authorization verdict (AUTH-1). A Pod
+ * The delete-authorization verdict (AUTH-1 — delete authorization order). A Pod
  * deletion alone is never VM authority: only the owner's state can authorize a release.
  */
 import { Data } from "effect"

@@ -1,15 +1,9 @@
 /**
  * The slim Pod: the only shape of a Pod the daemon keeps, decoded straight from the apiserver's
- * JSON. It holds the fields the daemon reads (identity, resourceVersion, labels, annotations,
- * owner references, finalizers, deletion fields, container names and images, the other fields a
- * Pod update may change, restart policy, readiness gates) and the status fields it writes and compares. Every
- * other field of a served Pod is dropped at decode time, so a cache of N Pods costs N small plain
- * objects, not N client-node object graphs.
- *
- * Field names and nesting are the apiserver's, so a slim Pod is also a valid (partial) `V1Pod`
- * for code typed against client-node. Times decode to `Date` and encode at whole seconds, the
- * precision the apiserver stores a Pod's times at: what the daemon writes is then exactly what
- * the server keeps, and a write of an unchanged status compares equal to the stored one.
+ * JSON with only the fields the daemon reads or writes; everything else is dropped at decode time.
+ * Field names and nesting are the apiserver's (a slim Pod is a valid partial `V1Pod`). Times
+ * decode to `Date` and encode at whole seconds, the apiserver's precision, so a write of an
+ * unchanged status compares equal to the stored one.
  */
 import { Option, Result, Schema, SchemaTransformation } from "effect"
 import { scrubText } from "./Scrub.ts"
@@ -70,7 +64,10 @@ export const Toleration = Schema.Struct({
   tolerationSeconds: opt(Schema.Number)
 })
 
-/** A readiness gate: the Pod is Ready only once its condition of this type is True (ST-14). */
+/**
+ * A readiness gate: the Pod is Ready only once its condition of this type is True (ST-14 — a Pod
+ * with readiness gates is Ready only when every gate is True).
+ */
 export const ReadinessGate = Schema.Struct({ conditionType: Schema.String })
 
 export const PodSpec = Schema.Struct({
@@ -91,7 +88,8 @@ export const PodCondition = Schema.Struct({
   message: opt(Schema.String),
   lastProbeTime: opt(Time),
   lastTransitionTime: opt(Time),
-  // Another writer's condition may carry it (ST-12): kept so a status write leaves it as it is.
+  // Another writer's condition may carry it (ST-12 — other writers' Pod conditions survive status
+  // writes): kept so a status write leaves it as it is.
   observedGeneration: opt(Schema.Number)
 })
 
@@ -742,7 +740,7 @@ export const decodePod = (json: unknown): Option.Option<Pod> => {
  * What is read of a served Pod the slim Pod refuses (a value the apiserver stores but this
  * decoder does not: another client's field of an unexpected type, a future field shape): its
  * identity, each field "" where it is not a string, and why it was refused. The informer leaves
- * such a Pod out (INF-1) and names it in its log.
+ * such a Pod out (INF-1 — a Pod the daemon cannot decode is left out) and names it in its log.
  */
 export interface UndecodablePod {
   readonly namespace: string
@@ -859,8 +857,8 @@ const containersOf = (containers: ReadonlyArray<typeof Container.Type>) =>
 /**
  * What the provider keeps of a status it was handed: the phase (the verifier asks whether the Pod
  * was Running) and the reason and message a Pod without a settled claim reports as its own
- * (UPD-4). Nothing else: every other status the provider reports is built from the claim
- * (`Provider/Status.ts`), and the conditions, container statuses, IPs and times of a Running
+ * (UPD-4 — GetPodStatus). Nothing else: every other status the provider reports is built from the
+ * claim (`Provider/Status.ts`), and the conditions, container statuses, IPs and times of a Running
  * Pod were about as much memory per Pod as the rest of what the table keeps.
  */
 export const keptStatusOf = (status: PodStatus): PodStatus =>

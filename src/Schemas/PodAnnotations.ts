@@ -1,5 +1,6 @@
 /**
- * The Pod annotation contract of CreatePod (CRT-1, CRT-2, CRT-6).
+ * The Pod annotation contract of CreatePod (CRT-1 — annotation keys; CRT-2 — empty means absent;
+ * CRT-6 — TTL annotation).
  */
 import { Option, Result, Schema } from "effect"
 

@@ -3,7 +3,8 @@
  *
  * Decoding is deliberately lenient where Go's encoding/json is (unknown keys ignored, `null`
  * for a scalar means "absent") and strict where our contract demands it: a list body without a
- * `sandboxes` array is a decode failure, never an empty listing (VER-4).
+ * `sandboxes` array is a decode failure, never an empty listing (VER-4 — failed listing vs empty
+ * listing).
  */
 import { DateTime, Option, Schema } from "effect"
 import { civilMillis, daysInMonth, digitsAt, isCivilTime } from "./CivilTime.ts"

@@ -1,16 +1,11 @@
 /**
- * Claims whose outcome is unknown, and what the daemon has seen of sandboxd while settling them.
- *
- * A key is "in doubt" when a claim for it may have made a VM the daemon holds no token for (the
- * request timed out or the connection broke after sending, the reply was not a valid claim, or
- * the process stopped between sending and recording). A key in doubt is never claimed again until
- * `Programs/ClaimDoubt.ts` resolves it. The same service remembers when each id was first listed,
- * since when a recorded id has been missing from listings (absence needs two listings one
- * verify interval apart where sandboxd has no by-id read). Which Pod generations lost their
- * sandbox is not kept here but in the claim table, as Lost rows (VER-7): a mark in memory alone
- * did not survive a restart.
- *
- * In memory only; the live layer is `Layers/ClaimDoubtsRef.ts` (provided with the claim table).
+ * Claims whose outcome is unknown: a key is "in doubt" when a claim for it may have made a VM the
+ * daemon holds no token for (a timeout or broken connection after sending, a reply that was not a
+ * valid claim, a stop between sending and recording). A key in doubt is never claimed again until
+ * `Programs/ClaimDoubt.ts` settles it. Also what the daemon has seen of sandboxd while settling:
+ * when each id was first listed and since when a recorded id has been missing. In memory only
+ * (`Layers/ClaimTableRef/ClaimDoubtsRef.ts`); Lost rows live in the claim table (VER-7 — a lost
+ * sandbox's row outlives restarts until its Pod is settled).
  */
 import { Context, type DateTime, type Effect, type Option } from "effect"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"

@@ -7,7 +7,10 @@ import { Context, type Effect, type Option, Schema } from "effect"
 import type { ClaimIntent, ClaimRecord } from "../Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 
-/** The file exists but cannot be read or decoded: the daemon refuses to start (PER-8). */
+/**
+ * The file exists but cannot be read or decoded: the daemon refuses to start (PER-8 — loading the
+ * file).
+ */
 export class ClaimsLoadError extends Schema.TaggedError<ClaimsLoadError>()("ClaimsLoadError", {
   path: Schema.String,
   message: Schema.String
@@ -40,7 +43,10 @@ export class StateDirUnsafe extends Schema.TaggedError<StateDirUnsafe>()("StateD
  * provides it. Both are atomic, synchronous updates of the in-memory state.
  */
 export class ClaimsSnapshot extends Context.Service<ClaimsSnapshot, {
-  /** Every Durable and Quarantined row, plus the Tentative rows of `committing` (PER-3, PER-6). */
+  /**
+   * Every Durable and Quarantined row, plus the Tentative rows of `committing` (PER-3 — what a
+   * write contains; PER-6 — only its own commit makes a claim durable).
+   */
   readonly rowsForWrite: (committing: ReadonlySet<PodKey>) => Effect.Effect<ReadonlyMap<PodKey, ClaimRecord>>
   /** Called after a write landed, before the next write starts: Tentative rows written with this id become Durable. */
   readonly landed: (written: ReadonlyMap<PodKey, ClaimId>) => Effect.Effect<void>

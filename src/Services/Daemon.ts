@@ -24,7 +24,10 @@ export class ClaimsStartup extends Context.Service<ClaimsStartup, StartupSummary
 export interface PodControllerHandle {
   /** True once the first complete list succeeded and every Pod was handed to the workers. */
   readonly synced: Effect.Effect<boolean>
-  /** The controller's parts that should run for as long as it does but have ended (HZ-1). */
+  /**
+   * The controller's parts that should run for as long as it does but have ended (HZ-1 — a stopped
+   * part fails liveness).
+   */
   readonly stopped: Effect.Effect<ReadonlyArray<string>>
   /** The Pods this controller currently knows from the apiserver (slim). */
   readonly cachedPods: Effect.Effect<ReadonlyArray<Pod>>
@@ -46,10 +49,11 @@ export class RunningPodController extends Context.Service<RunningPodController, 
 
 /**
  * The node's first pod list, asked for before the claims file is read (right after the startup
- * verification's sandboxd listing, CFG-11): on a restart with thousands of Pods, the apiserver's
- * answer then comes while the claims load and verify instead of after. Only read: the pod controller takes it as its first list once it starts (after the claims
- * and the node), and nothing acts on a Pod before that. `list` gives that answer once (waiting for
- * it if need be) and lists afresh after.
+ * verification's sandboxd listing; CFG-11 — start order): on a restart with thousands of Pods, the
+ * apiserver's answer then comes while the claims load and verify instead of after. Only read: the
+ * pod controller takes it as its first list once it starts (after the claims and the node), and
+ * nothing acts on a Pod before that. `list` gives that answer once (waiting for it if need be) and
+ * lists afresh after.
  */
 export class EarlyPodList extends Context.Service<EarlyPodList, { readonly list: Effect.Effect<PodList, KubeError> }>()(
   "vk-sandbox/EarlyPodList"

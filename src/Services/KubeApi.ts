@@ -3,8 +3,9 @@
  * (typed errors, no client-node types leaking into the domain). Objects are the Schema shapes of
  * `src/Schemas` (Pod, Node, Lease, Event), decoded from the apiserver's JSON; no client model.
  * Live layer: `Layers/KubeApiClientNode.ts` (kubeconfig, auth and TLS from @kubernetes/client-node 2.x),
- * which rate-limits every call but the node's and lease's (the heartbeats never wait behind Pod work, NODE-5).
- * Test layer: `testkit/Layers/KubeApiMemory.ts` on the in-memory cluster model.
+ * which rate-limits every call but the node's and lease's (NODE-5 — heartbeats do not wait
+ * behind Pod work). Test layer:
+ * `testkit/Layers/KubeApiMemory.ts` on the in-memory cluster model.
  */
 import { Context, type Effect, type Redacted, Schema, type Stream } from "effect"
 import type { Event } from "../Schemas/Event.ts"
@@ -76,7 +77,10 @@ export class KubeConfigMissing extends Schema.TaggedError<KubeConfigMissing>()("
 
 export interface PodList {
   readonly items: ReadonlyArray<Pod>
-  /** The listed Pods the slim Pod refuses (INF-1): not in `items`, and no reason to fail the list. */
+  /**
+   * The listed Pods the slim Pod refuses (INF-1 — a Pod the daemon cannot decode is left out): not
+   * in `items`, and no reason to fail the list.
+   */
   readonly undecodable: ReadonlyArray<UndecodablePod>
   readonly resourceVersion: string
 }
@@ -167,7 +171,8 @@ export class KubeApi extends Context.Service<KubeApi, {
   readonly getOwner: (ref: OwnerRef) => Effect.Effect<OwnerObject, KubeError>
   // NodeInventory (cluster-scoped, extensions.agents.x-k8s.io/v1beta1): server-side apply, force, fieldManager vk-sandbox
   readonly applyNodeInventory: (inventory: object) => Effect.Effect<unknown, KubeError>
-  // reviews for the kubelet API (KAPI-1, KAPI-2): nothing is stored, the reply is the answer
+  // reviews for the kubelet API (KAPI-1 — who a kubelet API request comes from; KAPI-2 — every
+  // request but /healthz is authorized for this node): nothing is stored, the reply is the answer
   /** A TokenReview (authentication.k8s.io/v1) of a bearer token sent to the kubelet port. */
   readonly reviewToken: (token: Redacted.Redacted<string>) => Effect.Effect<TokenVerdict, KubeError>
   /** A SubjectAccessReview (authorization.k8s.io/v1) of one `nodes/<subresource>` request. */

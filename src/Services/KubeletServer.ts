@@ -26,8 +26,9 @@ export class KubeletListenError extends Schema.TaggedError<KubeletListenError>()
 }) {}
 
 /**
- * The apiserver did not answer a review the kubelet port asked for (KAPI-4): the request is
- * refused, never let through, and nothing is cached.
+ * The apiserver did not answer a review the kubelet port asked for (KAPI-4 — review answers are
+ * cached briefly, a failed review refuses): the request is refused, never let through, and nothing
+ * is cached.
  */
 export class KubeletReviewFailed extends Schema.TaggedError<KubeletReviewFailed>()("KubeletReviewFailed", {
   review: Schema.Literals(["TokenReview", "SubjectAccessReview"]),
@@ -36,8 +37,9 @@ export class KubeletReviewFailed extends Schema.TaggedError<KubeletReviewFailed>
 }) {}
 
 /**
- * Where the serving certificate came from (TLS-2): the operator's `--tls-cert`/`--tls-key`, the
- * co-located vk-cocoon's kubelet pair (TLS-4), or made in memory.
+ * Where the serving certificate came from (TLS-2 — which certificate): the operator's
+ * `--tls-cert`/`--tls-key`, the co-located vk-cocoon's kubelet pair (TLS-4 — vk-cocoon's
+ * certificate is reused when it is usable), or made in memory.
  */
 export type KubeletTlsSource = "flags" | "vk-cocoon" | "self-signed"
 

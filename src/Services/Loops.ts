@@ -51,10 +51,10 @@ export interface EveryOptions<A> {
 }
 
 /**
- * LOOP-1 (one tick per interval): `tick`, then a wait of `interval` from its end, on a
- * `Schedule.spaced` (a tick that runs long is never followed by a burst), until the fiber is
- * interrupted or `until` passes. A tick's failure ends the loop: a loop that must outlive its
- * failures catches them in `tick`.
+ * LOOP-1 — a loop runs once per interval: `tick`, then a wait of `interval`
+ * from its end, on a `Schedule.spaced` (a tick that runs long is never followed by a burst), until
+ * the fiber is interrupted or `until` passes. A tick's failure ends the loop: a loop that must
+ * outlive its failures catches them in `tick`.
  */
 export const every = <A, E, R>(
   interval: Duration.Input,

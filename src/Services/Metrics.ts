@@ -179,7 +179,10 @@ export const nodeTainted = gauge("vk_sandbox_node_tainted", {
 export const kubeletApiDenials = counter("vk_sandbox_kubelet_api_denials_total", {
   description: "kubelet API requests answered 403, by the subresource the path asks for (its most specific: /pods asks nodes/pods, then nodes/proxy)"
 })
-/** Set once, when the kubelet port's certificate is chosen (TLS-2, TLS-4). */
+/**
+ * Set once, when the kubelet port's certificate is chosen (TLS-2 — which certificate; TLS-4 —
+ * vk-cocoon's certificate is reused when it is usable).
+ */
 export const kubeletTlsInfo = gauge("vk_sandbox_kubelet_tls_info", {
   description: "always 1; source names the kubelet port's serving certificate: flags (--tls-cert/--tls-key), vk-cocoon (its kubelet pair, reused) or self-signed"
 })

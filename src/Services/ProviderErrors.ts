@@ -1,5 +1,5 @@
 /**
- * Why a CreatePod did not produce a Running Pod (CRT-10).
+ * Why a CreatePod did not produce a Running Pod (CRT-10 — CreatePod's errors).
  *
  * `isRetryable` says whether retrying the same Pod can help (sandboxd was unavailable, had no
  * warm capacity, or could not vouch for a held claim) or only a change to the Pod can (wrong
@@ -13,7 +13,10 @@ import { SandboxdClaimError, SandboxdListError, SandboxdTransportError } from ".
 
 // ---- only a Pod change helps ---------------------------------------------------------------
 
-/** The runtime annotation names a runtime this daemon does not serve (CRT-3 step 1). */
+/**
+ * The runtime annotation names a runtime this daemon does not serve (CRT-3 — CreatePod's decision
+ * order, step 1).
+ */
 export class RuntimeMismatch extends Schema.TaggedError<RuntimeMismatch>()("RuntimeMismatch", {
   pod: Schema.String,
   requested: Schema.String,
@@ -28,7 +31,7 @@ export class MissingTemplate extends Schema.TaggedError<MissingTemplate>()("Miss
   message: Schema.String
 }) {}
 
-/** The TTL annotation is not a non-negative base-10 integer (CRT-6). */
+/** The TTL annotation is not a non-negative base-10 integer (CRT-6 — TTL annotation). */
 export class InvalidTtl extends Schema.TaggedError<InvalidTtl>()("InvalidTtl", {
   pod: Schema.String,
   annotation: Schema.String,
@@ -47,9 +50,10 @@ export class ClaimFailed extends Schema.TaggedError<ClaimFailed>()("ClaimFailed"
 }) {}
 
 /**
- * The fresh claim could not be written durably (CRT-15). Without `releaseError` the sandbox
- * was returned and the row withdrawn. With it, the release failed too: the credential stays in
- * memory as a tentative row, and the next CreatePod for the key returns it first (CRT-9).
+ * The fresh claim could not be written durably (CRT-15 — undo when the commit fails). Without
+ * `releaseError` the sandbox was returned and the row withdrawn. With it, the release failed too:
+ * the credential stays in memory as a tentative row, and the next CreatePod for the key returns it
+ * first (CRT-9 — stranded claims first).
  */
 export class ClaimNotPersisted extends Schema.TaggedError<ClaimNotPersisted>()("ClaimNotPersisted", {
   pod: Schema.String,
@@ -75,7 +79,10 @@ export class ClaimUnverifiable extends Schema.TaggedError<ClaimUnverifiable>()("
   message: Schema.String
 }) {}
 
-/** The held claim is past its cached deadline and sandboxd cannot say whether it still lives (LEASE-5). */
+/**
+ * The held claim is past its cached deadline and sandboxd cannot say whether it still lives
+ * (LEASE-5 — settling an expired claim before reuse).
+ */
 export class ExpiredClaimUnlistable extends Schema.TaggedError<ExpiredClaimUnlistable>()("ExpiredClaimUnlistable", {
   pod: Schema.String,
   claimId: Schema.String,
@@ -111,7 +118,8 @@ export class ClaimInDoubt extends Schema.TaggedError<ClaimInDoubt>()("ClaimInDou
 /**
  * This Pod generation's sandbox is confirmed gone: the Pod is Failed and is never claimed for
  * again under the same UID. `podReason` is the Pod's reason: SandboxLost, or SandboxLeaseExpired
- * when the row's lease had run out (LEASE-10).
+ * when the row's lease had run out (LEASE-10 — a lease that ran out while the daemon was down ends
+ * the Pod as lease-expired).
  */
 export class SandboxLost extends Schema.TaggedError<SandboxLost>()("SandboxLost", {
   pod: Schema.String,
@@ -148,7 +156,10 @@ export class ReleaseFailed extends Schema.TaggedError<ReleaseFailed>()("ReleaseF
 export type DeleteOutcome =
   | { readonly _tag: "StaleUid" }
   | { readonly _tag: "NoClaim" }
-  /** VER-7: the key's row was Lost (its VM confirmed gone): the row went, nothing was asked or released. */
+  /**
+   * VER-7 — a lost sandbox's row outlives restarts until its Pod is settled: the key's row was Lost
+   * (its VM confirmed gone): the row went, nothing was asked or released.
+   */
   | { readonly _tag: "LostDropped" }
   | { readonly _tag: "Preserved"; readonly verdict: DeleteVerdict }
   | { readonly _tag: "Released"; readonly verdict: DeleteVerdict; readonly alreadyGone: boolean }

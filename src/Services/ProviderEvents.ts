@@ -13,7 +13,8 @@ export class ProviderEvents extends Context.Service<ProviderEvents, {
   readonly publishUnquarantined: (keys: ReadonlyArray<PodKey>) => Effect.Effect<void>
   /**
    * Keys the pod controller should run now for another reason (on the same channel as the lifted
-   * keys): rows with no tracked Pod whose sandbox is gone (LEASE-9).
+   * keys): rows with no tracked Pod whose sandbox is gone (LEASE-9 — a row whose Pod is gone ends
+   * with its VM).
    */
   readonly publishRetry: (keys: ReadonlyArray<PodKey>) => Effect.Effect<void>
   readonly unquarantined: Effect.Effect<PubSub.Subscription<ReadonlyArray<PodKey>>, never, Scope.Scope>

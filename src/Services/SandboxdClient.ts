@@ -127,7 +127,7 @@ export type SandboxdReleaseError = SandboxdTransportError
 
 /**
  * A listing or info query that did not produce a trustworthy answer. Its own type, so no caller
- * can mistake "query failed" for "zero sandboxes" (VER-4).
+ * can mistake "query failed" for "zero sandboxes" (VER-4 — failed listing vs empty listing).
  */
 export class SandboxdListError extends Schema.TaggedError<SandboxdListError>()("SandboxdListError", {
   operation: Schema.Literals(["list", "info", "get"]),
@@ -156,10 +156,11 @@ export const claimFailureKind = (error: SandboxdClaimError): "Failed" | "Unknown
     case "SandboxdUnauthorized": // refused before anything was made
       return "Failed"
     case "SandboxdHttpError":
-      // CRT-23: status 0 is a request refused locally (never sent), and sandboxd's own answers to
-      // a claim are 4xx or its 500 "provisioning failed": no VM. Any other 5xx is never
-      // sandboxd's: a proxy in between (502, 503 on an upstream reset, 504) may have forwarded
-      // the claim before it answered, so sandboxd may have made the VM.
+      // CRT-23 — what a failed claim says about its VM: status 0 is a request refused locally
+      // (never sent), and sandboxd's own answers to a claim are 4xx or its 500 "provisioning
+      // failed": no VM. Any other 5xx is never sandboxd's: a proxy in between (502, 503 on an
+      // upstream reset, 504) may have forwarded the claim before it answered, so sandboxd may have
+      // made the VM.
       return error.status > 500 && error.status <= 599 ? "Unknown" : "Failed"
     case "SandboxdUnreachable":
       return error.requestSent === false ? "Failed" : "Unknown"

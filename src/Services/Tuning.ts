@@ -6,7 +6,10 @@
 import { Context } from "effect"
 
 export const tuningDevices = [
-  /** The fiber scheduler that shares the event loop in turns (`Programs/EventLoopScheduler.ts`, Q-06). */
+  /**
+   * The fiber scheduler that shares the event loop in turns (`Programs/EventLoopScheduler.ts`; Q-06
+   * — the event loop is shared in turns).
+   */
   "event-loop-scheduler",
   /** V8's old generation grown by 1.5x once started (`Cli/HeapFlags.ts`). */
   "heap-growing-percent",
