@@ -1,7 +1,7 @@
 /**
  * Reading an apiserver reply's body: whole (unzipped off the event loop), or as its bytes arrive
  * (a list read item by item, a watch line by line). A streamed read yields to the event loop
- * every `BODY_BYTES_PER_TURN` bytes, so a long body never holds back sockets and timers (Q-06,
+ * every `BODY_BYTES_PER_TURN` bytes, so a long body never holds back sockets and timers (Q-06 —
  * the event loop is shared in turns).
  */
 import { Option } from "effect"

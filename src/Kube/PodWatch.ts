@@ -1,6 +1,6 @@
 /**
  * The watch of the node's Pods: one JSON event per line, bookmarks on. A Pod the slim Pod refuses
- * comes as an UNDECODABLE event and the stream goes on (INF-1, a Pod the daemon cannot decode is
+ * comes as an UNDECODABLE event and the stream goes on (INF-1 — a Pod the daemon cannot decode is
  * left out); an ERROR event of 410 (or a "Too
  * large resource version") is KubeGone, the caller's cue to relist. A watch that delivers no byte
  * for `watchIdleTimeout` fails (a dead connection); the request is aborted when the stream ends.

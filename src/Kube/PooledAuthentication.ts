@@ -1,17 +1,9 @@
 /**
- * The kubeconfig's authentication for every apiserver request, with one connection pool.
- *
- * client-node 2.0.1's own `KubeConfig.applySecurityAuthentication` builds a new undici `Agent` for
- * every request that carries TLS material (a CA, a client certificate): each request then opened
- * its own TLS connection (a full handshake, a new TLS context holding the CA), and left it open
- * until undici's idle timeout. A burst of 2000 Pods made thousands of connections and agents
- * (hundreds of them alive at once, with their sockets), which cost memory and CPU both.
- *
- * Here the headers (a bearer token, exec or file credentials, impersonation, basic auth) and the
- * TLS material are still read from the kubeconfig for every request, exactly as client-node reads
- * them (a rotated certificate or token file is picked up), but the dispatcher is kept while the
- * material stays byte-for-byte the same. When it changes, client-node builds the new one (its own
- * proxy and SOCKS handling included).
+ * The kubeconfig's authentication for every apiserver request, with one connection pool. The
+ * headers and TLS material are read from the kubeconfig for every request exactly as client-node
+ * reads them (a rotated certificate or token file is picked up), but the dispatcher is kept while
+ * the material stays byte for byte the same, where client-node's own builds a new agent, and a new
+ * TLS connection, per request. When the material changes, client-node builds the new dispatcher.
  */
 import { type KubeConfig, RequestContext, type SecurityAuthentication } from "@kubernetes/client-node"
 import type * as Https from "node:https"

@@ -3,9 +3,9 @@
  * `request` over the one pooled dispatcher (`PooledAuthentication.ts`; fetch's per-request WHATWG
  * objects were a tenth of a 2000-Pod burst's CPU). Each call takes a token of its lane's limiter,
  * then runs under a timeout, inside a span `KubeApi.<op>`. Lanes: the Pods' limiter
- * (`--kube-api-qps`); none for the node's liveness calls, with a shorter timeout (NODE-5,
- * heartbeats do not wait behind Pod work; NODE-6, a heartbeat call gives up within one renew
- * interval); a small limiter of their own for the kubelet port's reviews (KAPI-5, reviews wait on
+ * (`--kube-api-qps`); none for the node's liveness calls, with a shorter timeout (NODE-5 —
+ * heartbeats do not wait behind Pod work; NODE-6 — a heartbeat call gives up within one renew
+ * interval); a small limiter of their own for the kubelet port's reviews (KAPI-5 — reviews wait on
  * their own limiter).
  */
 import type { HttpMethod, KubeConfig } from "@kubernetes/client-node"

@@ -1,12 +1,9 @@
 /**
- * ClaimTable in one `Ref` (ST-1), plus the ClaimsSnapshot the store writes from. Every
- * operation is a single `Ref.modify` with a pure function: nothing awaits inside, so no other
- * fiber can observe or change the state half-way through a check-and-set (CC-2).
- *
- * The state's maps are `PersistentMap`s: a per-key update shares all but one path of the map it
- * came from, so an event costs the same at 10,000 claims as at 10 (a `new Map(rows)` per event
- * made a burst or a restart of N Pods cost N² entry copies), and every state ever handed out
- * stays a consistent snapshot.
+ * ClaimTable in one `Ref` (ST-1 — the in-memory tables), plus the ClaimsSnapshot the store writes
+ * from. Every operation is a single `Ref.modify` with a pure function: nothing awaits inside, so no
+ * other fiber can observe or change the state half-way through a check-and-set (CC-2 — ordering
+ * under concurrency). The maps are `PersistentMap`s, so an event costs the same at 10,000 claims
+ * as at 10 and every state handed out stays a consistent snapshot.
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Context, Effect, Layer, Option, Ref } from "effect"
@@ -105,7 +102,8 @@ export const makeClaimTable = Effect.gen(function*() {
           // Nothing in the record changes: it is kept (the claims writer reuses its encoding).
           return [Option.some({ record: row.record, previousPodUID, changed: false }), withPod(s, key, keptPod(pod))]
         }
-        // A Pod holds the row again: it no longer waits on the owner it was preserved for (AUTH-9).
+        // A Pod holds the row again: it no longer waits on the owner it was preserved for (AUTH-9 —
+        // a preserved VM is released once its owner goes).
         const { owner: _preservedFor, ...held } = row.record
         const record: ClaimRecord = {
           ...held,
@@ -138,7 +136,8 @@ export const makeClaimTable = Effect.gen(function*() {
           return [Option.some({ record: row.record, leaseEnded: row.state.leaseEnded }), s]
         }
         const record = row.record.podUID === podUID ? row.record : { ...row.record, podUID }
-        // LEASE-10: decided when the VM was first found gone, and kept.
+        // LEASE-10 — a lease that ran out while the daemon was down ends the Pod as lease-expired:
+        // decided when the VM was first found gone, and kept.
         const state = row.state._tag === "Lost" ? row.state : lostStateAt(row.record, at)
         return [
           Option.some({ record, leaseEnded: state._tag === "Lost" && state.leaseEnded }),
@@ -189,7 +188,8 @@ export const makeClaimTable = Effect.gen(function*() {
               rows.set(key, { record, state: claimStates.Durable })
               lifted.push(key)
             } else {
-              // VER-7: kept, written as it was, so its Pod generation is never claimed for again.
+              // VER-7 — a lost sandbox's row outlives restarts until its Pod is settled: kept,
+              // written as it was, so its Pod generation is never claimed for again.
               rows.set(key, { record: row.record, state: lostStateAt(row.record, listedAt) })
               lost.push({ key, id })
             }

@@ -96,10 +96,10 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
       otherMembers = document.unknownMembers
       if (document.writtenMembers !== undefined) {
         // The file is the writer's own text of these rows: the encoder starts from its bytes, so
-        // the startup write (PER-9) copies every row the startup left unchanged instead of
-        // encoding it again. Its offsets count characters, which are bytes only in ASCII text; every
-        // other file (a byte that is not ASCII, valid UTF-8 or not) is encoded in full, as before,
-        // and never copied back.
+        // the startup write (PER-9 — the mandatory startup write) copies every row the startup left
+        // unchanged instead of encoding it again. Its offsets count characters, which are bytes
+        // only in ASCII text; every other file (a byte that is not ASCII, valid UTF-8 or not) is
+        // encoded in full, as before, and never copied back.
         if (isAscii(bytes)) {
           encode.seed(bytes, document.rows, document.writtenMembers.starts, document.writtenMembers.ends)
         }

@@ -1,17 +1,10 @@
 /**
- * Events through KubeApi, aggregated like client-go's recorder: the first occurrence of
- * (object, type, reason) is created, repeats patch `count`/`lastTimestamp`/`message` of that
- * same Event. Writes happen on a background fiber every flush interval, so a retrying create
- * makes one Event with a growing count rather than one per retry, and the claim path never
- * waits on the events endpoint.
- *
- * EV-06: new Normal Pod events have a budget (a token bucket, `normalPodEvents`). Beyond it, as
- * in a burst of Pods bound at once, such an event is counted on one summary Event of the Node per
- * reason (its count is the number of Pods, its message names the latest) instead of one Event
- * per Pod: every Event write takes a token of the same apiserver rate limit as the Pods' status
- * writes, and what a Normal Pod event says (claimed, adopted, released) the Pod itself shows in
- * its status and claim annotation. Warnings, Node events and repeats of a Pod's own Event are
- * never folded.
+ * Events through KubeApi, aggregated as a node agent's recorder does: the first (object, type,
+ * reason) is created, repeats patch its count, last timestamp and message. Writes happen on a
+ * background fiber every flush interval, so the claim path never waits on the events endpoint.
+ * EV-06 — normal Pod events have a budget: beyond it, a new Normal Pod event is counted on one
+ * summary Event of the Node per reason instead (they share the Pods' apiserver rate limit, and the
+ * Pod shows the same in its status). Warnings, Node events and repeats are never folded.
  */
 import { DateTime, Duration, Effect, Layer, Option, Ref, Semaphore } from "effect"
 import type { Event } from "../Schemas/Event.ts"

@@ -26,8 +26,8 @@ export interface FailpointDecorators {
 export const make = (points: FailpointsShape): FailpointDecorators => {
   /**
    * Fibers whose release sandboxd confirmed and that have not committed since. A release is
-   * followed in the same fiber by the row leaving the table and a log-only commit (DEL-2), so
-   * that commit is the one delete-before-commit stands before.
+   * followed in the same fiber by the row leaving the table and a log-only commit (DEL-2 — a failed
+   * save after release), so that commit is the one delete-before-commit stands before.
    */
   const released = new Set<number>()
   const hitAsync = async (name: FailpointName) => {

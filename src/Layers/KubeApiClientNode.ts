@@ -56,7 +56,7 @@ export const layer = Layer.effect(
     const { kubeConfig } = yield* KubeConfigLoader.load(config.kubeconfig)
     // Refused at start, not at each request: the user info of a server URL is never sent, and
     // every call would fail the same way while the daemon waited for an apiserver that answers
-    // (node registration waits for one, CHK-08).
+    // (node registration waits for one; CHK-08 — ensure the node).
     const server = serverWithCredentials(kubeConfig)
     if (server !== undefined) {
       return yield* new KubeConfigMissing({

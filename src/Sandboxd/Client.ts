@@ -4,7 +4,8 @@
  * then bounded by `--sandboxd-timeout`; a node-token request refused (401/403) is sent once more
  * when the token file holds a new token. Error text is scrubbed of the request's secrets and, on
  * the error path only, of every claim token `KnownSecrets` holds. Every exchange is reported to
- * `DependencyRecovery` when it is provided (Q-08).
+ * `DependencyRecovery` when it is provided (Q-08 — a dependency that comes back wakes the keys
+ * waiting on it).
  */
 import { Cause, Duration, Effect, Exit, Option, Redacted, Result, Semaphore, Stream } from "effect"
 import type { ClaimId } from "../Schemas/Ids.ts"

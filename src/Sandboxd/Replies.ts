@@ -257,7 +257,8 @@ export const interpretList = (
 
 /**
  * The definition of a listing: `ListResponseWire` decoded, one row per id (the first), each as
- * `listedOf` reads it; an undecodable body is a decode error (VER-4).
+ * `listedOf` reads it; an undecodable body is a decode error (VER-4 — failed listing vs empty
+ * listing).
  */
 export const listingBySchema = (json: unknown): Result.Result<ReadonlyArray<ListedSandbox>, SandboxdDecodeError> => {
   const decoded = Schema.decodeUnknownResult(ListResponseWire)(json)

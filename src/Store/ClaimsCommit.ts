@@ -1,23 +1,11 @@
 /**
- * The claims table's group commit: a request either names the key whose tentative row it makes
- * durable (or none, for a plain save of the settled rows), or carries a claim intent to write
- * before its claim is sent.
- *
- * Intents are held here and written with every batch until they leave: a key's intent is left
- * out of the very write that lands its row (one atomic replace records the claim and drops the
- * intent, so a crash leaves one or the other), or out of every write after `settleIntent`. A batch
- * of intents and row commits costs one durable write.
- *
- * A settled intent is left out of the next write, whenever that comes; at a clean shutdown (the
- * scope closing) one more write is made if the file still holds one (CRT-25: a settled intent
- * does not outlive a clean shutdown), so the next start does not take a claim sandboxd refused
- * for one whose outcome is unknown.
- *
- * Each batch snapshots its rows only after the batch is taken, so every change made before a
- * caller's `commit` is in that caller's write. The write then reports the batch's landed keys to
- * `ClaimsSnapshot.landed` (which turns their Tentative rows Durable) before the next batch
- * snapshots anything, and every caller of the batch resumes with the write's outcome. A failed
- * write never calls `landed`.
+ * The claims table's group commit: a request makes a key's tentative row durable (or just saves
+ * the settled rows), or carries a claim intent to write before its claim is sent. Intents are
+ * written with every batch until they leave; a key's intent is left out of the very write that
+ * lands its row, so a crash leaves one or the other, and a settled one is written out at the latest
+ * at a clean shutdown (CRT-25 — a settled intent does not outlive a clean shutdown). Each batch
+ * snapshots its rows only once taken, and reports its landed keys to `ClaimsSnapshot.landed`
+ * before the next batch snapshots anything; a failed write never calls `landed`.
  */
 import { Effect, Metric, Option, type Scope } from "effect"
 import { commitBatchSize } from "../Services/Metrics.ts"

@@ -1,16 +1,9 @@
 /**
  * Group commit: one writer fiber owns the durable file; requests that arrive while a write is in
- * flight queue up and share the next write, so a burst of N commits costs far fewer than N
- * durable writes.
- *
- * The engine knows nothing of what a request means: `writeBatch` receives every request the batch
- * took, in arrival order, and its outcome (success, failure or defect) is what each of them
- * resumes with. A request kind is added by widening the request type and teaching `writeBatch`
- * to read it; the queue, the batching and the shutdown stay as they are.
- *
- * Batches never overlap: the next batch is taken only after `writeBatch` of the previous one has
- * finished, so whatever `writeBatch` does after its write (reporting which rows landed) happens
- * before the next batch reads anything.
+ * flight queue up and share the next write, so a burst of N commits costs far fewer than N writes.
+ * The engine knows nothing of what a request means: `writeBatch` gets the batch's requests in
+ * arrival order, and its outcome is what each of them resumes with. Batches never overlap: the
+ * next is taken only after `writeBatch` of the previous one has finished.
  */
 import { Deferred, Effect, Queue, type Scope } from "effect"
 

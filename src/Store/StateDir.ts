@@ -1,13 +1,9 @@
 /**
- * The state directory (the one holding `--state-path`): created when absent, checked when present,
- * and swept of the temp files a crash can leave behind.
- *
- * The claims file holds every release token of the node, and a rename into a directory replaces
- * whatever is there: a directory that anyone else may write to (a shared one such as /tmp, even
- * with its sticky bit) or that another user owns would let someone else swap the file or its
- * link. So such a directory is refused, never "fixed": the daemon changes the mode only of a
- * directory it has just created itself (it once tightened whatever directory held the file,
- * turning /tmp into drwx------).
+ * The state directory (the one holding `--state-path`): created 0700 when absent, checked when
+ * present, and swept of the temp files a crash can leave behind. A directory others may write to
+ * (even a sticky one such as /tmp) or that another user owns is refused, never "fixed": the file
+ * holds every release token of the node, and a rename there could be swapped under us. Only a
+ * directory the daemon has just created has its mode set.
  */
 import * as NPath from "node:path"
 import { Effect } from "effect"

@@ -1,21 +1,10 @@
 /**
- * One writer per state file (a second daemon on the same `--state-path` refuses to start): `<state-path>.lock` names the daemon that
- * holds the state path, and a second daemon refuses to start with `StateLocked`.
- *
- * A pid alone cannot tell a live holder from a dead one: the daemon is PID 1 in every container,
- * the state path is a hostPath that outlives it, and after a kill -9 the next start may well get
- * the same pid. So the record holds the boot id, the pid namespace, the pid and the process start
- * time (`/proc/<pid>/stat` field 22), and the holder touches the file's mtime as a heartbeat:
- * - another boot id: the holder died with the previous boot → stale;
- * - the same pid namespace: stale when that pid is gone or started at another time, else live;
- * - another pid namespace (another container, or a restarted one), where its pid means nothing
- *   here: live while the heartbeat moves; stale once it has stood still for `staleAfter`. A start
- *   right after a kill -9 in a fresh container therefore waits up to `staleAfter`, then takes over.
- *
- * The lock file is created complete (written to a temp file, fsynced, then hard-linked into place,
- * which fails if the lock exists), so a reader never sees half a record. A takeover removes only
- * the exact stale record it judged, under a short mkdir mutex, so two starters cannot both take
- * over. Released (the file removed, if still ours) when the scope closes.
+ * One writer per state file: `<state-path>.lock` names the daemon holding the state path, and a
+ * second daemon refuses to start with `StateLocked`. A holder is judged live or stale by its boot
+ * id, pid namespace, pid and process start time, and across pid namespaces by the heartbeat on
+ * the file's mtime (docs/architecture.md, "Durability and group commit"). The lock file is created
+ * complete (temp file, fsync, hard link) and a takeover removes only the exact stale record it
+ * judged, under a short mkdir mutex. Released (if still ours) when the scope closes.
  */
 import { randomBytes } from "node:crypto"
 import * as NFS from "node:fs/promises"

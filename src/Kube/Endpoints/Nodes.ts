@@ -1,8 +1,9 @@
 /**
  * The Node and its Lease. Every call here is on the node's liveness path: no limiter token
- * (NODE-5, heartbeats do not wait behind Pod work) and the shorter timeout (NODE-6): registration, the status heartbeat, the Node's re-creation
- * and the sandboxd taint as much as the Lease renewals, which read and re-create the Node when
- * the Lease is missing. Replies are read with the apiserver's `null`s left out.
+ * (NODE-5 — heartbeats do not wait behind Pod work) and the shorter timeout (NODE-6 — a heartbeat
+ * call gives up within one renew interval): registration, the status heartbeat, the Node's
+ * re-creation and the sandboxd taint as much as the Lease renewals, which read and re-create the
+ * Node when the Lease is missing. Replies are read with the apiserver's `null`s left out.
  */
 import { HttpMethod, PatchStrategy } from "@kubernetes/client-node"
 import { Effect } from "effect"

@@ -1,6 +1,6 @@
 /**
- * A Pod's controller owner, for delete authorization. AUTH-3 (owner GET): a quorum GET, no query,
- * so no resourceVersion. AUTH-4 (what counts as gone): a 404 keeps its details only when its
+ * A Pod's controller owner, for delete authorization. AUTH-3 — owner GET: a quorum GET, no query,
+ * so no resourceVersion. AUTH-4 — what counts as gone: a 404 keeps its details only when its
  * Status names the resource asked for; any other 404 loses them, so the caller treats it as
  * ambiguous.
  */

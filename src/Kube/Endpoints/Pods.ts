@@ -1,7 +1,8 @@
 /**
  * One Pod's endpoints: read, status write (PUT or strategic-merge patch) and delete. A status PUT
  * sends neither the spec nor the deletion grace (see `replacePodStatus`); a patch reads nothing of
- * its reply, so it works on a Pod the slim Pod refuses (INF-1).
+ * its reply, so it works on a Pod the slim Pod refuses (INF-1 — a Pod the daemon cannot decode is
+ * left out).
  */
 import { HttpMethod, PatchStrategy } from "@kubernetes/client-node"
 import { Effect, Option } from "effect"

@@ -1,8 +1,8 @@
 /**
- * The reviews the kubelet port asks for: a TokenReview of a bearer token (KAPI-1, who a kubelet
- * API request comes from) and a SubjectAccessReview of one request (KAPI-2, every request but
- * /healthz is authorized). Nothing is stored; the reply is the answer. They wait on the review
- * limiter, not the Pods' (KAPI-5).
+ * The reviews the kubelet port asks for: a TokenReview of a bearer token (KAPI-1 — who a kubelet
+ * API request comes from) and a SubjectAccessReview of one request (KAPI-2 — every request but
+ * /healthz is authorized for this node). Nothing is stored; the reply is the answer. They wait on
+ * the review limiter, not the Pods' (KAPI-5 — reviews wait on their own limiter).
  */
 import { HttpMethod } from "@kubernetes/client-node"
 import { Effect, Redacted } from "effect"
