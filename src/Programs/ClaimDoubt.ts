@@ -1,44 +1,11 @@
 /**
- * Settling claims whose outcome is unknown.
- *
- * ENTRY POINTS (for CreatePod and for crash recovery after a restart):
- *
- *   markInDoubt({ key, podUid, startedAt,      -- a claim for `key` was (or may have been) sent at
- *                 abandonedAt })                  `startedAt` for Pod generation `podUid`, and no
- *                                                token came back by `abandonedAt`, when the daemon
- *                                                stopped waiting. Call it BEFORE the key can take
- *                                                new work; CreatePod then refuses to claim for the
- *                                                key until `resolveDoubt` settles it.
- *   resolveDoubt(key)                          -- one attempt to settle the doubt. Safe to call at
- *                                                any time, repeatedly; CreatePod calls it first
- *                                                thing for a key in doubt. Returns a DoubtResolution
- *                                                or fails with SandboxdListError (listing/by-id
- *                                                read failed) or ClaimsWriteError (adopting could
- *                                                not be recorded); in both cases the key stays in
- *                                                doubt.
- *
- * Who calls `resolveDoubt`: createPod and deletePod, for a Pod the pod controller sees, and for a
- * key whose Pod is gone (a force delete after a lost reply, or an intent loaded at startup for a
- * Pod deleted meanwhile) `Provider/SettleGone.ts` through deletePod, run by the pod controller on
- * the key's own retry schedule (DEL-3). There is no pass over every key: each key is settled in
- * its own runs, serialized with every other run of the key.
- *
- * Requirements: ClaimDoubts, ClaimTable, ClaimsStore, SandboxdClient, AppConfig (all provided by
- * the daemon's provider layers; ClaimDoubts comes with `ClaimTableRefLayer`).
- *
- * The rule. sandboxd's listing is the only witness: it is always filtered locally by `claim_ref`
- * (older servers ignore `?claim_ref=`). A listed sandbox carrying the key's `claim_ref`, recorded
- * under no key, and made at or after the attempt began (its `claimed_at`, or else the first time
- * this process listed it; a `claimed_at` at a whole second counts from the second the attempt
- * began in, CRT-24) is the attempt's. The first one whose token the root by-id read gives
- * is adopted: recorded durably under the key, so the Pod's next create adopts it like any held
- * claim. Every other one, and one whose token cannot be had, is released by id with the root
- * token; a 204 still waits for a later listing to confirm the id gone, and a 404 proves nothing
- * (revisions without root release and open nodes answer it for live claims), so such a sandbox
- * keeps the key in doubt and is reported as a stray. With none found, the doubt ends only when
- * the listing was taken `--claim-settle-time` after the attempt was abandoned (and no earlier
- * than its send time plus `--sandboxd-timeout` plus the settle time): before that, sandboxd may
- * still be making the VM.
+ * Settling claims whose outcome is unknown. sandboxd's listing, filtered locally by `claim_ref`, is
+ * the only witness: a listed sandbox with the key's `claim_ref`, recorded under no key and made at
+ * or after the attempt began (CRT-24 — a VM made in the attempt's first second is the attempt's)
+ * is the attempt's. The first whose token the root by-id read gives is adopted; every other is
+ * released by id and kept as a stray until a listing shows it gone (a 404 proves nothing). With
+ * none found, the doubt ends only with a listing taken `--claim-settle-time` after the attempt was
+ * abandoned (CRT-22 — the settle window counts from when a claim was abandoned).
  */
 import { Cause, DateTime, Effect, Exit, Metric, Option } from "effect"
 import type { ClaimRecord } from "../Schemas/Claims.ts"
@@ -62,7 +29,11 @@ export type DoubtResolution =
   /** Still in doubt; `strays` are the attempt's sandboxes that could be neither adopted nor released. */
   | { readonly _tag: "Pending"; readonly reason: string; readonly strays: ReadonlyArray<ClaimId> }
 
-/** Puts `key` in doubt (see the module comment). */
+/**
+ * Puts `key` in doubt: a claim for it was (or may have been) sent at `startedAt` for Pod generation
+ * `podUid`, and no token came back by `abandonedAt`. Call it before the key can take new work;
+ * CreatePod then refuses to claim for the key until `resolveDoubt` settles it.
+ */
 export const markInDoubt = (doubt: {
   readonly key: PodKey
   readonly podUid: string
@@ -116,10 +87,10 @@ const recordDurably = (key: PodKey, record: ClaimRecord) =>
   }).pipe(Effect.uninterruptible)
 
 /**
- * The first instant a listing may prove that the attempt made no VM. CRT-22: the window counts
- * from when the attempt was abandoned, not from when it was sent. A claim may wait for a
- * connection permit before its request (and its timeout) even starts, so `startedAt + timeout`
- * can pass while sandboxd is still making the VM.
+ * The first instant a listing may prove that the attempt made no VM, counted from when the attempt
+ * was abandoned, not from when it was sent (CRT-22). A claim may wait for a connection permit
+ * before its request (and its timeout) even starts, so `startedAt + timeout` can pass while
+ * sandboxd is still making the VM.
  */
 export const settlesAt = (
   doubt: Pick<Doubt, "startedAt" | "abandonedAt">,
@@ -130,7 +101,13 @@ export const settlesAt = (
     effectiveSettleTime(config)
   )
 
-/** One attempt to settle the doubt of `key` (see the module comment). */
+/**
+ * One attempt to settle the doubt of `key`, safe to call at any time and repeatedly. createPod and
+ * deletePod call it for a Pod the controller sees, and `Provider/SettleGone.ts` for a key whose Pod
+ * is gone (DEL-3 — a claim in doubt is settled even when its Pod never comes back), each in the
+ * key's own serialized runs. A failed listing or by-id read (`SandboxdListError`) or an adoption
+ * that could not be recorded (`ClaimsWriteError`) leaves the key in doubt.
+ */
 export const resolveDoubt = Effect.fn("ClaimDoubt.resolve")(function*(key: PodKey) {
   const doubts = yield* ClaimDoubts
   const table = yield* ClaimTable

@@ -1,12 +1,10 @@
 /**
- * Quarantine and verification (VER-1…VER-6; a listing
- * that does not decode, `{}` included, is a failure and drops nothing).
- *
- * Only rows loaded from disk are ever Quarantined, and only they are judged: rows this process
- * created, including while a listing was in flight, are never dropped here (VER-3). A row the
- * listing leaves out is judged only once its absence is confirmed (`Absence.ts`); the Pod
- * generation that held it is then declared SandboxLost and its row kept as Lost (VER-7), so it is
- * never silently given a new claim, after another restart either.
+ * Quarantine and verification (VER-1 — quarantine at startup; VER-6 — the verification loop): a
+ * listing that does not decode, `{}` included, is a failure and drops nothing. Only rows loaded
+ * from disk are Quarantined and judged (VER-3 — only quarantined rows are judged). A row the
+ * listing leaves out is judged only once its absence is confirmed (`Absence.ts`); its Pod
+ * generation is then declared SandboxLost and the row kept as Lost (VER-7 — a lost sandbox's row
+ * outlives restarts until its Pod is settled), so it is never silently given a new claim.
  */
 import { DateTime, Effect, Option } from "effect"
 import { AppConfig } from "../Services/Config.ts"
@@ -36,16 +34,16 @@ export const listSandboxesNow: Effect.Effect<SandboxListing, SandboxdListError, 
 })
 
 /**
- * One pass (VER-2) judged by `listing`, which the pass runs at most once and only when a row is
- * quarantined. Snapshots (key → id) of the quarantined rows, then judges only the rows that
- * still carry the snapshotted id. Fails with SandboxdListError when the listing fails, having
- * changed nothing. Lifted keys are published so their Pods are retried.
+ * One pass (VER-2 — a verification pass) judged by `listing`, which the pass runs at most once and
+ * only when a row is quarantined. Snapshots (key → id) of the quarantined rows, then judges only
+ * the rows that still carry the snapshotted id. Fails with SandboxdListError when the listing
+ * fails, having changed nothing. Lifted keys are published so their Pods are retried.
  *
  * Every pass but the startup one lists when it runs (`verifyQuarantinedClaims`). The startup one
- * is handed a listing asked for before the claims file was read (`startClaims`, CFG-11). That
- * listing can judge the loaded rows: each was written before it was asked for, by an earlier
- * holder of the state lock this process already holds then, and nothing in this process claims
- * or releases until startup is done.
+ * is handed a listing asked for before the claims file was read (`startClaims`; CFG-11 — start
+ * order). That listing can judge the loaded rows: each was written before it was asked for, by an
+ * earlier holder of the state lock this process already holds then, and nothing in this process
+ * claims or releases until startup is done.
  */
 export const verifyQuarantinedWith = <R>(listing: Effect.Effect<SandboxListing, SandboxdListError, R>) =>
   Effect.gen(function*() {

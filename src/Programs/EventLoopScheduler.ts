@@ -1,18 +1,10 @@
 /**
- * The daemon's fiber scheduler (Q-06): every fiber's tasks in one queue, run in turns of at most
- * `sliceMillis` of the event loop, with Node's I/O (sockets read, timers fired) let in between two
- * turns. Once a turn is seen to have used its slice (the clock is read every `checkEvery` steps of
- * any fiber), every fiber running in it yields at its next step.
- *
- * Effect's default scheduler gives each fiber a dispatcher of its own, and Node runs every one
- * that is pending in the same pass of its loop; a fiber resumed by another (a Deferred completed,
- * a PubSub published to, a fiber started at once) runs inside that other one; and a fiber yields
- * only every 2048 steps. On a restart, the first sync hands the pod controller 10,000 re-attached
- * Pods whose reconciles need no I/O, so the loop ran them for 100 ms and more at a time: the
- * health server's /readyz, an apiserver reply, a lease renewal waited behind all of them.
- *
- * Ordering is the default scheduler's: lower priority numbers first, first come first served
- * within one; what a turn had no time for runs first in the next turn.
+ * The daemon's fiber scheduler (Q-06 — the event loop is shared in turns): every fiber's tasks in
+ * one queue, run in turns of at most `sliceMillis` of the event loop, with Node's I/O let in
+ * between two turns. Once a turn has used its slice (the clock is read every `checkEvery` steps),
+ * every fiber running in it yields at its next step. Ordering is the default scheduler's: lower
+ * priority numbers first, first come first served within one; what a turn had no time for runs
+ * first in the next turn.
  */
 import type { Fiber, Scheduler } from "effect"
 

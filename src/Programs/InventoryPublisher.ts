@@ -1,10 +1,11 @@
 /**
- * NodeInventory publishing (INV-2, INV-4, INV-5, INV-7). One cluster-scoped object per node,
+ * NodeInventory publishing (INV-2 — inventory entries; INV-4 — the NodeInventory object; INV-5 —
+ * one publish is all or nothing; INV-7 — publish cadence). One cluster-scoped object per node,
  * server-side applied with force as field manager `vk-sandbox`. Entries come from sandboxd's
- * listing (the authoritative live set), never from the claims table; the table only lends
- * each own claim's `owner_addr`. A failed listing or info call skips the publish: a half-empty
- * inventory is never applied. Nothing here is fatal. Each publish is counted by its result, and
- * the last success's time is kept, so an operator can alert on an inventory gone stale.
+ * listing (the authoritative live set), never from the claims table; the table only lends each own
+ * claim's `owner_addr`. A failed listing or info call skips the publish: a half-empty inventory is
+ * never applied. Nothing here is fatal. Each publish is counted by its result, and the last
+ * success's time is kept, so an operator can alert on an inventory gone stale.
  */
 import { Clock, Duration, Effect, Metric } from "effect"
 import type { ClaimId } from "../Schemas/Ids.ts"

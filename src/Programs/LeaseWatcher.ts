@@ -1,20 +1,11 @@
 /**
- * The lease watch (reference LEASE-4, LEASE-6, LEASE-7): every `--lease-watch-interval`, Pods
- * whose settled claim is at or past its deadline are pushed Failed/SandboxLeaseExpired, but
- * only once sandboxd confirms the VM is gone (`Absence.ts`: a listing alone is not enough). A
- * listed one gets the listing's deadline instead (archive rewrites leases). A failed listing
- * defers everything. The push repeats every tick (LEASE-7) until the pod controller has seen the
- * Pod terminal; the next tick then drops the row and writes the file without it, releasing
- * nothing: sandboxd reaped the VM (LEASE-11). A sandbox confirmed gone before its deadline makes
- * the Pod Failed/SandboxLost (`SandboxLost.ts`).
- *
- * Rows with no tracked Pod are watched too (LEASE-9): a row kept after its Pod was deleted
- * (Preserve), or loaded at startup for a Pod that no longer exists, waits for a replacement Pod
- * to adopt its VM, and nothing else ever looks at it. The daemon never renews a lease, so such a
- * VM ends at its own deadline (sandboxd reaps it); once sandboxd confirms it gone, the row is
- * marked Lost and its key handed to the pod controller, whose run drops it when the key has no
- * Pod (VER-7), or ends a Pod of that generation not tracked yet rather than give it a new VM.
- * A row preserved for an owner (AUTH-9) also gets a run each tick, which asks that owner again.
+ * The lease watch (LEASE-4 — the lease watch): every `--lease-watch-interval`, Pods whose settled
+ * claim is past its deadline are pushed Failed/SandboxLeaseExpired once sandboxd confirms the VM
+ * gone (a failed listing defers everything; a listed one gets the listing's deadline, LEASE-6 —
+ * refreshing a deadline). The push repeats each tick (LEASE-7 — expired pushes repeat) until the
+ * Pod is seen terminal, then the row goes (LEASE-11 — the row of an ended lease goes once its Pod
+ * is seen terminal). Rows with no tracked Pod are watched too (LEASE-9 — a row whose Pod is gone
+ * ends with its VM).
  */
 import { EventRecorder, involvedPod } from "../Services/EventRecorder.ts"
 import { leaseExpiries } from "../Services/Metrics.ts"
@@ -56,7 +47,10 @@ export const publishExpiredLeases = Effect.gen(function*() {
   // Every settled row: with a tracked Pod, expired ones for the lease rule and the rest so a
   // sandbox that vanished early is noticed; without one, so a row whose VM is gone goes (LEASE-9).
   const candidates: Array<{ key: PodKey; claim: ClaimRecord }> = []
-  /** AUTH-9: rows preserved for an owner that no Pod holds: each gets a run that asks the owner again. */
+  /**
+   * Rows preserved for an owner that no Pod holds (AUTH-9 — a preserved VM is released once its
+   * owner goes): each gets a run that asks the owner again.
+   */
   const preserved: Array<PodKey> = []
   for (const [key, row] of state.rows) {
     if (row.state._tag !== "Durable") continue
@@ -108,7 +102,8 @@ export const publishExpiredLeases = Effect.gen(function*() {
     if (pod === undefined) {
       // LEASE-9: no Pod tracked, so no status to push. Whether its Pod still exists only the pod
       // controller knows: the row is marked Lost (so that Pod, if it comes, is not given a new VM)
-      // and the key gets a run, which drops the row when the key has no Pod (VER-7).
+      // and the key gets a run, which drops the row when the key has no Pod (VER-7 — a lost
+      // sandbox's row outlives restarts until its Pod is settled).
       if (Option.isNone(yield* table.markLost(key, claim.id, currentRow.record.podUID, now))) continue
       yield* Effect.logInfo("the sandbox of a row with no pod is gone; the row goes once its pod is known gone").pipe(
         Effect.annotateLogs({ pod: key, claim: claim.id })

@@ -1,14 +1,9 @@
 /**
- * The audit-only orphan scan (ORPH-1, ORPH-4, ORPH-5). It compares sandboxd's
- * listing with the claims table and only reports: background reconciliation cannot prove user
- * intent, so it never releases, drops or changes anything. A failed listing skips the cycle:
- * a failed query is not an empty list.
- *
- * Strays — listed sandboxes carrying the claim_ref of one of this node's Pods that no row holds
- * (a claim whose reply was lost, whose doubt could not be settled) — are counted in the
- * `vk_sandbox_stray_sandboxes` gauge every cycle and each new one is announced by a Warning
- * Event on the Node. Sandboxes the daemon can prove it made are adopted or released by the doubt
- * resolution (`ClaimDoubt.ts`), not here.
+ * The audit-only orphan scan (ORPH-1 — orphan scan cadence; ORPH-4 — orphan scan logs changes
+ * only): sandboxd's listing against the claims table, reported and never acted on, since background
+ * reconciliation cannot prove user intent. A failed listing skips the cycle. Strays (listed
+ * sandboxes with one of this node's pod keys as claim_ref that no row holds; ORPH-5 — keys in
+ * doubt are this node's) are counted every cycle and each new one is a Warning Event on the Node.
  */
 import { Duration, Effect, Metric, Ref } from "effect"
 import { AppConfig } from "../Services/Config.ts"

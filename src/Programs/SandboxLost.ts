@@ -1,13 +1,10 @@
 /**
- * A Pod whose sandbox sandboxd confirmed gone (see `Absence.ts`) before its lease ended: it goes
- * Failed/SandboxLost naming the id, with a Warning Event (one confirmed gone at or after its
- * deadline, as a restart finds a lease that ran out while the daemon was down, goes
- * Failed/SandboxLeaseExpired instead: LEASE-10), and its row becomes Lost (VER-7): kept
- * in the table and in the claims file exactly as it was, so that no create ever claims for that
- * Pod generation again, across restarts too (the next start finds the VM gone again and marks the
- * row Lost again), until the Pod is terminal or gone, when the row is dropped
- * (`Provider/LostRows.ts`). Nothing adopts or releases a Lost row: its token opens nothing now, and
- * a replacement Pod must not adopt a dead VM. A Pod is never left Running without a durable row.
+ * A Pod whose sandbox sandboxd confirmed gone (`Absence.ts`) before its lease ended goes
+ * Failed/SandboxLost naming the id, with a Warning Event (after its deadline, Failed/
+ * SandboxLeaseExpired instead: LEASE-10 — a lease that ran out while the daemon was down ends the
+ * Pod as lease-expired). Its row becomes Lost (VER-7 — a lost sandbox's row outlives restarts until
+ * its Pod is settled): kept as it was so no create claims for that Pod generation again, nothing
+ * adopts or releases it, and it goes once the Pod is terminal or gone (`Provider/LostRows.ts`).
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { type DateTime, Effect, Metric, Option } from "effect"

@@ -1,5 +1,6 @@
 /**
- * From a controller ownerReference to the REST coordinates of its owner (AUTH-2, AUTH-3, AUTH-5).
+ * From a controller ownerReference to the REST coordinates of its owner (AUTH-2 — the controller
+ * reference; AUTH-3 — owner GET; AUTH-5 — pluralising the kind).
  */
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node"
 import { Option } from "effect"
@@ -32,7 +33,8 @@ export interface OwnerGvr {
 
 /**
  * `apiVersion` as group/version ("v1" is the core group). An empty kind, or an apiVersion with
- * more than one "/" or an empty part, is unresolvable (AUTH-1 rule 3).
+ * more than one "/" or an empty part, is unresolvable (AUTH-1 — delete authorization order, rule
+ * 3).
  */
 export const ownerGvrOf = (ref: V1OwnerReference): Option.Option<OwnerGvr> => {
   if (ref.kind === undefined || ref.kind === "") return Option.none()

@@ -1,6 +1,7 @@
 /**
- * The delete-authorization decision (AUTH-1), rules in order, first match wins. Every error
- * and every doubt preserves: a leaked warm sandbox beats a destroyed live one (AUTH-6).
+ * The delete-authorization decision (AUTH-1 — delete authorization order), rules in order, first
+ * match wins. Every error and every doubt preserves: a leaked warm sandbox beats a destroyed live
+ * one (AUTH-6 — doubt preserves).
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Layer, Option } from "effect"

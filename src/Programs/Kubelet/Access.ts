@@ -1,14 +1,12 @@
 /**
- * The kubelet port's gate: every request but `GET /healthz` is authenticated (KAPI-1) and then
- * authorized (KAPI-2, KAPI-3) before it is routed, and a refusal is a plain-text answer that says
- * why: 401 for no usable identity, 403 for a denied one, 503 when the apiserver did not answer a
- * review (KAPI-4: never let through on a failure). A kubelet answers a failed TokenReview 401 and a
- * failed SubjectAccessReview 500; 503 tells the client, and whoever reads its error, that the
- * refusal is about the apiserver, not about its credentials, and that a retry may pass.
- * Logged: a 503 at WARNING with the review's typed error, a 403 at INFO once per decision the
- * apiserver makes (KAPI-6: a denial is cached 30 s, so a client repeating a denied request logs
- * once per 30 s; every 403 is counted by subresource), a 401 at DEBUG (an anonymous probe is no
- * news). User names come from certificates and the apiserver: scrubbed before they reach a log line.
+ * The kubelet port's gate: every request but `GET /healthz` is authenticated (KAPI-1 — who a
+ * kubelet API request comes from) and then authorized (KAPI-2 — every request but /healthz is
+ * authorized for this node) before it is routed. A refusal is a plain-text answer that says why:
+ * 401 for no usable identity, 403 for a denied one, 503 when the apiserver did not answer a review
+ * (KAPI-4 — review answers are cached briefly, a failed review refuses), so the client knows a
+ * retry may pass. A 403 is logged once per decision the apiserver makes (KAPI-6 — a denial is
+ * logged once per decision, and every one counted). User names come from certificates and the
+ * apiserver: scrubbed before logging.
  */
 import { Effect } from "effect"
 import { scrubText } from "../../Schemas/Scrub.ts"

@@ -1,7 +1,7 @@
 /**
- * What a kubelet API request asks for, in the apiserver's terms (KAPI-3): the verb from its HTTP
- * method and the `nodes/<subresource>` its path falls under, as a kubelet maps them. Pure; the
- * reviews themselves are `Authorize.ts`.
+ * What a kubelet API request asks for, in the apiserver's terms (KAPI-3 — verb and subresource as a
+ * kubelet maps them): the verb from its HTTP method and the `nodes/<subresource>` its path falls
+ * under, as a kubelet maps them. Pure; the reviews themselves are `Authorize.ts`.
  */
 
 /** The API verb of an HTTP method; undefined for a method that maps to none (HEAD, OPTIONS, …). */

@@ -1,11 +1,12 @@
 /**
- * Who sends a kubelet API request (KAPI-1), as a kubelet decides it: a client certificate that
- * `--client-ca-file` verified names the user (its subject's CN) and the groups (its O values);
- * otherwise an `Authorization: Bearer` token names whoever the apiserver's TokenReview says holds
- * it. A request with neither, a certificate the CA did not sign, or a token the review rejects is
- * unauthenticated. Every authenticated user is also in `system:authenticated`. Token answers are
- * cached (KAPI-4): an accepted token for 2 minutes, a rejected one for 30 seconds (a kubelet keeps
- * both for 2 minutes; a token minted just after a refusal should not wait that long).
+ * Who sends a kubelet API request (KAPI-1 — who a kubelet API request comes from), as a kubelet
+ * decides it: a client certificate that `--client-ca-file` verified names the user (its subject's
+ * CN) and the groups (its O values); otherwise an `Authorization: Bearer` token names whoever the
+ * apiserver's TokenReview says holds it. A request with neither, a certificate the CA did not sign,
+ * or a token the review rejects is unauthenticated. Every authenticated user is also in
+ * `system:authenticated`. Token answers are cached (KAPI-4 — review answers are cached briefly, a
+ * failed review refuses): an accepted token for 2 minutes, a rejected one for 30 seconds (a kubelet
+ * keeps both for 2 minutes; a token minted just after a refusal should not wait that long).
  */
 import { Duration, Effect, Redacted } from "effect"
 import { createHash } from "node:crypto"

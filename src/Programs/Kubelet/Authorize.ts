@@ -1,9 +1,11 @@
 /**
- * May this user make this kubelet API request (KAPI-2): a SubjectAccessReview per subresource the
- * path falls under (`Attributes.ts`), for the request's verb on `nodes/<subresource>` named after
- * this node, asked in order until one allows. Answers are cached (KAPI-4) as a kubelet caches
- * them: an allowed one for 5 minutes, a denied one for 30 seconds; a denial says whether the
- * apiserver made it now or it came from the cache (the gate logs only the former, KAPI-6).
+ * May this user make this kubelet API request (KAPI-2 — every request but /healthz is authorized
+ * for this node): a SubjectAccessReview per subresource the path falls under (`Attributes.ts`), for
+ * the request's verb on `nodes/<subresource>` named after this node, asked in order until one
+ * allows. Answers are cached (KAPI-4 — review answers are cached briefly, a failed review refuses)
+ * as a kubelet caches them: an allowed one for 5 minutes, a denied one for 30 seconds; a denial
+ * says whether the apiserver made it now or it came from the cache (the gate logs only the former,
+ * KAPI-6 — a denial is logged once per decision, and every one counted).
  */
 import { Duration, Effect } from "effect"
 import type { AccessVerdict, KubeUser } from "../../Schemas/Reviews.ts"

@@ -1,5 +1,5 @@
 /**
- * The kubelet HTTPS API on `--listen-addr` (H-01): TLS 1.2
+ * The kubelet HTTPS API on `--listen-addr` (H-01 — kubelet HTTP server): TLS 1.2
  * minimum, HTTP/1.1 only, a 30 s header timeout; client certificates asked for and verified when
  * `--client-ca-file` is set. Every request but `/healthz` passes the gate of `Access.ts`
  * (authentication and authorization through the apiserver's reviews) before it is routed. Upgrade
@@ -45,8 +45,8 @@ export const layer = (
   Layer.effect(KubeletServer, make(options))
 
 /**
- * The eight TLS 1.2 suites of the Go library's defaults (TLS-01), then OpenSSL's TLS 1.3 suites,
- * which stay on as long as the list names them.
+ * The eight TLS 1.2 suites of the Go library's defaults (TLS-01 — kubelet TLS settings), then
+ * OpenSSL's TLS 1.3 suites, which stay on as long as the list names them.
  */
 export const kubeletCiphers = [
   "ECDHE-ECDSA-AES128-GCM-SHA256",
@@ -81,7 +81,8 @@ export const httpsOptions = (
     // HTTP/1.1 only: SPDY and WebSocket upgrades do not exist in HTTP/2 (H-01).
     ALPNProtocols: ["http/1.1"],
     // With a client CA a certificate is asked for but not required: a client may use a bearer
-    // token instead (KAPI-1). One that is sent and fails verification is refused by the gate.
+    // token instead (KAPI-1 — who a kubelet API request comes from). One that is sent and fails
+    // verification is refused by the gate.
     ...(clientCa === undefined
       ? { requestCert: false, rejectUnauthorized: false }
       : { requestCert: true, rejectUnauthorized: false, ca: clientCa }),

@@ -1,8 +1,9 @@
 /**
- * A small cache of review answers (KAPI-4): each answer kept for the time its kind earns (an
- * acceptance longer than a refusal), at most `capacity` answers, the least recently used one
- * dropped first. Only answers are kept: a review that failed is asked again next time. Time is
- * the Effect `Clock`, so tests drive it with `TestClock`.
+ * A small cache of review answers (KAPI-4 — review answers are cached briefly, a failed review
+ * refuses): each answer kept for the time its kind earns (an acceptance longer than a refusal), at
+ * most `capacity` answers, the least recently used one dropped first. Only answers are kept: a
+ * review that failed is asked again next time. Time is the Effect `Clock`, so tests drive it with
+ * `TestClock`.
  *
  * State: one Map per cache, read and written only by `through`, synchronously in each step
  * (a lookup, or the keeping of an answer): no other fiber runs between a read and its write.

@@ -1,14 +1,9 @@
 /**
- * The in-memory serving certificate used when neither `--tls-cert`/`--tls-key` nor vk-cocoon's
- * kubelet pair (TLS-4) is served (TLS-3): ECDSA P-256, CN `vk-sandbox`, valid from an hour ago for ten
- * years, server-auth only, SANs for the node name, the node IP and 127.0.0.1. A new key is made on
- * every start and never written anywhere.
- *
- * The certificate is one fixed shape, so it is written here as DER (X.509 v3, RFC 5280) and
- * signed with node:crypto: the key pair is made on libuv's thread pool and the signature is
- * native. A certificate library did the same with tens of milliseconds of JavaScript on the
- * daemon's one thread (ASN.1 schemas built, parsed back and serialized again) on every start,
- * which a restart waited for before the node could register.
+ * The in-memory serving certificate (TLS-3 — the self-signed certificate), used when neither
+ * `--tls-cert`/`--tls-key` nor vk-cocoon's kubelet pair is served: ECDSA P-256, CN `vk-sandbox`,
+ * valid from an hour ago for ten years, server-auth only, SANs for the node name, the node IP and
+ * 127.0.0.1. A new key on every start, never written anywhere. The certificate's one fixed shape
+ * is written here as DER and signed with node:crypto, so a start does not wait on JavaScript ASN.1.
  */
 import { Clock, Effect, Schema } from "effect"
 import { generateKeyPair, type KeyObject, randomBytes, sign } from "node:crypto"

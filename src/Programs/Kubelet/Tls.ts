@@ -1,11 +1,11 @@
 /**
- * The kubelet port's TLS material (TLS-2): the operator's `--tls-cert`/`--tls-key` when they are
- * given; otherwise the co-located vk-cocoon's kubelet pair when it is usable (TLS-4); otherwise a
+ * The kubelet port's TLS material (TLS-2 — which certificate): the operator's
+ * `--tls-cert`/`--tls-key` when they are given; otherwise the co-located vk-cocoon's kubelet pair
+ * when it is usable (TLS-4 — vk-cocoon's certificate is reused when it is usable); otherwise a
  * self-signed certificate made in memory; plus the optional `--client-ca-file`. The operator's
  * pair, or a CA file, that cannot be read or used is a startup error, never a silent fallback to
- * self-signing; vk-cocoon's pair is looked for, so its absence or a fault in it is a logged
- * reason to self-sign. (One of the two flags without the other is refused earlier, as a usage
- * error.)
+ * self-signing; vk-cocoon's pair is looked for, so its absence or a fault in it is a logged reason
+ * to self-sign. (One of the two flags without the other is refused earlier, as a usage error.)
  */
 import { Effect, Metric, Option, Result } from "effect"
 import { X509Certificate } from "node:crypto"

@@ -1,10 +1,11 @@
 /**
- * The co-located vk-cocoon's kubelet serving pair, reused when it is usable (TLS-4): with no
- * `--tls-cert`/`--tls-key`, both virtual nodes of a host then present the same certificate. The
- * pair is judged, never trusted: both halves readable, the key the certificate's, the certificate
- * not expired. Anything less is a typed reason (`VkCocoonPairUnused`) to self-sign instead, never
- * a failed start. A half that is missing or holds only whitespace counts as absent: the systemd
- * unit hands a missing vk-cocoon file over as a one-newline credential (see packaging/).
+ * The co-located vk-cocoon's kubelet serving pair, reused when it is usable (TLS-4 — vk-cocoon's
+ * certificate is reused when it is usable): with no `--tls-cert`/`--tls-key`, both virtual nodes of
+ * a host then present the same certificate. The pair is judged, never trusted: both halves
+ * readable, the key the certificate's, the certificate not expired. Anything less is a typed reason
+ * (`VkCocoonPairUnused`) to self-sign instead, never a failed start. A half that is missing or
+ * holds only whitespace counts as absent: the systemd unit hands a missing vk-cocoon file over as a
+ * one-newline credential (see packaging/).
  */
 import { Clock, Effect } from "effect"
 import { X509Certificate } from "node:crypto"

@@ -1,16 +1,11 @@
 /**
- * The virtual node's controller (CHK-08…CHK-12; it never writes Ready=False):
- * registers the Node (POST of the whole object when missing, else a strategic-merge patch of
- * `nodes/status`), keeps its status fresh every 60 s and right after a condition changes, probes
- * sandboxd for the `SandboxdReachable` condition, and renews the node Lease every 10 s. A Node
- * deleted while the daemon runs is re-created, and the Lease then points at the new UID. While the
- * daemon's own health check fails, neither status nor Lease is written, so the cluster marks the
- * node Unknown as for any kubelet. Shutdown leaves the Node and the Lease in place.
- *
- * When `probeGrace` probes in a row fail, the Node gets the NoSchedule taint
- * `sandbox.cocoonstack.io/sandboxd-unavailable=<reason>`; the first probe that succeeds removes
- * it. That is the only spec write after creation. It never touches Ready, never uses NoExecute
- * and never deletes a Pod: new Pods go elsewhere, running ones stay.
+ * The virtual node's controller (CHK-08 — ensure the node; CHK-12 — heartbeats): registers the
+ * Node, keeps its status fresh every 60 s and on a condition change, probes sandboxd for the
+ * `SandboxdReachable` condition and renews the node Lease every 10 s; a deleted Node is re-created.
+ * It never writes Ready=False: while the daemon's own health check fails, neither status nor Lease
+ * is written, so the node goes Unknown as for any kubelet. After `probeGrace` failed probes the
+ * Node gets the NoSchedule `sandboxd-unavailable` taint, removed by the next good probe: new Pods
+ * go elsewhere, running ones stay. Shutdown leaves the Node and the Lease in place.
  */
 import { Clock, Duration, Effect, Layer, Metric, Option, Queue, Ref, Schedule, Semaphore } from "effect"
 import { encodeTaints, type Node } from "../../Schemas/Node.ts"
@@ -175,7 +170,10 @@ const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) 
     return registered
   })
 
-  /** The status patch; a Node deleted while we run is registered again (unlike the Go library, PIT-19). */
+  /**
+   * The status patch; a Node deleted while we run is registered again (unlike the Go library;
+   * PIT-19 — a deleted Node).
+   */
   const patchStatus: Effect.Effect<NodeIdentity, KubeError> = patchExisting.pipe(
     Effect.catchTag("KubeNotFound", () =>
       Effect.logWarning("node is gone; registering it again").pipe(Effect.andThen(createNode)))
@@ -291,7 +289,8 @@ const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) 
         yield* Effect.logInfo("sandboxd reachable again")
         yield* nodeEvent("Normal", "SandboxdReachable", "sandboxd is reachable again")
       }
-      // The condition changed: write the status now rather than at the next 60 s tick (NC-11).
+      // The condition changed: write the status now rather than at the next 60 s tick (NC-11 — Node
+      // status cadence).
       yield* Queue.offer(wake, undefined)
     }
     yield* syncTaint

@@ -1,8 +1,9 @@
 /**
- * The node's Lease in `kube-node-lease` (CHK-10, LS-05, LS-09): created with
- * holderIdentity = node, 40 s duration and an owner reference to the Node; renewed by PUT of the
- * cached copy with a fresh renewTime (`Schemas/Lease.ts` writes six fractional digits). A 409 or
- * 404 drops the cache and goes through GET (and POST when missing), at most five tries per sync.
+ * The node's Lease in `kube-node-lease` (CHK-10 — the node Lease; LS-05 — lease fast path; LS-09 —
+ * lease owner reference): created with holderIdentity = node, 40 s duration and an owner reference
+ * to the Node; renewed by PUT of the cached copy with a fresh renewTime (`Schemas/Lease.ts` writes
+ * six fractional digits). A 409 or 404 drops the cache and goes through GET (and POST when
+ * missing), at most five tries per sync.
  */
 import { Clock, Effect, Option, Ref } from "effect"
 import type { Lease } from "../../Schemas/Lease.ts"

@@ -1,8 +1,9 @@
 /**
- * The virtual node as data (NODE-2, NODE-4, NC-06, NC-09;
- * Ready=False is never written, so sandboxd trouble does not evict every sandbox Pod): the Node created on first registration, the strategic-merge patch of `nodes/status`
- * sent afterwards, and the condition bookkeeping (a transition time moves only when a status does).
- * Everything here is pure; times come in as epoch milliseconds.
+ * The virtual node as data (NODE-2 — Node labels; NODE-4 — Node addresses; NC-06 — what the node
+ * patch covers; NC-09 — Node status merge rules; Ready=False is never written, so sandboxd trouble
+ * does not evict every sandbox Pod): the Node created on first registration, the strategic-merge
+ * patch of `nodes/status` sent afterwards, and the condition bookkeeping (a transition time moves
+ * only when a status does). Everything here is pure; times come in as epoch milliseconds.
  */
 import packageJson from "../../../package.json" with { type: "json" }
 import type { AppConfigShape } from "../../Schemas/Config.ts"
@@ -162,7 +163,8 @@ export type TrackedConditions = ReadonlyMap<string, TrackedCondition>
 
 /**
  * The next tracked set: a condition whose status changed (or is new) gets `now` as its transition
- * time, the others keep theirs. `statusChanged` tells the caller to write at once (NC-11).
+ * time, the others keep theirs. `statusChanged` tells the caller to write at once (NC-11 — Node
+ * status cadence).
  */
 export const advanceConditions = (
   previous: TrackedConditions,
@@ -224,8 +226,9 @@ export interface NodeSnapshot {
 const conditionList = (snapshot: NodeSnapshot): Array<TrackedCondition> => [...snapshot.conditions.values()]
 
 /**
- * The whole Node for the first POST (CHK-08). Afterwards the spec is written only to set or clear
- * the sandboxd taint (`retaint`); a Node created while sandboxd is down carries it from the start.
+ * The whole Node for the first POST (CHK-08 — ensure the node). Afterwards the spec is written only
+ * to set or clear the sandboxd taint (`retaint`); a Node created while sandboxd is down carries it
+ * from the start.
  */
 export const buildNode = (snapshot: NodeSnapshot, unavailable?: UnavailableReason): Node => {
   const { config } = snapshot
@@ -255,9 +258,10 @@ export const buildNode = (snapshot: NodeSnapshot, unavailable?: UnavailableReaso
 }
 
 /**
- * The strategic-merge patch of `nodes/status` (NC-06, NC-09, CHK-09): labels, and the status
- * fields we own. `conditions` and `addresses` merge by `type`, so entries other writers added
- * survive; `spec` is never sent. Plain JSON (strings for times), sent as it is built.
+ * The strategic-merge patch of `nodes/status` (NC-06; NC-09; CHK-09 — building the node patch):
+ * labels, and the status fields we own. `conditions` and `addresses` merge by `type`, so entries
+ * other writers added survive; `spec` is never sent. Plain JSON (strings for times), sent as it is
+ * built.
  */
 export const statusPatch = (snapshot: NodeSnapshot): object => {
   const { config } = snapshot

@@ -1,15 +1,10 @@
 /**
- * The daemon's log lines: one flat record per line, the same for every message.
- *
- *   {"time":"…","level":"info","msg":"…","node":"…","pod":"ns/name","claim":"…",
- *    "error.tag":"ClaimFailed","error.message":"…","error.cause":"…"}
- *
- * `time`, `level` and `msg` come first; then every log annotation as its own field. An annotation
- * that holds an error (a tagged error, an `Error`, or a string under the key `error`) becomes the
- * three `<key>.tag`, `<key>.message` and `<key>.cause` fields, the cause being the chain of
- * underlying errors as text (`Tag: message <- Tag: message`). A failure logged as the Effect cause
- * of a line is reported the same way under `error`. No fiber ids, no span envelope.
- * `--log-format text` renders the same record as `time LEVEL msg key=value …`.
+ * The daemon's log lines: one flat JSON record per line, `time`, `level` and `msg` first, then
+ * every log annotation as its own field. An annotation holding an error (a tagged error, an
+ * `Error`, or a string under the key `error`) becomes `<key>.tag`, `<key>.message` and
+ * `<key>.cause` (the chain of underlying errors, `Tag: message <- Tag: message`); a failure logged
+ * as the line's cause is reported the same way under `error`. `--log-format text` renders the same
+ * record as `time LEVEL msg key=value …`.
  */
 import { Cause, Layer, Logger, References } from "effect"
 import type { AppConfigShape, LogLevelName } from "../../Schemas/Config.ts"

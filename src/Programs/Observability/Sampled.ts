@@ -5,7 +5,7 @@
  * informer's cache, the probe's last answer, the doubt set), read once per scrape, so the paths
  * that change that state pay nothing for it.
  *
- * Rules: MON-4.
+ * Rules: MON-4 — a gauge over state kept elsewhere is counted at the scrape.
  */
 import { DateTime, Effect, Metric } from "effect"
 import type { AppConfigShape } from "../../Schemas/Config.ts"
@@ -43,8 +43,9 @@ export const sample = (sources: SampledSources): Effect.Effect<void> =>
   Effect.gen(function*() {
     const state = yield* sources.table.state
     yield* Metric.update(claimsHeld, state.rows.size)
-    // Every row state has its label; a Lost row (VER-7) holds no VM, but an operator sees how
-    // many rows wait for their Pod to be settled under state="lost".
+    // Every row state has its label; a Lost row (VER-7 — a lost sandbox's row outlives restarts
+    // until its Pod is settled) holds no VM, but an operator sees how many rows wait for their Pod
+    // to be settled under state="lost".
     const byState = { Durable: 0, Tentative: 0, Quarantined: 0, Lost: 0 }
     for (const row of state.rows.values()) byState[row.state._tag] += 1
     yield* Metric.update(quarantinedClaims, byState.Quarantined)
@@ -67,9 +68,10 @@ export const sample = (sources: SampledSources): Effect.Effect<void> =>
       yield* Metric.update(labelled(sandboxdUnavailable, { reason }), now)
     }
 
-    // CRT-22's window, the same instant the settling itself waits for: past it, the next listing
-    // that answers settles the key, so a doubt that outlives it means sandboxd cannot be listed
-    // or holds a VM of the attempt the daemon can neither adopt nor release.
+    // The settle window (CRT-22 — the settle window counts from when a claim was abandoned), the
+    // same instant the settling itself waits for: past it, the next listing that answers settles
+    // the key, so a doubt that outlives it means sandboxd cannot be listed or holds a VM of the
+    // attempt the daemon can neither adopt nor release.
     const now = yield* DateTime.now
     let pastSettle = 0
     for (const doubt of (yield* sources.doubts.all).values()) {

@@ -1,8 +1,9 @@
 /**
  * The pod controller's one retry policy: exponential from `initial`, doubling, capped at `max`,
- * then jittered ±20 %, forever (1 s → 30 s by default, so 24-36 s once capped; Q-07). Every retry of the controller waits on steps of
- * this one `Schedule`: the per-key queues, the informer's list and re-watch, and the status
- * writer's conflict retries. A test hands the controller a counting schedule to check that.
+ * then jittered ±20 %, forever (1 s → 30 s by default, so 24-36 s once capped; Q-07 — one jittered
+ * retry schedule). Every retry of the controller waits on steps of this one `Schedule`: the per-key
+ * queues, the informer's list and re-watch, and the status writer's conflict retries. A test hands
+ * the controller a counting schedule to check that.
  */
 import { Duration, Effect, Schedule } from "effect"
 

@@ -1,9 +1,10 @@
 /**
  * How a list or a watch event changes the informer's `PodCache`, and what the rest of the
- * controller is told of it (`InformerHooks`). A Pod the slim Pod refuses (INF-1: a value the
- * apiserver stores that this decoder does not read) fails neither: its key is marked unreadable,
- * each of its versions logged and counted once; never seen readable it is as if it were not on
- * the node, tracked before it keeps its last good Pod. Its deletion still ends it.
+ * controller is told of it (`InformerHooks`). A Pod the slim Pod refuses (INF-1 — a Pod the daemon
+ * cannot decode is left out: a value the apiserver stores that this decoder does not read) fails
+ * neither: its key is marked unreadable, each of its versions logged and counted once; never seen
+ * readable it is as if it were not on the node, tracked before it keeps its last good Pod. Its
+ * deletion still ends it.
  */
 import { Effect, Metric } from "effect"
 import { type PodKey, podKeyOf, podKeyOfPod } from "../../Schemas/Ids.ts"

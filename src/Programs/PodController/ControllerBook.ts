@@ -1,7 +1,7 @@
 /**
  * The pod controller's own state: when each key's change reached the pod queue (the queue stage
- * of a Pod's start), and the parts that run for as long as the controller does (HZ-1). The rule:
- * only these methods read or write it, and none of them yields.
+ * of a Pod's start), and the parts that run for as long as the controller does (HZ-1 — a stopped
+ * part fails liveness). The rule: only these methods read or write it, and none of them yields.
  */
 import type { Fiber } from "effect"
 import type { PodKey } from "../../Schemas/Ids.ts"

@@ -3,7 +3,8 @@
  * of each, `Schemas/Pod.ts`). A list replaces the cache (a Pod it lacks is reported removed, and a
  * list older than the newest version seen, a server gone backwards, is logged and counted); one
  * watch is `PodWatch.ts`, what follows its end `WatchRestart.ts`, and how each list or event
- * changes the cache, a Pod the decoder refuses included (INF-1), `CacheUpdates.ts`.
+ * changes the cache, a Pod the decoder refuses included (INF-1 — a Pod the daemon cannot decode is
+ * left out), `CacheUpdates.ts`.
  */
 import { type Duration, Effect, Option, Schedule } from "effect"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
@@ -102,7 +103,7 @@ export const make = (
         // The first list fills the cache, and the dangling sweep runs on it, before any key is
         // reconciled: `synced` (readiness) then waits for the list, not for the work it starts
         // (a restart with 10,000 Pods adopts 10,000 claims). Only after a successful complete
-        // list: never sweep on a failed or partial one (DG-03).
+        // list: never sweep on a failed or partial one (DG-03 — sweep only after a good list).
         const changed = list.items.map((pod) => cache.store(pod))
         // Before the sweep: a claim whose Pod is listed but unreadable is not dangling.
         for (const pod of list.undecodable) yield* updates.noteUndecodable(hooks, pod)

@@ -20,7 +20,10 @@ export type Wake = "change" | "now" | "none"
 
 interface Counted {
   step: Step
-  /** Runs in a row that died; a change starts the count afresh. */
+  /**
+   * Runs in a row that died (Q-09 — a run that keeps dying stops until its Pod changes); a change
+   * starts the count afresh.
+   */
   defects: number
 }
 
@@ -171,7 +174,8 @@ export class KeyBook<K> {
     const stopped = ended === "Defect" && defects >= this.defectLimit
     const parked = ended === "Park"
     // The dependency answered again while this run was failing on it (a request sent before the
-    // recovery): it goes again now, as the keys that were waiting did.
+    // recovery): it goes again now, as the keys that were waiting did (Q-08 — a dependency that
+    // comes back wakes the keys waiting on it).
     if (!parked && !stopped && this.wakes !== wakesBefore) {
       this.states.set(key, { _tag: "Running", dirty: false, wake: "none", step, defects })
       return again

@@ -1,34 +1,11 @@
 /**
- * Per-key serialized work (Q-03, Q-04), with a bound on runs in flight (Q-05) but no rate limit on admission.
- *
- * - At most one run per key at a time; an enqueue during a run marks the key dirty and the key
- *   runs again right after, reading the newest state. A run is never interrupted by an enqueue.
- * - Different keys run concurrently, at most `maxInFlight` runs at once; a key beyond that
- *   waits its turn in arrival order as an entry of the map, with no fiber of its own. A run in
- *   flight holds a fiber whose stack and context cost some 20 KB of heap while it waits (on a
- *   claims-file write, on sandboxd, on the apiserver's rate limit), so a burst of N keys would
- *   otherwise hold N of them at once; the heap V8 grows for that peak stays resident after it.
- * - A run that asks for a retry waits out a jittered exponential backoff (1 s doubling to 30 s,
- *   ±20 %, forever: Q-07); one that asks for a slow retry (a refused node token: hammering cannot help) waits
- *   a step of the slow schedule (the longest delay) instead; one that can only be fixed by a
- *   change parks until the next change or resync.
- *   A change (or an explicit "now") resets the backoff and wakes a waiting key at once.
- * - A run that dies (a defect: a bug) is logged at ERROR with its cause and counted, and retried
- *   on the same backoff; after `defectLimit` in a row (the last wait at the 30 s cap) the key
- *   stops until its Pod changes or something asks for it "now", never on a timer or a resync
- *   (Q-09). Other keys run on.
- * - `wakeRetrying` sends every key waiting out a retry on at once, its backoff kept (a dependency
- *   answered again, Q-08), and a run in flight then that asks for a retry goes again at once too;
- *   one that fails again waits its next step, so a flapping dependency costs each key one extra
- *   run per recovery, never a reset to the fast end.
- * - `drain` stops admitting work and waits, within a bound, for the runs in flight; `idle`
- *   resolves once nothing runs or waits for a slot (both on a signal, not a poll).
- * - With a `runPriority` above 0, every run first yields at that scheduler priority: tasks of
- *   the default priority queued meanwhile (an HTTP request, an apiserver reply) run, from the
- *   next scheduler turn on, before the runs that have not started yet, however many keys were
- *   admitted at once (Q-06).
- *
- * The queue's state is one `KeyBook` (its methods never yield); this module holds the fibers.
+ * Per-key serialized work (Q-03 — one queue entry per key; Q-04 — one worker per key): one run per
+ * key at a time, an enqueue during a run runs the key again right after, on the newest state.
+ * Different keys run concurrently, at most `maxInFlight` at once (Q-05 — bounded work in flight);
+ * a key beyond that waits as a map entry, with no fiber of its own. Retries follow one jittered
+ * backoff (Q-07 — one jittered retry schedule); a run that keeps dying stops the key until its Pod
+ * changes (Q-09 — a run that keeps dying stops until its Pod changes). The state is one `KeyBook`,
+ * whose methods never yield; this module holds the fibers.
  */
 import { type Cause, Deferred, type Duration, Effect, FiberSet, Metric, type Scope } from "effect"
 import * as Metrics from "../../Services/Metrics.ts"

@@ -1,7 +1,7 @@
 /**
  * The informer's state: the slim Pod of each key, the keys whose newest version cannot be decoded
- * (INF-1, a Pod the decoder refuses is left out), the newest resourceVersion seen and whether the
- * first list is in. The rule: only these methods read or write it, and none of them yields, so
+ * (INF-1 — a Pod the daemon cannot decode is left out), the newest resourceVersion seen and whether
+ * the first list is in. The rule: only these methods read or write it, and none of them yields, so
  * each check-and-set is atomic. The informer's list + watch fiber is its writer; the status
  * writer's re-reads and replies go through `store` and `written`, each one method call.
  */

@@ -1,14 +1,10 @@
 /**
- * The pod half of what the virtual-kubelet library gives a provider: list + watch the Pods bound
- * to this node, reconcile each key level-triggered and serialized, write the provider's status
- * pushes, and send the final grace-0 delete. Three parts, composed here:
- *
- *   Informer (list + watch → slim Pod cache) ──changed──▶ pod queue ──▶ Reconciler (decide, execute)
- *        │                                                                     │ createPod / deletePod
- *        └──observed (status repair)──▶ StatusWriter ◀──── provider pushes ────┘
- *
- * Every retry (both keyed queues, the informer's list and re-watch) waits on steps of one retry
- * schedule (`Backoff.ts`). A periodic resync re-examines every cached Pod and its last push.
+ * The pod half of a node agent for a provider: list + watch the Pods bound to this node, reconcile
+ * each key level-triggered and serialized, write the provider's status pushes, send the final
+ * grace-0 delete. Three parts composed here: the Informer (list + watch → slim Pod cache) feeds
+ * the pod queue and its Reconciler (createPod / deletePod), and the StatusWriter writes the
+ * provider's pushes and repairs statuses the Informer observes. Every retry waits on steps of one
+ * retry schedule (`Backoff.ts`); a periodic resync re-examines every cached Pod and its last push.
  */
 import { Cause, Clock, Duration, Effect, Exit, Option, type Scope, Stream } from "effect"
 import type { AppConfigShape } from "../../Schemas/Config.ts"
@@ -62,13 +58,13 @@ export const defaultOptions: PodControllerOptions = {
 }
 
 /**
- * How much work is in flight at once (Q-05), from the flags that pace it. A reconcile or status
- * write in flight holds a fiber of some 20 KB while it waits, and every Pod of a burst bound at
- * once would otherwise be in flight together (the heap V8 grows for that peak stays resident
- * after it). Creates reach sandboxd at most `--sandboxd-max-concurrency` at a time and the
- * claims-file writes batch whatever arrives meanwhile, so four times that many creates in flight
- * (256 by default) keep both busy. Status writes are paced by `--kube-api-qps`: a quarter second
- * of that rate in flight (at least 64) keeps it saturated while the apiserver answers within
+ * How much work is in flight at once (Q-05 — bounded work in flight), from the flags that pace it.
+ * A reconcile or status write in flight holds a fiber of some 20 KB while it waits, and every Pod
+ * of a burst bound at once would otherwise be in flight together (the heap V8 grows for that peak
+ * stays resident after it). Creates reach sandboxd at most `--sandboxd-max-concurrency` at a time
+ * and the claims-file writes batch whatever arrives meanwhile, so four times that many creates in
+ * flight (256 by default) keep both busy. Status writes are paced by `--kube-api-qps`: a quarter
+ * second of that rate in flight (at least 64) keeps it saturated while the apiserver answers within
  * that time. A flag raised past the defaults raises its bound with it.
  */
 export const inFlightBounds = (
@@ -82,16 +78,18 @@ export type { PodControllerHandle }
 
 /**
  * The scheduler priority a reconcile starts at (`KeyedQueue`'s `runPriority`): after every task
- * of the default priority, 0 (Q-06). A restart's first list hands the queue 10,000 re-attached
- * Pods whose reconciles need no I/O; started at the default priority, a `/readyz`, an apiserver
- * reply or a lease renewal arriving meanwhile waited behind one run of every reconcile started
- * before it (up to the 256 in flight: up to 0.3 s on a 2-core machine).
+ * of the default priority, 0 (Q-06 — the event loop is shared in turns). A restart's first list
+ * hands the queue 10,000 re-attached Pods whose reconciles need no I/O; started at the default
+ * priority, a `/readyz`, an apiserver reply or a lease renewal arriving meanwhile waited behind one
+ * run of every reconcile started before it (up to the 256 in flight: up to 0.3 s on a 2-core
+ * machine).
  */
 export const reconcilePriority = 1
 
 /**
  * Provider Pods absent from the first complete list are deleted (by namespace/name). One that
- * is listed in a version the informer cannot decode is there (INF-1): not dangling.
+ * is listed in a version the informer cannot decode is there (INF-1 — a Pod the daemon cannot
+ * decode is left out): not dangling.
  */
 const danglingSweep = (
   provider: PodLifecycle["Service"],
@@ -106,13 +104,15 @@ const danglingSweep = (
       if (Option.isNone(yield* informer.get(key)) && !(yield* informer.unreadable(key))) dangling.push(pod)
     }
     if (dangling.length > 0) yield* Effect.logInfo("dangling pods at startup").pipe(Effect.annotateLogs({ count: dangling.length }))
-    // DEL-3: a key in doubt whose Pod is not listed (an intent left by a crash for a Pod deleted
-    // while the daemon was down) gets a run of its own, which settles it.
+    // DEL-3 — a claim in doubt is settled even when its Pod never comes back: a key in doubt whose
+    // Pod is not listed (an intent left by a crash for a Pod deleted while the daemon was down)
+    // gets a run of its own, which settles it.
     for (const key of yield* provider.doubtKeys) {
       if (Option.isNone(yield* informer.get(key)) && !(yield* informer.unreadable(key))) yield* enqueue(key)
     }
-    // VER-7: likewise a key with a Lost row (its VM found gone at startup) whose Pod was deleted
-    // while the daemon was down: its run drops the row. One pass over the rows, here only.
+    // VER-7 — a lost sandbox's row outlives restarts until its Pod is settled: likewise a key with
+    // a Lost row (its VM found gone at startup) whose Pod was deleted while the daemon was down:
+    // its run drops the row. One pass over the rows, here only.
     for (const key of yield* provider.lostKeys) {
       if (Option.isNone(yield* informer.get(key))) yield* enqueue(key)
     }
@@ -168,9 +168,10 @@ export const make = (
       }
     )
 
-    // HZ-1: the parts that run for as long as the controller does. One that ends (a defect, a stream
-    // that completes) is logged with its cause and named by `stopped`, which /healthz reports, so
-    // the kubelet's liveness probe restarts a daemon whose cache froze instead of it looking healthy.
+    // HZ-1 — a stopped part fails liveness: the parts that run for as long as the controller does.
+    // One that ends (a defect, a stream that completes) is logged with its cause and named by
+    // `stopped`, which /healthz reports, so the kubelet's liveness probe restarts a daemon whose
+    // cache froze instead of it looking healthy.
     const runForever = (name: string) => <E, R>(self: Effect.Effect<unknown, E, R>) =>
       self.pipe(
         Effect.onExit((exit) =>
@@ -201,9 +202,10 @@ export const make = (
       )
     }
 
-    // Q-08: a dependency answers again after failing: the keys waiting out a retry go now (their
-    // backoff kept), instead of up to 36 s later. At most once per initial backoff step, so a
-    // flapping dependency cannot make the keys hammer it.
+    // Q-08 — a dependency that comes back wakes the keys waiting on it: a dependency answers again
+    // after failing: the keys waiting out a retry go now (their backoff kept), instead of up to 36
+    // s later. At most once per initial backoff step, so a flapping dependency cannot make the keys
+    // hammer it.
     const recovery = yield* Effect.serviceOption(DependencyRecovery)
     if (Option.isSome(recovery)) {
       yield* recovery.value.recovered.pipe(

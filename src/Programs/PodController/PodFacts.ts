@@ -1,5 +1,6 @@
 /**
- * Pure facts about Pods that the controller decides on (virtual-kubelet PC-06, SY-04, CU-03).
+ * Pure facts about Pods that the controller decides on (PC-06 — what changes
+ * enqueue a Pod; SY-04 — what 'running' means; CU-03 — known Pods are updated, not created).
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Option, Schema } from "effect"
@@ -144,10 +145,10 @@ type Condition = NonNullable<PodStatus["conditions"]>[number]
 const byType = (a: Condition, b: Condition) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0)
 
 /**
- * Whether two statuses are alike, the order of their conditions aside (ST-12): conditions are
- * keyed by type (a strategic merge patch merges them by it), and a writer that puts its
- * condition before ours would otherwise make each check find a change to write (a reorder).
- * The sort runs only when the plain comparison fails.
+ * Whether two statuses are alike, the order of their conditions aside (ST-12 — other writers' Pod
+ * conditions survive status writes): conditions are keyed by type (a strategic merge patch merges
+ * them by it), and a writer that puts its condition before ours would otherwise make each check
+ * find a change to write (a reorder). The sort runs only when the plain comparison fails.
  */
 const sameStatus = (a: PodStatus | undefined, b: PodStatus | undefined): boolean => {
   if (same(a, b)) return true
@@ -200,11 +201,12 @@ export const mergeProviderMap = (
 const omittedWhenEmpty = ["phase", "reason", "message", "hostIP", "podIP", "qosClass"] as const
 
 /**
- * A status as the apiserver will store it when written to pods/status of `current` (ST-13): an
- * empty `omitempty` string is left out, as the server serves it; the server keeps the Pod's QoS
- * class (fixed at creation) when the write leaves it out, and fills `podIPs` from `podIP` (and
- * back). Comparing this, not the raw push, with the stored status is what makes an unchanged
- * status compare equal (times are compared at whole seconds by `canonical`).
+ * A status as the apiserver will store it when written to pods/status of `current` (ST-13 — an
+ * unchanged status is not written): an empty `omitempty` string is left out, as the server serves
+ * it; the server keeps the Pod's QoS class (fixed at creation) when the write leaves it out, and
+ * fills `podIPs` from `podIP` (and back). Comparing this, not the raw push, with the stored status
+ * is what makes an unchanged status compare equal (times are compared at whole seconds by
+ * `canonical`).
  */
 export const asServerStores = (status: PodStatus, current: Pod): PodStatus => {
   const out: { -readonly [K in keyof PodStatus]: PodStatus[K] } = { ...status }
@@ -233,10 +235,10 @@ const agentConditionTypes: ReadonlySet<string> = new Set([
 ])
 
 /**
- * INF-1: what a status patch of `status` sets of the conditions: the node agent's own types it
- * has, and the types it leaves out, to delete. Any other condition in `status` is another
- * writer's as the last good Pod had it (ST-12): not sent, so the server keeps the one it stores,
- * which may be newer than the daemon could read.
+ * INF-1 — a Pod the daemon cannot decode is left out: what a status patch of `status` sets of the
+ * conditions: the node agent's own types it has, and the types it leaves out, to delete. Any other
+ * condition in `status` is another writer's as the last good Pod had it (ST-12): not sent, so the
+ * server keeps the one it stores, which may be newer than the daemon could read.
  */
 export const agentConditionsOf = (status: PodStatus): { readonly status: PodStatus; readonly removed: ReadonlyArray<string> } => {
   const own = (status.conditions ?? []).filter((condition) => agentConditionTypes.has(condition.type))
@@ -264,7 +266,10 @@ export const keepForeignConditions = (pushed: PodStatus, current: Pod): PodStatu
   return { ...pushed, conditions: [...(pushed.conditions ?? []), ...foreign] }
 }
 
-/** The Ready condition's reason while a readiness gate holds a Pod whose containers are ready (ST-14). */
+/**
+ * The Ready condition's reason while a readiness gate holds a Pod whose containers are ready (ST-14
+ * — a Pod with readiness gates is Ready only when every gate is True).
+ */
 export const ReadinessGatesNotReady = "ReadinessGatesNotReady"
 
 const conditionOf = (status: PodStatus, type: string): Condition | undefined => {
@@ -283,8 +288,8 @@ const conditionOf = (status: PodStatus, type: string): Condition | undefined => 
  * back, a status this built (the key's last push may be what a write stored: `keptAs`) builds
  * the same status again, so an unchanged gate is never a write and a gate turning True is one.
  * The gates' conditions themselves are their controllers': never set or changed here. `status`
- * itself for a Pod without gates (its Running status stays CRT-21's) or a status without Ready
- * (a Failed status: no conditions).
+ * itself for a Pod without gates (its Running status stays as CRT-21 — the Running status — builds
+ * it) or a status without Ready (a Failed status: no conditions).
  */
 export const applyReadinessGates = (status: PodStatus, current: Pod): PodStatus => {
   const gates = current.spec?.readinessGates
@@ -331,10 +336,11 @@ export const applyReadinessGates = (status: PodStatus, current: Pod): PodStatus 
 }
 
 /**
- * CU-05: `status` with the node agent's readiness conditions (Ready, ContainersReady) False, with
- * `reason` and `now` as their `lastTransitionTime` (CRT-21: the time their status changed): a Pod
- * whose sandbox failed serves no traffic, whatever its status said before. Other conditions are
- * left as they are. `status` itself when neither is there or both are False.
+ * CU-05 — provider failure status: `status` with the node agent's readiness conditions (Ready,
+ * ContainersReady) False, with `reason` and `now` as their `lastTransitionTime` (CRT-21: the time
+ * their status changed): a Pod whose sandbox failed serves no traffic, whatever its status said
+ * before. Other conditions are left as they are. `status` itself when neither is there or both are
+ * False.
  */
 export const withoutReadiness = (status: PodStatus, reason: string, now: number): PodStatus => {
   const conditions = status.conditions
@@ -405,13 +411,14 @@ export const wireStatus = (status: unknown): Option.Option<PodStatus> => {
 const decodeStatus = Schema.decodeUnknownOption(PodStatusSchema)
 
 /**
- * The body of a status write for a provider push (ST-06, PIT-06), built on the apiserver's
- * current Pod (its metadata, so finalizers and the like are written back unchanged): the pushed
- * status as the server will store it, with the current Pod's foreign conditions kept (ST-12)
- * and Ready as the Pod's readiness gates make it (ST-14), and labels and annotations merged so a label or annotation edit made after the provider was
- * handed the Pod is not reverted, while the provider's own additions (the claim-id annotation)
- * still go through. `base` is the Pod the push was made from. None when the push carries no
- * readable status.
+ * The body of a status write for a provider push (ST-06 — status write shape; PIT-06 — status
+ * writes carry labels and annotations), built on the apiserver's current Pod (its metadata, so
+ * finalizers and the like are written back unchanged): the pushed status as the server will store
+ * it, with the current Pod's foreign conditions kept (ST-12) and Ready as the Pod's readiness gates
+ * make it (ST-14), and labels and annotations merged so a label or annotation edit made after the
+ * provider was handed the Pod is not reverted, while the provider's own additions (the claim-id
+ * annotation) still go through. `base` is the Pod the push was made from. None when the push
+ * carries no readable status.
  */
 export const statusWriteBody = (push: V1Pod, current: Pod, base: Pod | undefined, now: number): Option.Option<Pod> =>
   Option.map(pushedOf(push), (pushed) => pushedBody(pushed, current, base, now))

@@ -79,8 +79,8 @@ export const watchOnce = (
     )
     // Whichever ends first: the watch (its scope closes the request when the check wins). The
     // first to end, not the first to succeed: a defect in the watch (a hook's bug) then ends the
-    // informer, which is logged and fails /healthz (HZ-1), instead of leaving it waiting on the
-    // check for good with a frozen cache.
+    // informer, which is logged and fails /healthz (HZ-1 — a stopped part fails liveness), instead
+    // of leaving it waiting on the check for good with a frozen cache.
     const outcome = yield* Effect.raceFirst(
       watched,
       Effect.map(wentBackwards(nodeName, silentWatchCheck, cache, progress), (server) => ({ _tag: "Backwards" as const, server }))

@@ -1,17 +1,11 @@
 /**
  * The reconciler: for one key, the decision is a pure function of the Pod the informer holds and
- * what the provider tracks (`decide`), and a small executor carries it out (`make`).
- *
- * - Gone from the apiserver: the provider lets go of what it tracks (deletePod is idempotent);
- *   tracking nothing, it still settles a claim of the key in doubt (DEL-3).
- * - There, but never read (INF-1: the informer cannot decode it, and holds no last good Pod):
- *   left alone. It is not gone: what the provider holds for the key stays. Read before, but its
- *   newest version cannot be: no create from the last good one (deletion and ending still run).
- * - Being deleted: nothing runs → the final grace-0 delete now; something runs → the provider
- *   decides (release or preserve), then the final delete.
- * - Terminal: left alone, but for the provider letting go of a lost sandbox's row (VER-7).
- * - Tracked, same UID, last create did not fail: updatePod if it changed, else nothing.
- * - Otherwise: createPod (a failed create is retried even while the provider still tracks it).
+ * what the provider tracks (`decide`), and a small executor carries it out (`make`). Gone: the
+ * provider lets go, and still settles a claim in doubt (DEL-3 — a claim in doubt is settled even
+ * when its Pod never comes back). Never readable: left alone (INF-1 — a Pod the daemon cannot
+ * decode is left out). Being deleted: the provider decides, then the final grace-0 delete.
+ * Terminal: left alone but for its Lost row. Tracked, same UID, last create not failed: updatePod
+ * if it changed. Otherwise createPod.
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Duration, Effect, Metric, Option } from "effect"
@@ -40,8 +34,9 @@ export type Action =
   | { readonly _tag: "DeleteThenRemove"; readonly pod: Pod }
   | { readonly _tag: "LeaveAlone" }
   /**
-   * Terminal and not being deleted: no create, update or status write (SY-07); the provider only
-   * drops the row it kept so that this Pod would never be claimed for again (VER-7).
+   * Terminal and not being deleted: no create, update or status write (SY-07 — terminal Pods are
+   * left alone); the provider only drops the row it kept so that this Pod would never be claimed
+   * for again (VER-7 — a lost sandbox's row outlives restarts until its Pod is settled).
    */
   | { readonly _tag: "Terminal"; readonly pod: Pod }
   | { readonly _tag: "Update"; readonly pod: Pod }
@@ -87,7 +82,8 @@ export const isRefusedToken = (failure: CreatePodError): boolean =>
 
 /**
  * The Pod status reason of a create failure: the doubt and the loss have their own (a loss whose
- * lease had run out is lease-expired, LEASE-10).
+ * lease had run out is lease-expired: LEASE-10 — a lease that ran out while the daemon was down
+ * ends the Pod as lease-expired).
  */
 export const failureReason = (failure: CreatePodError): string =>
   failure._tag === "SandboxLost" ? failure.podReason : failure._tag === "ClaimInDoubt" ? failure._tag : "ProviderFailed"
@@ -122,16 +118,17 @@ export const make = (
      * commit and undo both failed stays in memory), and an unchanged Pod it tracks is otherwise
      * "done": a failed create must be retried until it succeeds. The reconciler's only state; the
      * rule: a key's entry is read and written only by that key's run, and the pod queue runs one
-     * at a time per key (Q-04), so no two of them interleave; `retainedKeys` reads a copy.
+     * at a time per key (Q-04 — one worker per key), so no two of them interleave; `retainedKeys`
+     * reads a copy.
      */
     const createFailed = new Set<PodKey>()
 
     /**
      * The create failure is visible on the Pod (Pending, or Failed with restartPolicy Never). A
      * lost sandbox ends the Pod whatever its restart policy: it is never given another. A claim
-     * in doubt ends no Pod (CU-05): its VM may exist and is adopted once the doubt is settled.
-     * Either way the Pod is not ready: a Ready=True the status held before is turned False, or
-     * Services would keep sending traffic to a Pod with no sandbox.
+     * in doubt ends no Pod (CU-05 — provider failure status): its VM may exist and is adopted once
+     * the doubt is settled. Either way the Pod is not ready: a Ready=True the status held before is
+     * turned False, or Services would keep sending traffic to a Pod with no sandbox.
      */
     const writeProviderFailed = (key: PodKey, uid: string, failure: CreatePodError) =>
       status.write(key, uid, (current, time) => {
@@ -262,7 +259,8 @@ export const make = (
         // Before the first complete list an empty cache says nothing of the apiserver: a key run
         // then (a Lost or lifted key published by the lease watch or a verification pass while the
         // first list is slow or failing) must not take its Pod for gone and drop its row or settle
-        // its doubt. The first sync queues every key that needs a run, these included (SY-02).
+        // its doubt. The first sync queues every key that needs a run, these included (SY-02 — a
+        // Pod gone from the cache).
         if (Option.isNone(cached) && !(yield* informer.synced)) return yield* execute(key, { _tag: "LeaveAlone" })
         // Asked only of a key the cache lacks, or of a create: the common run reads nothing more.
         const unreadable = Option.isNone(cached) && (yield* informer.unreadable(key))

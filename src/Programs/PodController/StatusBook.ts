@@ -37,8 +37,9 @@ const asBase = (handed: Handed): Pod => ({
  * `push` as kept once `stored`, the Pod at the version its write got, is what the write stored:
  * that Pod's status stands for the push (the same status as the server keeps it), and so do its
  * labels and annotations where they equal the push's, so the key keeps no objects of its own
- * next to the informer's. Not a status holding another writer's conditions (ST-12): the push
- * would then seem to set them, and a later change of theirs would be repaired away.
+ * next to the informer's. Not a status holding another writer's conditions (ST-12 — other writers'
+ * Pod conditions survive status writes): the push would then seem to set them, and a later change
+ * of theirs would be repaired away.
  */
 const keptAs = (push: Pushed, stored: Pod): Pushed => {
   const labels = stored.metadata?.labels

@@ -1,6 +1,7 @@
 /**
- * The status writer's one write while the apiserver's version of a Pod cannot be decoded (INF-1):
- * an ending status as a strategic merge patch carrying the UID; any other waits.
+ * The status writer's one write while the apiserver's version of a Pod cannot be decoded (INF-1 — a
+ * Pod the daemon cannot decode is left out): an ending status as a strategic merge patch carrying
+ * the UID; any other waits.
  */
 import { Clock, Effect } from "effect"
 import { type PodKey, splitPodKey } from "../../Schemas/Ids.ts"
@@ -45,9 +46,11 @@ export const writeUnreadable = (
         )
       ),
       // The cache holds the Pod as the patch left it (its newest version still unreadable), so a
-      // repeat of the ending (the lease watch pushes every tick, LEASE-7) finds it terminal and
-      // is not sent (ST-11); and the key gets a run: seen terminal, the provider lets go of the
-      // row of the VM that is gone (VER-7, LEASE-11), as after a PUT.
+      // repeat of the ending (the lease watch pushes every tick, LEASE-7 — expired pushes repeat)
+      // finds it terminal and is not sent (ST-11 — status writes keep our annotations); and the key
+      // gets a run: seen terminal, the provider lets go of the row of the VM that is gone (VER-7 —
+      // a lost sandbox's row outlives restarts until its Pod is settled; LEASE-11 — the row of an
+      // ended lease goes once its Pod is seen terminal), as after a PUT.
       Effect.andThen(informer.written(lastGood, { ...lastGood, status })),
       Effect.andThen(changed(key)),
       Effect.as<WriteResult>("Written"),

@@ -1,27 +1,11 @@
 /**
- * The status writer: the provider's status pushes written to pods/status.
- *
- * - Coalesced per key: the newest push wins; one write in flight per key (a keyed queue).
- * - Each write is built on the Pod the informer holds (its resourceVersion, metadata and the QoS
- *   class the server keeps) and skipped when the server would store exactly what it has: an
- *   unchanged status is never written again.
- * - Never for another generation of the Pod (UID), a terminal Pod, or a Pod that is gone; a 404
- *   ends the write. On 409 the Pod is re-read into the informer and the write retried on the
- *   shared retry schedule, rebuilt from the fresh Pod.
- * - While the apiserver's version of the Pod cannot be decoded (INF-1), an ending status (the
- *   VM gone: Failed) is written as a strategic merge patch carrying the UID (another Pod of the
- *   name refuses it), which needs no read and sets only the node agent's conditions; any other
- *   write waits, on the retry schedule, for a readable version.
- * - Status repair: when a Pod arrives (an event or the resync) whose stored status differs from
- *   what was last pushed, someone else changed it: the last push is written again. Another
- *   writer's conditions (types neither the push nor a node agent sets) are no difference: every
- *   write keeps them (ST-12). Except through Ready: on a Pod with readiness gates the body's Ready
- *   follows the gates' conditions (ST-14), so a gate turning True is a difference, written once.
- * - The three-way merge of labels and annotations needs the Pod a push was made from: the last
- *   two Pods handed to the provider per key are kept, as their labels and annotations only.
- * - Of a push, only its slim facts are kept (`Pushed`: UID, resourceVersion, labels, annotations
- *   and the status as read from the wire), never the pushed Pod: the last push stays per key for
- *   the Pod's life. All of it is one `StatusBook`; the unreadable Pod's patch is `StatusPatch.ts`.
+ * The status writer: the provider's status pushes written to pods/status, coalesced per key (the
+ * newest push wins, one write in flight per key). Each write is built on the Pod the informer holds
+ * and skipped when the server would store what it has (ST-13 — an unchanged status is not
+ * written); never for another UID, a terminal Pod or a Pod that is gone. Another writer's
+ * conditions survive every write (ST-12 — other writers' Pod conditions survive status writes), and
+ * a stored status that differs from the last push is written again (the status repair). The
+ * per-key state is one `StatusBook`; an unreadable Pod's ending patch is `StatusPatch.ts`.
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Clock, type Duration, Effect, Metric, Option, type Scope } from "effect"
@@ -48,7 +32,8 @@ export interface StatusWriter {
   /**
    * One write built from the current Pod by `body` (undefined: nothing to write), with the
    * 404/409/UID rules; for the controller's own statuses (a create failure). `now` is the
-   * clock's time (epoch millis), for a condition whose status the write changes (CRT-21).
+   * clock's time (epoch millis), for a condition whose status the write changes (CRT-21 — the
+   * Running status).
    */
   readonly write: (
     key: PodKey,
@@ -96,8 +81,9 @@ export const make = (
       Effect.gen(function*() {
         const current = yield* informer.get(key)
         if (Option.isNone(current) || uidOf(current.value) !== uid) return "Gone" as const
-        // INF-1: the informer holds the last good Pod of a key whose newest version it cannot
-        // read. A PUT built on it would meet a 409, and the re-read the same undecodable Pod.
+        // INF-1 — a Pod the daemon cannot decode is left out: the informer holds the last good Pod
+        // of a key whose newest version it cannot read. A PUT built on it would meet a 409, and the
+        // re-read the same undecodable Pod.
         if (yield* informer.unreadable(key)) return yield* unreadable(key, uid, current.value, body).pipe(Effect.provideService(KubeApi, kube))
         const wanted = body(current.value, yield* Clock.currentTimeMillis)
         if (wanted === undefined) return "Skipped" as const
@@ -130,7 +116,8 @@ export const make = (
         if (push === undefined) return "Done" as const
         const forget = Effect.sync(() => book.settle(key, push))
         const current = yield* informer.get(key)
-        // ST-04 and ST-11: not for a Pod we do not know, another generation, or a terminal Pod.
+        // ST-04 — when status is not written and ST-11 — status writes keep our annotations: not
+        // for a Pod we do not know, another generation, or a terminal Pod.
         if (Option.isNone(current) || uidOf(current.value) !== push.uid || isTerminal(current.value)) {
           yield* forget
           return "Done" as const

@@ -1,11 +1,12 @@
 /**
  * What the informer does after a watch ends: `decide` is the policy, a pure function of the
  * watch's end; `restartSchedule` drives it, waiting what it says on steps of the shared retry
- * Schedule (Q-07). Relist on 410/504 (Gone) and on a server gone backwards; after a watch the
- * server kept open to its timeout without one event or bookmark; after `fruitlessBeforeRelist`
- * watches in a row from one resourceVersion that delivered nothing. Otherwise re-watch: at once
- * (after `rewatchDelay`) after a clean close, on the backoff after a failure or a close with
- * nothing delivered within a second. A watch that worked for a while starts the backoff afresh.
+ * Schedule (Q-07 — one jittered retry schedule). Relist on 410/504 (Gone) and on a server gone
+ * backwards; after a watch the server kept open to its timeout without one event or bookmark; after
+ * `fruitlessBeforeRelist` watches in a row from one resourceVersion that delivered nothing.
+ * Otherwise re-watch: at once (after `rewatchDelay`) after a clean close, on the backoff after a
+ * failure or a close with nothing delivered within a second. A watch that worked for a while starts
+ * the backoff afresh.
  */
 import { Duration, Effect, Pull, Schedule } from "effect"
 import type { KubeError, KubeGone } from "../../Services/KubeApi.ts"

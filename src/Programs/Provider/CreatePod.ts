@@ -1,11 +1,10 @@
 /**
- * CreatePod: the ordered procedure of reference CRT-3, with the undo rule (CRT-15), the
- * stranded-claim rule (CRT-9) and the expiry settlement (LEASE-5).
- *
- * Nothing here retries into sandboxd; every failure is a tagged error that says whether a retry
- * can help, and the pod controller decides. From the claim to the Running push the work is
- * uninterruptible (in-flight work is never cut in half): a claimed VM is always either recorded durably and
- * reported, or returned, or kept in memory as a tentative row.
+ * CreatePod: the ordered procedure of CRT-3 — CreatePod's decision order, with the undo rule
+ * (CRT-15 — undo when the commit fails), the stranded-claim rule (CRT-9 — stranded claims first)
+ * and the expiry settlement (LEASE-5 — settling an expired claim before reuse). Nothing here
+ * retries into sandboxd: every failure is a tagged error that says whether a retry can help. From
+ * the claim to the Running push the work is uninterruptible: a claimed VM is always either
+ * recorded durably and reported, or returned, or kept in memory as a tentative row.
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Cause, DateTime, Effect, Exit, Option, Result } from "effect"
@@ -47,7 +46,7 @@ import { pushRunning } from "./Push.ts"
 import { saveState } from "./SaveState.ts"
 import { formatSeconds, LeaseExpiredReason, leaseExpiredMessage, lostRowPod, sandboxLostMessage, SandboxLostReason } from "./Status.ts"
 
-/** The pod key used everywhere: `namespace/name` (CRT-8). */
+/** The pod key used everywhere: `namespace/name` (CRT-8 — the pod key). */
 export { podKeyOfPod }
 
 
@@ -103,7 +102,8 @@ const settleExpiredClaim = Effect.fnUntraced(function*(key: PodKey) {
   )
   const listed = listing.find((row) => row.id === id)
   if (listed !== undefined) {
-    // Archiving rewrites leases: the listing's deadline wins, whatever it is (LEASE-6).
+    // Archiving rewrites leases: the listing's deadline wins, whatever it is (LEASE-6 — refreshing
+    // a deadline).
     yield* table.refreshDeadline(key, id, listed.deadline)
   } else {
     // LEASE-5: a listing can miss a live claim, and this row holds the VM's only token, so it is
@@ -153,7 +153,8 @@ const clearStrandedClaim = Effect.fnUntraced(function*(key: PodKey) {
 
 /**
  * The error as a Pod message shows it: an HTTP answer names its status (the body may say nothing).
- * sandboxd's only 5xx is a 500 (CRT-23): any other came from something in front of it, and says so.
+ * sandboxd's only 5xx is a 500 (CRT-23 — what a failed claim says about its VM): any other came
+ * from something in front of it, and says so.
  */
 const describeClaimError = (cause: SandboxdClaimError): string => {
   if (cause._tag !== "SandboxdHttpError" || cause.status === 0) return `${cause._tag}: ${cause.message}`
@@ -189,9 +190,10 @@ const settleDoubt = Effect.fnUntraced(function*(key: PodKey) {
 })
 
 /**
- * VER-7: a Pod generation whose sandbox was confirmed gone (its row is Lost) is never claimed for
- * again. A Lost row of another generation goes: that Pod is gone (the name is this Pod's now), and
- * this one gets a fresh claim, never the dead VM.
+ * VER-7 — a lost sandbox's row outlives restarts until its Pod is settled: a Pod generation whose
+ * sandbox was confirmed gone (its row is Lost) is never claimed for again. A Lost row of another
+ * generation goes: that Pod is gone (the name is this Pod's now), and this one gets a fresh claim,
+ * never the dead VM.
  */
 const refuseLost = Effect.fnUntraced(function*(key: PodKey, pod: V1Pod) {
   const lost = yield* (yield* ClaimTable).lost(key)
@@ -202,7 +204,8 @@ const refuseLost = Effect.fnUntraced(function*(key: PodKey, pod: V1Pod) {
     return
   }
   // A Pod still shown Running (its VM went while the daemon was down, or before its Failed status
-  // landed) is ended here: lease-expired when the lease had run out (LEASE-10), else SandboxLost.
+  // landed) is ended here: lease-expired when the lease had run out (LEASE-10 — a lease that ran
+  // out while the daemon was down ends the Pod as lease-expired), else SandboxLost.
   const { leaseEnded, record } = lost.value
   if (pod.status?.phase === "Running") yield* (yield* ProviderEvents).pushStatus(lostRowPod(pod, lost.value))
   // Ended either way: pushed here, or (not Running) by the failure status the pod controller writes.
@@ -369,11 +372,11 @@ export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
   const adopted = yield* table.adopt(key, pod, yield* DateTime.now)
   if (Option.isSome(adopted)) {
     const { changed, previousPodUID, record } = adopted.value
-    // PER-7: the write carries what this create changed. A row it left as it was needs none (on a
-    // restart, 10,000 re-attached Pods made as many writes of an unchanged table): its record is
-    // the one written when it was made, adopted or loaded (the startup write). A deadline a later
-    // verification pass back-filled waits for the next write; it is a copy of sandboxd's, which
-    // a restart back-fills again.
+    // PER-7 — log-only saves: the write carries what this create changed. A row it left as it was
+    // needs none (on a restart, 10,000 re-attached Pods made as many writes of an unchanged table):
+    // its record is the one written when it was made, adopted or loaded (the startup write). A
+    // deadline a later verification pass back-filled waits for the next write; it is a copy of
+    // sandboxd's, which a restart back-fills again.
     const unchanged = !changed && Option.isSome(heldBefore) && heldBefore.value === record
     if (!unchanged) yield* saveState
     if (previousPodUID === (pod.metadata?.uid ?? "")) {
@@ -394,7 +397,7 @@ export const createPod = Effect.fn("Provider.createPod")(function*(pod: V1Pod) {
   yield* refuseLost(key, pod)
   // 5. an earlier create's in-memory-only claim is returned before the key is reused.
   yield* clearStrandedClaim(key)
-  // 6. TTL before template (SUB-9).
+  // 6. TTL before template (SUB-9 — TTL and template only for fresh claims).
   const ttl = parseTtlSeconds(pod.metadata?.annotations)
   if (Result.isFailure(ttl)) {
     return yield* new InvalidTtl({

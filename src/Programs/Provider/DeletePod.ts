@@ -1,7 +1,8 @@
 /**
- * DeletePod and delete authorization (DEL-1, AUTH-1…AUTH-8). A Pod deletion
- * is not VM authority: the verdict of the Pod's owner decides. Preserve drops only the Pod
- * entry, so the claim and its release token stay for a same-name replacement to adopt.
+ * DeletePod and delete authorization (DEL-1 — DeletePod; AUTH-1 — delete authorization order, to
+ * AUTH-8 — what each verdict keeps). A Pod deletion is not VM authority: the verdict of the Pod's
+ * owner decides. Preserve drops only the Pod entry, so the claim and its release token stay for a
+ * same-name replacement to adopt.
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Option } from "effect"
@@ -21,7 +22,10 @@ import { OwnerResolver } from "../../Services/OwnerResolver.ts"
 import { type DeleteOutcome, ReleaseFailed } from "../../Services/ProviderErrors.ts"
 import { SandboxdClient } from "../../Services/SandboxdClient.ts"
 
-/** AUTH-2's controller reference of `pod`, as a row keeps it (AUTH-9); none for a bare Pod or several controllers. */
+/**
+ * The controller reference of `pod` (AUTH-2 — the controller reference), as a row keeps it (AUTH-9
+ * — a preserved VM is released once its owner goes); none for a bare Pod or several controllers.
+ */
 const preservedOwnerOf = (pod: V1Pod): PreservedOwner | undefined => {
   const refs = controllerRefsOf(pod)
   const ref = refs.length === 1 ? refs[0] : undefined
@@ -43,7 +47,7 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
   const key = podKeyOfPod(pod)
   const uid = pod.metadata?.uid ?? ""
 
-  // 1. Stale-UID guard (ST-4): a previous generation's request touches nothing.
+  // 1. ST-4 — stale-UID guard: a previous generation's request touches nothing.
   if (!podUidIsCurrent(yield* table.state, key, uid)) {
     yield* Effect.logInfo("ignoring stale DeletePod for previous pod generation").pipe(Effect.annotateLogs({ uid }))
     return { _tag: "StaleUid" } as DeleteOutcome
@@ -71,8 +75,9 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
   // 2–3. The held lookup: tentative and quarantined claims still hold live microVMs.
   const held = yield* table.held(key)
   if (Option.isSome(held) && held.value.state._tag === "Lost") {
-    // VER-7: its VM is confirmed gone, so nothing is asked or released; the row has nothing left
-    // to guard once the key's Pod is deleted.
+    // VER-7 — a lost sandbox's row outlives restarts until its Pod is settled: its VM is confirmed
+    // gone, so nothing is asked or released; the row has nothing left to guard once the key's Pod
+    // is deleted.
     yield* table.modify((state) => [undefined, withoutPod(state, key)] as const)
     yield* dropLostRow(key)
     return { _tag: "LostDropped" } as DeleteOutcome
@@ -142,7 +147,8 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
         })
         yield* store.commit(Option.none()).pipe(
           Effect.catchTag("ClaimsWriteError", (error) =>
-            // DEL-2: the released row may stay on disk; the next start quarantines and then drops it.
+            // DEL-2 — a failed save after release: the released row may stay on disk; the next
+            // start quarantines and then drops it.
             Effect.logError("persist claims state").pipe(Effect.annotateLogs({ error })))
         )
         yield* events.record(

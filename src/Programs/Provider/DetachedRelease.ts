@@ -1,7 +1,7 @@
 /**
- * CRT-12: the release used by the undo and stranded paths. It runs to its end whatever happens
- * to the caller (the caller may be shutting down with a claimed VM in hand) and is bounded by
- * its own 10 s, on top of the client's timeout.
+ * CRT-12 — detached release: the release used by the undo and stranded paths. It runs to its end
+ * whatever happens to the caller (the caller may be shutting down with a claimed VM in hand) and is
+ * bounded by its own 10 s, on top of the client's timeout.
  */
 import { Duration, Effect, type Redacted } from "effect"
 import type { ClaimId } from "../../Schemas/Ids.ts"

@@ -1,15 +1,9 @@
 /**
- * When a Lost row goes (VER-7). A row becomes Lost when sandboxd confirms its VM gone
- * (`SandboxLost.ts`, the verification at startup, the lease watch); it is kept, and written as it
- * was, only so that the Pod generation it names is never claimed for again, and a restart before
- * that Pod's Failed/SandboxLost status landed finds the VM gone again and keeps refusing. It goes,
- * and the file is written without it, once that generation can never be claimed for:
- *
- * - its Pod is terminal (`settleTerminal`: the pod controller never creates for a terminal Pod,
- *   and never writes its status again), whichever writer made it so;
- * - its Pod is deleted or gone from the apiserver (`DeletePod.ts`, `SettleGone.ts`);
- * - a Pod of another generation takes the name (`CreatePod.ts`: the old one is gone then, and
- *   the new one gets a fresh claim, never the dead VM).
+ * When a Lost row goes (VER-7 — a lost sandbox's row outlives restarts until its Pod is settled).
+ * A Lost row is kept, as it was, only so that its Pod generation is never claimed for again; it
+ * goes, and the file is written without it, once that generation can never be claimed for: its Pod
+ * is terminal (`settleTerminal`), deleted or gone (`DeletePod.ts`, `SettleGone.ts`), or a Pod of
+ * another generation takes the name (`CreatePod.ts`: the new one gets a fresh claim).
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Option } from "effect"
@@ -41,10 +35,11 @@ export const settleTerminal = Effect.fn("Provider.settleTerminal")(function*(pod
 export const isTerminalPhase = (pod: V1Pod): boolean => pod.status?.phase === "Failed" || pod.status?.phase === "Succeeded"
 
 /**
- * LEASE-11: the pod controller sees terminal a Pod whose row is still Durable (its lease ended and
- * its Failed/SandboxLeaseExpired status is now stored, or another writer ended it). The provider's
- * copy takes the terminal phase, memory only: that is how the lease watch learns that the status
- * it kept pushing is stored, and that the row of a VM sandboxd reaped can go.
+ * LEASE-11 — the row of an ended lease goes once its Pod is seen terminal: the pod controller sees
+ * terminal a Pod whose row is still Durable (its lease ended and its Failed/SandboxLeaseExpired
+ * status is now stored, or another writer ended it). The provider's copy takes the terminal phase,
+ * memory only: that is how the lease watch learns that the status it kept pushing is stored, and
+ * that the row of a VM sandboxd reaped can go.
  */
 export const noteTerminal = Effect.fn("Provider.noteTerminal")(function*(pod: V1Pod) {
   yield* (yield* ClaimTable).storePod(podKeyOfPod(pod), pod)

@@ -43,7 +43,8 @@ export const layer: Layer.Layer<
       settleGone: (key) => Effect.provide(settleGone(key), context),
       // Every terminal Pod at every resync: a memory-only look first, the program (its span and
       // its services) only for the rare key whose row is Lost, or Durable under a copy of this
-      // Pod not yet seen terminal (LEASE-11: once, until the lease watch drops the row).
+      // Pod not yet seen terminal (LEASE-11 — the row of an ended lease goes once its Pod is seen
+      // terminal: once, until the lease watch drops the row).
       settleTerminal: (pod) =>
         Effect.flatMap(table.state, (state) => {
           const key = podKeyOfPod(pod)

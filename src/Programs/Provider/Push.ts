@@ -1,4 +1,7 @@
-/** Resolving a claim's Pod IP (with its once-per-claim warning) and pushing Running (CRT-20). */
+/**
+ * Resolving a claim's Pod IP (with its once-per-claim warning) and pushing Running (CRT-20 — push
+ * Running).
+ */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect } from "effect"
 import type { ClaimRecord } from "../../Schemas/Claims.ts"

@@ -1,5 +1,5 @@
 /**
- * PER-7 (log-only saves): the write after a change nothing can undo (an adoption, a release, a row
+ * PER-7 — log-only saves: the write after a change nothing can undo (an adoption, a release, a row
  * dropped or marked, an intent settled). A failure is logged at ERROR with the error itself
  * (`persist claims state`, its tag and path); the change stays in memory and the next write
  * carries it.

@@ -1,16 +1,10 @@
 /**
- * DEL-3: a claim in doubt whose Pod is gone from the apiserver, and which the provider tracks no
- * Pod for, is settled all the same. Nothing else would ever settle it: createPod and deletePod
- * only run for a Pod the controller sees, and after a lost claim reply, a force delete, or a
- * restart that finds an intent for a Pod deleted meanwhile, there is none.
- *
- * The pod controller calls this, serialized with every other run of the key, when its cache holds
- * no Pod for the key; a Pod that still exists is never touched here. It goes through `deletePod`
- * for a stand-in Pod of the doubt's generation with no owner references: the doubt is resolved
- * there (adopted, absent, or still pending), and an adopted VM is released with its row's own
- * token under the bare-Pod verdict: the Pod is gone, so nothing can own the VM any more.
- *
- * Not in doubt, a key whose row was preserved for its owner is asked about again (AUTH-9, below).
+ * DEL-3 — a claim in doubt is settled even when its Pod never comes back: run by the pod
+ * controller, serialized with the key's other runs, when its cache holds no Pod for the key. It
+ * goes through `deletePod` for a stand-in Pod of the doubt's generation with no owner: the doubt
+ * is resolved there, and an adopted VM is released with its own token under the bare-Pod verdict.
+ * Not in doubt, a key whose row was preserved for its owner is asked about again (AUTH-9 — a
+ * preserved VM is released once its owner goes).
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Effect, Option } from "effect"
@@ -26,8 +20,9 @@ export const settleGone = Effect.fn("Provider.settleGone")(function*(key: PodKey
   const doubts = yield* ClaimDoubts
   const found = yield* doubts.get(key)
   if (Option.isNone(found)) {
-    // VER-7: a Lost row whose Pod is gone has nothing left to guard (a restart finds it for a Pod
-    // deleted while the daemon was down, the lease watch for a preserved row's VM gone).
+    // VER-7 — a lost sandbox's row outlives restarts until its Pod is settled: a Lost row whose Pod
+    // is gone has nothing left to guard (a restart finds it for a Pod deleted while the daemon was
+    // down, the lease watch for a preserved row's VM gone).
     if (yield* dropLostRow(key)) return "LostDropped" as SettleGoneOutcome
     return yield* askPreservedOwner(key)
   }
@@ -35,9 +30,9 @@ export const settleGone = Effect.fn("Provider.settleGone")(function*(key: PodKey
   const standIn: V1Pod = { apiVersion: "v1", kind: "Pod", metadata: { namespace, name, uid: found.value.podUid } }
   // Tracked before the delete, as any Pod the provider handles is: should the release fail after
   // the doubt was resolved (adopted), the adopted row stays with its token and the key is no
-  // longer in doubt, so the key's next run must find a tracked Pod gone from the cache (SY-02) and
-  // run DeletePod for it again, or nothing would ever release the VM. A delete that succeeds
-  // drops it with the row.
+  // longer in doubt, so the key's next run must find a tracked Pod gone from the cache (SY-02 — a
+  // Pod gone from the cache) and run DeletePod for it again, or nothing would ever release the VM.
+  // A delete that succeeds drops it with the row.
   yield* (yield* ClaimTable).storePod(key, standIn)
   // Fails with ClaimInDoubt while the doubt is pending (the caller retries on its backoff), or
   // ReleaseFailed (the row and the stand-in stay, for the retry).

@@ -1,15 +1,11 @@
 /**
- * Bringing the claims table up (reference PER-8, PER-9, VER-1): load, back-fill claimedAt,
- * quarantine every loaded row, put the keys of leftover claim intents in doubt, one
- * verification pass, then the mandatory write. A load or
- * that write failing is a startup error: a daemon that cannot persist would leak a VM per claim.
- *
- * The verification pass's sandboxd listing is asked for before the load (CFG-11): with 10,000
- * rows, reading and decoding the file takes a few hundred milliseconds of CPU, and sandboxd's
- * answer now comes in the meantime instead of being waited for after it. The store already holds
- * the state lock, so every row the file holds was written before the listing was asked for.
- * `startClaims` asks for it itself; the daemon asks for it before its first pod list and hands
- * it to `startClaimsWith` (`src/Daemon.ts`).
+ * Bringing the claims table up (PER-8 — loading the file; VER-1 — quarantine at startup; PER-9 —
+ * the mandatory startup write): load, back-fill claimedAt, quarantine every loaded row, put the
+ * keys of leftover claim intents in doubt, one verification pass, then the mandatory write. A load
+ * or that write failing is a startup error: a daemon that cannot persist would leak a VM per claim.
+ * The pass's sandboxd listing is asked for before the load (CFG-11 — start order), so it arrives
+ * while the file is decoded; `startClaims` asks for it itself, the daemon hands it to
+ * `startClaimsWith`.
  */
 import { DateTime, Effect, Fiber, Option } from "effect"
 import type { ClaimRecord } from "../../Schemas/Claims.ts"
@@ -36,8 +32,9 @@ export const startClaimsWith = (listing: Effect.Effect<SandboxListing, SandboxdL
   // claim that may have made a VM no row records: its key is in doubt before any Pod is seen, so
   // the key takes no new work (no claim, no release) until the doubt is resolved.
   const intents = yield* store.intents
-  // CRT-22: the previous process may have sent its claim at any time before it stopped, after
-  // waiting for a permit, so the settle window counts from this load.
+  // CRT-22 — the settle window counts from when a claim was abandoned: the previous process may
+  // have sent its claim at any time before it stopped, after waiting for a permit, so the settle
+  // window counts from this load.
   const loadedAt = yield* DateTime.now
   for (const intent of intents.values()) {
     yield* markInDoubt({ key: intent.key, podUid: intent.podUID, startedAt: intent.sentAt, abandonedAt: loadedAt })

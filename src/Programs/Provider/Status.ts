@@ -1,6 +1,7 @@
 /**
- * The synthetic statuses the provider reports (reference CRT-20, CRT-21, LEASE-3, UPD-4).
- * Pure builders: they take the Pod, the claim and the resolved IP, and return new objects.
+ * The synthetic statuses the provider reports (CRT-20 — push Running; CRT-21 — the Running
+ * status; LEASE-3 — lease-expired status; UPD-4 — GetPodStatus). Pure builders: they take
+ * the Pod, the claim and the resolved IP, and return new objects.
  */
 import type { V1ContainerStatus, V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { DateTime, Option } from "effect"
@@ -26,8 +27,9 @@ export const formatSeconds = (time: DateTime.Utc): string =>
  * the claim was made, so the claim time is their `lastTransitionTime`: the same on every push
  * (no write of an unchanged status), and what a workload controller's `minReadySeconds` counts
  * from (a Ready condition without one never counts as available). A Pod that adopted a VM claimed
- * for an earlier Pod (CRT-4) did not exist at the claim time: its conditions date from its own
- * creation, the later of the two, or a `minReadySeconds` would count from before the Pod was made.
+ * for an earlier Pod (CRT-4 — atomic adoption) did not exist at the claim time: its conditions date
+ * from its own creation, the later of the two, or a `minReadySeconds` would count from before the
+ * Pod was made.
  */
 export const runningStatus = (pod: V1Pod, claim: ClaimRecord, ip: PodIp): V1PodStatus => {
   const startedAt = toDate(claim.claimedAt)
@@ -54,8 +56,9 @@ export const runningStatus = (pod: V1Pod, claim: ClaimRecord, ip: PodIp): V1PodS
     ],
     containerStatuses
   }
-  // ST-13: no address, no hostIP. The apiserver stores an empty hostIP as no hostIP; pushed as
-  // "", the status never compared equal to the Pod it serves and was written again on every push.
+  // ST-13 — an unchanged status is not written: no address, no hostIP. The apiserver stores an
+  // empty hostIP as no hostIP; pushed as "", the status never compared equal to the Pod it serves
+  // and was written again on every push.
   if (address !== "") {
     status.hostIP = address
     status.podIP = address
@@ -113,7 +116,10 @@ export const leaseExpiredStatus = (pod: V1Pod, claim: ClaimRecord): V1PodStatus 
   return status
 }
 
-/** LEASE-4 step 5: a copy of the tracked Pod carrying the lease-expired status (no claim-id added). */
+/**
+ * LEASE-4 — the lease watch, step 5: a copy of the tracked Pod carrying the lease-expired status
+ * (no claim-id added).
+ */
 export const leaseExpiredPod = (pod: V1Pod, claim: ClaimRecord): V1Pod => {
   const copy = copyPlain(pod)
   copy.status = leaseExpiredStatus(pod, claim)
@@ -121,11 +127,13 @@ export const leaseExpiredPod = (pod: V1Pod, claim: ClaimRecord): V1Pod => {
 }
 
 /**
- * LEASE-10: the status of a Pod whose row is Lost (VER-7: its VM confirmed gone). A row whose lease
- * had run out when its VM was found gone (`leaseEnded`, decided then and kept: `lostStateAt`) most
- * likely lost its VM to that lease (it ended while the daemon was down, so no lease watch saw it
- * end): the Pod ends lease-expired (LEASE-3), as a running daemon would have ended it. Otherwise
- * the VM went early: SandboxLost. Either way that Pod generation is never given another VM.
+ * LEASE-10 — a lease that ran out while the daemon was down ends the Pod as lease-expired: the
+ * status of a Pod whose row is Lost (VER-7 — a lost sandbox's row outlives restarts until its Pod
+ * is settled: its VM confirmed gone). A row whose lease had run out when its VM was found gone
+ * (`leaseEnded`, decided then and kept: `lostStateAt`) most likely lost its VM to that lease (it
+ * ended while the daemon was down, so no lease watch saw it end): the Pod ends lease-expired
+ * (LEASE-3), as a running daemon would have ended it. Otherwise the VM went early: SandboxLost.
+ * Either way that Pod generation is never given another VM.
  */
 export const lostRowStatus = (pod: V1Pod, lost: LostRow): V1PodStatus =>
   lost.leaseEnded ? leaseExpiredStatus(pod, lost.record) : sandboxLostStatus(pod, lost.record.id, lost.record.claimedAt)

@@ -1,4 +1,7 @@
-/** UpdatePod and the memory-only reads (reference UPD-1…UPD-4). None of them calls sandboxd or the apiserver. */
+/**
+ * UpdatePod and the memory-only reads (UPD-1 — UpdatePod, to UPD-4 — GetPodStatus). None of them
+ * calls sandboxd or the apiserver.
+ */
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { DateTime, Effect, Option } from "effect"
 import type { PodKey } from "../../Schemas/Ids.ts"
@@ -8,7 +11,10 @@ import { podKeyOfPod } from "./CreatePod.ts"
 import { podIpFor } from "./Push.ts"
 import { leaseExpiredStatus, lostRowStatus, pendingStatus, runningStatus } from "./Status.ts"
 
-/** UPD-1: store the newer Pod unless it belongs to an older generation (ST-4). Always succeeds. */
+/**
+ * UPD-1: store the newer Pod unless it belongs to an older generation (ST-4 — stale-UID guard).
+ * Always succeeds.
+ */
 export const updatePod = Effect.fn("Provider.updatePod")(function*(pod: V1Pod) {
   const table = yield* ClaimTable
   const key = podKeyOfPod(pod)
@@ -20,19 +26,20 @@ export const updatePod = Effect.fn("Provider.updatePod")(function*(pod: V1Pod) {
   }
 })
 
-/** The tracked Pod, a copy, or nothing; never asks sandboxd or the apiserver (UPD-2). */
+/** The tracked Pod, a copy, or nothing; never asks sandboxd or the apiserver (UPD-2 — GetPod). */
 export const getPod = (key: PodKey) => ClaimTable.use((table) => table.pod(key))
 
 /**
- * UPD-4 for a tracked Pod: a Lost row of its generation → SandboxLost (VER-7); no settled claim
- * → the Pod's own status as Pending; a settled claim
- * strictly past its deadline → lease expired (LEASE-8: at the instant itself still Running);
- * otherwise Running.
+ * UPD-4 for a tracked Pod: a Lost row of its generation → SandboxLost (VER-7 — a lost sandbox's row
+ * outlives restarts until its Pod is settled); no settled claim → the Pod's own status as Pending;
+ * a settled claim strictly past its deadline → lease expired (LEASE-8 — the deadline boundary: at
+ * the instant itself still Running); otherwise Running.
  */
 const reportedStatus = Effect.fnUntraced(function*(state: ClaimTableState, key: PodKey, pod: V1Pod) {
   const row = state.rows.get(key)
-  // VER-7: the sandbox of this generation is gone for good (lease-expired if its lease had run
-  // out, LEASE-10: the same status its push carried).
+  // VER-7: the sandbox of this generation is gone for good (lease-expired, the same status its push
+  // carried, if its lease had run out: LEASE-10 — a lease that ran out while the daemon was down
+  // ends the Pod as lease-expired).
   if (row !== undefined && row.state._tag === "Lost" && row.record.podUID === (pod.metadata?.uid ?? "")) {
     return lostRowStatus(pod, { record: row.record, leaseEnded: row.state.leaseEnded })
   }
@@ -46,9 +53,10 @@ const reportedStatus = Effect.fnUntraced(function*(state: ClaimTableState, key: 
 })
 
 /**
- * Copies of every tracked Pod (UPD-3), each with the status the provider reports for it (UPD-4):
- * the table keeps only a little of the status a Pod was handed with (`keptStatusOf`), and what the
- * kubelet `/pods` route shows is the provider's own view, as every other status it reports.
+ * Copies of every tracked Pod (UPD-3 — GetPods), each with the status the provider reports for it
+ * (UPD-4): the table keeps only a little of the status a Pod was handed with (`keptStatusOf`), and
+ * what the kubelet `/pods` route shows is the provider's own view, as every other status it
+ * reports.
  */
 export const getPods = Effect.gen(function*() {
   const table = yield* ClaimTable
