@@ -1,33 +1,10 @@
 /**
- * A list reply (`{"kind":…,"metadata":{…},"items":[…]}`) read from its bytes one item at a time:
- * each item's JSON text goes to the caller, which parses and projects it and lets it go before the
- * next one is cut out. One `JSON.parse` of the whole body instead keeps every parsed item alive
- * until the last is projected: on a restart with 10,000 Running Pods (an 18 MB body) that was
- * tens of MB of objects which every young-generation collection during the decode copied and then
- * promoted, to be marked and compacted again in the old generation.
- *
- * The bytes are read as they arrive (`reader`: one chunk of the response at a time), so an item
- * is handed over as soon as its closing brace has come and the body is never held whole: only the
- * bytes of the one item (or envelope member) not yet complete are carried over to the next chunk.
- * The decode of a long list then runs while the rest of it is still on its way, and no buffer of
- * the body's size is allocated and copied together from its chunks. Every state of the scan is
- * kept between two chunks (inside a string, after a backslash, in a skipped value), so a chunk
- * may end at any byte, the middle of a multi-byte UTF-8 sequence included: bytes are decoded to
- * text only once an item's last byte is there.
- *
- * An item's `metadata.managedFields` is handed over as `null`, unparsed: the field managers' sets
- * (one per writer of the Pod, each naming every field it set) are most of a served Pod's metadata,
- * and the slim Pod (`Schemas/Pod.ts`) keeps nothing of them.
- *
- * Only the structure is read here: strings (with their escapes), brackets balanced outside
- * strings, and the `,` and `:` between members and items. The caller `JSON.parse`s each item's
- * text and the list's metadata, and the envelope's other members' values are parsed here, so
- * every value but a skipped managedFields one (whose brackets only have to balance) is checked as
- * a whole-body parse would check it. The envelope's member names are not: they are compared byte
- * for byte with `items` and `metadata` (the apiserver writes them without escapes), so a name a
- * whole-body parse would refuse (a raw control byte in it) is skipped with its value here, and a
- * name spelled with an escape is not `items`. The scan works on bytes: no byte of a UTF-8
- * multi-byte sequence is below 0x80, so none is mistaken for a quote, backslash or bracket.
+ * A list reply (`{"kind":…,"metadata":{…},"items":[…]}`) read from its bytes one item at a time,
+ * as the chunks arrive: each item's JSON text goes to the caller, which parses and projects it and
+ * lets it go before the next is cut out, so the body is never held whole nor parsed at once. Every
+ * scan state is kept between chunks, so a chunk may end at any byte (mid UTF-8 sequence included).
+ * Only the structure is read here; an item's `metadata.managedFields` is handed over as `null`,
+ * unparsed. Every other value is checked as a whole-body `JSON.parse` would check it.
  */
 import { Option } from "effect"
 
@@ -659,9 +636,9 @@ export type ListRead<A, B> =
  * read. The daemon's Pod list read, in one place for the client and for the bench that times it
  * (`bench/podList.ts`).
  *
- * An item `decode` refuses does not end the read (INF-1): `undecodable` is given its parsed JSON
- * (for what can still be read of it) and the list goes on. The branch was there already (it
- * stopped the scan), so an item that decodes costs nothing more than before.
+ * An item `decode` refuses does not end the read (INF-1 — a Pod the daemon cannot decode is left
+ * out): `undecodable` is given its parsed JSON (for what can still be read of it) and the list goes
+ * on.
  */
 export const listReader = <A, B>(
   decode: (json: unknown) => Option.Option<A>,

@@ -1,8 +1,9 @@
 /**
  * The node's Pod list, read one Pod at a time as its bytes arrive (`ListBody.ts`): each Pod is
  * parsed, made slim and let go while the rest of the list is on its way, so the whole body is
- * never held. A Pod the slim Pod refuses is left out and named in `undecodable` (INF-1, a Pod the
- * daemon cannot decode is left out). Also the server's current resourceVersion, from a list of at most one.
+ * never held. A Pod the slim Pod refuses is left out and named in `undecodable` (INF-1 — a Pod the
+ * daemon cannot decode is left out). Also the server's current resourceVersion, from a list of at
+ * most one.
  */
 import { HttpMethod } from "@kubernetes/client-node"
 import { Effect, Option, Schema } from "effect"
