@@ -1,6 +1,6 @@
 /**
- * The daemon's configuration for tests, demos and the bench: every flag's default (CFG-2), with a
- * node name and paths suitable for tests.
+ * The daemon's configuration for tests, demos and the bench: every flag's default (CFG-2 — the flag
+ * table), with a node name and paths suitable for tests.
  */
 import { Duration, Redacted } from "effect"
 import type { AppConfigShape } from "../src/Schemas/Config.ts"

@@ -183,7 +183,8 @@ export type DaemonTarget = Pick<Cluster, "kubeconfigPath" | "sandboxdUrl" | "tok
 /**
  * Where a spawned daemon looks for vk-cocoon's kubelet pair: beside its state directory (every
  * harness keeps the claims file at `<dir>/state/claims.json`), never where the machine running it
- * may keep a real one (TLS-4). Nothing is there unless a test writes it.
+ * may keep a real one (TLS-4 — vk-cocoon's certificate is reused when it is usable). Nothing is
+ * there unless a test writes it.
  */
 export const vkCocoonPairPaths = (cluster: Pick<DaemonTarget, "statePath">) => {
   const dir = path.join(path.dirname(path.dirname(cluster.statePath)), "vk-cocoon")

@@ -169,7 +169,10 @@ export const layer = (options: ClaimsStoreMemoryOptions = {}) =>
 // A minimal `ClaimsSnapshot` for tests of the stores (the real one is the ClaimTable layer).
 
 export class TestClaimsTable extends Context.Service<TestClaimsTable, {
-  /** Adds or replaces a row; `tentative` rows are written only by their own commit (PER-6). */
+  /**
+   * Adds or replaces a row; `tentative` rows are written only by their own commit (PER-6 — only its
+   * own commit makes a claim durable).
+   */
   readonly put: (key: PodKey, record: ClaimRecord, options?: { readonly tentative?: boolean }) => Effect.Effect<void>
   readonly remove: (key: PodKey) => Effect.Effect<void>
   /** Keys whose row is still tentative. */

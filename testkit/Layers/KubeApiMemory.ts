@@ -68,7 +68,8 @@ export const make = (model: ClusterModel): KubeApi["Service"] => {
       Effect.flatMap((list) => {
         const items = Array.isArray(list["items"]) ? list["items"] : []
         const metadata = isRecord(list["metadata"]) ? list["metadata"] : {}
-        // As the live layer reads a list: a Pod the slim Pod refuses is left out and named (INF-1).
+        // As the live layer reads a list: a Pod the slim Pod refuses is left out and named (INF-1 —
+        // a Pod the daemon cannot decode is left out).
         const pods: Array<Pod> = []
         const undecodable: Array<UndecodablePod> = []
         for (const item of items) {

@@ -1,71 +1,11 @@
 /**
- * In-memory Kubernetes API server model: the state machine behind the HTTP face (`Server.ts`) and the
- * in-memory KubeApi test layer. Plain synchronous TypeScript over JSON objects; every operation returns
- * `Result<A, ApiStatusError>` (use `Effect.fromResult` in Effect code), where the error carries the exact
- * `Status` body and HTTP code the real kube-apiserver would answer with.
- *
- * API (resources are the `ResourceInfo` constants from `Resources.ts`; `ns` is "" for cluster scope):
- *   create(r, ns, obj, {fieldManager})                     POST
- *   get(r, ns, name)                                       GET
- *   list(r, ns | undefined, {labelSelector, fieldSelector, limit, continue})  GET collection (undefined
- *       ns: all namespaces)
- *   watch(r, ns | undefined, {resourceVersion, allowWatchBookmarks, sendInitialEvents, labelSelector,
- *       fieldSelector}, sink) → WatchHandle. Replayed/initial events are delivered synchronously inside the
- *       call; later events synchronously inside the write that caused them.
- *   update(r, ns, name, obj) / updateStatus(r, ns, name, obj)     PUT (main resource / status subresource)
- *   patch(r, ns, name, patchType, patch, {subresource, fieldManager, force})  PATCH: "strategic" | "merge"
- *       | "json" | "apply" (server-side apply; fieldManager required)
- *   delete(r, ns, name, {gracePeriodSeconds, preconditions: {uid, resourceVersion}})
- *   deleteCollection(r, ns, selectors, deleteOptions), bind(ns, name, nodeName) (pods/binding)
- *   Namespaces are the `Namespaces` resource; `finalizeNamespace(name)` plays the namespace controller.
- * Test helpers: `faults` (latency, 5xx rules, stalled watches: read by the HTTP face too), `deny(rule)`
- *   (403 Forbidden like RBAC), `bookmark()`, `expireWatches()` (ERROR 410 on every open watch),
- *   `dropWatches()`, `compact()`, `peek(r, ns, name)` / `put(r, obj)` / `remove(r, ns, name)` (direct
- *   access, no semantics), `collectGarbage()` (the GC controller, on demand), `resourceVersion` (the
- *   global counter), `openWatches()`.
- *
- * Modelled as the real server does it (sources in the comments at each place; Status bodies, PUT without
- * resourceVersion, pod IP checks, preconditions, the deletion fields on update, SSA wording and watch
- * starts were compared with raw requests to kube-apiserver v1.37.2 from test/k8s):
- * - request order: authorization, decoding (400), admission (NamespaceLifecycle 404/403), validation
- *   (422), storage (uid precondition, then resourceVersion 409; AlreadyExists 409); a PATCH has no
- *   uid precondition: a uid it sets that is not the stored one is a 422 (`metadata.uid`: field is immutable);
- * - PUT without resourceVersion: allowed for pods, nodes, events, namespaces; 422 for leases and custom
- *   resources; a PUT of a missing lease or event creates it, unless the body carries a
- *   uid (a storage precondition the missing object fails: 409);
- * - a no-op write keeps the resourceVersion and sends no watch event;
- * - every pod DELETE first writes deletionTimestamp/deletionGracePeriodSeconds (MODIFIED), then, at
- *   grace 0 with no finalizer left, removes the pod (DELETED) — the graceful-delete strategy;
- * - an update (PUT and PATCH, of the main resource and of status) never changes the deletion fields, but
- *   does not always ignore them: a stored deletionTimestamp replaces the body's, a grace the body
- *   leaves out (or sends null) is the stored one; a grace that differs from the stored one (or is
- *   set on an object not being deleted) is 422 "field is immutable", as is a deletionTimestamp on
- *   an object not being deleted (pods/status drops that one instead); a grace that is no int64 is
- *   a 400 decode error; a custom resource's 422 lists each metadata cause twice;
- * - a watch from an expired resourceVersion gets one ERROR event (410 Expired) on a 200 response; one
- *   from a future resourceVersion stays open and silent until the counter passes it; an object leaving
- *   a watch's selector is a DELETED event for that watch;
- * - lists are atomic for server-side apply (the CRDs here declare no list types);
- * - pagination with limit/continue (later pages come from the current state, not a snapshot at the
- *   token's resourceVersion; a token older than the retained window is 410 Expired).
- * Not modelled: int64 values past 2^53 (bodies are parsed into doubles: a grace of 2^53+1 is stored as
- * 2^53, so a write carrying 2^53 counts as equal here, where the real server refuses it), a
- * deletionTimestamp that is no RFC 3339 time (a 400 there; here, a 422 or ignored),
- * the not-ready taint TaintNodesByCondition adds to new nodes (opt in: nodeNotReadyTaint),
- * managedFields detail (no "." or "k:" entries: lists are leaves), dryRun, propagationPolicy,
- * structural-schema pruning of custom resources, and events.k8s.io/v1 as a view of core/v1 events
- * (here they are two separate stores).
- *
- * Time: creationTimestamp, deletionTimestamp and managedFields times come from the injected `now`.
- *
- * This class runs each request through its steps in the server's order; the rules live beside it:
- * `Store.ts` (objects, the resourceVersion counter, history), `Watches.ts` (watch starts, fan-out,
- * bookmarks), `Selectors.ts` (label and field selection), `Paging.ts` (list bodies, limit/continue),
- * `Validation.ts` (decoding checks, NamespaceLifecycle admission, validation), `Update.ts` (update
- * preconditions and strategy), `Deletion.ts` (preconditions, graceful deletion), `Pods.ts` and
- * `Kinds.ts` (per-kind rules), `ManagedFields.ts` and `Apply.ts` (field ownership, server-side
- * apply), `Controllers.ts` (the garbage collector, namespace and node lifecycle controllers the model
- * plays), `Faults.ts` (fault hooks and the RBAC deny list), `Objects.ts` (shared object helpers).
+ * In-memory Kubernetes API server model: the state machine behind the HTTP face (`Server.ts`) and
+ * the in-memory KubeApi test layer. Plain synchronous TypeScript over JSON objects; every operation
+ * returns `Result<A, ApiStatusError>` carrying the exact `Status` body and HTTP code kube-apiserver
+ * would answer. Each request runs through the real server's steps in its order (docs/development.md,
+ * "What the apiserver simulator models"); the rules live beside it (`Store.ts`, `Watches.ts`,
+ * `Validation.ts`, `Update.ts`, `Deletion.ts`, `Pods.ts`, `Apply.ts`, `Controllers.ts`, …). Times
+ * come from the injected `now`.
  */
 import { Result } from "effect"
 import { appliedFields, applyRequest, firstApplied, mergeApply } from "./Apply.ts"

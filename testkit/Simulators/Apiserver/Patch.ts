@@ -30,7 +30,7 @@ export const mergeKeyAt = (path: ReadonlyArray<string>): ListStrategy => {
     case "metadata.finalizers":
       return "primitive-merge"
     case "status.conditions": // NodeStatus and PodStatus: merge by type
-    case "status.addresses": // NodeStatus.addresses: merge by type (not unique; see PIT-16)
+    case "status.addresses": // NodeStatus.addresses: merge by type (not unique; see PIT-16 — three-way node status patch)
       return { mergeKey: "type" }
     case "status.podIPs":
     case "status.hostIPs":

@@ -112,7 +112,7 @@ const omitemptyStatusStrings = ["phase", "message", "reason", "nominatedNodeName
  * A pod status string written as "" is the field's zero value: the server stores it as such and
  * its JSON leaves it out (`omitempty`), so the Pod it serves (the write's reply, a read, a watch
  * event) has no such field. Dropped here at write time, which serves the same (the daemon's
- * no-op comparison counts on it: ST-13). Changes `pod`.
+ * no-op comparison counts on it: ST-13 — an unchanged status is not written). Changes `pod`.
  */
 export const dropEmptyStatusStrings = (pod: JsonObject): void => {
   const status = pod["status"]
