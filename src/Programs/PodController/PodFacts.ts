@@ -288,8 +288,8 @@ const conditionOf = (status: PodStatus, type: string): Condition | undefined => 
  * back, a status this built (the key's last push may be what a write stored: `keptAs`) builds
  * the same status again, so an unchanged gate is never a write and a gate turning True is one.
  * The gates' conditions themselves are their controllers': never set or changed here. `status`
- * itself for a Pod without gates (its Running status stays as CRT-21 — the Running status — builds
- * it) or a status without Ready (a Failed status: no conditions).
+ * itself for a Pod without gates (its Running status stays as built: CRT-21 — the Running status)
+ * or a status without Ready (a Failed status: no conditions).
  */
 export const applyReadinessGates = (status: PodStatus, current: Pod): PodStatus => {
   const gates = current.spec?.readinessGates
