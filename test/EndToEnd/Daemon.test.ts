@@ -120,6 +120,8 @@ describe("daemon end to end", () => {
       for (const stage of ["queue", "intent", "claim", "commit", "status_write"]) {
         assert.match(body, new RegExp(`^vk_sandbox_pod_start_stage_seconds_count\\{[^}]*stage="${stage}"[^}]*\\} [1-9]`, "m"), `stage ${stage} timed`)
       }
+      // MON-5: each Pod that went Running above is one start, timed once
+      assert.match(body, /^vk_sandbox_pod_start_duration_seconds_count(\{[^}]*\})? [1-9]/m, "pod starts timed")
       // Every family served is documented in docs/operations.md with its type, and every
       // documented family is served, except those the table says appear with their first event.
       const served = new Map([...body.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]))

@@ -6,7 +6,7 @@
  * provider's pushes and repairs statuses the Informer observes. Every retry waits on steps of one
  * retry schedule (`Backoff.ts`); a periodic resync re-examines every cached Pod and its last push.
  */
-import { Cause, Clock, Duration, Effect, Exit, Option, type Scope, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Metric, Option, type Scope, Stream } from "effect"
 import type { AppConfigShape } from "../../Schemas/Config.ts"
 import { AppConfig } from "../../Services/Config.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
@@ -23,6 +23,7 @@ import * as Informer from "./Informer.ts"
 import { SandboxdToken } from "../../Services/SandboxdToken.ts"
 import { DependencyRecovery } from "../../Services/DependencyRecovery.ts"
 import * as KeyedQueue from "./KeyedQueue.ts"
+import { PodStarts } from "./PodStarts.ts"
 import * as Reconciler from "./Reconciler.ts"
 import * as StatusWriter from "./StatusWriter.ts"
 
@@ -137,10 +138,20 @@ export const make = (
     const informer = yield* Informer.make(nodeName, options, retry)
     // The controller's own state, touched only through its synchronous methods (`ControllerBook.ts`).
     const book = new ControllerBook()
+    // MON-5: each Pod's start, timed from the same instant as its queue stage (`PodStarts.ts`).
+    const starts = new PodStarts()
     const changed = (key: PodKey): Effect.Effect<void> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         book.changed(key, now)
-        return podQueue.enqueue(key, "change")
+        return Effect.flatMap(informer.get(key), (pod) => {
+          starts.seen(key, Option.getOrUndefined(pod), now)
+          return podQueue.enqueue(key, "change")
+        })
+      })
+    const acknowledged = (key: PodKey, written: Pod) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const seconds = starts.acknowledged(key, written, now)
+        return seconds === undefined ? Effect.void : Metric.update(Metrics.podStartDuration, seconds)
       })
     /** The queue stage of a Pod's start: from its change reaching the queue to its run. */
     const queueStage = (key: PodKey) =>
@@ -149,7 +160,7 @@ export const make = (
         if (since === undefined) return Effect.void
         return Effect.flatMap(Clock.currentTimeMillis, (now) => Metrics.observeStage("queue", (now - since) / 1000))
       })
-    const status = yield* StatusWriter.make(informer, retry, changed, options.maxStatusWrites ?? bounds.statusWrites)
+    const status = yield* StatusWriter.make(informer, retry, changed, options.maxStatusWrites ?? bounds.statusWrites, acknowledged)
     const reconciler = yield* Reconciler.make(informer, status)
     // Made once, not per run: `Effect.withSpan` captures a stack trace each time it is called.
     const reconcileSpan = Effect.withSpan("PodController.reconcile", (key: PodKey) => ({ attributes: { pod: key, node: nodeName } }))
@@ -278,7 +289,7 @@ export const make = (
           yield* status.drain(Duration.millis(Math.max(0, left)))
         }),
       retainedKeys: Effect.gen(function*() {
-        const keys = new Set<PodKey>([...(yield* status.retainedKeys), ...(yield* reconciler.retainedKeys)])
+        const keys = new Set<PodKey>([...(yield* status.retainedKeys), ...(yield* reconciler.retainedKeys), ...starts.keys()])
         return keys.size + (yield* podQueue.size) + (yield* status.queued)
       })
     }

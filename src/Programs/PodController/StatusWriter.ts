@@ -60,7 +60,9 @@ export const make = (
   /** The provider must look at this key again (a 409 re-read brought a change). */
   changed: (key: PodKey) => Effect.Effect<void>,
   /** Writes in flight at once (unbounded when absent). */
-  maxInFlight?: number
+  maxInFlight?: number,
+  /** The apiserver acknowledged a PUT of the key's status, which stored `written` (MON-5). */
+  acknowledged: (key: PodKey, written: Pod) => Effect.Effect<void> = () => Effect.void
 ): Effect.Effect<StatusWriter, never, KubeApi | Scope.Scope> =>
   Effect.gen(function*() {
     const kube = yield* KubeApi
@@ -88,7 +90,12 @@ export const make = (
         const wanted = body(current.value, yield* Clock.currentTimeMillis)
         if (wanted === undefined) return "Skipped" as const
         return yield* kube.replacePodStatus(wanted).pipe(
-          Effect.tap((written) => informer.written(current.value, written).pipe(Effect.andThen(Effect.sync(() => onWritten(written))))),
+          Effect.tap((written) =>
+            informer.written(current.value, written).pipe(
+              Effect.andThen(Effect.sync(() => onWritten(written))),
+              Effect.andThen(acknowledged(key, written))
+            )
+          ),
           Effect.as<WriteResult>("Written"),
           Effect.catchTag("KubeConflict", () =>
             Metric.update(Metrics.statusWriteConflicts, 1).pipe(
