@@ -133,3 +133,35 @@ export const sleepReceipts: Effect.Effect<SleepReceipts> = Effect.map(Clock.Cloc
       })
   }
 })
+
+export interface ManualTimers {
+  /** For a simulator's `later` option: each wait is noted here and runs only when fired. */
+  readonly later: (run: () => void, ms: number) => () => void
+  /** The waits begun and not yet fired or cancelled, oldest first, by their length in ms. */
+  readonly pending: () => ReadonlyArray<number>
+  /** Runs the oldest pending wait of `ms`; false if none. */
+  readonly fire: (ms: number) => boolean
+}
+
+/** Timers a test ends itself: what waited, for how long, is read off them, not off a clock. */
+export const manualTimers = (): ManualTimers => {
+  const waits: Array<{ readonly ms: number; readonly run: () => void }> = []
+  return {
+    later: (run, ms) => {
+      const wait = { ms, run }
+      waits.push(wait)
+      return () => {
+        const at = waits.indexOf(wait)
+        if (at !== -1) waits.splice(at, 1)
+      }
+    },
+    pending: () => waits.map((wait) => wait.ms),
+    fire: (ms) => {
+      const at = waits.findIndex((wait) => wait.ms === ms)
+      if (at === -1) return false
+      const [wait] = waits.splice(at, 1)
+      wait!.run()
+      return true
+    }
+  }
+}

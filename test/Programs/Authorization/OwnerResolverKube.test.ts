@@ -13,6 +13,7 @@ import { OwnerResolver } from "../../../src/Services/OwnerResolver.ts"
 import { Sandboxes } from "../../../testkit/Simulators/Apiserver/Resources.ts"
 import { ApiserverSim } from "../../../testkit/Simulators/Apiserver/Server.ts"
 import * as FaultProxy from "../../support/FaultProxy.ts"
+import { eventually } from "../../support/Wait.ts"
 import { OwnerProxy, ownerResolverWorld, ownerResolverWorldViaProxy } from "./world.ts"
 
 const SandboxApiVersion = "agents.x-k8s.io/v1beta1"
@@ -150,14 +151,15 @@ describe("AUTH-1 through the live KubeApi against the in-memory apiserver", () =
 
   it.effect("no answer within the KubeApi call timeout → Preserve(OwnerQueryFailed)", () =>
     inWorld(Effect.gen(function*() {
-      const { model } = yield* ApiserverSim
+      const sim = yield* ApiserverSim
       const uid = yield* putSandbox("sb")
       yield* deleteSandbox("sb")
       // the server holds the answer (a real 404 naming the owner) for 0.5 s of real time; the
       // client's 30 s call timeout runs on the TestClock and fires first
-      model.faults.latencyMs = 500
+      sim.model.faults.latencyMs = 500
       const fiber = yield* Effect.forkChild(verdictOf(podOwnedBy([sandboxRef("sb", uid)])))
-      yield* Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 20)))
+      // the server holds the request: the call, and its timeout, have begun
+      yield* eventually("the request held by the server", () => sim.held() === 1)
       yield* TestClock.adjust("29 seconds")
       assert.isUndefined(fiber.pollUnsafe(), "not before the timeout")
       yield* TestClock.adjust("2 seconds")

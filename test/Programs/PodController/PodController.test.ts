@@ -32,7 +32,6 @@ import {
   quiet,
   releaseRequests,
   running,
-  sleepReal,
   backoffOnly,
   ioTurns,
   secondsUntil,
@@ -257,10 +256,14 @@ describe("PodController", () => {
       yield* stopOnTestClock(daemon)
     }).pipe(quiet), { timeout: 120_000 })
 
-  it.live("a wrong runtime: ProviderFailed, no claim, no hot retry loop", () =>
+  // On the TestClock (real I/O turns between its seconds): the resync is the later event that
+  // must come, so "no retry before it" is read from when the retry came, not from a pause.
+  const resync30s: PodController.PodControllerOptions = { ...PodController.defaultOptions, resyncInterval: Duration.seconds(30) }
+
+  it.effect("a wrong runtime: ProviderFailed, no claim, no hot retry loop", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld()
-      const daemon = yield* world.start()
+      const daemon = yield* world.start(resync30s)
       createPod(world.model, podBody("alien", { annotations: { "sandbox.cocoonstack.io/runtime": "kata" } }))
       const failed = yield* eventually("alien ProviderFailed", () => {
         const pod = peekPod(world.model, "alien")
@@ -269,17 +272,20 @@ describe("PodController", () => {
       assert.strictEqual(failed.status?.phase, "Pending")
       assert.include(failed.status?.message ?? "", "kata")
       const requestsBefore = (yield* world.sim.stats).requests
-      // With a 50 ms backoff a retry loop would make ~10 attempts in this second.
-      yield* sleepReal(1000)
-      assert.strictEqual(daemon.calls.create.get(keyOf("alien")), 1)
+      // The backoff would retry after 1, 2, 4 … s; the next attempt is the 30 s resync's.
+      const attempts = () => daemon.calls.create.get(keyOf("alien")) ?? 0
+      assert.strictEqual(attempts(), 1)
+      assert.isAtLeast(yield* secondsUntil(() => attempts() >= 2), 29, "no retry before the resync")
+      assert.strictEqual(attempts(), 2, "one retry at the resync")
       assert.strictEqual((yield* world.sim.stats).requests, requestsBefore)
       assert.strictEqual(yield* claimRequests(world.sim), 0)
-    }).pipe(quiet), { timeout: 20_000 })
+      yield* stopOnTestClock(daemon)
+    }).pipe(quiet), { timeout: 60_000 })
 
-  it.live("unfixable failures wait for the resync without rewriting the same status; restartPolicy Never fails for good; a Pod that never ran is removed at once", () =>
+  it.effect("unfixable failures wait for the resync without rewriting the same status; restartPolicy Never fails for good; a Pod that never ran is removed at once", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld()
-      const daemon = yield* world.start({ ...fastOptions, resyncInterval: Duration.millis(300) })
+      const daemon = yield* world.start(resync30s)
       createPod(world.model, podBody("alien", { annotations: { "sandbox.cocoonstack.io/runtime": "kata" } }))
       createPod(world.model, podBody("once", { annotations: { "sandbox.cocoonstack.io/runtime": "kata" }, restartPolicy: "Never" }))
       yield* eventually("alien ProviderFailed", () => peekPod(world.model, "alien")?.status?.reason === "ProviderFailed")
@@ -289,21 +295,23 @@ describe("PodController", () => {
       })
       assert.strictEqual(once.status?.reason, "ProviderFailed")
       const writes = world.model.statusWrites
-      // Resyncs every 300 ms: a retry each, and no status write for the same failure. Only a lower
-      // bound on the real time three retries take: a slow machine makes them later, never sooner.
+      // A retry at each 30 s resync, none between two, and no status write for the same failure.
       const attempts = () => daemon.calls.create.get(keyOf("alien")) ?? 0
       const before = attempts()
-      const started = Date.now()
-      yield* eventually("three retries on resyncs", () => attempts() >= before + 3)
-      assert.isAtLeast(Date.now() - started, 500, "one retry per 300 ms resync, not a hot loop")
+      yield* secondsUntil(() => attempts() >= before + 1)
+      for (const n of [before + 2, before + 3]) {
+        assert.isAtLeast(yield* secondsUntil(() => attempts() >= n), 29, `retry ${n - before} a resync after the one before`)
+        assert.strictEqual(attempts(), n, "one retry per resync")
+      }
       assert.strictEqual(world.model.statusWrites, writes)
       assert.strictEqual(daemon.calls.create.get(keyOf("once")), 1, "a Failed Pod is left alone")
       assert.strictEqual(yield* claimRequests(world.sim), 0)
 
-      // Nothing runs in it: a graceful delete removes the object at once.
+      // Nothing runs in it: a graceful delete removes the object at once (the TestClock stands).
       world.model.delete(Pods, NS, "alien", { gracePeriodSeconds: 30 })
       yield* eventually("alien removed", () => peekPod(world.model, "alien") === undefined, 3000)
-    }).pipe(quiet), { timeout: 20_000 })
+      yield* stopOnTestClock(daemon)
+    }).pipe(quiet), { timeout: 60_000 })
 
   it.live("the informer's cache holds the slim projection only, whatever else a served Pod carries", () =>
     Effect.gen(function*() {

@@ -47,6 +47,18 @@ export interface ServerOptions {
   readonly defaultWatchTimeoutSeconds?: number
   /** period of BOOKMARK events on watches that allow them; default 60 s; 0 disables */
   readonly bookmarkIntervalMs?: number
+  /**
+   * Runs `run` after `ms` (a watch's timeout, a request's latency) and returns its cancel; a real
+   * timer by default. A test passes its own to see each wait and end it itself.
+   */
+  readonly later?: Later
+}
+
+export type Later = (run: () => void, ms: number) => () => void
+
+const realLater: Later = (run, ms) => {
+  const timer = setTimeout(run, ms)
+  return () => clearTimeout(timer)
 }
 
 export interface RunningApiserver {
@@ -57,6 +69,8 @@ export interface RunningApiserver {
   readonly model: ClusterModel
   /** Fault: destroy the sockets of every open watch (the client sees a connection reset, not a clean end). */
   readonly resetWatchConnections: () => void
+  /** Requests received and held by `faults.latencyMs`, not yet handled (a test's receipt). */
+  readonly held: () => number
 }
 
 /** The token written into kubeconfigs when the server has none of its own. */
@@ -229,6 +243,7 @@ interface Ctx {
   readonly options: ServerOptions
   readonly hostPort: () => string
   readonly watches: Set<http.ServerResponse>
+  readonly later: Later
 }
 
 const sendJson = (res: http.ServerResponse, code: number, body: unknown) => sendJsonText(res, code, JSON.stringify(body))
@@ -575,13 +590,13 @@ const startWatch = (
   const stalled = model.faults.stallWatches
   let ended = false
   let started = false
-  let timer: ReturnType<typeof setTimeout> | undefined
+  let cancelTimer: (() => void) | undefined
   let handle: WatchHandle | undefined
   const buffered: Array<string> = []
   const finish = () => {
     if (ended) return
     ended = true
-    if (timer !== undefined) clearTimeout(timer)
+    cancelTimer?.()
     handle?.close()
     ctx.watches.delete(res)
     if (!started) {
@@ -618,7 +633,7 @@ const startWatch = (
   res.on("close", () => {
     if (!ended) {
       ended = true
-      if (timer !== undefined) clearTimeout(timer)
+      cancelTimer?.()
       handle?.close()
       ctx.watches.delete(res)
     }
@@ -629,7 +644,7 @@ const startWatch = (
   const timeoutSeconds = timeoutText !== null && /^\d+$/.test(timeoutText) && Number(timeoutText) > 0
     ? Number(timeoutText)
     : ctx.options.defaultWatchTimeoutSeconds ?? 1800
-  timer = setTimeout(finish, timeoutSeconds * 1000)
+  cancelTimer = ctx.later(finish, timeoutSeconds * 1000)
   // No bookmark ahead of the deadline: kube-apiserver v1.37.2 ends a quiet 4 s watch with bookmarks
   // allowed without sending one. Bookmarks come from the periodic timer (bookmarkIntervalMs) only.
   void req
@@ -680,15 +695,21 @@ export const serve = (
     if (!loopback.has(host)) return yield* new ApiserverStartError({ message: `refusing to listen on ${host}: loopback only` })
     const watches = new Set<http.ServerResponse>()
     let hostPort = ""
-    const ctx: Ctx = { model, options, hostPort: () => hostPort, watches }
+    const later = options.later ?? realLater
+    const ctx: Ctx = { model, options, hostPort: () => hostPort, watches, later }
+    let held = 0
     const server = http.createServer((req, res) => {
       const chunks: Array<Buffer> = []
       req.on("data", (c: Buffer) => chunks.push(c))
       req.on("end", () => {
         const body = Buffer.concat(chunks).toString("utf8")
         const latency = model.faults.latencyMs
-        if (latency > 0) setTimeout(() => handleSafely(ctx, req, res, body), latency)
-        else handleSafely(ctx, req, res, body)
+        if (latency <= 0) return handleSafely(ctx, req, res, body)
+        held++
+        later(() => {
+          held--
+          handleSafely(ctx, req, res, body)
+        }, latency)
       })
     })
     const bookmarkEvery = options.bookmarkIntervalMs ?? 60_000
@@ -721,7 +742,7 @@ export const serve = (
       for (const w of [...watches]) w.destroy()
       watches.clear()
     }
-    return { url, host, port, kubeconfigPath: options.kubeconfigPath, model, resetWatchConnections }
+    return { url, host, port, kubeconfigPath: options.kubeconfigPath, model, resetWatchConnections, held: () => held }
   })
 
 /**

@@ -4,14 +4,16 @@ import * as http from "node:http"
 import { ClusterModel, type ModelOptions } from "../../../../testkit/Simulators/Apiserver/Model.ts"
 import { Pods } from "../../../../testkit/Simulators/Apiserver/Resources.ts"
 import type { JsonObject } from "../../../../testkit/Simulators/Apiserver/Status.ts"
-import { serve } from "../../../../testkit/Simulators/Apiserver/Server.ts"
+import { type Later, serve } from "../../../../testkit/Simulators/Apiserver/Server.ts"
+import { manualTimers } from "../../../support/Receipts.ts"
+import { eventually } from "../../../support/Wait.ts"
 import { meta, node, pod } from "./fixtures.ts"
 import { openWatch, request } from "./http.ts"
 
-const start = (options: ModelOptions = {}) =>
+const start = (options: ModelOptions = {}, later?: Later) =>
   Effect.gen(function*() {
     const model = new ClusterModel(options)
-    const server = yield* serve(model, { token: "t0ken", bookmarkIntervalMs: 0 })
+    const server = yield* serve(model, { token: "t0ken", bookmarkIntervalMs: 0, ...(later === undefined ? {} : { later }) })
     return { model, url: server.url, server }
   })
 
@@ -321,11 +323,14 @@ describe("apiserver over HTTP: watch", () => {
 
   it.effect("the server ends a quiet watch after timeoutSeconds, without an event even when bookmarks are allowed", () =>
     Effect.gen(function*() {
-      const { model, url } = yield* start()
-      const t0 = Date.now()
+      const timers = manualTimers()
+      const { model, url } = yield* start({}, timers.later)
       const w = yield* openWatch(`${url}/api/v1/pods?watch=true&timeoutSeconds=1&allowWatchBookmarks=true&resourceVersion=${model.resourceVersion}`)
+      // the watch's end waits on one timer of timeoutSeconds, set before its headers went out
+      assert.deepStrictEqual(timers.pending(), [1000])
+      assert.strictEqual(model.openWatches(), 1)
+      assert.isTrue(timers.fire(1000))
       assert.strictEqual(yield* w.next(), "end")
-      assert.isAtLeast(Date.now() - t0, 900)
     }))
 
   it.effect("an expired resourceVersion: 200 and an ERROR 410 event (default), or HTTP 410 (status mode)", () =>
@@ -369,12 +374,14 @@ describe("apiserver over HTTP: watch", () => {
 
   it.effect("faults: a stalled watch delivers nothing until dropped; failure rules answer 5xx; latency delays", () =>
     Effect.gen(function*() {
-      const { model, url } = yield* start()
+      const timers = manualTimers()
+      const { model, url, server } = yield* start({}, timers.later)
       model.faults.stallWatches = true
       const stalled = yield* openWatch(`${url}/api/v1/pods?watch=1&timeoutSeconds=1`)
       model.faults.stallWatches = false
       yield* request(`${url}/api/v1/namespaces/default/pods`, { method: "POST", body: pod("a") })
       assert.strictEqual(model.openWatches(), 1)
+      assert.deepStrictEqual(timers.pending(), [], "a stalled watch has no timeout to end it")
       model.dropWatches()
       assert.strictEqual(yield* stalled.next(), "end") // no event came before the drop, even past timeoutSeconds' reach
 
@@ -385,9 +392,13 @@ describe("apiserver over HTTP: watch", () => {
       assert.strictEqual((yield* request(`${url}/api/v1/namespaces/default/pods/a`)).status, 200)
 
       model.faults.latencyMs = 150
-      const t0 = Date.now()
-      yield* request(`${url}/api/v1/namespaces/default/pods/a`)
-      assert.isAtLeast(Date.now() - t0, 140)
+      const delayed = yield* Effect.forkChild(request(`${url}/api/v1/namespaces/default/pods/a`))
+      yield* eventually("the request held by the latency", () => server.held() === 1)
+      assert.deepStrictEqual(timers.pending(), [150])
+      assert.isUndefined(delayed.pollUnsafe(), "no answer before the latency's timer")
+      assert.isTrue(timers.fire(150))
+      assert.strictEqual((yield* Fiber.join(delayed)).status, 200)
+      assert.strictEqual(server.held(), 0)
     }))
 
   it.effect("resetWatchConnections breaks open watches abruptly and frees their model watchers", () =>
