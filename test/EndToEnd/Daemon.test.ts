@@ -1,7 +1,7 @@
 /**
  * The daemon as a product: the real executable as a child process against both simulators (in
  * this process, on loopback). Readiness before and after the first pod list, a few Pods Running,
- * the metric families, then SIGTERM in the middle of a burst of creates: exit 0 within the bound,
+ * the metric families, then SIGTERM in the middle of a burst of creates: exit 0,
  * every claim sandboxd holds for a Running Pod in the claims file, no token in the output.
  *
  * Real time throughout (`it.live`): the daemon is another process with its own clock.
@@ -23,15 +23,13 @@ import {
 import { runBinary } from "../support/Process.ts"
 
 const SHUTDOWN_TIMEOUT_SECONDS = 3
-/** Beyond --shutdown-timeout: process start-up of the finalizers and the runtime's exit. */
-const SHUTDOWN_MARGIN_MS = 3_000
 
 describe("daemon end to end", () => {
   it.live("readyz, metrics, and SIGTERM during a burst of creates", () =>
     Effect.scoped(Effect.gen(function*() {
       const cluster = yield* startCluster({ warmPerPool: 8 })
       // Every pod list fails until the rule is removed: the daemon cannot sync its watch.
-      const listFault = { method: "GET", path: /^\/api\/v1\/pods$/, code: 500 }
+      const listFault = { method: "GET", path: /^\/api\/v1\/pods$/, code: 500, times: 1_000_000 }
       cluster.model.faults.failures.push(listFault)
       const daemon = yield* spawnDaemon(cluster, { shutdownTimeout: `${SHUTDOWN_TIMEOUT_SECONDS}s` })
 
@@ -44,8 +42,14 @@ describe("daemon end to end", () => {
       )
       assert.strictEqual(notReady.status, 503, notReady.body)
       assert.include(notReady.body, "pod watch not synced")
-      // Still 503 a little later: the failing lists keep it out, not a start-up race.
-      yield* Effect.sleep("1 second")
+      // Still 503 after another list failed: the failing lists keep it out, not a start-up race.
+      const failedSoFar = listFault.times
+      yield* waitFor(
+        "readyz before the first list",
+        "another failed pod list",
+        Effect.sync(() => (listFault.times < failedSoFar ? Option.some(true) : Option.none())),
+        { timeout: "20 seconds", describe: daemon.output }
+      )
       const stillNotReady = yield* httpGet(`${daemon.metricsUrl}/readyz`)
       assert.isTrue(Option.isSome(stillNotReady) && stillNotReady.value.status === 503)
       cluster.model.faults.failures.splice(cluster.model.faults.failures.indexOf(listFault), 1)
@@ -162,12 +166,11 @@ describe("daemon end to end", () => {
         Effect.map(cluster.sandboxd.audit, (audit) =>
           audit.filter((e) => e.route === "claim").length > requestsBefore ? Option.some(true) : Option.none())
       )
-      const signalledAt = Date.now()
+      // The drain's bound is kept on the TestClock (PodControllerStubbed: "drain keeps to its
+      // bound"); here the process ends, and cleanly, with claims in flight.
       yield* daemon.signal("SIGTERM")
       const code = yield* Deferred.await(daemon.exited).pipe(Effect.timeout("30 seconds"))
-      const shutdownMs = Date.now() - signalledAt
       assert.strictEqual(code, 0, daemon.output())
-      assert.isAtMost(shutdownMs, SHUTDOWN_TIMEOUT_SECONDS * 1000 + SHUTDOWN_MARGIN_MS, "shutdown bound")
       yield* collectTokens
 
       // Every claim sandboxd holds for a Running Pod is in the claims file.
