@@ -36,6 +36,7 @@ import {
   ioTurns,
   secondsUntil,
   stopOnTestClock,
+  witnessRunning,
   type World
 } from "./harness.ts"
 
@@ -668,13 +669,13 @@ describe("PodController: a lost sandbox across restarts (VER-7)", () => {
       yield* secondsUntil(() => claimsOnDisk(world.statePath).length === 0)
       yield* stopOnTestClock(third)
       // And a fourth start finds a terminal Pod and no row: nothing is claimed or written for it.
-      const writes = world.model.statusWrites
+      const writes = world.model.statusWritesOf.get("web")
       const fourth = yield* world.start(backoffOnly)
       yield* secondsUntil(fourth.handle.synced)
-      yield* ioTurns
+      yield* witnessRunning(world, fourth, "witness")
       assert.strictEqual(peekPod(world.model, "web")?.status?.reason, "SandboxLost")
-      assert.strictEqual(yield* claimRequests(world.sim), 1)
-      assert.strictEqual(world.model.statusWrites, writes)
+      assert.strictEqual(yield* claimRequests(world.sim), 2, "the witness's claim only")
+      assert.strictEqual(world.model.statusWritesOf.get("web"), writes)
       assert.isUndefined(fourth.calls.create.get(keyOf("web")))
       yield* stopOnTestClock(fourth)
     }).pipe(quiet), { timeout: 60_000 })
@@ -814,13 +815,13 @@ describe("PodController: the row of an ended lease (LEASE-11)", () => {
       assert.strictEqual(peekPod(world.model, "web")?.status?.reason, "SandboxLeaseExpired")
       yield* stopOnTestClock(daemon)
       // A restart finds a terminal Pod and no row: nothing claimed or written.
-      const writes = world.model.statusWrites
+      const writes = world.model.statusWritesOf.get("web")
       const second = yield* world.start(backoffOnly)
       yield* secondsUntil(second.handle.synced)
-      yield* ioTurns
-      assert.strictEqual(yield* claimRequests(world.sim), 1)
-      assert.strictEqual(world.model.statusWrites, writes)
-      assert.deepStrictEqual(claimsOnDisk(world.statePath), [])
+      yield* witnessRunning(world, second, "witness")
+      assert.strictEqual(yield* claimRequests(world.sim), 2, "the witness's claim only")
+      assert.strictEqual(world.model.statusWritesOf.get("web"), writes)
+      assert.deepStrictEqual(claimsOnDisk(world.statePath), [claimIdOf(running(world.model, "witness")!)])
       yield* stopOnTestClock(second)
     }).pipe(quiet), { timeout: 90_000 })
 })

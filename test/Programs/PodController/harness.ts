@@ -44,6 +44,8 @@ export const ClaimIdAnnotation = "sandbox.cocoonstack.io/claim-id"
  */
 export class CountingModel extends ClusterModel {
   statusWrites = 0
+  /** The pods/status writes per Pod name. */
+  readonly statusWritesOf = new Map<string, number>()
   statusPatches = 0
   readonly resourcesAsked = new Set<string>()
   override resourceFor(...args: Parameters<ClusterModel["resourceFor"]>) {
@@ -51,7 +53,10 @@ export class CountingModel extends ClusterModel {
     return super.resourceFor(...args)
   }
   override updateStatus(...args: Parameters<ClusterModel["updateStatus"]>) {
-    if (args[0] === Pods) this.statusWrites++
+    if (args[0] === Pods) {
+      this.statusWrites++
+      this.statusWritesOf.set(args[2], (this.statusWritesOf.get(args[2]) ?? 0) + 1)
+    }
     return super.updateStatus(...args)
   }
   override patch(...args: Parameters<ClusterModel["patch"]>) {
@@ -286,6 +291,19 @@ export const secondsUntil = (done: (() => boolean) | Effect.Effect<boolean>, lim
     return yield* Effect.die(new Error(`not done after ${limit} s on the TestClock`))
   })
 
+
+/**
+ * The receipt that the controller has acted on everything it has seen, on the TestClock: a
+ * witness Pod created now goes Running (the informer queues it after every key it queued before),
+ * then every run and write begun has ended. The witness's own claim and writes are the test's to
+ * count apart.
+ */
+export const witnessRunning = (world: World, daemon: Daemon, witness: string) =>
+  Effect.gen(function*() {
+    createPod(world.model, podBody(witness))
+    yield* secondsUntil(() => running(world.model, witness) !== undefined)
+    yield* daemon.handle.idle
+  })
 
 /**
  * The receipt for a status push under test: a push for another Running Pod (`witness`) right
