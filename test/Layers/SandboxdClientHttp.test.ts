@@ -13,11 +13,11 @@ import { KnownSecrets } from "../../src/Services/KnownSecrets.ts"
 import { claimFailureKind, type SandboxdListError } from "../../src/Services/SandboxdClient.ts"
 import { SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { claimSpec, clientFor, ROOT_TOKEN, startSim, TEMPLATE } from "../support/Sandboxd.ts"
+import { flushIO } from "../support/Wait.ts"
 
 const epochMillis = (deadline: Option.Option<DateTime.Utc>): number =>
   Option.match(deadline, { onNone: () => -1, onSome: DateTime.toEpochMillis })
 
-const pause = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
 
 /**
  * The client's deadlines on a TestClock of their own (the simulator keeps real time): a request
@@ -32,7 +32,7 @@ const clientClock = (sim: { readonly audit: Effect.Effect<ReadonlyArray<unknown>
       Effect.gen(function*() {
         const seen = (yield* sim.audit).length
         const fiber = yield* Effect.forkChild(run(call))
-        while ((yield* sim.audit).length === seen) yield* pause
+        while ((yield* sim.audit).length === seen) yield* flushIO
         return fiber
       })
     /** `call`'s failure once the clock has moved `after` past the simulator receiving it. */
@@ -525,7 +525,7 @@ describe("transport", () => {
       const listError = yield* clock.failsAfter(client.listSandboxes, "150 millis")
       assert.strictEqual(listError.reason._tag, "SandboxdTimeout")
       // The hung exchange was abandoned: the simulator sees the client go away.
-      while ((yield* sim.stats).inFlight > 0) yield* pause
+      while ((yield* sim.stats).inFlight > 0) yield* flushIO
       // And the client still works afterwards.
       yield* clock.run(client.claim(claimSpec()))
     }))
@@ -564,7 +564,7 @@ describe("transport", () => {
       // Each step times out the (at most two) requests holding a permit; the others wait for one.
       while (calls.some((call) => call.pollUnsafe() === undefined)) {
         yield* clock.adjust(Duration.millis(40))
-        yield* pause
+        yield* flushIO
       }
       const failures = yield* Effect.forEach(calls, Fiber.join)
       assert.deepStrictEqual(new Set(failures.map((e) => e.reason._tag)), new Set(["SandboxdTimeout"]))
@@ -573,7 +573,7 @@ describe("transport", () => {
       for (const call of hanging) {
         const seen = (yield* sim.audit).length
         const caller = yield* Effect.forkChild(onTestClock(Effect.flip(Effect.timeout(call, "10 millis"))))
-        while ((yield* sim.audit).length === seen) yield* pause
+        while ((yield* sim.audit).length === seen) yield* flushIO
         yield* clock.adjust(Duration.millis(10))
         const error = yield* Fiber.join(caller)
         assert.strictEqual(error._tag, "TimeoutError")
@@ -674,7 +674,7 @@ describe("transport", () => {
       // request's own time (at most two such moves, if the one before it returned first) stays
       // inside 400 ms.
       for (let received = 1; received <= 4; received++) {
-        while ((yield* sim.audit).length < received) yield* pause
+        while ((yield* sim.audit).length < received) yield* flushIO
         yield* clock.clock.adjust("150 millis")
       }
       const results = yield* Fiber.join(calls)

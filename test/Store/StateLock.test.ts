@@ -7,6 +7,7 @@ import * as NPath from "node:path"
 import { pathToFileURL } from "node:url"
 import * as StateLock from "../../src/Store/StateLock.ts"
 import { tempDir as makeTempDir } from "../support/TempDir.ts"
+import { flushIO } from "../support/Wait.ts"
 
 const repo = NPath.resolve(import.meta.dirname, "../..")
 const nodeBin = NPath.join(repo, "node_modules/.bin/node")
@@ -42,7 +43,6 @@ const takeAndRelease = (statePath: string) =>
 const statePath = Effect.map(tempDir, (dir) => NPath.join(dir, "claims.json"))
 
 // Lets the lock's real file I/O (threadpool, fsync) run; time itself is driven only by TestClock.
-const flushIO = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
 
 /**
  * The TestClock, counting the sleeps now pending on it. The lock mixes real file I/O with clock

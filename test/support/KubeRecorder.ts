@@ -143,7 +143,7 @@ export const setup = Effect.gen(function*() {
 })
 
 /** Lets real sockets make progress while the TestClock stands still. */
-export const flushIO = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
+export { flushIO } from "./Wait.ts"
 
 /** A Pod as the apiserver serves it, `null`s and all ... */
 export const served = {

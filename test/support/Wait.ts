@@ -7,8 +7,11 @@
 import { Effect, Logger } from "effect"
 import { type Check, poll, sleepReal } from "../../testkit/Poll.ts"
 
-/** One real turn of the event loop (a 2 ms timer), so sockets and files make progress. */
-export const realTurn = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
+/**
+ * A few ms of real time (a 5 ms timer), so sockets, files and child processes make progress: the
+ * one step of every test's own poll loop (`while (no reply yet) yield* flushIO`).
+ */
+export const flushIO = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
 
 export { sleepReal }
 

@@ -15,6 +15,7 @@ import { KubeApi } from "../../../src/Services/KubeApi.ts"
 import { ClusterModel } from "../../../testkit/Simulators/Apiserver/Model.ts"
 import { serveModel } from "../../support/Apiserver.ts"
 import { user } from "../../support/KubeletReviews.ts"
+import { flushIO } from "../../support/Wait.ts"
 
 const liveKube = (limits: { readonly kubeApiQps: number; readonly kubeApiBurst: number } = { kubeApiQps: 200, kubeApiBurst: 400 }) =>
   Effect.gen(function*() {
@@ -27,7 +28,6 @@ const liveKube = (limits: { readonly kubeApiQps: number; readonly kubeApiBurst: 
 const access = (name: string, groups: ReadonlyArray<string>) => ({ user: user(name, groups), verb: "get", node: "vk-a", subresource: "stats" })
 
 /** Lets real sockets make progress while the TestClock stands still. */
-const flushIO = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
 
 describe("KubeApi reviews on the wire", () => {
   it.effect("a TokenReview names the token's holder or rejects it; a SubjectAccessReview answers per user", () =>

@@ -1,6 +1,5 @@
 // Smoke test: @kubernetes/client-node 2.x against the simulator through the kubeconfig it writes.
 import * as fs from "node:fs/promises"
-import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch } from "@kubernetes/client-node"
@@ -8,17 +7,15 @@ import { Effect } from "effect"
 import { ClusterModel } from "../../../../testkit/Simulators/Apiserver/Model.ts"
 import { Pods } from "../../../../testkit/Simulators/Apiserver/Resources.ts"
 import { serve } from "../../../../testkit/Simulators/Apiserver/Server.ts"
+import { tempDir } from "../../../support/TempDir.ts"
 import { node, ok, pod } from "./fixtures.ts"
 
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "apiserver-sim-"))),
-  (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
-)
+const simDir = tempDir("apiserver-sim-")
 
 describe("@kubernetes/client-node against the simulator", () => {
   it.effect("loads the written kubeconfig and lists, reads, writes status and watches pods", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
+      const dir = yield* simDir
       const kubeconfigPath = path.join(dir, "kubeconfig")
       const model = new ClusterModel()
       ok(model.create(Pods, "default", pod("p1", "vk-sandboxd")))

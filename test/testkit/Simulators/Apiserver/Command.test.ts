@@ -7,9 +7,9 @@ import { Effect, Exit, Fiber } from "effect"
 import { TestConsole } from "effect/testing"
 import { parseListen, runApiserverSim } from "../../../../testkit/Simulators/Apiserver/Command.ts"
 import { request } from "./http.ts"
+import { flushIO } from "../../../support/Wait.ts"
 
 // real I/O (listen, file write) happens outside Effect time: give the event loop a real turn
-const ioTurn = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 10)))
 
 describe("sim apiserver command", () => {
   it.effect("parses loopback listen addresses and refuses others", () =>
@@ -35,8 +35,8 @@ describe("sim apiserver command", () => {
         Effect.forkChild({ startImmediately: true })
       )
       let lines: ReadonlyArray<unknown> = []
-      for (let i = 0; i < 1000 && lines.length === 0; i++) {
-        yield* ioTurn
+      for (let i = 0; i < 2000 && lines.length === 0; i++) {
+        yield* flushIO
         lines = yield* TestConsole.logLines
       }
       assert.match(String(lines[0]), /^listening on http:\/\/127\.0\.0\.1:\d+$/)
