@@ -48,7 +48,8 @@ describe("vk-sandbox binary", () => {
         { concurrency: "unbounded" }
       )
 
-      // CFG-6: exactly one line, exit 0, no other startup work (a bad VK_NODE_CPU is not even looked at).
+      // CFG-6 — --version does nothing else: exactly one line, exit 0, no other startup work (a bad
+      // VK_NODE_CPU is not even looked at).
       assert.strictEqual(version.code, 0, version.stderr)
       assert.strictEqual(version.stdout, `vk-sandbox ${packageJson.version} (rev=unknown built=unknown)\n`)
       assert.strictEqual(version.stderr, "")

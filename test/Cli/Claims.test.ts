@@ -1,7 +1,8 @@
 /**
- * `vk-sandbox claims`: the real executable on files in the reference's exact format (PER-1, PER-2),
- * the table and `--json`, no token ever printed, and a malformed file refused with the very line
- * the daemon prints for it (both binaries run on the same file).
+ * `vk-sandbox claims`: the real executable on files in the reference's exact format (PER-1 — claims
+ * file format; PER-2 — timestamps at second precision), the table and `--json`, no token ever
+ * printed, and a malformed file refused with the very line the daemon prints for it (both binaries
+ * run on the same file).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
@@ -88,7 +89,7 @@ describe("vk-sandbox claims", () => {
       // The file is left exactly as it was (read-only).
       assert.strictEqual(fs.readFileSync(file, "utf8"), referenceFile)
 
-      // A missing file is an empty table, as for the daemon (PER-8).
+      // A missing file is an empty table, as for the daemon (PER-8 — loading the file).
       assert.strictEqual(missing.code, 0, missing.stderr)
       assert.deepStrictEqual((JSON.parse(missing.stdout) as { claims: Array<unknown> }).claims, [])
     }))

@@ -20,7 +20,8 @@ const usageError = (argv: ReadonlyArray<string>, env: Record<string, string | un
 
 /**
  * Every flag's default: testConfig's, except that the daemon looks for vk-cocoon's pair where
- * vk-cocoon keeps it (TLS-4), which a test config never does.
+ * vk-cocoon keeps it (TLS-4 — vk-cocoon's certificate is reused when it is usable), which a test
+ * config never does.
  */
 const flagDefaults = testConfig({
   vkCocoonTlsCert: "/etc/cocoon/vk/tls/vk-kubelet.crt",
@@ -97,7 +98,7 @@ describe("parseConfig: env-backed flags (CFG-1, CFG-3)", () => {
   })
 
   // The TLS pair goes together: each is tried with the other given through its env var; so do
-  // the host's name and the node-name map (CFG-19).
+  // the host's name and the node-name map (CFG-19 — a full node name per host).
   const partner: Record<string, Record<string, string>> = {
     "tls-cert": { VK_TLS_KEY: "/partner.key" },
     "tls-key": { VK_TLS_CERT: "/partner.crt" },

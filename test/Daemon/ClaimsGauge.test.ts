@@ -1,7 +1,8 @@
 /**
  * `vk_sandbox_claims` at the composition root: `src/Daemon.ts` counts the claims table's rows by
  * state at each scrape. A row whose VM sandboxd confirmed gone stays as a Lost row until its Pod
- * is settled (VER-7); an operator sees how many there are under `state="lost"`.
+ * is settled (VER-7 — a lost sandbox's row outlives restarts until its Pod is settled); an operator
+ * sees how many there are under `state="lost"`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"

@@ -1,9 +1,9 @@
 /**
- * HZ-1 at the composition root: `src/Daemon.ts` wires the pod controller's `stopped` parts and
- * the background loops' into `/healthz`. The controller's `stopped` and the loops' have tests of
- * their own; these fail if the wiring goes. The whole `daemonLayer` runs in this process (this
- * worktree's code, not the installed binary) against the in-memory apiserver and the sandboxd
- * simulator over loopback HTTP.
+ * HZ-1 — a stopped part fails liveness at the composition root: `src/Daemon.ts` wires the pod
+ * controller's `stopped` parts and the background loops' into `/healthz`. The controller's
+ * `stopped` and the loops' have tests of their own; these fail if the wiring goes. The whole
+ * `daemonLayer` runs in this process (this worktree's code, not the installed binary) against the
+ * in-memory apiserver and the sandboxd simulator over loopback HTTP.
  *
  * A part is stopped the way a bug stops it: a defect in its fiber. The defect is thrown by the
  * test's logger on one line only that part logs (a logger runs in the fiber that logs), so no

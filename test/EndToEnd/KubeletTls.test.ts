@@ -1,8 +1,9 @@
 /**
- * The real executable's kubelet certificate (TLS-2, TLS-4): with no `--tls-cert`, vk-cocoon's pair
- * is served when it is there, and the startup line and `vk_sandbox_kubelet_tls_info` say so.
- * (Without it the daemon self-signs: every other end-to-end test, and SandboxdHealth.test.ts reads
- * that from the startup line.)
+ * The real executable's kubelet certificate (TLS-2 — which certificate; TLS-4 — vk-cocoon's
+ * certificate is reused when it is usable): with no `--tls-cert`, vk-cocoon's pair is served when
+ * it is there, and the startup line and `vk_sandbox_kubelet_tls_info` say so. (Without it the
+ * daemon self-signs: every other end-to-end test, and SandboxdHealth.test.ts reads that from the
+ * startup line.)
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option } from "effect"

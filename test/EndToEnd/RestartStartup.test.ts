@@ -1,7 +1,8 @@
 /**
- * A restart on a claims file (CFG-11): the first pod list is asked for while the claims are still being
- * verified (the apiserver's answer, tens of MB with 10,000 Pods, no longer waits for the claims
- * load, verification, write and node registration), and readiness still waits for all of them.
+ * A restart on a claims file (CFG-11 — start order): the first pod list is asked for while the
+ * claims are still being verified (the apiserver's answer, tens of MB with 10,000 Pods, no longer
+ * waits for the claims load, verification, write and node registration), and readiness still waits
+ * for all of them.
  *
  * Real time (`it.live`): the daemon is another process. The verification's sandboxd listing is
  * held unanswered (the request timeout is raised to five minutes), so the order is not a race: a

@@ -58,7 +58,8 @@ describe("daemon end to end: sandboxd health", () => {
       assert.strictEqual(fields["state"], cluster.statePath)
       assert.match(String(fields["version"]), /^\d+\.\d+\.\d+/)
       assert.match(String(fields["kubelet"]), /^127\.0\.0\.1:\d+$/)
-      // No --tls-cert and no vk-cocoon pair where the daemon looks: self-signed, said at INFO (TLS-4).
+      // No --tls-cert and no vk-cocoon pair where the daemon looks: self-signed, said at INFO
+      // (TLS-4 — vk-cocoon's certificate is reused when it is usable).
       assert.strictEqual(fields["tls"], "self-signed")
       const fallback = lines.find((l) => l["msg"] === "vk-cocoon kubelet certificate not reused; self-signing")
       assert.deepStrictEqual([fallback?.["level"], fallback?.["reason"]], ["info", "absent"])

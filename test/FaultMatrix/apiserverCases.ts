@@ -89,7 +89,8 @@ const restoreFlow = (world: World, snapshotOf: () => ModelSnapshot) =>
     const file = readClaimsFile(cluster)
     const vanishedClaims = new Set(vanished.map((name) => String(file[`${cluster.namespace}/${name}`]?.["id"])))
     // A preserved claim whose owner the restore drops is released on the restored server's word
-    // too (AUTH-9: its owner is gone); the others stay held.
+    // too (AUTH-9 — a preserved VM is released once its owner goes: its owner is gone); the others
+    // stay held.
     const owners = snapshot.store.get(`${Sandboxes.group}/${Sandboxes.plural}`)
     const ownersKept = new Set([...(owners?.keys() ?? [])].map((key) => key.split("/").at(-1)))
     const ownerless = [...world.preserved].filter(([, owner]) => !ownersKept.has(owner)).map(([id]) => id)

@@ -7,7 +7,8 @@
  * body, a reply that never ends) leave a claim whose outcome the daemon cannot know: sandboxd
  * made the VM, the token never arrived. The invariants then say the daemon found it again
  * (adopted with its token, or released), and never claimed a second VM beside it. So does a
- * gateway's 5xx in front of sandboxd after the request went through (CRT-23).
+ * gateway's 5xx in front of sandboxd after the request went through (CRT-23 — what a failed claim
+ * says about its VM).
  */
 import { assert } from "@effect/vitest"
 import { Effect, Option } from "effect"

@@ -10,7 +10,8 @@
  * - no lost token: every claim sandboxd holds is in the claims file with the same token;
  * - no release without owner authority: the claim of every owned Pod deleted so far (its owner
  *   alive) is still held, and every Release verdict counted is BarePod (or OwnerGone, once a
- *   restore dropped owners: their preserved VMs are then released, AUTH-9).
+ *   restore dropped owners: their preserved VMs are then released, AUTH-9 — a preserved VM is
+ *   released once its owner goes).
  *
  * Real time (`it.live`): the daemon is another process with its own clock.
  */

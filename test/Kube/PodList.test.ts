@@ -1,7 +1,8 @@
 /**
  * The node's Pod list on the wire: the selector, the list read as it arrives (pieces cut
- * anywhere, gzipped or not), a Pod that is not one named and left out (INF-1), a body that is
- * not a list stopped early, a stalled body timed out; and the resourceVersion read of at most one Pod.
+ * anywhere, gzipped or not), a Pod that is not one named and left out (INF-1 — a Pod the daemon
+ * cannot decode is left out), a body that is not a list stopped early, a stalled body timed out;
+ * and the resourceVersion read of at most one Pod.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"

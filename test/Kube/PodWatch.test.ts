@@ -1,7 +1,8 @@
 /**
- * The Pod watch on the wire: its query, the events a line decodes to (INF-1 for a Pod that is
- * not one), KubeGone for a 410 at start or in an ERROR event, a clean close, a cut connection,
- * an idle one, and the request aborted whenever the stream ends.
+ * The Pod watch on the wire: its query, the events a line decodes to (INF-1 — a Pod the daemon
+ * cannot decode is left out for a Pod that is not one), KubeGone for a 410 at start or in an ERROR
+ * event, a clean close, a cut connection, an idle one, and the request aborted whenever the stream
+ * ends.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Stream } from "effect"

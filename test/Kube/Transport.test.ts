@@ -1,8 +1,8 @@
 /**
  * The live KubeApi client's transport on a recording server: the path prefix, token, Accept,
  * gzip and User-Agent of every request, a server URL with a password refused, a refused
- * connection, the call timeouts on the Effect clock (NODE-6: 10 s on the liveness lane), and the
- * limiter's burst.
+ * connection, the call timeouts on the Effect clock (NODE-6 — a heartbeat call gives up within one
+ * renew interval: 10 s on the liveness lane), and the limiter's burst.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Stream } from "effect"
@@ -140,7 +140,8 @@ describe("Kube transport on the wire", () => {
       const rec = yield* recorder
       const kube = yield* KubeApiClientNode.make(kubeConfigFor(rec.port), { ...KubeApiClientNode.defaultOptions, qps: 1, burst: 2 })
       rec.setHandler(() => json(200, { kind: "Pod", metadata: { name: "p", namespace: "ns", resourceVersion: "7" } }))
-      // Pod calls: the Node's and Lease's take no token (NODE-5, shown in KubeApiClientNode.test.ts)
+      // Pod calls: the Node's and Lease's take no token (NODE-5 — heartbeats do not wait behind Pod
+      // work, shown in KubeApiClientNode.test.ts)
       const fibers = yield* Effect.forEach([1, 2, 3], () => Effect.forkChild(kube.getPod("ns", "p")))
       for (let i = 0; i < 20 && rec.requests.length < 2; i++) yield* flushIO
       for (let i = 0; i < 5; i++) yield* flushIO

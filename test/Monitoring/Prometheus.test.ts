@@ -14,7 +14,8 @@
  * Each transition is waited for through Prometheus' HTTP API; a wait's limit only ends a hung
  * test. Without Prometheus the scenario is skipped with one line, except under CI.
  *
- * Rules: MON-2, MON-3.
+ * Rules: MON-2 — what the rules and the dashboard read is served; MON-3 — every scrape is labelled
+ * job and node.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Option, Scope } from "effect"

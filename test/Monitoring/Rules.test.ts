@@ -4,7 +4,8 @@
  * severity, a summary, a description naming the node, a runbook_url whose anchor is a section of
  * docs/operations.md, and unit tests in which it fires for one node and stays silent for another.
  *
- * Rules: MON-1, MON-3.
+ * Rules: MON-1 — every alert can be acted on from the page it sends; MON-3 — every scrape is
+ * labelled job and node.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"

@@ -5,8 +5,8 @@
  * entry, a compile cache made by the entry's own command). The stamp command is run as written,
  * and the daemon's real `--version` reads what it wrote; the compile-cache command is run on a copy
  * of the image's layout and a start is checked to use it. The built image itself is checked by
- * the container tests (test/image, `npm run test:image`). The image holds only what runs (IMG-1)
- * and is built as shipped, stamped with its revision (IMG-2).
+ * the container tests (test/image, `npm run test:image`). Rules: IMG-1 — the image holds only what
+ * runs; IMG-2 — built as shipped, stamped with its revision.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { execFileSync, spawnSync } from "node:child_process"

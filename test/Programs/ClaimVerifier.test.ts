@@ -63,14 +63,16 @@ describe("startup and quarantine (PER-8, PER-9, VER-1…VER-5)", () => {
       const table = yield* ClaimTable
       const alive = Option.getOrThrow(yield* table.durable(keyOf("alive")))
       const [simClaim] = yield* SandboxdSim.use((sim) => sim.claims)
-      // Deadline back-filled from the listing; claimedAt back-filled with "now" (PER-8).
+      // Deadline back-filled from the listing; claimedAt back-filled with "now" (PER-8 — loading
+      // the file).
       assert.isTrue(Option.isSome(alive.deadline))
       assert.strictEqual(DateTime.formatIso(Option.getOrThrow(alive.deadline)), new Date(simClaim.deadline).toISOString())
       assert.deepStrictEqual(alive.claimedAt, Option.some(DateTime.makeUnsafe(0)))
       const control = yield* ClaimsStoreMemoryControl
       const writes = yield* control.writes
       assert.strictEqual(writes.length, 1)
-      // The gone row is written as it was (VER-7): a restart before its Pod is settled finds it gone again.
+      // The gone row is written as it was (VER-7 — a lost sandbox's row outlives restarts until its
+      // Pod is settled): a restart before its Pod is settled finds it gone again.
       assert.deepStrictEqual([...writes[0].rows.keys()], [keyOf("alive"), keyOf("gone")])
       // The lifted key is retried, and the Lost row no tracked Pod stands for gets a run (VER-7).
       assert.deepStrictEqual(Array.from(yield* PubSub.takeAll(lifted)), [[keyOf("alive")], [keyOf("gone")]])

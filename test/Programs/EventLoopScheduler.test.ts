@@ -1,7 +1,7 @@
 /**
- * Q-06: the daemon's scheduler runs every fiber's tasks in turns of at most a slice of the event
- * loop. The clock is the test's own (each task moves it), and turns run when the test says so or
- * on Node's own setImmediate queue: no sleeps, no wall clock.
+ * Q-06 — the event loop is shared in turns: the daemon's scheduler runs every fiber's tasks in
+ * turns of at most a slice of the event loop. The clock is the test's own (each task moves it), and
+ * turns run when the test says so or on Node's own setImmediate queue: no sleeps, no wall clock.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scheduler } from "effect"

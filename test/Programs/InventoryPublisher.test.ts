@@ -249,7 +249,10 @@ const populate = (world: Effect.Success<typeof setup>) =>
     return { reviewBot, notebook, longrunner, sdk }
   })
 
-/** Only the INV-4 fields, with the server's metadata reduced to the name. */
+/**
+ * Only the fields of INV-4 — the NodeInventory object, with the server's metadata reduced to the
+ * name.
+ */
 const dataOf = (object: StoredInventory | undefined) => {
   if (object === undefined) return undefined
   const { metadata, ...rest } = object

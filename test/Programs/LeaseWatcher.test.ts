@@ -134,7 +134,7 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
       assert.strictEqual((yield* claimOf("web")).record.id, claim.id)
       const releases = (yield* (yield* SandboxdSim).audit).filter((entry) => entry.route === "release")
       assert.strictEqual(releases.length, 0)
-      // LEASE-7: the same deterministic push again on the next tick.
+      // LEASE-7 — expired pushes repeat: the same deterministic push again on the next tick.
       yield* publishExpiredLeases
       const [again] = yield* drain(pushes)
       assert.deepStrictEqual(again, failed)

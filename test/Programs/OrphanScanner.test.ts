@@ -1,7 +1,8 @@
 /**
- * The audit-only orphan scan (ORPH-1, ORPH-4) against the sandboxd simulator over HTTP: the
- * verdicts, once-per-transition logging, a failed listing skipping the cycle, the cadence on
- * the TestClock, and — in every case — not one release request in the simulator's audit log.
+ * The audit-only orphan scan (ORPH-1 — orphan scan cadence; ORPH-4 — orphan scan logs changes only)
+ * against the sandboxd simulator over HTTP: the verdicts, once-per-transition logging, a failed
+ * listing skipping the cycle, the cadence on the TestClock, and — in every case — not one release
+ * request in the simulator's audit log.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, DateTime, Duration, Effect, Fiber, Logger, Metric, Option, References } from "effect"

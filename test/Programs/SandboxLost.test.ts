@@ -98,7 +98,8 @@ describe("a sandbox confirmed gone", () => {
         "SandboxLost",
         "SandboxLost"
       ])
-      // VER-7: kept, and written, until the Pod is terminal or gone; never adopted.
+      // VER-7 — a lost sandbox's row outlives restarts until its Pod is settled: kept, and written,
+      // until the Pod is terminal or gone; never adopted.
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Lost"))
       const again = yield* Effect.flip(provider.createPod(pod("web")))
       assert.strictEqual(again._tag, "SandboxLost")
@@ -180,7 +181,7 @@ describe("a row whose lease ran out while the daemon was down (LEASE-10)", () =>
       assert.strictEqual(yield* claimCount, 0)
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Lost"), "the row stays Lost (VER-7)")
       const [pushed] = yield* drain(pushes)
-      // The status read (UPD-4) of the Pod once tracked says what the push said.
+      // The status read (UPD-4 — GetPodStatus) of the Pod once tracked says what the push said.
       yield* provider.updatePod(runningPod("sb_00000000000dead0"))
       const reported = yield* provider.getPodStatus(podKeyOf("default", "web"))
       return { error, pushed, reported }

@@ -323,7 +323,10 @@ describe("ClaimsFile", () => {
       })
     })
 
-  /** Strings the writer escapes somewhere in the text, a `__proto__` key, or a row's owner (AUTH-9): left to the full decode. */
+  /**
+   * Strings the writer escapes somewhere in the text, a `__proto__` key, or a row's owner (AUTH-9 —
+   * a preserved VM is released once its owner goes): left to the full decode.
+   */
   const escapesOrProto = (text: string) => /[\\\u0000-\u001f<>&\u2028\u2029\ud800-\udfff]|"__proto__":|"owner":\{"apiVersion"/.test(text)
   // Keys, podUIDs and addresses from every UTF-16 code unit (control characters, lone surrogates).
   const anyUnitTable = fc.uniqueArray(

@@ -1,4 +1,7 @@
-/** Wire schemas, deadline parsing/formatting and the pod annotation rules (CRT-1, CRT-2, CRT-6). */
+/**
+ * Wire schemas, deadline parsing/formatting and the pod annotation rules (CRT-1 — annotation keys;
+ * CRT-2 — empty means absent; CRT-6 — TTL annotation).
+ */
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Effect, Option, Result, Schema } from "effect"
 import * as fc from "fast-check"

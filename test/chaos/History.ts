@@ -30,7 +30,10 @@ export interface FinalState {
   readonly pods: ReadonlyArray<PodState>
   readonly owners: ReadonlyArray<{ readonly uid: string; readonly kind: string; readonly key: string; readonly deleting: boolean }>
   readonly vms: ReadonlyArray<{ readonly id: string; readonly token: string; readonly claimRef: string }>
-  /** `owner`: the UID of the owner a preserved row waits on (AUTH-9), "" when it names none. */
+  /**
+   * `owner`: the UID of the owner a preserved row waits on (AUTH-9 — a preserved VM is released
+   * once its owner goes), "" when it names none.
+   */
   readonly rows: ReadonlyArray<{ readonly key: string; readonly id: string; readonly token: string; readonly owner?: string }>
   readonly intents: ReadonlyArray<string>
 }

@@ -8,12 +8,14 @@
  *   recorded there); and no Pod of the node is still being deleted;
  * - L2 every VM whose owner the daemon may read (a Sandbox, or the Pod itself when bare) and that
  *   is gone or being deleted is released; but a daemon started after the Pod had left knows only
- *   its claims file: a row there that names no owner (AUTH-9 keeps one only for a preserved row
- *   whose write landed) is a row with no Pod, which L3 judges;
+ *   its claims file: a row there that names no owner (AUTH-9 — a preserved VM is released once its
+ *   owner goes keeps one only for a preserved row whose write landed) is a row with no Pod, which
+ *   L3 judges;
  * - L3 a VM whose owner the daemon may not read (a ReplicaSet under the shipped RBAC), or whose
  *   row has no Pod, stays held with its token and no longer than its lease plus one lease-watch
  *   interval (and a reaper pass); no row outlives its VM by more than a lease-watch interval and a
- *   resync (a Lost row goes at its terminal Pod's next run, VER-7) past the bound;
+ *   resync (a Lost row goes at its terminal Pod's next run, VER-7 — a lost sandbox's row outlives
+ *   restarts until its Pod is settled) past the bound;
  * - L4 no key stays in doubt (no claim intent left in the file).
  */
 import type { FinalState } from "./History.ts"
@@ -65,7 +67,8 @@ export const goneOwnersReleased = (index: HistoryIndex, final: FinalState): Prop
     // Never shown on a Pod: a row without one (L3) or no holder at all (S1).
     if (gen === undefined) continue
     // The daemon now running started after the Pod left, and its file names no owner for the
-    // row: a row with no Pod, held until a replacement adopts it or its lease ends (LEASE-9).
+    // row: a row with no Pod, held until a replacement adopts it or its lease ends (LEASE-9 — a row
+    // whose Pod is gone ends with its VM).
     const ended = index.podEnded.get(gen.uid)
     const row = final.rows.find((r) => r.id === vm.id)
     if (ended !== undefined && ended < index.lastStart && (row?.owner ?? "") === "") {

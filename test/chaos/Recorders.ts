@@ -183,7 +183,10 @@ export const sampleClaimsFile = (statePath: string, history: History) =>
     }
   })
 
-/** A row as the checker reads it: its claim, its token, and the owner it waits on (AUTH-9; "" for none). */
+/**
+ * A row as the checker reads it: its claim, its token, and the owner it waits on (AUTH-9 — a
+ * preserved VM is released once its owner goes; "" for none).
+ */
 const rowOf = (row: unknown) => ({ id: str(obj(row)["id"]), token: str(obj(row)["token"]), owner: str(obj(obj(row)["owner"])["uid"]) })
 
 /** The claims file now: rows and intents (empty when there is no file). */

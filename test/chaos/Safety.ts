@@ -44,7 +44,8 @@ export interface Bounds {
   readonly reapMs: number
   /**
    * The pod controller's resync: a Lost row of a Pod ended by its own status is dropped by the
-   * next run of its key, and a status change enqueues none (PC-06), so at the latest by the resync.
+   * next run of its key, and a status change enqueues none (PC-06 — what changes enqueue a Pod), so
+   * at the latest by the resync.
    */
   readonly resyncMs: number
 }

@@ -99,8 +99,10 @@ describe.skipIf(renderDir === "")("rendered chart", () => {
         assert.deepStrictEqual(strings(at(init, "securityContext", "capabilities", "add")), ["CHOWN"])
         const command = strings(at(init, "command"))
         assert.deepStrictEqual([command[0], command[1]], ["node", "-e"])
-        // The host's own sandboxd token (DEP-2) and, for vkCocoon and hostPath, the host's kubelet
-        // pair (TLS-4; only vk-cocoon's may be absent) are copied for the daemon's user.
+        // The host's own sandboxd token (DEP-2 — each host's own sandboxd token by default) and,
+        // for vkCocoon and hostPath, the host's kubelet pair (TLS-4 — vk-cocoon's certificate is
+        // reused when it is usable; only vk-cocoon's may be absent) are copied for the daemon's
+        // user.
         const hostFile = tokenSourceOf(name) === "hostFile"
         const source = tlsSourceOf(name)
         assert.deepStrictEqual(command.slice(3), [
@@ -180,19 +182,21 @@ describe.skipIf(renderDir === "")("rendered chart", () => {
         const parsed = parseConfig(args, env)
         if (Result.isFailure(parsed)) return assert.fail(parsed.failure.message)
         const config = parsed.success
-        // node.names gives worker-7 its Go-era name (CFG-19); --host-node-name is $HOST_NODE_NAME
+        // node.names gives worker-7 its Go-era name (CFG-19 — a full node name per host);
+        // --host-node-name is $HOST_NODE_NAME
         assert.strictEqual(config.nodeName, name === "migrated" ? "vk-sandboxd" : "worker-7-sandboxd")
         if (name === "migrated") assert.strictEqual(config.sandboxdProbeGrace, 5, "extraArgs after the chart's")
         assert.strictEqual(config.statePath, "/var/lib/vk-sandbox/claims.json")
         assert.strictEqual(config.listenAddr.port, 10260)
-        // BIND-1: both servers listen on the host's IP, where the apiserver and the scrapers reach them.
+        // BIND-1 — bind addresses: both servers listen on the host's IP, where the apiserver and
+        // the scrapers reach them.
         assert.deepStrictEqual([config.listenAddr.host, config.metricsAddr.host], ["10.0.0.5", "10.0.0.5"])
         assert.strictEqual(config.sandboxdUrl, "http://127.0.0.1:7777")
         assert.strictEqual(config.nodeLabels["sandbox.cocoonstack.io/runtime"], "sandboxd")
         assert.strictEqual(config.nodeLabels["node.kubernetes.io/exclude-from-external-load-balancers"], "true")
         if (name === "publishing") assert.strictEqual(config.sandboxdAdvertiseAddr, "10.0.0.5:7777")
-        // An operator's pair is given as --tls-cert (strict, TLS-2); vk-cocoon's as the pair to
-        // look for (TLS-4).
+        // An operator's pair is given as --tls-cert (strict; TLS-2 — which certificate);
+        // vk-cocoon's as the pair to look for (TLS-4).
         const vkCocoonDefaults = ["/etc/cocoon/vk/tls/vk-kubelet.crt", "/etc/cocoon/vk/tls/vk-kubelet.key"]
         const [strict, looked] = tlsSourceOf(name) === "vkCocoon" ? [["", ""], tlsCopy] : [tlsCopy, vkCocoonDefaults]
         assert.deepStrictEqual([config.tlsCert, config.tlsKey], strict)
@@ -207,7 +211,8 @@ describe.skipIf(renderDir === "")("rendered chart", () => {
         assert.notInclude(resources, "leases", "no cluster-wide lease access")
         const pods = rules.find((r) => strings(at(r, "resources")).includes("pods"))
         assert.deepStrictEqual(strings(at(pods, "verbs")), ["get", "list", "watch", "delete"])
-        // The kubelet API's reviews (KAPI-1, KAPI-2): create, and nothing else, on each.
+        // The kubelet API's reviews (KAPI-1 — who a kubelet API request comes from; KAPI-2 — every
+        // request but /healthz is authorized for this node): create, and nothing else, on each.
         for (const [group, resource] of [["authentication.k8s.io", "tokenreviews"], ["authorization.k8s.io", "subjectaccessreviews"]]) {
           assert.deepStrictEqual(rules.filter((r) => strings(at(r, "resources")).includes(resource)), [
             { apiGroups: [group], resources: [resource], verbs: ["create"] }

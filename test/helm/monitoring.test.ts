@@ -4,7 +4,8 @@
  * plays the cluster), both monitors relabeling `node` and `job`, the PrometheusRule equal to the
  * plain rule file but for the runbook base, and the dashboard ConfigMap holding the plain JSON.
  *
- * Rules: MON-1, MON-3.
+ * Rules: MON-1 — every alert can be acted on from the page it sends; MON-3 — every scrape is
+ * labelled job and node.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"

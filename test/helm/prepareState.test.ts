@@ -2,8 +2,9 @@
  * The prepare-state init container's command as the chart renders it, run as the chart runs it
  * (uid 0 with CAP_CHOWN as its only capability, through setpriv) on directories and files laid out
  * as a host has them: a state directory left by a root-run release, a fresh one, the host's
- * root-owned sandboxd token file (DEP-2) and vk-cocoon's root-only kubelet pair (TLS-4). Needs
- * root and setpriv.
+ * root-owned sandboxd token file (DEP-2 — each host's own sandboxd token by default) and
+ * vk-cocoon's root-only kubelet pair (TLS-4 — vk-cocoon's certificate is reused when it is usable).
+ * Needs root and setpriv.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"

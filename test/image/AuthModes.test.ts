@@ -9,7 +9,8 @@
  * - exec plugin: the plugin is `node` on a mounted script (the image has no shell for a script
  *   plugin; a plugin that is a binary is mounted the same way);
  * - OIDC auth-provider: an id-token that has not expired is sent as it is.
- * Each under the chart's security context (IMG-3), with no node_modules in the image (IMG-1).
+ * Each under the chart's security context (IMG-3 — the image runs as the chart runs it), with no
+ * node_modules in the image (IMG-1 — the image holds only what runs).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"

@@ -6,7 +6,7 @@
  * `docker kill` (SIGKILL), the next container taking the state lock over and adopting every claim.
  * Every daemon runs under the chart's read-only root filesystem, and no log says EROFS. The first
  * block prints the figures of the note (start to ready, idle RSS). The image runs as the chart
- * runs it (IMG-3).
+ * runs it (IMG-3 — the image runs as the chart runs it).
  */
 import { assert, layer } from "@effect/vitest"
 import * as fs from "node:fs"

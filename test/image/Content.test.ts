@@ -4,7 +4,8 @@
  * node_modules, nothing executable but node and shared objects; `--version` prints the revision
  * the build was given, which the OCI labels carry too; the compile cache is taken by a start under
  * the chart's security context (read-only root, uid 65532). The last test prints the size figures.
- * The image holds only what runs (IMG-1) and is stamped with its revision (IMG-2).
+ * Rules: IMG-1 — the image holds only what runs; IMG-2 — built as shipped, stamped with its
+ * revision.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { execFileSync } from "node:child_process"

@@ -459,7 +459,7 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
     // The deletion fields of an update: kube-apiserver keeps a stored deletionTimestamp whatever the
     // body says and keeps the stored grace when the body leaves it out, but holds both immutable
     // otherwise. Found with the daemon's status PUT of a Pod whose grace, past 2^53, it read as
-    // another number (ST-06); these are the same rules at ordinary values.
+    // another number (ST-06 — status write shape); these are the same rules at ordinary values.
     scenario("pods being deleted, PUT of the object and of /status: a deletionGracePeriodSeconds left out, null or equal keeps the stored one, a different one is 422 immutable; any deletionTimestamp keeps the stored one", () =>
       Effect.gen(function*() {
         const backend = yield* acquire
@@ -638,7 +638,8 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         const object = JSON.parse(read.text) as { metadata: { resourceVersion: string }; status: Record<string, unknown> }
         const started = new Date(Math.floor(Date.now() / 1000) * 1000 - 5000)
         // Running with no address (the daemon once sent hostIP "" for it), and empty texts: the
-        // daemon's no-op comparison counts on the server serving these as absent (ST-13)
+        // daemon's no-op comparison counts on the server serving these as absent (ST-13 — an
+        // unchanged status is not written)
         const { hostIP: _hostIP, podIP: _podIP, ...noAddress } = runningStatus(started)
         object.status = { ...JSON.parse(JSON.stringify(noAddress)), hostIP: "", podIP: "", message: "", reason: "" }
         const put = yield* raw(backend.daemonConfig, "PUT", `${path}/status`, object)
@@ -682,8 +683,9 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         assert.strictEqual(written.status.startTime, started.toISOString().replace(".000Z", "Z"))
       }))
 
-    // ST-12: the daemon keeps another writer's condition whole itself; this is what the servers do
-    // with a write that does not (kube-apiserver copies the field back by type; the simulator agrees)
+    // ST-12 — other writers' Pod conditions survive status writes: the daemon keeps another
+    // writer's condition whole itself; this is what the servers do with a write that does not
+    // (kube-apiserver copies the field back by type; the simulator agrees)
     scenario("pods/status: a write that leaves out a condition's observedGeneration keeps the stored one of its type; none where the stored had none", () =>
       Effect.gen(function*() {
         const backend = yield* acquire

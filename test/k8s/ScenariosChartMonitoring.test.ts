@@ -1,10 +1,11 @@
 /**
  * The chart's monitoring switches on the real kube-apiserver, installed with the real helm as the
- * admin (MON-3). Enabled on a cluster without the Prometheus Operator's CRDs, the install
- * succeeds, creates none of the operator's objects nor the metrics Service, and its notes say
- * what was skipped. Once CRDs of those kinds exist (minimal ones of our own: the operator's are
- * not fetched here), `helm upgrade` creates the ServiceMonitor, its headless Service and the
- * PrometheusRule, and the apiserver stores them: the rule as the plain rule file's groups.
+ * admin (MON-3 — every scrape is labelled job and node). Enabled on a cluster without the
+ * Prometheus Operator's CRDs, the install succeeds, creates none of the operator's objects nor the
+ * metrics Service, and its notes say what was skipped. Once CRDs of those kinds exist (minimal ones
+ * of our own: the operator's are not fetched here), `helm upgrade` creates the ServiceMonitor, its
+ * headless Service and the PrometheusRule, and the apiserver stores them: the rule as the plain
+ * rule file's groups.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"

@@ -1,8 +1,8 @@
 /**
- * The kubelet port's authentication and authorization on the real kube-apiserver (KAPI-1..3): the
- * whole daemon runs under deploy/rbac's role (which must grant the two reviews) with a client CA
- * of this test's own, and each identity below asks for the paths a metrics scraper, a stranger,
- * another node and the apiserver's kubelet client would:
+ * The kubelet port's authentication and authorization on the real kube-apiserver (KAPI-1 — who a
+ * kubelet API request comes from..3): the whole daemon runs under deploy/rbac's role (which must
+ * grant the two reviews) with a client CA of this test's own, and each identity below asks for the
+ * paths a metrics scraper, a stranger, another node and the apiserver's kubelet client would:
  *
  *   anonymous                                   → 401 everywhere but /healthz
  *   a token of a service account with no rights → 403

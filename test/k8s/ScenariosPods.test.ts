@@ -127,7 +127,8 @@ describe("the pod controller on the real kube-apiserver, as the daemon", () => {
       const after = yield* eventually("Ready repaired", Effect.map(conditions, (all) => (all.includes("Ready=True") ? all : undefined)))
       assert.deepStrictEqual(after, ["Initialized=True", "Ready=True", "PodScheduled=True", "example.com/gate=True"])
 
-      // ---- ST-14: a Pod that declares the gate is Ready only while its condition is True
+      // ---- ST-14 — a Pod with readiness gates is Ready only when every gate is True: a Pod that
+      // declares the gate is Ready only while its condition is True
       const gate = "example.com/lb"
       yield* createPod(namespace, "behind-lb", nodeName, undefined, { readinessGates: [{ conditionType: gate }] })
       yield* eventually("behind-lb Running", runningPod(namespace, "behind-lb"))
@@ -171,8 +172,8 @@ describe("the pod controller on the real kube-apiserver, as the daemon", () => {
       // (kube-apiserver would copy it back for a write that left it out: Differential.test.ts;
       // PodFacts.test.ts shows the daemon keeping it itself)
       assert.strictEqual(conditionOf(ready, gate)?.observedGeneration, 1, "the gate's condition is written back whole")
-      // CRT-21: Ready since that write (seconds after the claim: the gate was False a while),
-      // the containers since the claim (startTime)
+      // CRT-21 — the Running status: Ready since that write (seconds after the claim: the gate was
+      // False a while), the containers since the claim (startTime)
       const claimedAt = ready.status?.startTime ?? ""
       assert.match(claimedAt, /Z$/)
       assert.strictEqual(conditionOf(ready, "ContainersReady")?.lastTransitionTime, claimedAt)

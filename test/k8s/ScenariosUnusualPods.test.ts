@@ -1,5 +1,6 @@
 /**
- * INF-1 on the real kube-apiserver: what can a Pod hold that the slim Pod might refuse?
+ * INF-1 — a Pod the daemon cannot decode is left out on the real kube-apiserver: what can a Pod
+ * hold that the slim Pod might refuse?
  *
  * The real server decodes every write into its typed Pod, so a field of another type (a label
  * whose value is a number, an image that is not a string) is refused with a 400 and can never be
@@ -11,8 +12,8 @@
  * nothing left out, and goes Running under the pod controller. The last found a bug: an int64
  * past 2^53 (a toleration's `tolerationSeconds` of int64's largest) read into a double went back
  * in the status PUT's spec as a number the server refuses (400), so that Pod never went Running;
- * the PUT now carries no spec (ST-06). A delete's grace is int64 too, and in the metadata the PUT
- * does carry: a terminating Pod with a grace past 2^53 is the second case.
+ * the PUT now carries no spec (ST-06 — status write shape). A delete's grace is int64 too, and in
+ * the metadata the PUT does carry: a terminating Pod with a grace past 2^53 is the second case.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"

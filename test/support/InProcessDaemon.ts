@@ -1,7 +1,7 @@
 /**
- * The whole daemon (`daemonLayer`, as `vk-sandbox run` builds it, on the daemon's scheduler: Q-06)
- * in this process, so a test runs this checkout's code rather than the installed binary; in a
- * scope of its own, whose closing is the daemon's shutdown.
+ * The whole daemon (`daemonLayer`, as `vk-sandbox run` builds it, on the daemon's scheduler: Q-06 —
+ * the event loop is shared in turns) in this process, so a test runs this checkout's code rather
+ * than the installed binary; in a scope of its own, whose closing is the daemon's shutdown.
  */
 import { Effect, Exit, Layer, Scope } from "effect"
 import { daemonLayer, onDaemonScheduler } from "../../src/Daemon.ts"

@@ -1,6 +1,6 @@
 /**
- * The owner GET on the wire: AUTH-3 (owner GET), a quorum read with no query; AUTH-4 (what counts
- * as gone), a 404's details kept only from a Status about the resource asked for.
+ * The owner GET on the wire: AUTH-3 — owner GET, a quorum read with no query; AUTH-4 — what counts
+ * as gone: a 404's details kept only from a Status about the resource asked for.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"

@@ -1,6 +1,6 @@
 /**
- * One Pod's endpoints on the wire: a read and a status PUT (no spec, no deletion grace, ST-06),
- * and a delete with grace 0 and the UID precondition.
+ * One Pod's endpoints on the wire: a read and a status PUT (no spec, no deletion grace, ST-06 —
+ * status write shape), and a delete with grace 0 and the UID precondition.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"

@@ -1,8 +1,9 @@
 /**
  * The live KubeApi layer's two reviews for the kubelet port, against the apiserver simulator over
  * HTTP: a TokenReview names the holder of a known token and rejects others, a SubjectAccessReview
- * answers per user, and the reviews wait on a limiter of their own, never on the Pods' (KAPI-5).
- * What the real kube-apiserver answers is in test/k8s/ScenariosKubeletAuth.test.ts.
+ * answers per user, and the reviews wait on a limiter of their own, never on the Pods' (KAPI-5 —
+ * reviews wait on their own limiter). What the real kube-apiserver answers is in
+ * test/k8s/ScenariosKubeletAuth.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Redacted } from "effect"

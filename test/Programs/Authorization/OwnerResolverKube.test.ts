@@ -1,7 +1,8 @@
 /**
- * The delete-authorization decision table (AUTH-1) through the live KubeApi against the
- * in-memory API server over HTTP: every owner answer is a real response with a real Status
- * body (or the mux's plain-text 404), so the NotFound semantics of AUTH-4 are exercised end to end.
+ * The delete-authorization decision table (AUTH-1 — delete authorization order) through the live
+ * KubeApi against the in-memory API server over HTTP: every owner answer is a real response with a
+ * real Status body (or the mux's plain-text 404), so the NotFound semantics (AUTH-4 — what counts
+ * as gone) are exercised end to end.
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node"
@@ -110,8 +111,8 @@ describe("AUTH-1 through the live KubeApi against the in-memory apiserver", () =
       // an unregistered group: the mux answers the plain-text "404 page not found"
       const widget = { apiVersion: "widgets.example.com/v1", kind: "Widget", name: "w", uid: "w-uid", controller: true }
       expectVerdict(yield* verdictOf(podOwnedBy([widget])), "Preserve", "AmbiguousNotFound")
-      // a served group/version, but the guessed plural is wrong (Endpoints → "endpointses", AUTH-5):
-      // the server's generic Status 404 names no object
+      // a served group/version, but the guessed plural is wrong (Endpoints → "endpointses"; AUTH-5
+      // — pluralising the kind): the server's generic Status 404 names no object
       const endpoints = { apiVersion: "v1", kind: "Endpoints", name: "web", uid: "e-uid", controller: true }
       expectVerdict(yield* verdictOf(podOwnedBy([endpoints])), "Preserve", "AmbiguousNotFound")
       // an unknown kind in the Sandbox group: same shape

@@ -1,8 +1,11 @@
 /**
  * The kubelet port's gate without HTTP: which subresource and verb a request is reviewed for
- * (KAPI-3), who a certificate or token names (KAPI-1), the reviews' order and fallback (KAPI-2),
- * their caches on the TestClock and their bound, a refusal whenever a review fails (KAPI-4), and
- * a denial logged once per decision while every one is counted (KAPI-6).
+ * (KAPI-3 — verb and subresource as a kubelet maps them), who a certificate or token names (KAPI-1
+ * — who a kubelet API request comes from), the reviews' order and fallback (KAPI-2 — every request
+ * but /healthz is authorized for this node), their caches on the TestClock and their bound, a
+ * refusal whenever a review fails (KAPI-4 — review answers are cached briefly, a failed review
+ * refuses), and a denial logged once per decision while every one is counted (KAPI-6 — a denial is
+ * logged once per decision, and every one counted).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Metric } from "effect"

@@ -1,8 +1,9 @@
 /**
- * Which certificate the kubelet port serves (TLS-2, TLS-4): the operator's `--tls-cert`/`--tls-key`
- * (strict: never a fallback), else vk-cocoon's kubelet pair when it is usable, else self-signed with
- * a typed reason logged (info when there is no vk-cocoon pair, warn when one is there but
- * unusable). `vk_sandbox_kubelet_tls_info{source}` names the choice.
+ * Which certificate the kubelet port serves (TLS-2 — which certificate; TLS-4 — vk-cocoon's
+ * certificate is reused when it is usable): the operator's `--tls-cert`/`--tls-key` (strict: never
+ * a fallback), else vk-cocoon's kubelet pair when it is usable, else self-signed with a typed
+ * reason logged (info when there is no vk-cocoon pair, warn when one is there but unusable).
+ * `vk_sandbox_kubelet_tls_info{source}` names the choice.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Metric, Option } from "effect"

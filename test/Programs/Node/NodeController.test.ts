@@ -225,7 +225,8 @@ describe("NodeController", () => {
       }
       const tried = yield* Ref.get(attempts)
       assert.isAbove(tried, 8, `attempts while down: ${tried}`)
-      // 1 s doubling to 30 s, ±20 % (Q-07): about a dozen attempts in five minutes, not one per second.
+      // 1 s doubling to 30 s, ±20 % (Q-07 — one jittered retry schedule): about a dozen attempts in
+      // five minutes, not one per second.
       assert.isBelow(tried, 30, `attempts while down: ${tried}`)
       assert.isUndefined(starting.pollUnsafe(), "the start gave up while the apiserver was down")
       assert.isUndefined(nodeOf(model))

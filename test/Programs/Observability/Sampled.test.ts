@@ -1,8 +1,9 @@
 /**
  * The gauges sampled at the scrape: Pods by phase, why sandboxd cannot serve (one series per
- * reason), and the claims in doubt whose settle window (CRT-22) has passed, on the TestClock.
+ * reason), and the claims in doubt whose settle window (CRT-22 — the settle window counts from when
+ * a claim was abandoned) has passed, on the TestClock.
  *
- * Rules: MON-4, CRT-22.
+ * Rules: MON-4 — a gauge over state kept elsewhere is counted at the scrape; CRT-22.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Metric } from "effect"

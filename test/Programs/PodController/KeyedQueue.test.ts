@@ -222,7 +222,8 @@ describe("KeyedQueue", () => {
       yield* TestClock.adjust("401 millis")
       yield* settle
       assert.strictEqual(yield* Ref.get(attempts), 2, "by 1.2 s")
-      // attempts keep coming forever, never more than 36 s apart (the 30 s cap, +20 % jitter: Q-07)
+      // attempts keep coming forever, never more than 36 s apart (the 30 s cap, +20 % jitter: Q-07
+      // — one jittered retry schedule)
       for (let i = 0; i < 10; i++) {
         const before = yield* Ref.get(attempts)
         yield* TestClock.adjust("36 seconds")

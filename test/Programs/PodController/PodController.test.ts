@@ -659,13 +659,15 @@ describe("PodController: a lost sandbox across restarts (VER-7)", () => {
       assert.include(failed.status?.message ?? "", vm)
       assert.strictEqual(yield* claimRequests(world.sim), 1, "never claimed again for the same Pod")
       assert.deepStrictEqual(yield* world.sim.claims, [])
-      // The Event says what the Pod's reason says: SandboxLost, never CreateFailed (LEASE-10).
+      // The Event says what the Pod's reason says: SandboxLost, never CreateFailed (LEASE-10 — a
+      // lease that ran out while the daemon was down ends the Pod as lease-expired).
       yield* secondsUntil(() => podWarnings(world, "web").length > 0)
       for (const event of podWarnings(world, "web")) {
         assert.deepStrictEqual(event, { reason: "SandboxLost", message: `sandbox ${vm} is gone (sandboxd confirmed it); the pod is not given another` })
       }
       // Once the Failed status landed, the row has nothing left to guard: it leaves the file at
-      // the next reconcile of the key (the resync's, the status change enqueues nothing: PC-06).
+      // the next reconcile of the key (the resync's, the status change enqueues nothing: PC-06 —
+      // what changes enqueue a Pod).
       yield* secondsUntil(() => claimsOnDisk(world.statePath).length === 0)
       yield* stopOnTestClock(third)
       // And a fourth start finds a terminal Pod and no row: nothing is claimed or written for it.
@@ -757,7 +759,8 @@ describe("PodController: rows whose Pod is gone (LEASE-9)", () => {
       assert.isTrue(world.model.remove(Pods, NS, "web"))
       const second = yield* world.start(backoffOnly)
       yield* secondsUntil(second.handle.synced)
-      // AUTH-6: treated as preserved. The VM lives on for a replacement Pod; nothing is released.
+      // AUTH-6 — doubt preserves: treated as preserved. The VM lives on for a replacement Pod;
+      // nothing is released.
       assert.strictEqual((yield* second.leaseTick).podless.length, 0)
       yield* ioTurns
       assert.deepStrictEqual(yield* releaseRequests(world.sim), [])
@@ -790,7 +793,8 @@ describe("PodController: the row of an ended lease (LEASE-11)", () => {
       yield* secondsUntil(() => peekPod(world.model, "web")?.status?.reason === "SandboxLeaseExpired")
       assert.strictEqual(peekPod(world.model, "web")?.status?.phase, "Failed")
       assert.deepStrictEqual(claimsOnDisk(world.statePath), [vm])
-      // Until the pod controller has seen the Pod terminal, each tick pushes the status again (LEASE-7).
+      // Until the pod controller has seen the Pod terminal, each tick pushes the status again
+      // (LEASE-7 — expired pushes repeat).
       const seenTerminal = Effect.map(daemon.lifecycle.getPod(keyOf("web")), (pod) =>
         Option.isSome(pod) && pod.value.status?.phase === "Failed")
       if (!(yield* seenTerminal)) assert.deepStrictEqual((yield* daemon.leaseTick).published, [keyOf("web")])

@@ -156,7 +156,8 @@ const providerStub = (behaviour: Behaviour) => Effect.gen(function*() {
         behaviour.creates?.push(p.metadata?.name ?? "")
         if (behaviour.failCreates !== undefined && behaviour.failCreates.left > 0) {
           behaviour.failCreates.left--
-          // The provider keeps tracking the Pod, as it does when a commit and its undo both fail (CRT-16).
+          // The provider keeps tracking the Pod, as it does when a commit and its undo both fail
+          // (CRT-16 — a failed create is retried).
           return yield* new ClaimNotPersisted({
             pod: podKeyOfPod(p),
             claimId: "sb_1",
@@ -432,7 +433,7 @@ describe("PodController (stubbed)", () => {
         spec: { nodeName: NODE, containers: [{ name: "c", image: "i" }], readinessGates: [{ conditionType: gate }] }
       })
       assert.strictEqual(created._tag, "Success")
-      // the Running status's conditions, True since the claim (CRT-21)
+      // the Running status's conditions, True since the claim (CRT-21 — the Running status)
       const claimedAt = new Date("2026-12-01T09:59:58.250Z")
       const ours = [
         { type: "Initialized", status: "True", lastTransitionTime: claimedAt },

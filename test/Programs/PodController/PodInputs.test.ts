@@ -1,9 +1,10 @@
 /**
  * What a Pod carries that reaches sandboxd, over the real wire (the apiserver simulator and the
  * sandboxd simulator on loopback, the live clients, the real provider): its `net` and `size`
- * annotations reach the claim body and pick the pool (CRT-1), and its environment references are
- * never resolved, so a Pod naming a Secret, ConfigMap or Service that does not exist gets its VM
- * and the daemon asks the apiserver for none of them (ENV-05).
+ * annotations reach the claim body and pick the pool (CRT-1 — annotation keys), and its environment
+ * references are never resolved, so a Pod naming a Secret, ConfigMap or Service that does not exist
+ * gets its VM and the daemon asks the apiserver for none of them (ENV-05 — environment references
+ * are not resolved).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"

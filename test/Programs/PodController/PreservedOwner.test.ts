@@ -1,10 +1,11 @@
 /**
- * AUTH-9: a VM preserved because its Pod was deleted while the owner lived is released once that
- * owner is gone, though no Pod will ever be deleted for it again. The namespace controller does
- * exactly this: it deletes a namespace's Pods and their Sandboxes in no set order, and a Pod
- * that goes first leaves its VM preserved; before, nothing asked the owner again and the VM was
- * held until its lease ended (24 h by default). The row keeps the owner it waits on, in the
- * claims file too, so a restart in between changes nothing; each lease-watch tick asks again.
+ * AUTH-9 — a preserved VM is released once its owner goes: a VM preserved because its Pod was
+ * deleted while the owner lived is released once that owner is gone, though no Pod will ever be
+ * deleted for it again. The namespace controller does exactly this: it deletes a namespace's Pods
+ * and their Sandboxes in no set order, and a Pod that goes first leaves its VM preserved; before,
+ * nothing asked the owner again and the VM was held until its lease ended (24 h by default). The
+ * row keeps the owner it waits on, in the claims file too, so a restart in between changes nothing;
+ * each lease-watch tick asks again.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"

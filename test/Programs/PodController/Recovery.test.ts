@@ -1,10 +1,10 @@
 /**
- * A dependency that comes back wakes the keys waiting on it (Q-08). sandboxd slower than the
- * client's timeout for minutes puts every create at the slow end of its backoff (24-36 s); once
- * it answers again, the first exchange that hears it (the node's probe, in the daemon) sends the
- * waiting keys on at once, instead of each waiting out what is left of its step; a key whose
- * request was in flight then (sent to the slow sandboxd, it ends at the client's timeout) goes
- * again as soon as it fails.
+ * A dependency that comes back wakes the keys waiting on it (Q-08 — a dependency that comes back
+ * wakes the keys waiting on it). sandboxd slower than the client's timeout for minutes puts every
+ * create at the slow end of its backoff (24-36 s); once it answers again, the first exchange that
+ * hears it (the node's probe, in the daemon) sends the waiting keys on at once, instead of each
+ * waiting out what is left of its step; a key whose request was in flight then (sent to the slow
+ * sandboxd, it ends at the client's timeout) goes again as soon as it fails.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"

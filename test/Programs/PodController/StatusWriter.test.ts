@@ -126,8 +126,8 @@ describe("StatusWriter", () => {
       const created = yield* kube.getPod("default", "web")
       yield* informer.observe(created)
       const key: PodKey = podKeyOfPod(created)
-      // The informer's newest version of the key cannot be read (INF-1), and before it learns of
-      // the deletion, another Pod of the name is made.
+      // The informer's newest version of the key cannot be read (INF-1 — a Pod the daemon cannot
+      // decode is left out), and before it learns of the deletion, another Pod of the name is made.
       const writer = yield* StatusWriter.make(
         { ...informer, unreadable: () => Effect.succeed(true) },
         Backoff.schedule(Backoff.defaultBackoff),

@@ -1,8 +1,9 @@
 /**
- * INF-1: a Pod the daemon cannot decode (a value the apiserver's storage holds but the slim Pod
- * refuses: here a label whose value is a number, stored as is by the simulator's `put`) is left
- * out of the informer, never the whole list or watch. Over the real wire: the in-memory API
- * server and the sandboxd simulator over loopback HTTP, the live clients, the real provider.
+ * INF-1 — a Pod the daemon cannot decode is left out: a Pod the daemon cannot decode (a value the
+ * apiserver's storage holds but the slim Pod refuses: here a label whose value is a number, stored
+ * as is by the simulator's `put`) is left out of the informer, never the whole list or watch. Over
+ * the real wire: the in-memory API server and the sandboxd simulator over loopback HTTP, the live
+ * clients, the real provider.
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
@@ -183,8 +184,8 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         assert.strictEqual(event!["type"], "Warning")
         assert.match(String(event!["message"]), /cannot decode this pod at resourceVersion \d+ \(.*labels.*\).*no sandbox is claimed/)
 
-        // Readable again, as it was before (no change PC-06 would reconcile for; the resync is a
-        // minute away): claimed at once.
+        // Readable again, as it was before (no change that would enqueue it, PC-06 — what changes
+        // enqueue a Pod; the resync is a minute away): claimed at once.
         const { labels: _bad, ...metadata } = world.model.peek(Pods, NS, "p")!["metadata"] as JsonObject
         world.model.put(Pods, { ...world.model.peek(Pods, NS, "p")!, metadata } as JsonObject)
         yield* eventually("p Running once readable", () => running(world.model, "p"), 5_000)
@@ -242,7 +243,8 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         // The same ending pushed again (as the lease watch repeats its pushes) is not written again.
         assert.strictEqual(world.model.statusPatches, 1)
         const writes = world.model.statusWrites
-        // Seen terminal as the patch left it: the Lost row goes (VER-7), as after a PUT.
+        // Seen terminal as the patch left it: the Lost row goes (VER-7 — a lost sandbox's row
+        // outlives restarts until its Pod is settled), as after a PUT.
         yield* eventuallyEffect("the Lost row dropped", Effect.map(daemon.table.held(keyOf("p")), Option.isNone), 5_000)
         const claim = Option.getOrThrow(row).record
         const trackedPod = Option.getOrThrow(tracked)

@@ -3,8 +3,9 @@
  * real client) on TestClock: a key in doubt is never claimed again until a listing settles it;
  * the attempt's VM is adopted through the root by-id read, or released by id and its absence
  * confirmed, or — where neither is possible — the key stays in doubt with its stray reported. A
- * gateway's 5xx (other than sandboxd's own 500) is such an outcome too (CRT-23), and a VM whose
- * `claimed_at` is written at whole seconds is still known as the attempt's (CRT-24).
+ * gateway's 5xx (other than sandboxd's own 500) is such an outcome too (CRT-23 — what a failed
+ * claim says about its VM), and a VM whose `claimed_at` is written at whole seconds is still known
+ * as the attempt's (CRT-24 — a VM made in the attempt's first second is the attempt's).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Fiber, Metric, Option, Redacted, Result } from "effect"

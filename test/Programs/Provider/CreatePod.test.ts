@@ -234,7 +234,7 @@ describe("CreatePod", () => {
       assert.strictEqual(template._tag, "MissingTemplate")
       assert.isFalse(isRetryable(template))
       assert.deepStrictEqual(yield* claimBodies, [])
-      // An empty runtime annotation counts as absent (CRT-2).
+      // An empty runtime annotation counts as absent (CRT-2 — empty means absent).
       yield* provider.createPod(pod("d", { annotations: { "sandbox.cocoonstack.io/runtime": "" } }))
     })))
 

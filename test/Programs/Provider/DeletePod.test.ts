@@ -1,7 +1,8 @@
 /**
- * DeletePod (DEL-1, AUTH-8) over the whole stack: the sandboxd simulator and the in-memory API
- * server over loopback HTTP, the live KubeApi as the owner client, the real ClaimTable and the
- * in-memory store. What sandboxd saw is asserted on the simulator's audit log.
+ * DeletePod (DEL-1 — DeletePod; AUTH-8 — what each verdict keeps) over the whole stack: the
+ * sandboxd simulator and the in-memory API server over loopback HTTP, the live KubeApi as the owner
+ * client, the real ClaimTable and the in-memory store. What sandboxd saw is asserted on the
+ * simulator's audit log.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { isRetryable } from "../../../src/Services/ProviderErrors.ts"
@@ -131,7 +132,8 @@ describe("DeletePod: preserve, then adopt (AUTH-8)", () => {
       assert.strictEqual(yield* control.writeCount, before + 1)
       const row = (yield* control.disk).get(key)
       assert.deepStrictEqual(row?.owner, { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid })
-      // A stand-in of the same generation and owner (AUTH-9's recheck) preserves with no write.
+      // A stand-in of the same generation and owner (AUTH-9 — a preserved VM is released once its
+      // owner goes's recheck) preserves with no write.
       yield* provider.deletePod(pod("uid-1", [owner]))
       assert.strictEqual(yield* control.writeCount, before + 1)
     })))

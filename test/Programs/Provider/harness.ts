@@ -49,7 +49,7 @@ export interface WorldOptions {
 /**
  * Holds one sandboxd listing in flight: once armed, the next listing takes its answer from the
  * simulator, signals `reached`, and returns only when `open` completes. Lets a test change the
- * table between a listing and the decisions made from it (CC-2 d).
+ * table between a listing and the decisions made from it (CC-2 — ordering under concurrency, d).
  */
 export class ListGate extends Context.Service<ListGate, {
   readonly arm: Effect.Effect<{ readonly reached: Deferred.Deferred<void>; readonly open: Deferred.Deferred<void> }>
@@ -253,7 +253,10 @@ export const advanceUntil = <E, R>(check: Effect.Effect<boolean, E, R>, step: Du
     return yield* Effect.die(new Error("condition never held"))
   })
 
-/** What a preserving DeletePod leaves: the claim stays, the tracked Pod goes (AUTH-8). */
+/**
+ * What a preserving DeletePod leaves: the claim stays, the tracked Pod goes (AUTH-8 — what each
+ * verdict keeps).
+ */
 export const forgetPod = (name: string) =>
   ClaimTable.use((table) =>
     table.modify((state) => {

@@ -1,8 +1,8 @@
 /**
- * The real Deployment controller counts the daemon's Pods available (CRT-21). A workload with
- * `minReadySeconds` counts a Pod available only once its Ready condition has a
- * `lastTransitionTime` at least that old; the daemon's conditions had none, so such a
- * Deployment's `availableReplicas` stayed 0 and its rollout never finished.
+ * The real Deployment controller counts the daemon's Pods available (CRT-21 — the Running status).
+ * A workload with `minReadySeconds` counts a Pod available only once its Ready condition has a
+ * `lastTransitionTime` at least that old; the daemon's conditions had none, so such a Deployment's
+ * `availableReplicas` stayed 0 and its rollout never finished.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as k8s from "@kubernetes/client-node"

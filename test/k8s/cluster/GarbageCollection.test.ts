@@ -151,8 +151,9 @@ describe("the garbage collector deletes, the verdict decides", () => {
 
       // The Sandbox's Pod may be deleted before or after its Sandbox (the namespace controller
       // picks the order): owner gone or terminating → released at once; owner still there →
-      // preserved, and released once the Sandbox is gone too (AUTH-9: the owner is asked again
-      // at the next lease-watch tick). Either way the VM ends released, on an owner's verdict.
+      // preserved, and released once the Sandbox is gone too (AUTH-9 — a preserved VM is released
+      // once its owner goes: the owner is asked again at the next lease-watch tick). Either way the
+      // VM ends released, on an owner's verdict.
       yield* eventually("the Sandbox's VM released", Effect.map(releasedIds(node), (ids) => ids.includes(owned)), 30_000)
       const released = yield* releasedIds(node)
       const held = yield* heldIds(node)

@@ -9,7 +9,8 @@
  *   reboot ends the VMs (the kept row is dropped once sandboxd confirms its VM gone); uncordon
  *   (the waiting Pod runs, the replacement gets a new VM). A reboot without the drain ends the
  *   node's Pods Failed/SandboxLost.
- * - Rotating the sandboxd token (DEP-2): the host file first, then sandboxd, then the daemon's Pod
+ * - Rotating the sandboxd token (DEP-2 — each host's own sandboxd token by default): the host file
+ * first, then sandboxd, then the daemon's Pod
  *   replaced (its init copies the new token): a Pod bound in the 401 window waits and is claimed
  *   once; nothing Running is touched, nothing released. A token file the daemon follows (a Secret)
  *   needs no restart.
