@@ -89,8 +89,8 @@ export const podStartStage = histogram("vk_sandbox_pod_start_stage_seconds", {
   boundaries: latencyBoundaries
 })
 /**
- * MON-5: one observation per Pod this daemon starts (claimed or adopted), the whole of its share
- * of create → Running; up to ~4 minutes, as a start may wait out retries for warm capacity.
+ * MON-5 — one observation per Pod start (claimed or adopted), the whole of the daemon's share of
+ * create → Running; buckets up to ~4 minutes, as a start may wait out retries for warm capacity.
  */
 export const podStartDuration = histogram("vk_sandbox_pod_start_duration_seconds", {
   description:

@@ -138,7 +138,7 @@ export const make = (
     const informer = yield* Informer.make(nodeName, options, retry)
     // The controller's own state, touched only through its synchronous methods (`ControllerBook.ts`).
     const book = new ControllerBook()
-    // MON-5: each Pod's start, timed from the same instant as its queue stage (`PodStarts.ts`).
+    // MON-5 — one observation per Pod start, timed from the same instant as its queue stage.
     const starts = new PodStarts()
     const changed = (key: PodKey): Effect.Effect<void> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {

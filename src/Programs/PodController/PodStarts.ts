@@ -1,21 +1,21 @@
 /**
- * Pod starts (MON-5, one observation per start): `vk_sandbox_pod_start_duration_seconds` times each
- * Pod this daemon starts, from the moment the informer hands it to the pod queue (its watch event
- * or list, the start of the queue stage) to the apiserver's acknowledgement of its Running status
- * write (the end of the status_write stage). The Pod's creationTimestamp is not the start: it has
- * one-second resolution, longer than a whole warm start.
- *
- * The state is the first sighting per key of a Pod not yet started (its UID and when). The rule:
- * only these methods read or write it, and none of them yields. A timing starts only for a Pod
- * that is neither Running, ended nor being deleted (a restarted daemon listing a Running Pod it
- * re-adopts starts none), and ends at the first acknowledged write of Running (observed once) or of
- * an ending, or when the Pod is deleted or gone. A Pod someone else ends with no spec change keeps
- * its entry until it is deleted.
+ * MON-5 — one observation per Pod start: `vk_sandbox_pod_start_duration_seconds` times each Pod
+ * this daemon starts, from the informer handing it to the pod queue (the queue stage's start) to
+ * the apiserver acknowledging its Running status write (the status_write stage's end). Not from
+ * creationTimestamp: its one-second resolution is coarser than a whole warm start.
  */
 import type { PodKey } from "../../Schemas/Ids.ts"
 import type { Pod } from "../../Schemas/Pod.ts"
 import { isDeleting, isTerminal, uidOf } from "./PodFacts.ts"
 
+/**
+ * The first sighting per key of a Pod not yet started (its UID and when). The rule: only these
+ * methods read or write it, and none of them yields. A timing starts only for a Pod neither
+ * Running, ended nor being deleted (a restarted daemon listing a Running Pod it re-adopts starts
+ * none) and ends at the first acknowledged write of Running (observed once) or of an ending, or
+ * when the Pod is deleted or gone. A Pod someone else ends with no spec change keeps its entry
+ * until it is deleted.
+ */
 export class PodStarts {
   private readonly since = new Map<PodKey, { readonly uid: string; readonly at: number }>()
 

@@ -61,7 +61,7 @@ export const make = (
   changed: (key: PodKey) => Effect.Effect<void>,
   /** Writes in flight at once (unbounded when absent). */
   maxInFlight?: number,
-  /** The apiserver acknowledged a PUT of the key's status, which stored `written` (MON-5). */
+  /** The apiserver acknowledged a PUT of the key's status, which stored `written` (MON-5 — one observation per Pod start). */
   acknowledged: (key: PodKey, written: Pod) => Effect.Effect<void> = () => Effect.void
 ): Effect.Effect<StatusWriter, never, KubeApi | Scope.Scope> =>
   Effect.gen(function*() {
