@@ -1,9 +1,9 @@
 /**
- * Calendar arithmetic for the timestamp readers that work by position (the claims file's and
- * sandboxd's): a restart reads tens of thousands of timestamps, and a pattern match with a `Date`
- * per timestamp was most of the time spent reading a 10,000-sandbox listing. The count is the
- * proleptic Gregorian one `Date` uses, so an instant read here is the one `Date.UTC` and
- * `setUTCFullYear` give (years 0–99 included, which `Date.UTC` alone maps onto the 1900s).
+ * Calendar arithmetic for the timestamp readers that work by position (the Pod's, the claims
+ * file's and sandboxd's): a restart reads tens of thousands of timestamps, and a pattern match
+ * with a `Date` per timestamp was most of the time spent reading a 10,000-sandbox listing. The
+ * count is the proleptic Gregorian one `Date` uses, so an instant read here is the one `Date.UTC`
+ * and `setUTCFullYear` give (years 0–99 included, which `Date.UTC` alone maps onto the 1900s).
  */
 
 /** The `n` decimal digits at `at` as a number; -1 when any of them is not a digit. */
@@ -49,4 +49,23 @@ export const civilMillis = (
 ): number => {
   const days = daysBeforeYear(year) + daysBeforeMonth[month - 1]! + (month > 2 && isLeapYear(year) ? 1 : 0) + day - 1
   return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
+}
+
+/**
+ * The instant (milliseconds since the epoch, UTC) of the 19 characters `YYYY-MM-DDTHH:MM:SS` at
+ * `at`; NaN when they are not a real date and time in that form. What every reader by position
+ * starts with: the Pod's times, the claims file's, sandboxd's deadlines.
+ */
+export const civilSecondsAt = (text: string, at: number): number => {
+  if (
+    text.charCodeAt(at + 4) !== 0x2d || text.charCodeAt(at + 7) !== 0x2d || text.charCodeAt(at + 10) !== 0x54 ||
+    text.charCodeAt(at + 13) !== 0x3a || text.charCodeAt(at + 16) !== 0x3a
+  ) return NaN
+  const year = digitsAt(text, at, 4)
+  const month = digitsAt(text, at + 5, 2)
+  const day = digitsAt(text, at + 8, 2)
+  const hour = digitsAt(text, at + 11, 2)
+  const minute = digitsAt(text, at + 14, 2)
+  const second = digitsAt(text, at + 17, 2)
+  return isCivilTime(year, month, day, hour, minute, second) ? civilMillis(year, month, day, hour, minute, second, 0) : NaN
 }

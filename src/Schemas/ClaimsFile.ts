@@ -7,7 +7,7 @@
  * `intents` and a row's `owner` (AUTH-9 — a preserved VM is released once its owner goes) are
  * written only while they hold something.
  */
-import { civilMillis, digitsAt, isCivilTime } from "./CivilTime.ts"
+import { civilSecondsAt } from "./CivilTime.ts"
 import { invalidJsonMessage } from "./Json.ts"
 import { DateTime, Effect, Option, Redacted, Result, Schema } from "effect"
 import type { ClaimIntent, ClaimRecord } from "./Claims.ts"
@@ -339,20 +339,8 @@ const holdsEscapedByTheWriter = (text: string): boolean => {
  * The instant of the 20 characters `YYYY-MM-DDTHH:MM:SSZ` at `at` in milliseconds, as
  * `parseTimestamp` reads them; NaN when they are not a valid timestamp in that form.
  */
-export const writtenTimeAt = (text: string, at: number): number => {
-  if (
-    text.charCodeAt(at + 4) !== 0x2d || text.charCodeAt(at + 7) !== 0x2d || text.charCodeAt(at + 10) !== 0x54 ||
-    text.charCodeAt(at + 13) !== 0x3a || text.charCodeAt(at + 16) !== 0x3a || text.charCodeAt(at + 19) !== 0x5a
-  ) return NaN
-  const year = digitsAt(text, at, 4)
-  const month = digitsAt(text, at + 5, 2)
-  const day = digitsAt(text, at + 8, 2)
-  const hour = digitsAt(text, at + 11, 2)
-  const minute = digitsAt(text, at + 14, 2)
-  const second = digitsAt(text, at + 17, 2)
-  if (!isCivilTime(year, month, day, hour, minute, second)) return NaN
-  return civilMillis(year, month, day, hour, minute, second, 0)
-}
+export const writtenTimeAt = (text: string, at: number): number =>
+  text.charCodeAt(at + 19) === 0x5a ? civilSecondsAt(text, at) : NaN
 
 /**
  * The rows and intents of `text` when it is exactly the file the writer makes of them and every

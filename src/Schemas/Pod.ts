@@ -6,6 +6,7 @@
  * unchanged status compares equal to the stored one.
  */
 import { Option, Result, Schema, SchemaTransformation } from "effect"
+import { civilSecondsAt } from "./CivilTime.ts"
 import { scrubText } from "./Scrub.ts"
 
 const rfc3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
@@ -171,23 +172,25 @@ const decodePodOption = Schema.decodeUnknownOption(Pod)
 const decodeStatusType = Schema.decodeUnknownOption(Schema.toType(PodStatus))
 const encodePodOption = Schema.encodeOption(Pod)
 
-// ---- the slim projection without the Schema walk ---------------------------------------------
+// ---- the one fast reader ---------------------------------------------------------------------
 // The Schema decode of a Pod builds an Exit per field; on a 10,000-Pod list that walk (and the
-// `dropNulls` copy of every served field before it) cost more than the list's own JSON.parse. The
-// readers below build the very same object for the shape the apiserver serves, reading only the
-// fields above and skipping `null`s in place. Anything else they meet (a wrong type, a key
-// `__proto__`) gives up on the whole Pod, which is then decoded by the Schema as before: the
-// result is always the Schema's own (test/Schemas/Pod.test.ts compares the two on generated Pods).
+// `dropNulls` copy of every served field before it) cost about as much again as the rest of the
+// list's read. `readPod` builds the very same object for the shape the apiserver serves, reading
+// only the fields above and skipping `null`s in place. Anything else it meets (a wrong type, a
+// key `__proto__`) gives up on the whole Pod, which is then decoded by the Schema: the result is
+// always the Schema's own (test/Schemas/Pod.test.ts proves the two equal with fast-check).
 //
-// Each reader names its fields in code, in the Schema's order (the decoded object's key order),
-// rather than walking a table of (key, reader) pairs: a load or store whose key changes from one
-// call to the next is a slow generic property access in V8, and one that always names the same
-// field is a fast cached one; on a 10,000-Pod list the table walk took twice the time these take.
+// Each struct's reader names its fields in code, in the Schema's order (the decoded object's key
+// order), rather than walking a table of (key, reader) pairs: a load or store whose key changes
+// from one call to the next is a slow generic property access in V8, one that always names the
+// same field a fast cached one (the table walk took twice the time on a 10,000-Pod list).
 
 /** "Not the usual shape": the Pod goes to the Schema decode. */
 const giveUp: unique symbol = Symbol("giveUp")
 type GiveUp = typeof giveUp
 type Out = Record<string, unknown>
+/** A field read: its value, `undefined` when unset (absent or the apiserver's `null`), or `giveUp`. */
+type Read<A> = A | undefined | GiveUp
 
 const isPlainRecord = (u: unknown): u is Record<string, unknown> =>
   typeof u === "object" && u !== null && !Array.isArray(u) && !Object.hasOwn(u, "__proto__")
@@ -208,70 +211,36 @@ const share = (text: string): string => {
   return text
 }
 
-/** Absent, or the apiserver's `null` for an unset field: the slim Pod leaves the key out. */
 const isUnset = (u: unknown): u is null | undefined => u === undefined || u === null
+/** A required field: present and of its type. */
+const isMissing = (read: unknown): read is undefined | GiveUp => read === undefined || read === giveUp
 
-/** The two decimal digits at `i` as a number; -1 when either is not a digit. */
-const twoDigits = (text: string, i: number): number => {
-  const a = text.charCodeAt(i) - 48
-  const b = text.charCodeAt(i + 1) - 48
-  return a >= 0 && a <= 9 && b >= 0 && b <= 9 ? a * 10 + b : -1
-}
-
-const daysInMonth = (year: number, month: number): number =>
-  month === 2
-    ? (year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28)
-    : (month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31)
+const text = (u: unknown): Read<string> => (isUnset(u) ? undefined : typeof u === "string" ? u : giveUp)
+const sharedText = (u: unknown): Read<string> => (isUnset(u) ? undefined : typeof u === "string" ? share(u) : giveUp)
+const count = (u: unknown): Read<number> => (isUnset(u) ? undefined : typeof u === "number" ? u : giveUp)
+const flag = (u: unknown): Read<boolean> => (isUnset(u) ? undefined : typeof u === "boolean" ? u : giveUp)
+/** A nested struct read by `read`. */
+const struct = (u: unknown, read: (record: Record<string, unknown>) => Out | GiveUp): Read<Out> =>
+  isUnset(u) ? undefined : isPlainRecord(u) ? read(u) : giveUp
 
 /**
- * Days from 1970-01-01 to the date (proleptic Gregorian, as `Date` counts), for a year from 100
- * on: integer arithmetic over 400-year eras (each 146,097 days), with the year taken to start on
- * March 1 so that a leap day is the last day of its year. `Date.UTC` gives the same number, but as
- * a call into the runtime it took about three times as long.
+ * A Pod time. The apiserver prints every time as `YYYY-MM-DDTHH:MM:SSZ`: such a text naming a real
+ * instant is read by position (the instant `new Date(text)` gives); any other text (fractions,
+ * offsets, lower-case letters, out-of-range fields) takes the Schema's own path, the pattern and
+ * then `new Date(text)`.
  */
-const daysSinceEpoch = (year: number, month: number, day: number): number => {
-  const y = month <= 2 ? year - 1 : year
-  const era = Math.floor(y / 400)
-  const yearOfEra = y - era * 400
-  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1
-  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear
-  return era * 146_097 + dayOfEra - 719_468
-}
-
-/**
- * A Pod time. The apiserver prints every time as `YYYY-MM-DDTHH:MM:SSZ`: such a text with every
- * field in range is read digit by digit (the same instant `new Date(text)` gives); any other text
- * (fractions, offsets, lower-case letters, years before 100, out-of-range fields) takes the
- * Schema's own path, the pattern and then `new Date(text)`.
- */
-const readTime = (u: unknown): Date | GiveUp => {
+const time = (u: unknown): Read<Date> => {
+  if (isUnset(u)) return undefined
   if (typeof u !== "string") return giveUp
-  if (
-    u.length === 20 && u.charCodeAt(4) === 45 && u.charCodeAt(7) === 45 && u.charCodeAt(10) === 84 &&
-    u.charCodeAt(13) === 58 && u.charCodeAt(16) === 58 && u.charCodeAt(19) === 90
-  ) {
-    const century = twoDigits(u, 0)
-    const yearOfCentury = twoDigits(u, 2)
-    const month = twoDigits(u, 5)
-    const day = twoDigits(u, 8)
-    const hour = twoDigits(u, 11)
-    const minute = twoDigits(u, 14)
-    const second = twoDigits(u, 17)
-    const year = century * 100 + yearOfCentury
-    // years 0-99 are left to `new Date(text)` (the century check), as are Feb 30 and the like
-    if (
-      century >= 1 && yearOfCentury >= 0 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month) &&
-      hour >= 0 && hour <= 23 && minute >= 0 && minute <= 59 && second >= 0 && second <= 59
-    ) {
-      return new Date(daysSinceEpoch(year, month, day) * 86_400_000 + (hour * 3600 + minute * 60 + second) * 1000)
-    }
-  }
+  const millis = u.length === 20 && u.charCodeAt(19) === 90 ? civilSecondsAt(u, 0) : NaN
+  if (!Number.isNaN(millis)) return new Date(millis)
   if (!rfc3339.test(u)) return giveUp
   const date = new Date(u)
   return Number.isNaN(date.getTime()) ? giveUp : date
 }
 
-const readStringMap = (u: unknown): Record<string, string> | GiveUp => {
+const stringMap = (u: unknown): Read<Record<string, string>> => {
+  if (isUnset(u)) return undefined
   if (!isPlainRecord(u)) return giveUp
   const out: Record<string, string> = {}
   for (const key in u) {
@@ -283,7 +252,8 @@ const readStringMap = (u: unknown): Record<string, string> | GiveUp => {
   return out
 }
 
-const readStrings = (u: unknown): Array<string> | GiveUp => {
+const strings = (u: unknown): Read<Array<string>> => {
+  if (isUnset(u)) return undefined
   if (!Array.isArray(u)) return giveUp
   const out: Array<string> = new Array(u.length)
   for (let i = 0; i < u.length; i++) {
@@ -294,435 +264,216 @@ const readStrings = (u: unknown): Array<string> | GiveUp => {
   return out
 }
 
-const readOwnerReference = (u: unknown): Out | GiveUp => {
-  if (!isPlainRecord(u)) return giveUp
-  const { apiVersion, blockOwnerDeletion, controller, kind, name, uid } = u
-  if (typeof apiVersion !== "string" || typeof kind !== "string" || typeof name !== "string" || typeof uid !== "string") {
-    return giveUp
-  }
-  const out: Out = { apiVersion: share(apiVersion), kind: share(kind), name, uid }
-  if (!isUnset(controller)) {
-    if (typeof controller !== "boolean") return giveUp
-    out.controller = controller
-  }
-  if (!isUnset(blockOwnerDeletion)) {
-    if (typeof blockOwnerDeletion !== "boolean") return giveUp
-    out.blockOwnerDeletion = blockOwnerDeletion
-  }
-  return out
-}
-
-/** A list of `read`'s items; one that is not an item gives up on the list. */
-const readList = (u: unknown, read: (item: unknown) => Out | GiveUp): Array<Out> | GiveUp => {
+/** A list of structs read by `read`; one item that is not one gives up on the list. */
+const listOf = (u: unknown, read: (record: Record<string, unknown>) => Out | GiveUp): Read<Array<Out>> => {
+  if (isUnset(u)) return undefined
   if (!Array.isArray(u)) return giveUp
   const out: Array<Out> = new Array(u.length)
   for (let i = 0; i < u.length; i++) {
-    const item = read(u[i])
-    if (item === giveUp) return giveUp
-    out[i] = item
+    const item: unknown = u[i]
+    const value = isPlainRecord(item) ? read(item) : giveUp
+    if (value === giveUp) return giveUp
+    out[i] = value
   }
   return out
 }
 
-const readMetadata = (u: unknown): Out | GiveUp => {
-  if (!isPlainRecord(u)) return giveUp
-  const out: Out = {}
-  const name = u.name
-  if (!isUnset(name)) {
-    if (typeof name !== "string") return giveUp
-    out.name = name
-  }
-  const generateName = u.generateName
-  if (!isUnset(generateName)) {
-    if (typeof generateName !== "string") return giveUp
-    out.generateName = generateName
-  }
-  const namespace = u.namespace
-  if (!isUnset(namespace)) {
-    if (typeof namespace !== "string") return giveUp
-    out.namespace = share(namespace)
-  }
-  const uid = u.uid
-  if (!isUnset(uid)) {
-    if (typeof uid !== "string") return giveUp
-    out.uid = uid
-  }
-  const resourceVersion = u.resourceVersion
-  if (!isUnset(resourceVersion)) {
-    if (typeof resourceVersion !== "string") return giveUp
-    out.resourceVersion = resourceVersion
-  }
-  const creationTimestamp = u.creationTimestamp
-  if (!isUnset(creationTimestamp)) {
-    const time = readTime(creationTimestamp)
-    if (time === giveUp) return giveUp
-    out.creationTimestamp = time
-  }
-  const deletionTimestamp = u.deletionTimestamp
-  if (!isUnset(deletionTimestamp)) {
-    const time = readTime(deletionTimestamp)
-    if (time === giveUp) return giveUp
-    out.deletionTimestamp = time
-  }
-  const deletionGracePeriodSeconds = u.deletionGracePeriodSeconds
-  if (!isUnset(deletionGracePeriodSeconds)) {
-    if (typeof deletionGracePeriodSeconds !== "number") return giveUp
-    out.deletionGracePeriodSeconds = deletionGracePeriodSeconds
-  }
-  const labels = u.labels
-  if (!isUnset(labels)) {
-    const map = readStringMap(labels)
-    if (map === giveUp) return giveUp
-    out.labels = map
-  }
-  const annotations = u.annotations
-  if (!isUnset(annotations)) {
-    const map = readStringMap(annotations)
-    if (map === giveUp) return giveUp
-    out.annotations = map
-  }
-  const ownerReferences = u.ownerReferences
-  if (!isUnset(ownerReferences)) {
-    const owners = readList(ownerReferences, readOwnerReference)
-    if (owners === giveUp) return giveUp
-    out.ownerReferences = owners
-  }
-  const finalizers = u.finalizers
-  if (!isUnset(finalizers)) {
-    const names = readStrings(finalizers)
-    if (names === giveUp) return giveUp
-    out.finalizers = names
-  }
+const readOwnerReference = (u: Record<string, unknown>): Out | GiveUp => {
+  const apiVersion = sharedText(u.apiVersion), kind = sharedText(u.kind), name = text(u.name), uid = text(u.uid)
+  const controller = flag(u.controller), blockOwnerDeletion = flag(u.blockOwnerDeletion)
+  if (isMissing(apiVersion) || isMissing(kind) || isMissing(name) || isMissing(uid)) return giveUp
+  if (controller === giveUp || blockOwnerDeletion === giveUp) return giveUp
+  const out: Out = { apiVersion, kind, name, uid }
+  if (controller !== undefined) out.controller = controller
+  if (blockOwnerDeletion !== undefined) out.blockOwnerDeletion = blockOwnerDeletion
   return out
 }
 
-const readContainer = (u: unknown): Out | GiveUp => {
-  if (!isPlainRecord(u)) return giveUp
-  const { image, name } = u
-  if (typeof name !== "string") return giveUp
-  if (isUnset(image)) return { name: share(name) }
-  return typeof image === "string" ? { name: share(name), image: share(image) } : giveUp
-}
-
-const readToleration = (u: unknown): Out | GiveUp => {
-  if (!isPlainRecord(u)) return giveUp
+const readMetadata = (u: Record<string, unknown>): Out | GiveUp => {
+  const name = text(u.name), generateName = text(u.generateName), namespace = sharedText(u.namespace), uid = text(u.uid)
+  const resourceVersion = text(u.resourceVersion), creationTimestamp = time(u.creationTimestamp)
+  const deletionTimestamp = time(u.deletionTimestamp), deletionGracePeriodSeconds = count(u.deletionGracePeriodSeconds)
+  const labels = stringMap(u.labels), annotations = stringMap(u.annotations)
+  const ownerReferences = listOf(u.ownerReferences, readOwnerReference), finalizers = strings(u.finalizers)
+  if (
+    name === giveUp || generateName === giveUp || namespace === giveUp || uid === giveUp || resourceVersion === giveUp ||
+    creationTimestamp === giveUp || deletionTimestamp === giveUp || deletionGracePeriodSeconds === giveUp ||
+    labels === giveUp || annotations === giveUp || ownerReferences === giveUp || finalizers === giveUp
+  ) return giveUp
   const out: Out = {}
-  const { effect, key, operator, tolerationSeconds, value } = u
-  if (!isUnset(key)) {
-    if (typeof key !== "string") return giveUp
-    out.key = key
-  }
-  if (!isUnset(operator)) {
-    if (typeof operator !== "string") return giveUp
-    out.operator = operator
-  }
-  if (!isUnset(value)) {
-    if (typeof value !== "string") return giveUp
-    out.value = value
-  }
-  if (!isUnset(effect)) {
-    if (typeof effect !== "string") return giveUp
-    out.effect = effect
-  }
-  if (!isUnset(tolerationSeconds)) {
-    if (typeof tolerationSeconds !== "number") return giveUp
-    out.tolerationSeconds = tolerationSeconds
-  }
+  if (name !== undefined) out.name = name
+  if (generateName !== undefined) out.generateName = generateName
+  if (namespace !== undefined) out.namespace = namespace
+  if (uid !== undefined) out.uid = uid
+  if (resourceVersion !== undefined) out.resourceVersion = resourceVersion
+  if (creationTimestamp !== undefined) out.creationTimestamp = creationTimestamp
+  if (deletionTimestamp !== undefined) out.deletionTimestamp = deletionTimestamp
+  if (deletionGracePeriodSeconds !== undefined) out.deletionGracePeriodSeconds = deletionGracePeriodSeconds
+  if (labels !== undefined) out.labels = labels
+  if (annotations !== undefined) out.annotations = annotations
+  if (ownerReferences !== undefined) out.ownerReferences = ownerReferences
+  if (finalizers !== undefined) out.finalizers = finalizers
   return out
 }
 
-const readReadinessGate = (u: unknown): Out | GiveUp => {
-  if (!isPlainRecord(u)) return giveUp
-  const conditionType = u.conditionType
-  return typeof conditionType === "string" ? { conditionType: share(conditionType) } : giveUp
+const readContainer = (u: Record<string, unknown>): Out | GiveUp => {
+  const name = sharedText(u.name), image = sharedText(u.image)
+  if (isMissing(name) || image === giveUp) return giveUp
+  return image === undefined ? { name } : { name, image }
 }
 
-const readSpec = (u: unknown): Out | GiveUp => {
-  if (!isPlainRecord(u)) return giveUp
+const readToleration = (u: Record<string, unknown>): Out | GiveUp => {
+  const key = text(u.key), operator = text(u.operator), value = text(u.value), effect = text(u.effect)
+  const tolerationSeconds = count(u.tolerationSeconds)
+  if (key === giveUp || operator === giveUp || value === giveUp || effect === giveUp || tolerationSeconds === giveUp) return giveUp
   const out: Out = {}
-  const nodeName = u.nodeName
-  if (!isUnset(nodeName)) {
-    if (typeof nodeName !== "string") return giveUp
-    out.nodeName = share(nodeName)
-  }
-  const restartPolicy = u.restartPolicy
-  if (!isUnset(restartPolicy)) {
-    if (typeof restartPolicy !== "string") return giveUp
-    out.restartPolicy = share(restartPolicy)
-  }
-  const containers = readList(u.containers, readContainer)
-  if (containers === giveUp) return giveUp
+  if (key !== undefined) out.key = key
+  if (operator !== undefined) out.operator = operator
+  if (value !== undefined) out.value = value
+  if (effect !== undefined) out.effect = effect
+  if (tolerationSeconds !== undefined) out.tolerationSeconds = tolerationSeconds
+  return out
+}
+
+const readReadinessGate = (u: Record<string, unknown>): Out | GiveUp => {
+  const conditionType = sharedText(u.conditionType)
+  return isMissing(conditionType) ? giveUp : { conditionType }
+}
+
+const readSpec = (u: Record<string, unknown>): Out | GiveUp => {
+  const nodeName = sharedText(u.nodeName), restartPolicy = sharedText(u.restartPolicy)
+  const containers = listOf(u.containers, readContainer), initContainers = listOf(u.initContainers, readContainer)
+  const ephemeralContainers = listOf(u.ephemeralContainers, readContainer), activeDeadlineSeconds = count(u.activeDeadlineSeconds)
+  const tolerations = listOf(u.tolerations, readToleration), readinessGates = listOf(u.readinessGates, readReadinessGate)
+  if (
+    nodeName === giveUp || restartPolicy === giveUp || isMissing(containers) || initContainers === giveUp ||
+    ephemeralContainers === giveUp || activeDeadlineSeconds === giveUp || tolerations === giveUp || readinessGates === giveUp
+  ) return giveUp
+  const out: Out = {}
+  if (nodeName !== undefined) out.nodeName = nodeName
+  if (restartPolicy !== undefined) out.restartPolicy = restartPolicy
   out.containers = containers
-  const initContainers = u.initContainers
-  if (!isUnset(initContainers)) {
-    const list = readList(initContainers, readContainer)
-    if (list === giveUp) return giveUp
-    out.initContainers = list
-  }
-  const ephemeralContainers = u.ephemeralContainers
-  if (!isUnset(ephemeralContainers)) {
-    const list = readList(ephemeralContainers, readContainer)
-    if (list === giveUp) return giveUp
-    out.ephemeralContainers = list
-  }
-  const activeDeadlineSeconds = u.activeDeadlineSeconds
-  if (!isUnset(activeDeadlineSeconds)) {
-    if (typeof activeDeadlineSeconds !== "number") return giveUp
-    out.activeDeadlineSeconds = activeDeadlineSeconds
-  }
-  const tolerations = u.tolerations
-  if (!isUnset(tolerations)) {
-    const list = readList(tolerations, readToleration)
-    if (list === giveUp) return giveUp
-    out.tolerations = list
-  }
-  const readinessGates = u.readinessGates
-  if (!isUnset(readinessGates)) {
-    const list = readList(readinessGates, readReadinessGate)
-    if (list === giveUp) return giveUp
-    out.readinessGates = list
-  }
+  if (initContainers !== undefined) out.initContainers = initContainers
+  if (ephemeralContainers !== undefined) out.ephemeralContainers = ephemeralContainers
+  if (activeDeadlineSeconds !== undefined) out.activeDeadlineSeconds = activeDeadlineSeconds
+  if (tolerations !== undefined) out.tolerations = tolerations
+  if (readinessGates !== undefined) out.readinessGates = readinessGates
   return out
 }
 
-const readCondition = (u: unknown): Out | GiveUp => {
-  if (!isPlainRecord(u)) return giveUp
-  const { lastProbeTime, lastTransitionTime, message, observedGeneration, reason, status, type } = u
-  if (typeof type !== "string" || typeof status !== "string") return giveUp
-  const out: Out = { type: share(type), status: share(status) }
-  if (!isUnset(reason)) {
-    if (typeof reason !== "string") return giveUp
-    out.reason = reason
-  }
-  if (!isUnset(message)) {
-    if (typeof message !== "string") return giveUp
-    out.message = message
-  }
-  if (!isUnset(lastProbeTime)) {
-    const time = readTime(lastProbeTime)
-    if (time === giveUp) return giveUp
-    out.lastProbeTime = time
-  }
-  if (!isUnset(lastTransitionTime)) {
-    const time = readTime(lastTransitionTime)
-    if (time === giveUp) return giveUp
-    out.lastTransitionTime = time
-  }
-  if (!isUnset(observedGeneration)) {
-    if (typeof observedGeneration !== "number") return giveUp
-    out.observedGeneration = observedGeneration
-  }
+const readCondition = (u: Record<string, unknown>): Out | GiveUp => {
+  const type = sharedText(u.type), status = sharedText(u.status), reason = text(u.reason), message = text(u.message)
+  const lastProbeTime = time(u.lastProbeTime), lastTransitionTime = time(u.lastTransitionTime)
+  const observedGeneration = count(u.observedGeneration)
+  if (isMissing(type) || isMissing(status) || reason === giveUp || message === giveUp) return giveUp
+  if (lastProbeTime === giveUp || lastTransitionTime === giveUp || observedGeneration === giveUp) return giveUp
+  const out: Out = { type, status }
+  if (reason !== undefined) out.reason = reason
+  if (message !== undefined) out.message = message
+  if (lastProbeTime !== undefined) out.lastProbeTime = lastProbeTime
+  if (lastTransitionTime !== undefined) out.lastTransitionTime = lastTransitionTime
+  if (observedGeneration !== undefined) out.observedGeneration = observedGeneration
   return out
 }
 
-const readRunning = (u: unknown): Out | GiveUp => {
-  if (!isPlainRecord(u)) return giveUp
-  const startedAt = u.startedAt
-  if (isUnset(startedAt)) return {}
-  const time = readTime(startedAt)
-  return time === giveUp ? giveUp : { startedAt: time }
+const readRunning = (u: Record<string, unknown>): Out | GiveUp => {
+  const startedAt = time(u.startedAt)
+  return startedAt === giveUp ? giveUp : startedAt === undefined ? {} : { startedAt }
 }
 
-const readWaiting = (u: unknown): Out | GiveUp => {
-  if (!isPlainRecord(u)) return giveUp
+const readWaiting = (u: Record<string, unknown>): Out | GiveUp => {
+  const reason = text(u.reason), message = text(u.message)
+  if (reason === giveUp || message === giveUp) return giveUp
   const out: Out = {}
-  const { message, reason } = u
-  if (!isUnset(reason)) {
-    if (typeof reason !== "string") return giveUp
-    out.reason = reason
-  }
-  if (!isUnset(message)) {
-    if (typeof message !== "string") return giveUp
-    out.message = message
-  }
+  if (reason !== undefined) out.reason = reason
+  if (message !== undefined) out.message = message
   return out
 }
 
-const readTerminated = (u: unknown): Out | GiveUp => {
-  if (!isPlainRecord(u)) return giveUp
-  const { containerID, exitCode, finishedAt, message, reason, signal, startedAt } = u
-  if (typeof exitCode !== "number") return giveUp
+const readTerminated = (u: Record<string, unknown>): Out | GiveUp => {
+  const exitCode = count(u.exitCode), signal = count(u.signal), reason = text(u.reason), message = text(u.message)
+  const startedAt = time(u.startedAt), finishedAt = time(u.finishedAt), containerID = text(u.containerID)
+  if (isMissing(exitCode) || signal === giveUp || reason === giveUp || message === giveUp) return giveUp
+  if (startedAt === giveUp || finishedAt === giveUp || containerID === giveUp) return giveUp
   const out: Out = { exitCode }
-  if (!isUnset(signal)) {
-    if (typeof signal !== "number") return giveUp
-    out.signal = signal
-  }
-  if (!isUnset(reason)) {
-    if (typeof reason !== "string") return giveUp
-    out.reason = reason
-  }
-  if (!isUnset(message)) {
-    if (typeof message !== "string") return giveUp
-    out.message = message
-  }
-  if (!isUnset(startedAt)) {
-    const time = readTime(startedAt)
-    if (time === giveUp) return giveUp
-    out.startedAt = time
-  }
-  if (!isUnset(finishedAt)) {
-    const time = readTime(finishedAt)
-    if (time === giveUp) return giveUp
-    out.finishedAt = time
-  }
-  if (!isUnset(containerID)) {
-    if (typeof containerID !== "string") return giveUp
-    out.containerID = containerID
-  }
+  if (signal !== undefined) out.signal = signal
+  if (reason !== undefined) out.reason = reason
+  if (message !== undefined) out.message = message
+  if (startedAt !== undefined) out.startedAt = startedAt
+  if (finishedAt !== undefined) out.finishedAt = finishedAt
+  if (containerID !== undefined) out.containerID = containerID
   return out
 }
 
-const readContainerState = (u: unknown): Out | GiveUp => {
-  if (!isPlainRecord(u)) return giveUp
+const readContainerState = (u: Record<string, unknown>): Out | GiveUp => {
+  const running = struct(u.running, readRunning), waiting = struct(u.waiting, readWaiting)
+  const terminated = struct(u.terminated, readTerminated)
+  if (running === giveUp || waiting === giveUp || terminated === giveUp) return giveUp
   const out: Out = {}
-  const { running, terminated, waiting } = u
-  if (!isUnset(running)) {
-    const state = readRunning(running)
-    if (state === giveUp) return giveUp
-    out.running = state
-  }
-  if (!isUnset(waiting)) {
-    const state = readWaiting(waiting)
-    if (state === giveUp) return giveUp
-    out.waiting = state
-  }
-  if (!isUnset(terminated)) {
-    const state = readTerminated(terminated)
-    if (state === giveUp) return giveUp
-    out.terminated = state
-  }
+  if (running !== undefined) out.running = running
+  if (waiting !== undefined) out.waiting = waiting
+  if (terminated !== undefined) out.terminated = terminated
   return out
 }
 
-const readContainerStatus = (u: unknown): Out | GiveUp => {
-  if (!isPlainRecord(u)) return giveUp
-  const { containerID, image, imageID, lastState, name, ready, restartCount, started, state } = u
-  if (typeof name !== "string" || typeof ready !== "boolean") return giveUp
-  const out: Out = { name: share(name), ready }
-  if (!isUnset(started)) {
-    if (typeof started !== "boolean") return giveUp
-    out.started = started
-  }
-  if (typeof restartCount !== "number" || typeof image !== "string" || typeof imageID !== "string") return giveUp
+const readContainerStatus = (u: Record<string, unknown>): Out | GiveUp => {
+  const name = sharedText(u.name), ready = flag(u.ready), started = flag(u.started), restartCount = count(u.restartCount)
+  const image = sharedText(u.image), imageID = text(u.imageID), containerID = text(u.containerID)
+  const state = struct(u.state, readContainerState), lastState = struct(u.lastState, readContainerState)
+  if (isMissing(name) || isMissing(ready) || started === giveUp || isMissing(restartCount) || isMissing(image)) return giveUp
+  if (isMissing(imageID) || containerID === giveUp || state === giveUp || lastState === giveUp) return giveUp
+  const out: Out = { name, ready }
+  if (started !== undefined) out.started = started
   out.restartCount = restartCount
-  out.image = share(image)
+  out.image = image
   out.imageID = imageID
-  if (!isUnset(containerID)) {
-    if (typeof containerID !== "string") return giveUp
-    out.containerID = containerID
-  }
-  if (!isUnset(state)) {
-    const read = readContainerState(state)
-    if (read === giveUp) return giveUp
-    out.state = read
-  }
-  if (!isUnset(lastState)) {
-    const read = readContainerState(lastState)
-    if (read === giveUp) return giveUp
-    out.lastState = read
-  }
+  if (containerID !== undefined) out.containerID = containerID
+  if (state !== undefined) out.state = state
+  if (lastState !== undefined) out.lastState = lastState
   return out
 }
 
-const readIp = (u: unknown): Out | GiveUp => {
-  if (!isPlainRecord(u)) return giveUp
-  const ip = u.ip
-  return typeof ip === "string" ? { ip } : giveUp
+const readIp = (u: Record<string, unknown>): Out | GiveUp => {
+  const ip = text(u.ip)
+  return isMissing(ip) ? giveUp : { ip }
 }
 
-const readStatus = (u: unknown): Out | GiveUp => {
-  if (!isPlainRecord(u)) return giveUp
+const readStatus = (u: Record<string, unknown>): Out | GiveUp => {
+  const phase = sharedText(u.phase), reason = text(u.reason), message = text(u.message)
+  const conditions = listOf(u.conditions, readCondition), hostIP = text(u.hostIP), hostIPs = listOf(u.hostIPs, readIp)
+  const podIP = text(u.podIP), podIPs = listOf(u.podIPs, readIp), startTime = time(u.startTime)
+  const qosClass = sharedText(u.qosClass), containerStatuses = listOf(u.containerStatuses, readContainerStatus)
+  if (
+    phase === giveUp || reason === giveUp || message === giveUp || conditions === giveUp || hostIP === giveUp ||
+    hostIPs === giveUp || podIP === giveUp || podIPs === giveUp || startTime === giveUp || qosClass === giveUp ||
+    containerStatuses === giveUp
+  ) return giveUp
   const out: Out = {}
-  const phase = u.phase
-  if (!isUnset(phase)) {
-    if (typeof phase !== "string") return giveUp
-    out.phase = share(phase)
-  }
-  const reason = u.reason
-  if (!isUnset(reason)) {
-    if (typeof reason !== "string") return giveUp
-    out.reason = reason
-  }
-  const message = u.message
-  if (!isUnset(message)) {
-    if (typeof message !== "string") return giveUp
-    out.message = message
-  }
-  const conditions = u.conditions
-  if (!isUnset(conditions)) {
-    const list = readList(conditions, readCondition)
-    if (list === giveUp) return giveUp
-    out.conditions = list
-  }
-  const hostIP = u.hostIP
-  if (!isUnset(hostIP)) {
-    if (typeof hostIP !== "string") return giveUp
-    out.hostIP = hostIP
-  }
-  const hostIPs = u.hostIPs
-  if (!isUnset(hostIPs)) {
-    const list = readList(hostIPs, readIp)
-    if (list === giveUp) return giveUp
-    out.hostIPs = list
-  }
-  const podIP = u.podIP
-  if (!isUnset(podIP)) {
-    if (typeof podIP !== "string") return giveUp
-    out.podIP = podIP
-  }
-  const podIPs = u.podIPs
-  if (!isUnset(podIPs)) {
-    const list = readList(podIPs, readIp)
-    if (list === giveUp) return giveUp
-    out.podIPs = list
-  }
-  const startTime = u.startTime
-  if (!isUnset(startTime)) {
-    const time = readTime(startTime)
-    if (time === giveUp) return giveUp
-    out.startTime = time
-  }
-  const qosClass = u.qosClass
-  if (!isUnset(qosClass)) {
-    if (typeof qosClass !== "string") return giveUp
-    out.qosClass = share(qosClass)
-  }
-  const containerStatuses = u.containerStatuses
-  if (!isUnset(containerStatuses)) {
-    const list = readList(containerStatuses, readContainerStatus)
-    if (list === giveUp) return giveUp
-    out.containerStatuses = list
-  }
+  if (phase !== undefined) out.phase = phase
+  if (reason !== undefined) out.reason = reason
+  if (message !== undefined) out.message = message
+  if (conditions !== undefined) out.conditions = conditions
+  if (hostIP !== undefined) out.hostIP = hostIP
+  if (hostIPs !== undefined) out.hostIPs = hostIPs
+  if (podIP !== undefined) out.podIP = podIP
+  if (podIPs !== undefined) out.podIPs = podIPs
+  if (startTime !== undefined) out.startTime = startTime
+  if (qosClass !== undefined) out.qosClass = qosClass
+  if (containerStatuses !== undefined) out.containerStatuses = containerStatuses
   return out
 }
 
 const readPod = (u: unknown): Pod | GiveUp => {
   if (!isPlainRecord(u)) return giveUp
+  const apiVersion = text(u.apiVersion), kind = text(u.kind), metadata = struct(u.metadata, readMetadata)
+  const spec = struct(u.spec, readSpec), status = struct(u.status, readStatus)
+  if (apiVersion === giveUp || kind === giveUp || metadata === giveUp || spec === giveUp || status === giveUp) return giveUp
   const out: Out = {}
-  const { apiVersion, kind, metadata, spec, status } = u
-  if (!isUnset(apiVersion)) {
-    if (typeof apiVersion !== "string") return giveUp
-    out.apiVersion = apiVersion
-  }
-  if (!isUnset(kind)) {
-    if (typeof kind !== "string") return giveUp
-    out.kind = kind
-  }
-  if (!isUnset(metadata)) {
-    const read = readMetadata(metadata)
-    if (read === giveUp) return giveUp
-    out.metadata = read
-  }
-  if (!isUnset(spec)) {
-    const read = readSpec(spec)
-    if (read === giveUp) return giveUp
-    out.spec = read
-  }
-  if (!isUnset(status)) {
-    const read = readStatus(status)
-    if (read === giveUp) return giveUp
-    out.status = read
-  }
+  if (apiVersion !== undefined) out.apiVersion = apiVersion
+  if (kind !== undefined) out.kind = kind
+  if (metadata !== undefined) out.metadata = metadata
+  if (spec !== undefined) out.spec = spec
+  if (status !== undefined) out.status = status
   return out as Pod
 }
 

@@ -7,7 +7,7 @@
  * listing).
  */
 import { DateTime, Option, Schema } from "effect"
-import { civilMillis, daysInMonth, digitsAt, isCivilTime } from "./CivilTime.ts"
+import { civilSecondsAt, daysInMonth, digitsAt } from "./CivilTime.ts"
 
 // ---- shared pieces -----------------------------------------------------------------------------
 
@@ -147,17 +147,8 @@ export const parseDeadline = (text: string | null | undefined): Option.Option<Da
  */
 const deadlineMillisByPosition = (text: string): number | undefined => {
   const n = text.length
-  if (
-    n < 20 || text.charCodeAt(4) !== 0x2d || text.charCodeAt(7) !== 0x2d || text.charCodeAt(10) !== 0x54 ||
-    text.charCodeAt(13) !== 0x3a || text.charCodeAt(16) !== 0x3a
-  ) return undefined
-  const year = digitsAt(text, 0, 4)
-  const month = digitsAt(text, 5, 2)
-  const day = digitsAt(text, 8, 2)
-  const hour = digitsAt(text, 11, 2)
-  const minute = digitsAt(text, 14, 2)
-  const second = digitsAt(text, 17, 2)
-  if (!isCivilTime(year, month, day, hour, minute, second)) return undefined
+  const whole = n < 20 ? NaN : civilSecondsAt(text, 0)
+  if (Number.isNaN(whole)) return undefined
   let i = 19
   let millis = 0
   if (text.charCodeAt(i) === 0x2e) {
@@ -183,7 +174,7 @@ const deadlineMillisByPosition = (text: string): number | undefined => {
   } else {
     return undefined
   }
-  return civilMillis(year, month, day, hour, minute, second, millis) - offsetMinutes * 60_000
+  return whole + millis - offsetMinutes * 60_000
 }
 
 /** The definition: every shape RFC 3339 allows here, by pattern. Undefined when unparsable. */
