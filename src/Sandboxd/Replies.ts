@@ -228,7 +228,7 @@ const firstOfEach = <A>(rows: ReadonlyArray<A>, keyOf: (row: A) => string): Read
   })
 }
 
-
+/** A listing's row as the client keeps it: absent and `null` fields read as Go's zero values. */
 const listedOf = (row: ListedSandboxWire): ListedSandbox => {
   const claimedAt = parseDeadline(row.claimed_at)
   return {
@@ -243,100 +243,19 @@ const listedOf = (row: ListedSandboxWire): ListedSandbox => {
   }
 }
 
+/**
+ * A listing: `ListResponseWire` decoded, one row per id (the first), each as `listedOf` reads it;
+ * an undecodable body is a decode error, never an empty listing (VER-4).
+ */
 export const interpretList = (
   reply: RawReply,
   secrets: ReadonlyArray<string> = []
 ): Result.Result<ReadonlyArray<ListedSandbox>, SandboxdUnauthorized | SandboxdHttpError | SandboxdDecodeError> => {
   if (isRefusal(reply)) return Result.fail(unauthorized("list", reply))
   if (reply.status !== 200) return Result.fail(httpError("list", reply, secrets))
-  const json = parseJson(reply.body)
-  if (Result.isFailure(json)) return Result.fail(new SandboxdDecodeError({ operation: "list", message: json.failure }))
-  const read = readListing(json.success)
-  return read !== undefined ? Result.succeed(read) : listingBySchema(json.success)
-}
-
-/**
- * The definition of a listing: `ListResponseWire` decoded, one row per id (the first), each as
- * `listedOf` reads it; an undecodable body is a decode error (VER-4 — failed listing vs empty
- * listing).
- */
-export const listingBySchema = (json: unknown): Result.Result<ReadonlyArray<ListedSandbox>, SandboxdDecodeError> => {
-  const decoded = Schema.decodeUnknownResult(ListResponseWire)(json)
-  if (Result.isFailure(decoded)) {
-    return Result.fail(new SandboxdDecodeError({ operation: "list", message: `unexpected body: ${decoded.failure.message}` }))
-  }
+  const decoded = decodeJson(ListResponseWire, "list", reply.body)
+  if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
   return Result.succeed(firstOfEach(decoded.success.sandboxes, (row) => row.id).map(listedOf))
-}
-
-// A listing of 10,000 sandboxes (the verification pass of a restart) spent most of its decode in
-// the Schema walk, then in a copy of every row, a filter and another object per row. For the
-// shape sandboxd writes, `readListing` gives the very same rows in one pass with plain type
-// checks; anything else (a wrong type, a `__proto__` key) returns undefined and the listing is
-// read by `listingBySchema`, which then gives the rows or the error. The two are held to the same
-// result in test/Schemas/Sandboxd.test.ts.
-
-const isPlainObject = (u: unknown): u is Record<string, unknown> =>
-  typeof u === "object" && u !== null && !Array.isArray(u) && !Object.hasOwn(u, "__proto__")
-
-/** A field the Schema reads as optional `null` or string: its string, "" for absent or null; undefined for any other value. */
-const optionalText = (value: unknown): string | undefined =>
-  value === undefined || value === null ? "" : typeof value === "string" ? value : undefined
-
-const optionalFlag = (value: unknown): boolean | undefined =>
-  value === undefined || value === null ? false : typeof value === "boolean" ? value : undefined
-
-/** A listing as `listingBySchema` reads it, when it has the usual shape; undefined otherwise. */
-export const readListing = (json: unknown): ReadonlyArray<ListedSandbox> | undefined => {
-  if (!isPlainObject(json)) return undefined
-  const rows = json["sandboxes"]
-  if (!Array.isArray(rows)) return undefined
-  const out: Array<ListedSandbox> = []
-  const seen = new Set<string>()
-  // Rows of one pool share one key object (a listing is read, never changed).
-  let lastKey: ListedSandbox["key"] | undefined
-  for (let i = 0; i < rows.length; i++) {
-    const row: unknown = rows[i]
-    if (!isPlainObject(row)) return undefined
-    const id = row["id"]
-    if (typeof id !== "string" || id === "") return undefined
-    const wireKey = row["key"]
-    let template = ""
-    let net = ""
-    let size = ""
-    if (wireKey !== undefined && wireKey !== null) {
-      if (!isPlainObject(wireKey)) return undefined
-      const t = optionalText(wireKey["template"])
-      const n = optionalText(wireKey["net"])
-      const z = optionalText(wireKey["size"])
-      if (t === undefined || n === undefined || z === undefined) return undefined
-      template = t
-      net = n
-      size = z
-    }
-    const deadline = row["deadline"]
-    if (deadline !== undefined && deadline !== null && typeof deadline !== "string") return undefined
-    const hibernated = optionalFlag(row["hibernated"])
-    const archived = optionalFlag(row["archived"])
-    const claimRef = optionalText(row["claim_ref"])
-    const failed = optionalText(row["failed"])
-    const claimedAtText = row["claimed_at"]
-    if (
-      hibernated === undefined || archived === undefined || claimRef === undefined || failed === undefined ||
-      (claimedAtText !== undefined && claimedAtText !== null && typeof claimedAtText !== "string")
-    ) return undefined
-    // Every row is checked (a bad row anywhere is the Schema's to judge), only the first of an id kept.
-    if (seen.has(id)) continue
-    seen.add(id)
-    const key = lastKey !== undefined && lastKey.template === template && lastKey.net === net && lastKey.size === size
-      ? lastKey
-      : (lastKey = { template, net, size })
-    const claimedAt = parseDeadline(claimedAtText)
-    const listed: ListedSandbox = Option.isSome(claimedAt)
-      ? { id: id as ClaimId, claimRef, deadline: parseDeadline(deadline), hibernated, archived, failed, key, claimedAt: claimedAt.value }
-      : { id: id as ClaimId, claimRef, deadline: parseDeadline(deadline), hibernated, archived, failed, key }
-    out.push(listed)
-  }
-  return out
 }
 
 /** The `sandbox not known` body sandboxd writes; anything else under a 404 is not proof of absence. */

@@ -3,9 +3,9 @@
  * CRT-2 — empty means absent; CRT-6 — TTL annotation).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, Effect, Option, Result, Schema } from "effect"
+import { DateTime, Option, Result } from "effect"
 import * as fc from "fast-check"
-import { interpretClaim, interpretInfo, interpretList, listingBySchema, readListing } from "../../src/Sandboxd/Replies.ts"
+import { interpretClaim, interpretInfo, interpretList } from "../../src/Sandboxd/Replies.ts"
 import {
   annotationValue,
   isServedRuntime,
@@ -17,7 +17,6 @@ import {
   claimRequestBody,
   deadlineMillisByPattern,
   formatDeadline,
-  ListResponseWire,
   parseDeadline
 } from "../../src/Schemas/Sandboxd.ts"
 import {
@@ -28,7 +27,6 @@ import {
   SandboxdTimeout,
   SandboxdUnreachable
 } from "../../src/Services/SandboxdClient.ts"
-import { changedOf, sentOf } from "../support/Generated.ts"
 
 const millis = (text: string | undefined) => Option.map(parseDeadline(text), DateTime.toEpochMillis)
 
@@ -155,58 +153,6 @@ describe("reply interpretation", () => {
     const pool = (size: string, warm: number) => `{"key":{"template":"t","net":"none","size":"${size}"},"warm":${warm},"target":4}`
     const info = Result.getOrThrow(interpretInfo({ status: 200, body: `{"pools":[${pool("small", 1)},${pool("medium", 2)},${pool("small", 3)}]}` }))
     assert.deepStrictEqual(info.pools.map((p) => [p.size, p.warm]), [["small", 1], ["medium", 2]])
-  })
-
-  it("the listing's reader gives what the Schema decode gives, on listings drawn from the Schema as sent and changed", () => {
-    const sent = sentOf(ListResponseWire, 5)
-    const changed = changedOf(sent, { others: [null, 7, "7", "", true, [], {}], unknownField: ["cpu_count", 2], proto: { id: "x" } })
-    let read = 0
-    let refused = 0
-    fc.assert(
-      fc.property(fc.oneof(sent.map((json) => ({ json, asSent: true })), changed.map((json) => ({ json, asSent: false }))), ({ asSent, json }) => {
-        const schema = listingBySchema(structuredClone(json))
-        const fast = readListing(structuredClone(json))
-        if (fast === undefined) {
-          // left to the Schema, which then decides
-          assert.isFalse(asSent, `a listing as sent was not read: ${JSON.stringify(json)}`)
-          if (Result.isFailure(schema)) refused++
-          return
-        }
-        read++
-        assert.isTrue(Result.isSuccess(schema), JSON.stringify(json))
-        assert.strictEqual(JSON.stringify(fast), JSON.stringify(Result.getOrThrow(schema)))
-        assert.deepStrictEqual(fast, Result.getOrThrow(schema))
-      }),
-      { numRuns: 800 }
-    )
-    assert.isAbove(read, 300)
-    assert.isAbove(refused, 50)
-  })
-
-  it("the listing's reader gives what the Schema decode gives on listings as sandboxd writes them: real times, repeated ids, shared pools", () => {
-    const instant = fc.tuple(fc.bigInt({ min: 0n, max: 4_102_444_800_000_000_000n }), fc.constantFrom(0, 60, -330))
-      .map(([nanos, offset]) => formatDeadline(nanos, offset))
-    const optional = <A>(value: fc.Arbitrary<A>) => fc.option(fc.oneof(value, fc.constant(null)), { nil: undefined })
-    const row = fc.record({
-      id: fc.constantFrom("sb_1", "sb_2", "sb_3", "sb_4"),
-      key: optional(fc.record({ template: optional(fc.constantFrom("python", "node")), net: optional(fc.constant("none")), size: optional(fc.constantFrom("small", "large")) }, { requiredKeys: [] })),
-      deadline: optional(fc.oneof(instant, fc.constantFrom("0001-01-01T00:00:00Z", "soon"))),
-      hibernated: optional(fc.boolean()),
-      archived: optional(fc.boolean()),
-      claim_ref: optional(fc.constantFrom("ns/a", "")),
-      failed: optional(fc.constantFrom("vmm down")),
-      claimed_at: optional(instant)
-    }, { requiredKeys: ["id"] })
-    fc.assert(
-      fc.property(fc.array(row, { maxLength: 8 }), (rows) => {
-        const json = JSON.parse(JSON.stringify({ sandboxes: rows })) as unknown
-        const fast = readListing(json)
-        assert.isDefined(fast)
-        assert.deepStrictEqual(fast, Result.getOrThrow(listingBySchema(json)))
-        assert.strictEqual(JSON.stringify(fast), JSON.stringify(Result.getOrThrow(listingBySchema(json))))
-      }),
-      { numRuns: 500 }
-    )
   })
 
   it("list rows tolerate null and missing optional fields", () => {
