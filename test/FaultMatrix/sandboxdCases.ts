@@ -37,6 +37,15 @@ const onReads = (action: FaultAction, millis?: number): FaultCase => ({
 
 const errorBody = (message: string) => JSON.stringify({ error: message })
 
+const parseOr = (body: string): { sandboxes?: unknown } | undefined => {
+  try {
+    const value: unknown = JSON.parse(body)
+    return typeof value === "object" && value !== null ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** The listing as sandboxd sent it, rows rewritten. */
 const rewriteListing = (rows: (rows: Array<unknown>) => Array<unknown>): FaultCase => ({
   arm: (world) =>
@@ -46,7 +55,9 @@ const rewriteListing = (rows: (rows: Array<unknown>) => Array<unknown>): FaultCa
           ? {
             _tag: "Rewrite",
             rewrite: ({ status, body }) => {
-              const parsed = JSON.parse(body) as { sandboxes: Array<unknown> }
+              // Only a listing is rewritten: an error reply (a slow sandboxd under load) passes as sent.
+              const parsed = parseOr(body)
+              if (parsed === undefined || !Array.isArray(parsed.sandboxes)) return { status, body }
               return { status, body: JSON.stringify({ ...parsed, sandboxes: rows(parsed.sandboxes) }) }
             }
           }
