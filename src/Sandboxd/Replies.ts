@@ -245,7 +245,7 @@ const listedOf = (row: ListedSandboxWire): ListedSandbox => {
 
 /**
  * A listing: `ListResponseWire` decoded, one row per id (the first), each as `listedOf` reads it;
- * an undecodable body is a decode error, never an empty listing (VER-4).
+ * an undecodable body is a decode error, never an empty listing (VER-4 — failed listing vs empty listing).
  */
 export const interpretList = (
   reply: RawReply,
