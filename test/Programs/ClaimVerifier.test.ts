@@ -19,7 +19,8 @@ import { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 import { SandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { runClaimVerification, verifyQuarantinedClaims } from "../../src/Programs/ClaimVerifier.ts"
 import { startClaims } from "../../src/Programs/Provider/Startup.ts"
-import { advanceUntil, claimCount, drain, eventually, flushIO, keyOf, ListGate, pod, record, subscribePushes, Template, world } from "./Provider/harness.ts"
+import { sleepReceipts } from "../support/Receipts.ts"
+import { advanceUntil, claimCount, drain, eventually, keyOf, ListGate, pod, record, subscribePushes, Template, world } from "./Provider/harness.ts"
 
 /** A "previous run" left two claims on disk: one sandboxd still holds, one it does not. */
 const seed = (client: SandboxdClient["Service"]) =>
@@ -272,7 +273,9 @@ describe("verification loop (VER-6)", () => {
       yield* sim.injectFault("list", SimFault.status(500, "down"))
       yield* startClaims
       const lifted = yield* subscribeLifted
-      const loop = yield* Effect.forkChild(runClaimVerification)
+      // The loop's Clock notes each 15 s sleep it begins: the receipt that a pass has ended.
+      const sleeps = yield* sleepReceipts
+      const loop = yield* Effect.forkChild(runClaimVerification.pipe(Effect.provideService(Clock.Clock, sleeps.clock)))
       const listings = Effect.map(sim.audit, (audit) => audit.filter((entry) => entry.route === "list").length)
       const atStart = yield* listings
       yield* TestClock.adjust("14 seconds")
@@ -283,7 +286,7 @@ describe("verification loop (VER-6)", () => {
       const before = yield* Clock.currentTimeMillis
       yield* advanceUntil(Effect.map(listings, (n) => n === atStart + 2))
       assert.strictEqual((yield* Clock.currentTimeMillis) - before, 15_000, "one interval, not two")
-      for (let i = 0; i < 20; i++) yield* flushIO
+      yield* sleeps.asleep("15 seconds", 3) // the second pass has ended, and the loop waits again
       assert.isUndefined(loop.pollUnsafe(), "still running while rows are quarantined")
       assert.deepStrictEqual(yield* states, { [keyOf("alive")]: "Quarantined", [keyOf("gone")]: "Quarantined" })
       yield* sim.clearFaults
@@ -294,9 +297,11 @@ describe("verification loop (VER-6)", () => {
       // that ends the row (VER-7). Without it nothing would: the first sync's look at the Lost rows
       // is long over, and the resync walks only the cached Pods.
       assert.deepStrictEqual(Array.from(yield* PubSub.takeAll(lifted)), [[keyOf("alive")], [keyOf("gone")]])
+      // The loop has returned (joined above), so its last sleep was the last one it began.
       const settled = yield* listings
+      const slept = sleeps.sleeps("15 seconds")
       yield* TestClock.adjust("5 minutes")
-      for (let i = 0; i < 20; i++) yield* flushIO
+      assert.strictEqual(sleeps.sleeps("15 seconds"), slept, "no wait begun once settled")
       assert.strictEqual(yield* listings, settled, "no more passes once settled")
     }).pipe(Effect.provide(world({ seed }), { local: true })))
 

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { podKeyOf } from "../../src/Schemas/Ids.ts"
 import { isRetryable } from "../../src/Services/ProviderErrors.ts"
-import { DateTime, Deferred, Effect, Fiber, Option, PubSub } from "effect"
+import { Clock, DateTime, Deferred, Effect, Fiber, Option, PubSub } from "effect"
 import { TestClock } from "effect/testing"
 import { type ClaimRecord, ClaimState } from "../../src/Schemas/Claims.ts"
 import type { ClaimId } from "../../src/Schemas/Ids.ts"
@@ -11,12 +11,12 @@ import { ProviderEvents } from "../../src/Services/ProviderEvents.ts"
 import { SandboxdSim, SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { publishExpiredLeases, runLeaseWatch } from "../../src/Programs/LeaseWatcher.ts"
 import { ClaimsStoreMemoryControl } from "../../testkit/Layers/ClaimsStoreMemory.ts"
+import { sleepReceipts } from "../support/Receipts.ts"
 import {
   advanceUntil,
   claimCount,
   drain,
   eventually,
-  flushIO,
   forgetPod,
   keyOf,
   ListGate,
@@ -261,14 +261,17 @@ describe("lease watch (LEASE-3, LEASE-4, LEASE-6, LEASE-7)", () => {
     Effect.gen(function*() {
       yield* (yield* PodLifecycle).createPod(pod("web"))
       const atStart = yield* listCount
-      const loop = yield* Effect.forkChild(runLeaseWatch)
-      const ticks: Array<number> = []
-      for (let second = 1; second <= 90; second++) {
+      // The loop's Clock notes each 30 s sleep it begins: a tick has ended once the next one began.
+      const sleeps = yield* sleepReceipts
+      const loop = yield* Effect.forkChild(runLeaseWatch.pipe(Effect.provideService(Clock.Clock, sleeps.clock)))
+      yield* sleeps.asleep("30 seconds", 1)
+      for (const n of [1, 2, 3]) {
+        yield* TestClock.adjust("29 seconds")
+        assert.strictEqual(yield* listCount, atStart + n - 1, `tick ${n} not before 30 s`)
         yield* TestClock.adjust("1 second")
-        for (let i = 0; i < 5; i++) yield* flushIO
-        if ((yield* listCount) > atStart + ticks.length) ticks.push(second)
+        yield* sleeps.asleep("30 seconds", n + 1)
+        assert.strictEqual(yield* listCount, atStart + n, `tick ${n} at ${30 * n} s, one listing`)
       }
-      assert.deepStrictEqual(ticks, [30, 60, 90])
       yield* Fiber.interrupt(loop)
     }).pipe(Effect.provide(world(), { local: true })))
 

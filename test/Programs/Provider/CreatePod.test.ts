@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { podKeyOf } from "../../../src/Schemas/Ids.ts"
 import { isRetryable } from "../../../src/Services/ProviderErrors.ts"
-import { DateTime, Duration, Effect, Fiber, Option, Redacted, References } from "effect"
+import { Clock, DateTime, Duration, Effect, Fiber, Option, Redacted, References } from "effect"
 import { TestClock } from "effect/testing"
 import { createPod } from "../../../src/Programs/Provider/CreatePod.ts"
 import { startClaims } from "../../../src/Programs/Provider/Startup.ts"
@@ -12,11 +12,11 @@ import type { SandboxdClient } from "../../../src/Services/SandboxdClient.ts"
 import { makeLogCapture } from "../../support/Logs.ts"
 import { SimFault } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import {
+  advanceUntil,
   claimBodies,
   drain,
   eventually,
   failsWith,
-  flushIO,
   forgetPod,
   inWorld,
   keyOf,
@@ -406,10 +406,12 @@ describe("CreatePod", () => {
       yield* sim.injectFault("release", SimFault.hang)
       const create = yield* Effect.forkChild(provider.createPod(pod("web")))
       yield* eventually(Effect.map(releasePaths, (paths) => paths.length === 1))
-      yield* TestClock.adjust("9 seconds")
-      for (let i = 0; i < 10; i++) yield* flushIO
-      assert.isUndefined(create.pollUnsafe(), "still waiting on the release before 10 s")
-      yield* TestClock.adjust("1 second")
+      // When the create ended is read off the TestClock: it cannot be seen ended before it ends.
+      const asked = yield* Clock.currentTimeMillis
+      yield* advanceUntil(Effect.sync(() => create.pollUnsafe() !== undefined), "1 second", 15)
+      const waited = (yield* Clock.currentTimeMillis) - asked
+      assert.isAtLeast(waited, 10_000, "still waiting on the release before 10 s")
+      assert.isAtMost(waited, 11_000, "given up at 10 s")
       const error = yield* notPersisted(Fiber.join(create))
       assert.strictEqual(error.releaseError?._tag, "SandboxdTimeout")
       assert.deepStrictEqual(yield* rowState("web"), Option.some("Tentative"), "credential kept in memory")
