@@ -61,7 +61,7 @@ const fallback = (lines: ReturnType<typeof makeLogCapture>["lines"]) => {
 }
 
 describe("the kubelet certificate's source", () => {
-  it.live("vk-cocoon's usable pair is served, named in the log line and the metric", () =>
+  it.effect("vk-cocoon's usable pair is served, named in the log line and the metric", () =>
     Effect.gen(function*() {
       const { cert, config, writePair } = yield* cocoonDir
       const pair = yield* writePair
@@ -74,9 +74,9 @@ describe("the kubelet certificate's source", () => {
       assert.strictEqual(reused?.level, "Info")
       assert.strictEqual(reused?.annotations["cert"], cert)
       assert.isTrue(Option.isNone(fallback(lines)))
-    }))
+    }).pipe(Effect.scoped))
 
-  it.live("no vk-cocoon pair (missing, or whitespace-only files as systemd's fallback leaves them): self-signed, logged at info", () =>
+  it.effect("no vk-cocoon pair (missing, or whitespace-only files as systemd's fallback leaves them): self-signed, logged at info", () =>
     Effect.gen(function*() {
       const { cert, key, config } = yield* cocoonDir
       const missing = yield* choose(config())
@@ -97,9 +97,9 @@ describe("the kubelet certificate's source", () => {
       assert.strictEqual(off.material.source, "self-signed")
       const offLine = Option.getOrThrow(fallback(off.lines))
       assert.deepStrictEqual([offLine.level, offLine.reason], ["Info", "disabled"])
-    }))
+    }).pipe(Effect.scoped))
 
-  it.live("a pair that is there but unusable: self-signed, the reason logged at warn", () =>
+  it.effect("a pair that is there but unusable: self-signed, the reason logged at warn", () =>
     Effect.gen(function*() {
       const { dir, cert, key, config } = yield* cocoonDir
       const pair = yield* generateSelfSigned("vk-cocoon-node", "")
@@ -121,7 +121,7 @@ describe("the kubelet certificate's source", () => {
         // The key's text never reaches the log.
         assert.notInclude(JSON.stringify(lines.map((l) => [l.message, String(l.annotations["error"])])), "c2VjcmV0LWtleS1ieXRlcw", what)
       }
-    }))
+    }).pipe(Effect.scoped))
 
   it.effect("an expired vk-cocoon certificate is not served", () =>
     Effect.gen(function*() {
@@ -136,7 +136,7 @@ describe("the kubelet certificate's source", () => {
       assert.deepStrictEqual([line.level, line.reason], ["Warn", "expired"])
     }).pipe(Effect.scoped))
 
-  it.live("--tls-cert/--tls-key win over vk-cocoon's pair, and stay strict: a bad one fails, never falls back", () =>
+  it.effect("--tls-cert/--tls-key win over vk-cocoon's pair, and stay strict: a bad one fails, never falls back", () =>
     Effect.gen(function*() {
       const { dir, cert, key, config } = yield* cocoonDir
       const cocoon = yield* generateSelfSigned("vk-cocoon-node", "")
@@ -153,5 +153,5 @@ describe("the kubelet certificate's source", () => {
       const broken = yield* Effect.flip(choose(config({ tlsCert: join(dir, "absent.crt"), tlsKey: join(dir, "tls.key") })))
       assert.strictEqual(broken._tag, "KubeletTlsError")
       assert.include(broken.message, join(dir, "absent.crt"))
-    }))
+    }).pipe(Effect.scoped))
 })
