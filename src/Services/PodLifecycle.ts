@@ -8,17 +8,20 @@
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { Context, type Effect, type Option, type Stream } from "effect"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
-import type { ClaimInDoubt, CreatePodError, DeleteOutcome, ReleaseFailed } from "./ProviderErrors.ts"
+import type { ClaimInDoubt, CreatePodError, DeleteOutcome, PreserveNotPersisted, ReleaseFailed } from "./ProviderErrors.ts"
 
-export type { ClaimInDoubt, CreatePodError, DeleteOutcome, ReleaseFailed }
+export type { ClaimInDoubt, CreatePodError, DeleteOutcome, PreserveNotPersisted, ReleaseFailed }
 
 /** What a successful createPod did, for events and metrics. */
 export type CreatePodOutcome =
   | { readonly _tag: "Claimed"; readonly claimId: ClaimId }
   | { readonly _tag: "Adopted"; readonly claimId: ClaimId }
 
-/** Why a delete did not finish: a release sandboxd did not confirm, or a claim in doubt not yet settled. */
-export type DeletePodError = ReleaseFailed | ClaimInDoubt
+/**
+ * Why a delete did not finish: a release sandboxd did not confirm, a claim in doubt not yet
+ * settled, or a preserved row's owner not yet in the claims file.
+ */
+export type DeletePodError = ReleaseFailed | ClaimInDoubt | PreserveNotPersisted
 
 /**
  * What settling a gone Pod's key did: nothing (no doubt), or its stand-in delete's outcome

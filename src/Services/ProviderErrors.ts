@@ -152,6 +152,23 @@ export class ReleaseFailed extends Schema.TaggedError<ReleaseFailed>()("ReleaseF
   message: Schema.String
 }) {}
 
+/**
+ * AUTH-9 — a preserved VM is released once its owner goes: here the owner a preserved row waits
+ * on could not be written to the claims file. The delete fails, so the Pod object (the one other
+ * record of that owner) stays until a retry's write lands: a restart in between still finds the
+ * owner, on the Pod or in the file.
+ */
+export class PreserveNotPersisted extends Schema.TaggedError<PreserveNotPersisted>()("PreserveNotPersisted", {
+  pod: Schema.String,
+  claim: Schema.String,
+  cause: ClaimsWriteError,
+  message: Schema.String
+}) {
+  get retryable(): true {
+    return true
+  }
+}
+
 /** What a deletePod call ended in, for callers that report it (metrics, tests). */
 export type DeleteOutcome =
   | { readonly _tag: "StaleUid" }

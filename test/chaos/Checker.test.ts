@@ -168,6 +168,28 @@ describe("the chaos checker", () => {
     assert.deepStrictEqual(failing([...ran, ...restore, started, final(60 * S, { vms, rows: [{ ...rows[0]!, owner: "uid-box" }] })]), ["L2"])
   })
 
+  it("L2 does not spare a row with no owner whose Pod a daemon removed after preserving its VM (AUTH-9 writes the owner first)", () => {
+    // The chaos run's case (seed 1234): the Preserve's write failed, the Pod was removed all the
+    // same, a restart followed, and the Sandbox went (a restore) while the row waited on no one.
+    const vms = [{ id: "sb_1", token: "tok-sb_1", claimRef: "ns/a" }]
+    const rows = [{ key: "ns/a", id: "sb_1", token: "tok-sb_1" }]
+    const owner: OwnerRef = { kind: "Sandbox", name: "a", uid: "uid-box" }
+    const preserve: HistoryEvent = {
+      src: "daemon", kind: "log", at: 10 * S, incarnation: 1, level: "info",
+      msg: "preserving sandbox: pod deletion is not VM authority", pod: "ns/a", claim: "sb_1", verdict: "Preserve(OwnerAlive)"
+    }
+    const history = (end: "DELETED" | "VANISHED"): ReadonlyArray<HistoryEvent> => [
+      claimed(1 * S, "sb_1", "ns/a"), row(1.5 * S, "ns/a", "sb_1"), seen(2 * S, pod("ns/a", "u1", { claimId: "sb_1", owner })),
+      preserve,
+      { src: "apiserver", kind: "pod", at: 11 * S, event: end, ...pod("ns/a", "u1", { claimId: "sb_1", owner }) },
+      { src: "daemon", kind: "process", at: 12 * S, incarnation: 2, what: "started", detail: "" },
+      final(60 * S, { vms, rows })
+    ]
+    assert.deepStrictEqual(failing(history("DELETED")), ["L2"])
+    // A restore that took the Pod (no daemon removed it) leaves a row with no Pod, as before.
+    assert.deepStrictEqual(failing(history("VANISHED")), [])
+  })
+
   it("L3 and L4: a row that outlives its VM; an intent left at the end", () => {
     const stale = [claimed(1 * S, "sb_1", "ns/a", 20), ended(21 * S, "sb_1", "ns/a", "reaped")]
     assert.deepStrictEqual(failing([...stale, final(120 * S, { rows: [{ key: "ns/a", id: "sb_1", token: "tok-sb_1" }] })]), ["L3"])

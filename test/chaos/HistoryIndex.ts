@@ -52,6 +52,10 @@ export interface HistoryIndex {
   readonly final: FinalState | undefined
   /** When each Pod generation left the apiserver (deleted, or gone at a relist: a restore). */
   readonly podEnded: ReadonlyMap<string, number>
+  /** Pod generations gone at a relist (a restore took them): no daemon removed them. */
+  readonly podVanished: ReadonlySet<string>
+  /** The daemon's Preserve verdicts (its "preserving sandbox" lines). */
+  readonly preserves: ReadonlyArray<Decision>
   /** When the daemon now running was started (its last incarnation). */
   readonly lastStart: number
   /**
@@ -70,6 +74,9 @@ export const releaseMessages = [
   "released an extra sandbox of a claim whose outcome was unknown",
   "returned a stranded sandbox before reusing its pod key"
 ]
+
+/** The daemon's line for a Preserve verdict: the VM kept, the row to name the owner it waits on. */
+export const preserveMessage = "preserving sandbox: pod deletion is not VM authority"
 
 /** Workload requests that may end an object (as its owner, its namespace or its Pod). */
 const ending = (op: string) => op.startsWith("delete")
@@ -91,6 +98,8 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
   const relists: Array<{ at: number; resource: string; uids: ReadonlySet<string> }> = []
   let final: FinalState | undefined
   const podEnded = new Map<string, number>()
+  const podVanished = new Set<string>()
+  const preserves: Array<Decision> = []
   let lastStart = 0
   const relistLines: Array<number> = []
   for (const event of events) {
@@ -109,6 +118,7 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
       case "apiserver":
         if (event.kind === "pod") {
           if (event.event === "VANISHED" || event.event === "DELETED") podEnded.set(event.uid, event.at)
+          if (event.event === "VANISHED") podVanished.add(event.uid)
           let gen = pods.get(event.uid)
           if (gen === undefined) {
             gen = { uid: event.uid, key: event.key, owner: event.owner, claimIds: new Set(), firstSeen: event.at }
@@ -131,6 +141,9 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
         }
         if (event.kind === "log" && releaseMessages.includes(event.msg)) {
           decisions.push({ at: event.at, msg: event.msg, pod: event.pod, claim: event.claim, verdict: event.verdict })
+        }
+        if (event.kind === "log" && event.msg === preserveMessage) {
+          preserves.push({ at: event.at, msg: event.msg, pod: event.pod, claim: event.claim, verdict: event.verdict })
         }
         break
       case "workload": {
@@ -195,7 +208,7 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
     const after = w.stop ?? w.start
     return [w.start, relistLines.find((at) => at > after) ?? Number.POSITIVE_INFINITY] as const
   })
-  return { vms, pods, podsOfClaim, alive, decisions, windows, final, podEnded, lastStart, restoredUntilRelist, phases }
+  return { vms, pods, podsOfClaim, alive, decisions, windows, final, podEnded, podVanished, preserves, lastStart, restoredUntilRelist, phases }
 }
 
 /** The faults active in the `lookbackMs` before `at`: what a violation is printed with. */

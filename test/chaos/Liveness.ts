@@ -8,9 +8,9 @@
  *   recorded there); and no Pod of the node is still being deleted;
  * - L2 every VM whose owner the daemon may read (a Sandbox, or the Pod itself when bare) and that
  *   is gone or being deleted is released; but a daemon started after the Pod had left knows only
- *   its claims file: a row there that names no owner (AUTH-9 — a preserved VM is released once its
- *   owner goes keeps one only for a preserved row whose write landed) is a row with no Pod, which
- *   L3 judges;
+ *   its claims file: a row there that names no owner is a row with no Pod, which L3 judges, if no
+ *   daemon removed that Pod after preserving its VM (a restore took it, or a force delete): AUTH-9
+ *   — a preserved VM is released once its owner goes — writes the owner before the Pod goes;
  * - L3 a VM whose owner the daemon may not read (a ReplicaSet under the shipped RBAC), or whose
  *   row has no Pod, stays held with its token and no longer than its lease plus one lease-watch
  *   interval (and a reaper pass); no row outlives its VM by more than a lease-watch interval and a
@@ -68,10 +68,13 @@ export const goneOwnersReleased = (index: HistoryIndex, final: FinalState): Prop
     if (gen === undefined) continue
     // The daemon now running started after the Pod left, and its file names no owner for the
     // row: a row with no Pod, held until a replacement adopts it or its lease ends (LEASE-9 — a row
-    // whose Pod is gone ends with its VM).
+    // whose Pod is gone ends with its VM). But a Pod the daemon removed after a Preserve verdict
+    // must have left its owner in the file first.
     const ended = index.podEnded.get(gen.uid)
     const row = final.rows.find((r) => r.id === vm.id)
-    if (ended !== undefined && ended < index.lastStart && (row?.owner ?? "") === "") {
+    const preservedThenRemoved = !index.podVanished.has(gen.uid) &&
+      index.preserves.some((p) => p.pod === gen.key && p.claim === vm.id && p.at >= gen.firstSeen && ended !== undefined && p.at <= ended)
+    if (ended !== undefined && ended < index.lastStart && (row?.owner ?? "") === "" && !preservedThenRemoved) {
       spared++
       continue
     }

@@ -9,9 +9,8 @@ import { Effect, Option } from "effect"
 import { DeleteVerdict } from "../../Schemas/DeleteVerdict.ts"
 import type { PreservedOwner } from "../../Schemas/Claims.ts"
 import { controllerRefsOf } from "../Authorization/OwnerGvr.ts"
-import { ClaimInDoubt } from "../../Services/ProviderErrors.ts"
+import { ClaimInDoubt, PreserveNotPersisted } from "../../Services/ProviderErrors.ts"
 import { dropLostRow } from "./LostRows.ts"
-import { saveState } from "./SaveState.ts"
 import { resolveDoubt } from "../ClaimDoubt.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
@@ -37,6 +36,40 @@ const sameOwner = (a: PreservedOwner | undefined, b: PreservedOwner): boolean =>
 
 const withoutPod = (state: ClaimTableState, key: PodKey): ClaimTableState =>
   state.pods.has(key) ? { ...state, pods: state.pods.without(key) } : state
+
+/**
+ * AUTH-9: the row keeps the owner it now waits on, on disk before the Pod goes: once the Pod
+ * object is removed, the file is the only record of that owner, and a restart reads nothing
+ * else. A write that fails undoes the owner in memory and fails the delete, so the Pod object
+ * stays (the final delete waits) and the retry writes again. Nothing to write for no owner (a
+ * bare Pod, several controllers) or the owner the row already names.
+ */
+const rememberOwner = Effect.fnUntraced(function*(key: PodKey, claimId: string, owner: PreservedOwner | undefined) {
+  if (owner === undefined) return
+  const table = yield* ClaimTable
+  const previous = yield* table.modify((state) => {
+    const row = state.rows.get(key)
+    if (row === undefined || row.record.id !== claimId || sameOwner(row.record.owner, owner)) return [undefined, state] as const
+    const rows = state.rows.with(key, { ...row, record: { ...row.record, owner } })
+    return [{ owner: row.record.owner }, { ...state, rows }] as const
+  })
+  if (previous === undefined) return
+  yield* (yield* ClaimsStore).commit(Option.none()).pipe(
+    Effect.catchTag("ClaimsWriteError", (cause) =>
+      table.modify((state) => {
+        const row = state.rows.get(key)
+        if (row === undefined || row.record.id !== claimId || !sameOwner(row.record.owner, owner)) return [undefined, state] as const
+        return [undefined, { ...state, rows: state.rows.with(key, { ...row, record: { ...row.record, owner: previous.owner } }) }] as const
+      }).pipe(Effect.andThen(Effect.fail(
+        new PreserveNotPersisted({
+          pod: key,
+          claim: claimId,
+          cause,
+          message: `pod ${key}: whom sandbox ${claimId} is preserved for could not be written (${cause.message}); the Pod is kept until it is`
+        })
+      ))))
+  )
+})
 
 export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
   const table = yield* ClaimTable
@@ -98,19 +131,10 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
     Preserve: () =>
       Effect.gen(function*() {
         // 5. Only the Pod entry goes; claim, token and state marker stay. AUTH-9: the row keeps
-        // the owner it now waits on, so that owner is asked again while no Pod holds the row.
+        // the owner it now waits on (on disk first), so that owner is asked again while no Pod holds it.
         yield* Effect.logInfo("preserving sandbox: pod deletion is not VM authority").pipe(Effect.annotateLogs(annotations))
-        const owner = preservedOwnerOf(pod)
-        const remembered = yield* table.modify((state) => {
-          const row = state.rows.get(key)
-          if (row === undefined || row.record.id !== claimId || owner === undefined || sameOwner(row.record.owner, owner)) {
-            return [false, withoutPod(state, key)] as const
-          }
-          const rows = state.rows.with(key, { ...row, record: { ...row.record, owner } })
-          return [true, withoutPod({ ...state, rows }, key)] as const
-        })
-        // Kept in memory should it fail: only a restart before the next write forgets whom the row waits on.
-        if (remembered) yield* saveState
+        yield* rememberOwner(key, claimId, preservedOwnerOf(pod))
+        yield* table.modify((state) => [undefined, withoutPod(state, key)] as const)
         yield* events.record(involvedPod(pod), "Normal", "Preserved", `sandbox ${claimId} preserved: ${verdict.detail}`)
         return { _tag: "Preserved", verdict } as DeleteOutcome
       }),

@@ -137,6 +137,28 @@ describe("DeletePod: preserve, then adopt (AUTH-8)", () => {
       yield* provider.deletePod(pod("uid-1", [owner]))
       assert.strictEqual(yield* control.writeCount, before + 1)
     })))
+
+  it.effect("a preserve whose write fails fails the delete and keeps the Pod tracked; the retry writes the owner (AUTH-9)", () =>
+    inWorld(Effect.gen(function*() {
+      // Found by the chaos run: the owner's write failed (EIO), the Pod object was removed all the
+      // same, a restart followed, and the reloaded row waited on no one while its Sandbox was gone.
+      const provider = yield* PodLifecycle
+      const owner = yield* liveSandboxOwner("sb")
+      yield* provider.createPod(pod("uid-1", [owner]))
+      const control = yield* ClaimsStoreMemoryControl
+      yield* control.failNext(1)
+      const failed = yield* Effect.flip(provider.deletePod(pod("uid-1", [owner])))
+      assert.strictEqual(failed._tag, "PreserveNotPersisted")
+      assert.isUndefined((yield* control.disk).get(key)?.owner, "nothing on disk names the owner")
+      assert.isUndefined(Option.getOrThrow(yield* heldRow).record.owner, "nor does memory: the retry must write")
+      assert.strictEqual(Option.getOrThrow(yield* trackedPod).metadata?.uid, "uid-1", "the Pod stays tracked for the retry")
+      assert.strictEqual((yield* auditOf("release")).length, 0)
+
+      const retried = yield* provider.deletePod(pod("uid-1", [owner]))
+      assert.strictEqual(retried._tag, "Preserved")
+      assert.deepStrictEqual((yield* control.disk).get(key)?.owner, { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid })
+      assert.isTrue(Option.isNone(yield* trackedPod))
+    })))
 })
 
 describe("DeletePod: release (DEL-1 step 6, 7)", () => {
