@@ -17,7 +17,7 @@ import { type Bounds, check, type CheckResult, settledOn } from "./Checker.ts"
 import { boundsFor, daemonTimings, NodeName, superviseDaemon } from "./Daemon.ts"
 import { type FinalState, makeHistory } from "./History.ts"
 import { makeNemesis } from "./Nemesis.ts"
-import { faultKinds, makePlan, planDigest } from "./Plan.ts"
+import { faultKinds, makePlan, planDigest, resourceOf } from "./Plan.ts"
 import { daemonLine, makeTokenScanner, ownerState, podState, readClaimsFile, sampleClaimsFile, watched, watchResource } from "./Recorders.ts"
 import { makeWorkload } from "./Workload.ts"
 import { startWorld, type World } from "./World.ts"
@@ -57,13 +57,26 @@ const figures = (events: ReadonlyArray<{ readonly src: string; readonly kind: st
     if (event.src === "nemesis" && event.kind === "start" && event.fault !== undefined) faults.set(event.fault, (faults.get(event.fault) ?? 0) + 1)
   }
   const count = (src: string, kind: string) => events.filter((e) => e.src === src && e.kind === kind).length
+  // One row per resource the plan keeps faults apart on, each kind with its count (none left out).
+  const rows = new Map<string, Array<string>>()
+  for (const kind of faultKinds) rows.set(resourceOf(kind), [...(rows.get(resourceOf(kind)) ?? []), `${kind} ${faults.get(kind) ?? 0}`])
   return [
-    `faults injected (${[...faults.values()].reduce((a, b) => a + b, 0)}): ${[...faults].map(([k, n]) => `${k}=${n}`).join(" ")}`,
+    `faults injected: ${[...faults.values()].reduce((a, b) => a + b, 0)}`,
+    ...[...rows].map(([resource, kinds]) => `  ${resource.padEnd(17)}${kinds.join(", ")}`),
     `workload requests: ${count("workload", "request")}; VMs claimed: ${count("sandboxd", "claimed")}; ended: ${count("sandboxd", "ended")}; ` +
     `daemon starts: ${events.filter((e) => e.src === "daemon" && e.kind === "process" && (e as { what?: string }).what === "started").length}; ` +
     `claims-file reads: ${count("file", "sample")}; history events: ${events.length}`
   ].join("\n")
 }
+
+/** Each property's result as a table: what the note's figures quote. */
+const invariantTable = (checked: CheckResult) =>
+  [
+    "property  result  checked  violations",
+    ...checked.properties.map((p) =>
+      `${p.id.padEnd(10)}${(p.violations.length === 0 ? "ok" : "FAIL").padEnd(8)}${String(p.checked).padStart(7)}  ${String(p.violations.length).padStart(10)}`
+    )
+  ].join("\n")
 
 describe("chaos: every fault at once", () => {
   it.live(`seed ${seed}, ${durationMs / 1000} s of faults, then settle and check`, () =>
@@ -163,6 +176,7 @@ describe("chaos: every fault at once", () => {
         yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
       }
       console.log(`chaos: seed=${seed} ${result.properties.map((p) => `${p.id}=${p.violations.length === 0 ? "ok" : p.violations.length}`).join(" ")}`)
+      console.log(invariantTable(result))
     })), { timeout: durationMs + 900_000 })
 
   for (const id of properties) {
