@@ -64,6 +64,12 @@ export interface HistoryIndex {
    * only that list lets the daemon see it. The issue's "judge from the first relist after it".
    */
   readonly restoredUntilRelist: ReadonlyArray<readonly [number, number]>
+  /**
+   * Running statuses a restore brought back (a Pod listed Running on a claim in a restore's
+   * window), from that list until the Pod next shows another phase or claim or goes: the
+   * backup's, not written by any daemon, which can end them only once sandboxd answers.
+   */
+  readonly restoredRunning: ReadonlyArray<{ readonly key: string; readonly claimId: string; readonly from: number; readonly to: number }>
   readonly phases: ReadonlyArray<{ readonly at: number; readonly phase: string; readonly detail: string }>
 }
 
@@ -99,6 +105,7 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
   let final: FinalState | undefined
   const podEnded = new Map<string, number>()
   const podVanished = new Set<string>()
+  const podEvents: Array<{ at: number; event: string; key: string; phase: string; claimId: string }> = []
   const preserves: Array<Decision> = []
   let lastStart = 0
   const relistLines: Array<number> = []
@@ -119,6 +126,7 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
         if (event.kind === "pod") {
           if (event.event === "VANISHED" || event.event === "DELETED") podEnded.set(event.uid, event.at)
           if (event.event === "VANISHED") podVanished.add(event.uid)
+          podEvents.push({ at: event.at, event: event.event, key: event.key, phase: event.phase, claimId: event.claimId })
           let gen = pods.get(event.uid)
           if (gen === undefined) {
             gen = { uid: event.uid, key: event.key, owner: event.owner, claimIds: new Set(), firstSeen: event.at }
@@ -208,7 +216,15 @@ export const indexHistory = (events: ReadonlyArray<HistoryEvent>): HistoryIndex 
     const after = w.stop ?? w.start
     return [w.start, relistLines.find((at) => at > after) ?? Number.POSITIVE_INFINITY] as const
   })
-  return { vms, pods, podsOfClaim, alive, decisions, windows, final, podEnded, podVanished, preserves, lastStart, restoredUntilRelist, phases }
+  const restoredRunning = podEvents.flatMap((listed, i) => {
+    if (listed.event !== "LISTED" || listed.phase !== "Running" || listed.claimId === "") return []
+    if (!restoredUntilRelist.some(([from, to]) => listed.at >= from && listed.at <= to)) return []
+    const next = podEvents.slice(i + 1).find((e) =>
+      e.key === listed.key && (e.event === "DELETED" || e.event === "VANISHED" || e.phase !== "Running" || e.claimId !== listed.claimId)
+    )
+    return [{ key: listed.key, claimId: listed.claimId, from: listed.at, to: next?.at ?? Number.POSITIVE_INFINITY }]
+  })
+  return { vms, pods, podsOfClaim, alive, decisions, windows, final, podEnded, podVanished, preserves, lastStart, restoredUntilRelist, restoredRunning, phases }
 }
 
 /** The faults active in the `lookbackMs` before `at`: what a violation is printed with. */

@@ -139,9 +139,13 @@ export const noRunningWithoutRow = (events: ReadonlyArray<HistoryEvent>, index: 
   }
   for (const event of events) {
     if (event.src !== "snapshot" || event.kind !== "daemon-down") continue
-    // A restore's Pods show the backup's statuses until the daemon's first list after it.
+    // A restore's Pods show the backup's statuses until the daemon's first list after it, and a
+    // Running status the restore brought back stays the backup's until the Pod changes: no daemon
+    // wrote it, and none can end it before sandboxd confirms its VM gone (the end still judges it).
     if (index.restoredUntilRelist.some(([from, to]) => event.at >= from && event.at <= to)) continue
-    judge(event.at, event.running, event.rows, "while the daemon was down")
+    const restored = (key: string, claimId: string) =>
+      index.restoredRunning.some((r) => r.key === key && r.claimId === claimId && event.at >= r.from && event.at < r.to)
+    judge(event.at, event.running.filter(([key, claimId]) => !restored(key, claimId)), event.rows, "while the daemon was down")
   }
   const final = index.final
   if (final !== undefined) {
