@@ -262,8 +262,10 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         const { world, daemon, pod: p } = yield* runningIn("p", { annotations: { "sandbox.cocoonstack.io/ttl-seconds": "1" } })
         world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "p")!))
         yield* eventually("the bad update logged", () => logs.lines.some((line) => line.message === WARNING))
-        // The lease ends and sandboxd reaps the VM.
-        yield* sleepReal(1_200)
+        // The lease ends and sandboxd reaps the VM. The daemon here reads the real clock: its
+        // deadline (1 s after the claim) is the receipt, not a span of time.
+        const claim = (yield* world.sim.claims).find((c) => c.id === claimIdOf(p))!
+        yield* eventually("the lease's deadline passed", () => Date.now() > Date.parse(claim.deadline))
         yield* world.sim.forget(claimIdOf(p))
         assert.deepStrictEqual((yield* daemon.leaseTick).published, [keyOf("p")])
         yield* eventually("p Failed", () => peekPod(world.model, "p")?.status?.reason === "SandboxLeaseExpired")

@@ -2,8 +2,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { isRetryable } from "../../../src/Services/ProviderErrors.ts"
 import { Effect, Fiber, Option, Stream } from "effect"
 import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
+import { ProviderEvents } from "../../../src/Services/ProviderEvents.ts"
 import { SandboxdSim } from "../../../testkit/Simulators/Sandboxd/Model.ts"
-import { eventually, flushIO, keyOf, pod, Template, world } from "./harness.ts"
+import { eventually, keyOf, pod, Template, world } from "./harness.ts"
 
 describe("PodLifecycle over the provider programs", () => {
   it.effect("createPod, getPod by key, status pushes as a stream, failures with retryable", () =>
@@ -13,13 +14,16 @@ describe("PodLifecycle over the provider programs", () => {
       const reader = yield* Effect.forkChild(
         Stream.runForEach(lifecycle.statusPushes, (p) => Effect.sync(() => collected.push(p.status?.phase ?? "")))
       )
-      // Let the stream subscribe before anything is pushed.
-      for (let i = 0; i < 5; i++) yield* flushIO
+      // The stream has subscribed once a probe's push reaches it (a push before that reaches no one).
+      const probe = { ...pod("probe"), status: { phase: "Probe" } }
+      const events = yield* ProviderEvents
+      yield* eventually(Effect.andThen(events.pushStatus(probe), Effect.sync(() => collected.includes("Probe"))))
       const outcome = yield* lifecycle.createPod(pod("web"))
       assert.strictEqual(outcome._tag, "Claimed")
       assert.strictEqual(Option.getOrThrow(yield* lifecycle.getPod(keyOf("web"))).metadata?.name, "web")
-      yield* eventually(Effect.sync(() => collected.length === 1))
-      assert.deepStrictEqual(collected, ["Running"])
+      const pushed = () => collected.filter((phase) => phase !== "Probe")
+      yield* eventually(Effect.sync(() => pushed().length === 1))
+      assert.deepStrictEqual(pushed(), ["Running"])
       yield* (yield* SandboxdSim).setDraining(true)
       const failure = yield* Effect.flip(lifecycle.createPod(pod("other")))
       assert.strictEqual(failure._tag, "ClaimFailed")
