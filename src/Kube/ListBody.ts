@@ -1,13 +1,16 @@
 /**
- * A list reply (`{"kind":…,"metadata":{…},"items":[…]}`) read from its bytes one item at a time,
- * as the chunks arrive: each item's JSON text goes to the caller, which parses and projects it and
- * lets it go before the next is cut out, so the body is never held whole nor parsed at once. Every
- * scan state is kept between chunks, so a chunk may end at any byte (mid UTF-8 sequence included).
- * Only the structure is read here; an item's `metadata.managedFields` is handed over as `null`,
- * unparsed. Every other value is checked as a whole-body `JSON.parse` would check it.
+ * A list reply read from its bytes chunk by chunk, one item at a time: each item's JSON text goes
+ * to the caller as soon as its last byte is in, so the body is never held whole and only the
+ * unfinished item is carried to the next chunk (any byte may end a chunk). An item's
+ * metadata.managedFields array or object is handed over as `null`, unparsed. Only the structure
+ * is read here; items, envelope names and values are `JSON.parse`d (the names: a few per list).
+ * Proven to read what the list's Schema reads (`Kube/PodList.ts`, test/Kube/PodListSchema.test.ts).
+ * INF-1 — a Pod the daemon cannot decode is left out: an item `decode` refuses goes to `undecodable`.
  */
 import { Option } from "effect"
 
+// Bytes, not text: no byte of a multi-byte UTF-8 sequence is below 0x80, so none is taken for a
+// quote, backslash or bracket, and text is decoded only once an item's last byte is in.
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
 const COLON = 0x3a
@@ -17,7 +20,6 @@ const CLOSE_OBJECT = 0x7d
 const OPEN_ARRAY = 0x5b
 const CLOSE_ARRAY = 0x5d
 
-const ITEMS = Buffer.from("items")
 const METADATA = Buffer.from("metadata")
 const MANAGED_FIELDS = Buffer.from("managedFields")
 const NULL = Buffer.from("null")
@@ -49,13 +51,12 @@ const closingQuote = (b: Buffer, from: number): number => {
   return k
 }
 
-/** Whether `text` is one JSON value (the envelope's small members: kind, apiVersion). */
-const isJson = (text: string): boolean => {
+/** `text` parsed, or undefined when it is not one JSON value (the envelope's names and small members). */
+const parsed = (text: string): unknown => {
   try {
-    JSON.parse(text)
-    return true
+    return JSON.parse(text)
   } catch {
-    return false
+    return undefined
   }
 }
 
@@ -85,8 +86,6 @@ const BEFORE_MANAGED = 2
 /** Inside that value (an object or array), which is skipped. */
 const IN_MANAGED = 3
 
-const READ_WITHOUT_ITEMS = 0
-const READ_WITH_ITEMS = 1
 
 /**
  * The scan, fed one chunk at a time. Positions held between chunks (a key's start and end, the
@@ -100,9 +99,8 @@ class Scanner {
   private metadata: string | undefined = undefined
   private items = false
   // the member name being read: its length, and whether it can still be `items` / `metadata`
-  private keyLength = 0
-  private keyItems = true
-  private keyMetadata = true
+  private keyItems = false
+  private keyMetadata = false
   /** The byte after a backslash is still to come (in a string left at a chunk's end). */
   private escaped = false
   // a value skipped as nested brackets (an envelope member, or an item's managedFields)
@@ -159,10 +157,9 @@ class Scanner {
             k++
             this.state = ENVELOPE_END
           } else if (c === QUOTE) {
+            this.capturing = true
+            this.captureStart = k
             k++
-            this.keyLength = 0
-            this.keyItems = true
-            this.keyMetadata = true
             this.escaped = false
             this.state = KEY
           } else {
@@ -171,22 +168,18 @@ class Scanner {
           break
         }
         case KEY: {
-          // a member's name is compared as sent, escapes included, as the bytes between its quotes
-          while (k < length) {
-            const c = b[k]!
-            if (this.escaped) this.escaped = false
-            else if (c === QUOTE) break
-            else if (c === BACKSLASH) this.escaped = true
-            const at = this.keyLength++
-            this.keyItems &&= ITEMS[at] === c
-            this.keyMetadata &&= METADATA[at] === c
+          if (this.escaped) {
+            this.escaped = false
             k++
           }
-          if (k === length) break
+          k = closingQuote(b, k)
+          if (k >= length) {
+            this.escaped = k > length
+            k = length
+            break
+          }
           k++
-          this.keyItems &&= this.keyLength === ITEMS.length
-          this.keyMetadata &&= this.keyLength === METADATA.length
-          this.state = KEY_COLON
+          if (!this.keyRead(b, k)) return false
           break
         }
         case KEY_COLON: {
@@ -252,7 +245,7 @@ class Scanner {
           break
         }
         case SCALAR_VALUE: {
-          // up to the next separator (the check that it is one value is `isJson`'s)
+          // up to the next separator (the check that it is one value is `valueRead`'s)
           while (k < length) {
             const d = b[k]
             if (d === COMMA || d === CLOSE_OBJECT || d === CLOSE_ARRAY || isSpace(d)) break
@@ -389,12 +382,23 @@ class Scanner {
     return this.carry
   }
 
+  /** An envelope member's name ended before `end`: parsed as JSON.parse would (escapes and all). */
+  private keyRead(b: Buffer, end: number): boolean {
+    const bytes = this.captured(b, end)
+    const name = parsed(bytes.toString("utf8", this.captureStart + this.shift, this.rangeEnd))
+    if (name === undefined) return this.malformed()
+    this.keyItems = name === "items"
+    this.keyMetadata = name === "metadata"
+    this.state = KEY_COLON
+    return true
+  }
+
   /** An envelope member's value ended before `end`: the metadata is kept, any other one checked. */
   private valueRead(b: Buffer, end: number): boolean {
     const bytes = this.captured(b, end)
     const text = bytes.toString("utf8", this.captureStart + this.shift, this.rangeEnd)
     if (this.keyMetadata) this.metadata = text
-    else if (!isJson(text)) return this.malformed()
+    else if (parsed(text) === undefined) return this.malformed()
     this.state = AFTER_VALUE
     return true
   }

@@ -2,7 +2,7 @@
  * The node's Pod list on the wire: the selector, the list read as it arrives (pieces cut
  * anywhere, gzipped or not), a Pod that is not one named and left out (INF-1 — a Pod the daemon
  * cannot decode is left out), a body that is not a list stopped early, a stalled body timed out;
- * and the resourceVersion read of at most one Pod.
+ * and the resourceVersion read of at most one Pod, by the list's Schema.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
@@ -149,5 +149,18 @@ describe("Kube Pod list on the wire", () => {
       assert.strictEqual(sent.url.searchParams.get("fieldSelector"), "spec.nodeName=vk node")
       assert.strictEqual(sent.url.searchParams.get("limit"), "1")
       assert.isNull(sent.url.searchParams.get("resourceVersion"), "a consistent read: the server's current version")
+    }))
+
+  it.effect("podsResourceVersion reads the list by its Schema: an undecodable Pod does not hide the version (INF-1); a reply without items, or not a list, says which", () =>
+    Effect.gen(function*() {
+      const { kube, rec } = yield* setup
+      rec.setHandler(() => json(200, { kind: "PodList", metadata: { resourceVersion: "78" }, items: [{ metadata: { name: 7 } }] }))
+      assert.strictEqual(yield* kube.podsResourceVersion("vk"), "78")
+      rec.setHandler(() => json(200, { kind: "Status", metadata: { resourceVersion: "78" } }))
+      assert.include((yield* Effect.flip(kube.podsResourceVersion("vk"))).message, "the pod list has no items")
+      for (const notAList of [{ metadata: { resourceVersion: 78 }, items: [] }, { items: [7] }, ["items"]]) {
+        rec.setHandler(() => json(200, notAList))
+        assert.include((yield* Effect.flip(kube.podsResourceVersion("vk"))).message, "the reply is not a pod list")
+      }
     }))
 })
