@@ -3,7 +3,7 @@
  * it once cold and then warm, and prints the figures as JSON. Run with `--expose-gc`.
  */
 import * as ListBody from "../src/Kube/ListBody.ts"
-import { decodePod, undecodablePod } from "../src/Schemas/Pod.ts"
+import { decodePod, undecodablePod } from "../src/Schemas/Pod/Decode.ts"
 
 const n = Number(process.argv[2] ?? 10_000)
 const WARM_READS = 5

@@ -7,7 +7,7 @@
  */
 import { HttpMethod } from "@kubernetes/client-node"
 import { Duration, Effect, Option, Schema, Stream } from "effect"
-import { decodePod, dropNulls, undecodablePod } from "../Schemas/Pod.ts"
+import { decodePod, dropNulls, undecodablePod } from "../Schemas/Pod/Decode.ts"
 import { type KubeError, KubeUnavailable, type PodWatchEvent } from "../Services/KubeApi.ts"
 import { chunksOf, parseJson } from "./Body.ts"
 import { nodeSelector } from "./PodList.ts"

@@ -11,7 +11,7 @@
 import type { HttpMethod, KubeConfig } from "@kubernetes/client-node"
 import { Duration, Effect, type Scope } from "effect"
 import type { Dispatcher } from "undici"
-import { dropNulls } from "../Schemas/Pod.ts"
+import { dropNulls } from "../Schemas/Pod/Decode.ts"
 import { redactCause } from "../Schemas/UrlRedaction.ts"
 import { type KubeError, KubeUnavailable } from "../Services/KubeApi.ts"
 import { bodyText } from "./Body.ts"

@@ -10,7 +10,8 @@ import { Context, Effect, Layer, Option, Ref } from "effect"
 import { type ClaimRecord, type ClaimRow, claimStates, lostStateAt } from "../Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import { PersistentMap } from "../Schemas/PersistentMap.ts"
-import { acceptedPodOf, copyPlain, type Pod } from "../Schemas/Pod.ts"
+import { acceptedPodOf, copyPlain } from "../Schemas/Pod/Kept.ts"
+import type { Pod } from "../Schemas/Pod/Schema.ts"
 import { ClaimsSnapshot } from "../Services/ClaimsStore.ts"
 import {
   type Adoption,

@@ -7,7 +7,7 @@
  */
 import { Option, Schema } from "effect"
 import { MicroTime } from "./MicroTime.ts"
-import { Time } from "./Pod.ts"
+import { Time } from "./Pod/Schema.ts"
 
 const opt = Schema.optionalKey
 

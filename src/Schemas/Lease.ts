@@ -7,7 +7,7 @@
  */
 import { Option, Schema } from "effect"
 import { MicroTime } from "./MicroTime.ts"
-import { OwnerReference } from "./Pod.ts"
+import { OwnerReference } from "./Pod/Schema.ts"
 
 const opt = Schema.optionalKey
 const StringMap = Schema.Record(Schema.String, Schema.String)

@@ -8,7 +8,7 @@
  * Times are the Pod's `Time`: a `Date` in memory, whole seconds on the wire.
  */
 import { Option, Schema } from "effect"
-import { Time } from "./Pod.ts"
+import { Time } from "./Pod/Schema.ts"
 
 const opt = Schema.optionalKey
 const StringMap = Schema.Record(Schema.String, Schema.String)

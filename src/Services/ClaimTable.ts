@@ -13,7 +13,7 @@ import { Context, type DateTime, type Effect, type Option } from "effect"
 import type { ClaimRecord, ClaimRow } from "../Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
 import type { PersistentMap } from "../Schemas/PersistentMap.ts"
-import type { Pod } from "../Schemas/Pod.ts"
+import type { Pod } from "../Schemas/Pod/Schema.ts"
 
 export interface ClaimTableState {
   /** The last accepted Pod per key: its slim facts only (`acceptedPodOf`), a private copy. */

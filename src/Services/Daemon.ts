@@ -5,7 +5,7 @@
  * shutdown drain).
  */
 import { Context, type Duration, type Effect } from "effect"
-import type { Pod } from "../Schemas/Pod.ts"
+import type { Pod } from "../Schemas/Pod/Schema.ts"
 import type { KubeError, PodList } from "./KubeApi.ts"
 
 /** What bringing the claims table up found. */

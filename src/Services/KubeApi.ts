@@ -11,7 +11,8 @@ import { Context, type Effect, type Redacted, Schema, type Stream } from "effect
 import type { Event } from "../Schemas/Event.ts"
 import type { Lease } from "../Schemas/Lease.ts"
 import type { Node } from "../Schemas/Node.ts"
-import type { Pod, PodStatus, UndecodablePod } from "../Schemas/Pod.ts"
+import type { UndecodablePod } from "../Schemas/Pod/Decode.ts"
+import type { Pod, PodStatus } from "../Schemas/Pod/Schema.ts"
 import type { AccessVerdict, NodeAccess, TokenVerdict } from "../Schemas/Reviews.ts"
 
 /** Status `details` exactly as the server wrote them; never filled in from the request. */
@@ -120,7 +121,7 @@ export class KubeApi extends Context.Service<KubeApi, {
   readonly podsResourceVersion: (nodeName: string) => Effect.Effect<string, KubeError>
   /**
    * Bookmarks on; fails with KubeGone on 410 or a 504 "Too large resource version" (HTTP or ERROR
-   * event); a clean server close ends the stream. Pods are slim (`Schemas/Pod.ts`); one the slim
+   * event); a clean server close ends the stream. Pods are slim (`Schemas/Pod/Schema.ts`); one the slim
    * Pod refuses comes as an UNDECODABLE event and the stream goes on (INF-1).
    */
   readonly watchPods: (nodeName: string, resourceVersion: string) => Stream.Stream<PodWatchEvent, KubeError>

@@ -8,7 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { type PodListReading, podListOfJson, podListOfRead, podListReader } from "../../src/Kube/PodList.ts"
-import { Pod } from "../../src/Schemas/Pod.ts"
+import { Pod } from "../../src/Schemas/Pod/Schema.ts"
 import { anyCuts, anyEdits, applyEdits, cutsFor, type Edit, pushChunks, tokenEdits } from "../support/BodyBytes.ts"
 import { changedOf, type Json, sentOf } from "../support/Generated.ts"
 

@@ -14,7 +14,7 @@ import { decodeEvent, encodeEvent, Event } from "../../src/Schemas/Event.ts"
 import { decodeLease, encodeLease, Lease } from "../../src/Schemas/Lease.ts"
 import { formatMicroTime } from "../../src/Schemas/MicroTime.ts"
 import { decodeNode, encodeNode, Node } from "../../src/Schemas/Node.ts"
-import { dropNulls } from "../../src/Schemas/Pod.ts"
+import { dropNulls } from "../../src/Schemas/Pod/Decode.ts"
 
 const runs = { numRuns: 300 }
 

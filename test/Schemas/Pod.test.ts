@@ -9,7 +9,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
 import fc from "fast-check"
-import { decodePod, decodePodBySchema, Pod, UNDECODABLE_ERROR_LIMIT, undecodablePod } from "../../src/Schemas/Pod.ts"
+import { decodePod, decodePodBySchema, UNDECODABLE_ERROR_LIMIT, undecodablePod } from "../../src/Schemas/Pod/Decode.ts"
+import { Pod } from "../../src/Schemas/Pod/Schema.ts"
 import { changedOf, sentOf } from "../support/Generated.ts"
 
 const servedPod = sentOf(Pod)

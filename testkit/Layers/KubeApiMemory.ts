@@ -10,7 +10,9 @@ import { Cause, Effect, Layer, Option, Queue, Result, Stream } from "effect"
 import { decodeEvent, encodeEvent, type Event } from "../../src/Schemas/Event.ts"
 import { decodeLease, encodeLease, type Lease } from "../../src/Schemas/Lease.ts"
 import { decodeNode, encodeNode, type Node } from "../../src/Schemas/Node.ts"
-import { decodePod, dropNulls, encodePod, type Pod, podStatusPatch, type PodStatus, undecodablePod, type UndecodablePod } from "../../src/Schemas/Pod.ts"
+import { decodePod, dropNulls, undecodablePod, type UndecodablePod } from "../../src/Schemas/Pod/Decode.ts"
+import { encodePod, podStatusPatch } from "../../src/Schemas/Pod/Encode.ts"
+import type { Pod, PodStatus } from "../../src/Schemas/Pod/Schema.ts"
 import {
   KubeApi,
   type KubeError,

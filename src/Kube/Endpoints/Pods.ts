@@ -6,7 +6,9 @@
  */
 import { HttpMethod, PatchStrategy } from "@kubernetes/client-node"
 import { Effect, Option } from "effect"
-import { decodePod, encodePod, type Pod, podStatusPatch, type PodStatus } from "../../Schemas/Pod.ts"
+import { decodePod } from "../../Schemas/Pod/Decode.ts"
+import { encodePod, podStatusPatch } from "../../Schemas/Pod/Encode.ts"
+import type { Pod, PodStatus } from "../../Schemas/Pod/Schema.ts"
 import type { KubeError } from "../../Services/KubeApi.ts"
 import { decoded, encoded, invalid } from "../Status.ts"
 import type { Transport } from "../Transport.ts"

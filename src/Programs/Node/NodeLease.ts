@@ -8,7 +8,7 @@
 import { Clock, Effect, Option, Ref } from "effect"
 import type { Lease } from "../../Schemas/Lease.ts"
 import { microTimeOf } from "../../Schemas/MicroTime.ts"
-import type { OwnerReference } from "../../Schemas/Pod.ts"
+import type { OwnerReference } from "../../Schemas/Pod/Schema.ts"
 import { type KubeError, KubeApi } from "../../Services/KubeApi.ts"
 import type { NodeIdentity } from "../../Services/NodeController.ts"
 

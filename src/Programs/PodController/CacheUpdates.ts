@@ -8,7 +8,8 @@
  */
 import { Effect, Metric } from "effect"
 import { type PodKey, podKeyOf, podKeyOfPod } from "../../Schemas/Ids.ts"
-import type { Pod, UndecodablePod } from "../../Schemas/Pod.ts"
+import type { UndecodablePod } from "../../Schemas/Pod/Decode.ts"
+import type { Pod } from "../../Schemas/Pod/Schema.ts"
 import type { PodWatchEvent } from "../../Services/KubeApi.ts"
 import * as Metrics from "../../Services/Metrics.ts"
 import type { PodCache } from "./PodCache.ts"

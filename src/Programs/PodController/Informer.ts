@@ -1,6 +1,6 @@
 /**
  * The informer: list + watch of the Pods bound to this node into a `PodCache` (the slim projection
- * of each, `Schemas/Pod.ts`). A list replaces the cache (a Pod it lacks is reported removed, and a
+ * of each, `Schemas/Pod/Schema.ts`). A list replaces the cache (a Pod it lacks is reported removed, and a
  * list older than the newest version seen, a server gone backwards, is logged and counted); one
  * watch is `PodWatch.ts`, what follows its end `WatchRestart.ts`, and how each list or event
  * changes the cache, a Pod the decoder refuses included (INF-1 — a Pod the daemon cannot decode is
@@ -8,7 +8,7 @@
  */
 import { type Duration, Effect, Option, Schedule } from "effect"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
-import type { Pod } from "../../Schemas/Pod.ts"
+import type { Pod } from "../../Schemas/Pod/Schema.ts"
 import { KubeApi, type KubeError, type PodList } from "../../Services/KubeApi.ts"
 import * as Metrics from "../../Services/Metrics.ts"
 import type * as Backoff from "./Backoff.ts"

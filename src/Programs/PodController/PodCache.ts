@@ -6,7 +6,7 @@
  * writer's re-reads and replies go through `store` and `written`, each one method call.
  */
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
-import type { Pod } from "../../Schemas/Pod.ts"
+import type { Pod } from "../../Schemas/Pod/Schema.ts"
 import { shouldReconcile, uidOf } from "./PodFacts.ts"
 
 /**

@@ -4,7 +4,9 @@
  */
 import type { V1Pod } from "@kubernetes/client-node"
 import { Option, Schema } from "effect"
-import { copyPlain, dropNulls, type Pod, type PodStatus, PodStatus as PodStatusSchema, slimStatus } from "../../Schemas/Pod.ts"
+import { dropNulls, slimStatus } from "../../Schemas/Pod/Decode.ts"
+import { copyPlain } from "../../Schemas/Pod/Kept.ts"
+import { type Pod, type PodStatus, PodStatus as PodStatusSchema } from "../../Schemas/Pod/Schema.ts"
 
 
 export const uidOf = (pod: V1Pod): string => pod.metadata?.uid ?? ""

@@ -5,7 +5,7 @@
  * creationTimestamp: its one-second resolution is coarser than a whole warm start.
  */
 import type { PodKey } from "../../Schemas/Ids.ts"
-import type { Pod } from "../../Schemas/Pod.ts"
+import type { Pod } from "../../Schemas/Pod/Schema.ts"
 import { isDeleting, isTerminal, uidOf } from "./PodFacts.ts"
 
 /**

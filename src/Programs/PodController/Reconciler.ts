@@ -10,7 +10,7 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Duration, Effect, Metric, Option } from "effect"
 import { type PodKey, splitPodKey } from "../../Schemas/Ids.ts"
-import type { Pod } from "../../Schemas/Pod.ts"
+import type { Pod } from "../../Schemas/Pod/Schema.ts"
 import { type CreatePodError, isRetryable } from "../../Services/ProviderErrors.ts"
 import { EventRecorder, involvedPod } from "../../Services/EventRecorder.ts"
 import { KubeApi, type KubeError } from "../../Services/KubeApi.ts"

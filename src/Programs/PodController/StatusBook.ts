@@ -6,7 +6,7 @@
  * the pending one once it is written) is a compare-and-set here.
  */
 import type { PodKey } from "../../Schemas/Ids.ts"
-import type { Pod } from "../../Schemas/Pod.ts"
+import type { Pod } from "../../Schemas/Pod/Schema.ts"
 import { hasForeignConditions, type Pushed, sameCanonical, uidOf } from "./PodFacts.ts"
 
 /** What the merge needs of a Pod handed to the provider. */

@@ -5,7 +5,7 @@
  */
 import { Clock, Effect } from "effect"
 import { type PodKey, splitPodKey } from "../../Schemas/Ids.ts"
-import type { Pod } from "../../Schemas/Pod.ts"
+import type { Pod } from "../../Schemas/Pod/Schema.ts"
 import { KubeApi, type KubeError } from "../../Services/KubeApi.ts"
 import type { Informer } from "./Informer.ts"
 import { agentConditionsOf, isTerminal } from "./PodFacts.ts"

@@ -10,7 +10,7 @@
 import type { V1Pod } from "@kubernetes/client-node"
 import { Clock, type Duration, Effect, Metric, Option, type Scope } from "effect"
 import { type PodKey, podKeyOfPod, splitPodKey } from "../../Schemas/Ids.ts"
-import type { Pod } from "../../Schemas/Pod.ts"
+import type { Pod } from "../../Schemas/Pod/Schema.ts"
 import { KubeApi, type KubeError } from "../../Services/KubeApi.ts"
 import * as Metrics from "../../Services/Metrics.ts"
 import type * as Backoff from "./Backoff.ts"

@@ -7,7 +7,7 @@ import type { V1ContainerStatus, V1Pod, V1PodStatus } from "@kubernetes/client-n
 import { DateTime, Option } from "effect"
 import type { ClaimRecord } from "../../Schemas/Claims.ts"
 import type { LostRow } from "../../Services/ClaimTable.ts"
-import { copyPlain } from "../../Schemas/Pod.ts"
+import { copyPlain } from "../../Schemas/Pod/Kept.ts"
 import { PodAnnotation } from "../../Schemas/PodAnnotations.ts"
 import type { PodIp } from "./PodIp.ts"
 

@@ -5,7 +5,7 @@
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node"
 import { DateTime, Effect, Option } from "effect"
 import type { PodKey } from "../../Schemas/Ids.ts"
-import { copyPlain } from "../../Schemas/Pod.ts"
+import { copyPlain } from "../../Schemas/Pod/Kept.ts"
 import { ClaimTable, type ClaimTableState } from "../../Services/ClaimTable.ts"
 import { podKeyOfPod } from "./CreatePod.ts"
 import { podIpFor } from "./Push.ts"

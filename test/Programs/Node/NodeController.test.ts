@@ -16,7 +16,7 @@ import * as NodeControllerLive from "../../../src/Programs/Node/NodeController.t
 import { NodeController, NodeHealth } from "../../../src/Services/NodeController.ts"
 import { apiserverRequests, nodeTainted, sandboxdUp } from "../../../src/Services/Metrics.ts"
 import { instrumentKube } from "../../../src/Programs/Observability/Instrument.ts"
-import { decodePod } from "../../../src/Schemas/Pod.ts"
+import { decodePod } from "../../../src/Schemas/Pod/Decode.ts"
 import { testConfig } from "../../../testkit/Config.ts"
 import { AppConfig } from "../../../src/Services/Config.ts"
 import { EventRecorder, type EventType } from "../../../src/Services/EventRecorder.ts"

@@ -13,7 +13,7 @@ import { makeClaimDoubts } from "../../../src/Layers/ClaimTableRef/ClaimDoubtsRe
 import { sample, type SampledSources } from "../../../src/Programs/Observability/Sampled.ts"
 import { testConfig } from "../../../testkit/Config.ts"
 import { type PodKey, podKeyOf } from "../../../src/Schemas/Ids.ts"
-import type { Pod } from "../../../src/Schemas/Pod.ts"
+import type { Pod } from "../../../src/Schemas/Pod/Schema.ts"
 import {
   claimsInDoubtPastSettle,
   labelled,

@@ -16,7 +16,7 @@ import { SandboxdUnreachable } from "../../../src/Services/SandboxdClient.ts"
 import { type PodKey, podKeyOfPod } from "../../../src/Schemas/Ids.ts"
 import { EventRecorder } from "../../../src/Services/EventRecorder.ts"
 import { errorFromResponse } from "../../../src/Kube/Status.ts"
-import type { Pod } from "../../../src/Schemas/Pod.ts"
+import type { Pod } from "../../../src/Schemas/Pod/Schema.ts"
 import {
   KubeApi,
   KubeConflict,

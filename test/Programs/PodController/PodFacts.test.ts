@@ -15,7 +15,8 @@ import {
 } from "../../../src/Programs/PodController/PodFacts.ts"
 import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
 import type { ClaimId } from "../../../src/Schemas/Ids.ts"
-import { decodePod, type Pod, PodStatus } from "../../../src/Schemas/Pod.ts"
+import { decodePod } from "../../../src/Schemas/Pod/Decode.ts"
+import { type Pod, PodStatus } from "../../../src/Schemas/Pod/Schema.ts"
 import {
   leaseExpiredStatus,
   pendingStatus,

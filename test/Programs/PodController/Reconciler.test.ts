@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
 import { decide, failureEvent, failureReason, isNoWarmCapacity } from "../../../src/Programs/PodController/Reconciler.ts"
-import type { Pod } from "../../../src/Schemas/Pod.ts"
+import type { Pod } from "../../../src/Schemas/Pod/Schema.ts"
 import { ClaimFailed, MissingTemplate, SandboxLost } from "../../../src/Services/ProviderErrors.ts"
 import { NoWarmCapacity, SandboxdUnreachable } from "../../../src/Services/SandboxdClient.ts"
 
