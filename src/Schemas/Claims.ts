@@ -1,6 +1,6 @@
 /**
  * The claims table as the daemon holds it in memory. The on-disk shape (PER-1 — claims file format;
- * PER-2 — timestamps at second precision) is `Schemas/ClaimsFile.ts`; this is the decoded, typed
+ * PER-2 — timestamps at second precision) is `Schemas/ClaimsFile/`; this is the decoded, typed
  * form.
  */
 import { Data, DateTime, Option, type Redacted } from "effect"

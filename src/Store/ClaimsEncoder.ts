@@ -1,5 +1,5 @@
 import type { ClaimRecord } from "../Schemas/Claims.ts"
-import { compareKeys, encodeClaimMember, encodeClaimsFile, trailerOf } from "../Schemas/ClaimsFile.ts"
+import { compareKeys, encodeClaimMember, encodeClaimsFile, trailerOf } from "../Schemas/ClaimsFile/Encode.ts"
 import type { PodKey } from "../Schemas/Ids.ts"
 
 /**

@@ -10,7 +10,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { formatTimeLeft } from "../../src/Cli/Claims.ts"
-import { decodeClaimsFile, encodeClaimsFile } from "../../src/Schemas/ClaimsFile.ts"
+import { decodeClaimsFile } from "../../src/Schemas/ClaimsFile/Decode.ts"
+import { encodeClaimsFile } from "../../src/Schemas/ClaimsFile/Encode.ts"
 import { runBinary } from "../support/Process.ts"
 
 const run = runBinary

@@ -24,13 +24,9 @@ import * as OwnerResolverKube from "../../src/Programs/Authorization/OwnerResolv
 import { controllerRefsOf, ownerGvrOf, pluralOf } from "../../src/Programs/Authorization/OwnerGvr.ts"
 import { matchRoute } from "../../src/Programs/Kubelet/Routes.ts"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
-import {
-  decodeClaimsFile,
-  decodeClaimsValue,
-  encodeClaimsFile,
-  formatTimestamp,
-  parseTimestamp
-} from "../../src/Schemas/ClaimsFile.ts"
+import { decodeClaimsFile, decodeClaimsValue } from "../../src/Schemas/ClaimsFile/Decode.ts"
+import { encodeClaimsFile } from "../../src/Schemas/ClaimsFile/Encode.ts"
+import { formatTimestamp, parseTimestamp } from "../../src/Schemas/ClaimsFile/Time.ts"
 import type { ReleaseReason } from "../../src/Schemas/DeleteVerdict.ts"
 import type { ClaimId, PodKey } from "../../src/Schemas/Ids.ts"
 import {

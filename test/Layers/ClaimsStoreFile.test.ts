@@ -8,7 +8,7 @@ import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import { testConfig } from "../../testkit/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
-import { encodeClaimsFile } from "../../src/Schemas/ClaimsFile.ts"
+import { encodeClaimsFile } from "../../src/Schemas/ClaimsFile/Encode.ts"
 import { ClaimsStore } from "../../src/Services/ClaimsStore.ts"
 import { tempDir as makeTempDir } from "../support/TempDir.ts"
 

@@ -3,21 +3,11 @@ import { DateTime, Effect, Option, Redacted, Result } from "effect"
 import * as fc from "fast-check"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
 import type { ClaimIntent } from "../../src/Schemas/Claims.ts"
-import {
-  type ClaimsDocument,
-  compareKeys,
-  decodeClaimsDocument,
-  decodeClaimsDocumentInFull,
-  decodeClaimsFile,
-  encodeClaimMember,
-  encodeClaimsFile,
-  formatTimestamp,
-  goJsonString,
-  membersAfterClaims,
-  parseTimestamp,
-  readWrittenText,
-  writtenTimeAt
-} from "../../src/Schemas/ClaimsFile.ts"
+import { decodeClaimsDocument, decodeClaimsDocumentInFull, decodeClaimsFile } from "../../src/Schemas/ClaimsFile/Decode.ts"
+import { compareKeys, encodeClaimMember, encodeClaimsFile, goJsonString, membersAfterClaims } from "../../src/Schemas/ClaimsFile/Encode.ts"
+import { readWrittenText } from "../../src/Schemas/ClaimsFile/Reader.ts"
+import type { ClaimsDocument } from "../../src/Schemas/ClaimsFile/Schema.ts"
+import { formatTimestamp, parseTimestamp, writtenTimeAt } from "../../src/Schemas/ClaimsFile/Time.ts"
 import type { ClaimId, PodKey } from "../../src/Schemas/Ids.ts"
 
 const at = (iso: string) => DateTime.makeUnsafe(iso)

@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Option, Redacted } from "effect"
 import type { ClaimRecord } from "../../src/Schemas/Claims.ts"
-import { encodeClaimsFile, readWrittenText } from "../../src/Schemas/ClaimsFile.ts"
+import { encodeClaimsFile } from "../../src/Schemas/ClaimsFile/Encode.ts"
+import { readWrittenText } from "../../src/Schemas/ClaimsFile/Reader.ts"
 import { type ClaimId, type PodKey, podKeyOf } from "../../src/Schemas/Ids.ts"
 import { makeClaimsEncoder } from "../../src/Store/ClaimsEncoder.ts"
 

@@ -6,7 +6,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Console, DateTime, Deferred, type Duration, Effect, Option } from "effect"
 import { formatClaimsTable, viewClaims } from "../../src/Cli/Claims.ts"
-import { decodeClaimsFile } from "../../src/Schemas/ClaimsFile.ts"
+import { decodeClaimsFile } from "../../src/Schemas/ClaimsFile/Decode.ts"
 import {
   claimInFile,
   type Cluster,

@@ -7,7 +7,7 @@
  */
 import { Context, Effect, Latch, Layer, Option, Ref } from "effect"
 import type { ClaimIntent, ClaimRecord } from "../../src/Schemas/Claims.ts"
-import { encodeClaimsFile, membersAfterClaims } from "../../src/Schemas/ClaimsFile.ts"
+import { encodeClaimsFile, membersAfterClaims } from "../../src/Schemas/ClaimsFile/Encode.ts"
 import type { PodKey } from "../../src/Schemas/Ids.ts"
 import { ClaimsLoadError, ClaimsSnapshot, ClaimsStore, ClaimsWriteError } from "../../src/Services/ClaimsStore.ts"
 import { makeClaimsCommit } from "../../src/Store/ClaimsCommit.ts"
