@@ -18,7 +18,8 @@ import { type DeletePodError, PodLifecycle } from "../../Services/PodLifecycle.t
 import * as Metrics from "../../Services/Metrics.ts"
 import type { Informer } from "./Informer.ts"
 import type { RunOutcome } from "./KeyedQueue.ts"
-import { isDeleting, isRunning, isTerminal, podsEqual, uidOf, withoutReadiness } from "./PodFacts.ts"
+import { withoutReadiness } from "./Conditions.ts"
+import { isDeleting, isRunning, isTerminal, podsEqual, uidOf } from "./PodFacts.ts"
 import type { StatusWriter } from "./StatusWriter.ts"
 import { LeaseExpiredReason, lostVmEvent } from "../Provider/Status.ts"
 

@@ -7,7 +7,10 @@
  */
 import type { PodKey } from "../../Schemas/Ids.ts"
 import type { Pod } from "../../Schemas/Pod/Schema.ts"
-import { hasForeignConditions, type Pushed, sameCanonical, uidOf } from "./PodFacts.ts"
+import { sameCanonical } from "./Canonical.ts"
+import { hasForeignConditions } from "./Conditions.ts"
+import { uidOf } from "./PodFacts.ts"
+import type { Pushed } from "./StatusBody.ts"
 
 /** What the merge needs of a Pod handed to the provider. */
 interface Handed {

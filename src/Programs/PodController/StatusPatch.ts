@@ -8,7 +8,8 @@ import { type PodKey, splitPodKey } from "../../Schemas/Ids.ts"
 import type { Pod } from "../../Schemas/Pod/Schema.ts"
 import { KubeApi, type KubeError } from "../../Services/KubeApi.ts"
 import type { Informer } from "./Informer.ts"
-import { agentConditionsOf, isTerminal } from "./PodFacts.ts"
+import { agentConditionsOf } from "./Conditions.ts"
+import { isTerminal } from "./PodFacts.ts"
 
 /** `Held`: the server's version of the Pod cannot be decoded (INF-1); nothing was sent. */
 export type WriteResult = "Written" | "Skipped" | "Gone" | "Conflicted" | "Held"

@@ -2,17 +2,9 @@ import type { V1Pod } from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Option, Redacted, Schema } from "effect"
 import fc from "fast-check"
-import {
-  canonical,
-  mergeProviderMap,
-  pushedOf,
-  ReadinessGatesNotReady,
-  sameCanonical,
-  statusWriteBody as bodyOption,
-  statusWriteIsNoop,
-  wireStatus,
-  withoutReadiness
-} from "../../../src/Programs/PodController/PodFacts.ts"
+import { canonical, sameCanonical } from "../../../src/Programs/PodController/Canonical.ts"
+import { ReadinessGatesNotReady, withoutReadiness } from "../../../src/Programs/PodController/Conditions.ts"
+import { mergeProviderMap, pushedOf, statusWriteBody as bodyOption, statusWriteIsNoop, wireStatus } from "../../../src/Programs/PodController/StatusBody.ts"
 import type { ClaimRecord } from "../../../src/Schemas/Claims.ts"
 import type { ClaimId } from "../../../src/Schemas/Ids.ts"
 import { decodePod } from "../../../src/Schemas/Pod/Decode.ts"
