@@ -47,24 +47,111 @@ export interface ClaimsEncoder {
   readonly held: () => { readonly outputBytes: number; readonly rowTexts: number }
 }
 
-export const makeClaimsEncoder = (): ClaimsEncoder => {
-  interface Member {
-    readonly key: PodKey
-    record: ClaimRecord
-    /**
-     * Its JSON while it waits to be placed (offset -1: new or re-encoded, when it is always set);
-     * undefined once its bytes are in the last output (placed, or seeded from a loaded file).
-     */
-    text: string | undefined
-    /** Its encoding's length in bytes, kept here so that an unchanged row costs no look at its bytes. */
-    length: number
-    /** The call that last saw this key among the rows. */
-    seen: number
-    /** Where its bytes start in the last output; -1 when not there (new, or re-encoded). */
-    offset: number
-    /** Its position in the rows' iteration order of the last call. */
-    order: number
+/** A row as the encoder holds it between calls. */
+interface Member {
+  readonly key: PodKey
+  record: ClaimRecord
+  /**
+   * Its JSON while it waits to be placed (offset -1: new or re-encoded, when it is always set);
+   * undefined once its bytes are in the last output (placed, or seeded from a loaded file).
+   */
+  text: string | undefined
+  /** Its encoding's length in bytes, kept here so that an unchanged row costs no look at its bytes. */
+  length: number
+  /** The call that last saw this key among the rows. */
+  seen: number
+  /** Where its bytes start in the last output; -1 when not there (new, or re-encoded). */
+  offset: number
+  /** Its position in the rows' iteration order of the last call. */
+  order: number
+}
+
+const comma = 0x2c
+
+/**
+ * Pass 2 of a call: the previous order (`sorted`) minus the members call `current` did not see
+ * (dropped from `cache`), merged with the new members (`added`, sorted by key), laid out in
+ * `target` from `start`: runs of members adjacent in `previous` are copied as one block each, the
+ * rest written from their text. Returns where the bytes end, the members in their new order, and
+ * whether a member's bytes fell short (the caller then starts over).
+ */
+const layOut = (
+  target: Buffer,
+  previous: Buffer,
+  start: number,
+  sorted: ReadonlyArray<Member>,
+  added: ReadonlyArray<Member>,
+  current: number,
+  cache: Map<PodKey, Member>
+): { readonly offset: number; readonly out: Array<Member>; readonly short: boolean } => {
+  let offset = start
+  // The pending block of the previous output: [runFrom, runTo) goes to `runDest`.
+  let runFrom = -1
+  let runTo = -1
+  let runDest = -1
+  const flush = () => {
+    if (runFrom >= 0) {
+      previous.copy(target, runDest, runFrom, runTo)
+      offset = runDest + (runTo - runFrom)
+      runFrom = -1
+    }
   }
+  const out: Array<Member> = []
+  let short = false
+  const place = (member: Member) => {
+    const length = member.length
+    if (runFrom >= 0 && member.offset === runTo + 1) {
+      // Adjacent to the block in the previous output (after its comma): the block grows.
+      member.offset = runDest + (member.offset - runFrom)
+      runTo += 1 + length
+    } else {
+      flush()
+      if (out.length > 0) target[offset++] = comma
+      if (member.offset >= 0) {
+        runFrom = member.offset
+        runTo = member.offset + length
+        runDest = offset
+        member.offset = offset
+      } else {
+        // offset -1: new or re-encoded, so its text is set; were it missing, the bytes would
+        // fall short and the caller starts over.
+        const written = target.write(member.text ?? "", offset)
+        if (written !== length) short = true
+        member.text = undefined
+        member.offset = offset
+        offset += written
+      }
+    }
+    out.push(member)
+  }
+  // Pass 2: the previous order minus the members not among the rows, merged with the new keys
+  // (each new key's place found by binary search, not by comparing it with every key before it).
+  const insertAt = added.map((member) => {
+    let lo = 0
+    let hi = sorted.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (compareKeys(sorted[mid]!.key, member.key) < 0) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  })
+  let a = 0
+  for (let i = 0; i < sorted.length; i++) {
+    const member = sorted[i]!
+    while (a < added.length && insertAt[a]! <= i) place(added[a++]!)
+    if (member.seen !== current) {
+      cache.delete(member.key)
+      continue
+    }
+    place(member)
+  }
+  while (a < added.length) place(added[a++]!)
+  flush()
+  return { offset, out, short }
+}
+
+export const makeClaimsEncoder = (): ClaimsEncoder => {
   const cache = new Map<PodKey, Member>()
   /** Every cached member, sorted by key: the order of the last output. */
   let sorted: Array<Member> = []
@@ -77,7 +164,6 @@ export const makeClaimsEncoder = (): ClaimsEncoder => {
   /** `}` + the top-level members after `claims` + `}`, remade only when those members change. */
   let closeFor = ""
   let close = Buffer.from(`}}`)
-  const comma = 0x2c
 
   const startOver = (rows: ReadonlyMap<PodKey, ClaimRecord>, otherMembers: string): Uint8Array => {
     // Cannot happen (every cached member is in `sorted`); start over rather than write wrong bytes.
@@ -182,70 +268,7 @@ export const makeClaimsEncoder = (): ClaimsEncoder => {
     const target = Buffer.allocUnsafeSlow(byteLength)
     const previous = last
     target.set(open, 0)
-    let offset = open.length
-    // The pending block of the previous output: [runFrom, runTo) goes to `runDest`.
-    let runFrom = -1
-    let runTo = -1
-    let runDest = -1
-    const flush = () => {
-      if (runFrom >= 0) {
-        previous.copy(target, runDest, runFrom, runTo)
-        offset = runDest + (runTo - runFrom)
-        runFrom = -1
-      }
-    }
-    const out: Array<Member> = []
-    let short = false
-    const place = (member: Member) => {
-      const length = member.length
-      if (runFrom >= 0 && member.offset === runTo + 1) {
-        // Adjacent to the block in the previous output (after its comma): the block grows.
-        member.offset = runDest + (member.offset - runFrom)
-        runTo += 1 + length
-      } else {
-        flush()
-        if (out.length > 0) target[offset++] = comma
-        if (member.offset >= 0) {
-          runFrom = member.offset
-          runTo = member.offset + length
-          runDest = offset
-          member.offset = offset
-        } else {
-          // offset -1: new or re-encoded, so its text is set; were it missing, the bytes would
-          // fall short and the check below starts over.
-          const written = target.write(member.text ?? "", offset)
-          if (written !== length) short = true
-          member.text = undefined
-          member.offset = offset
-          offset += written
-        }
-      }
-      out.push(member)
-    }
-    // Pass 2: the previous order minus the members not among the rows, merged with the new keys
-    // (each new key's place found by binary search, not by comparing it with every key before it).
-    const insertAt = added.map((member) => {
-      let lo = 0
-      let hi = sorted.length
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1
-        if (compareKeys(sorted[mid]!.key, member.key) < 0) lo = mid + 1
-        else hi = mid
-      }
-      return lo
-    })
-    let a = 0
-    for (let i = 0; i < sorted.length; i++) {
-      const member = sorted[i]!
-      while (a < added.length && insertAt[a]! <= i) place(added[a++]!)
-      if (member.seen !== current) {
-        cache.delete(member.key)
-        continue
-      }
-      place(member)
-    }
-    while (a < added.length) place(added[a++]!)
-    flush()
+    const { offset, out, short } = layOut(target, previous, open.length, sorted, added, current, cache)
     if (short || out.length !== count || cache.size !== count || offset + close.length !== byteLength) return startOver(rows, otherMembers)
     target.set(close, offset)
     sorted = out
