@@ -5,53 +5,29 @@
  * under concurrency). The maps are `PersistentMap`s, so an event costs the same at 10,000 claims
  * as at 10 and every state handed out stays a consistent snapshot.
  */
-import type { V1Pod } from "@kubernetes/client-node"
 import { Context, Effect, Layer, Option, Ref } from "effect"
-import { type ClaimRecord, type ClaimRow, claimStates, lostStateAt } from "../Schemas/Claims.ts"
-import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
+import { type ClaimRow, claimStates } from "../Schemas/Claims.ts"
+import type { PodKey } from "../Schemas/Ids.ts"
 import { PersistentMap } from "../Schemas/PersistentMap.ts"
-import { acceptedPodOf, copyPlain } from "../Schemas/Pod/Kept.ts"
-import type { Pod } from "../Schemas/Pod/Schema.ts"
 import { ClaimsSnapshot } from "../Services/ClaimsStore.ts"
-import {
-  type Adoption,
-  ClaimTable,
-  type ClaimTableState,
-  type LostRow,
-  podUidIsCurrent,
-  type QuarantineJudgement,
-  type StorePodOutcome
-} from "../Services/ClaimTable.ts"
+import { ClaimTable, type ClaimTableState, type LostRow, podUidIsCurrent, type StorePodOutcome } from "../Services/ClaimTable.ts"
 import { ClaimDoubts } from "../Services/ClaimDoubts.ts"
 import { KnownSecrets } from "../Services/KnownSecrets.ts"
 import { RowsView } from "../Store/RowsView.ts"
 import { ClaimDoubtsRefLayer } from "./ClaimTableRef/ClaimDoubtsRef.ts"
-
-/**
- * The table keeps the slim facts of a Pod it accepted (`acceptedPodOf`: what the provider reads
- * of it, a copy sharing only strings), never the Pod object it was handed, and hands out copies.
- */
-const keptPod = (pod: V1Pod): Pod => acceptedPodOf(pod)
-const handedOut = (pod: Pod): V1Pod => copyPlain(pod)
-
-const withRow = (state: ClaimTableState, key: PodKey, row: ClaimRow): ClaimTableState => ({
-  ...state,
-  rows: state.rows.with(key, row)
-})
-
-const withoutRow = (state: ClaimTableState, key: PodKey): ClaimTableState => ({ ...state, rows: state.rows.without(key) })
-
-const withPod = (state: ClaimTableState, key: PodKey, pod: Pod): ClaimTableState => ({
-  ...state,
-  pods: state.pods.with(key, pod)
-})
-
-const withoutPod = (state: ClaimTableState, key: PodKey): ClaimTableState => ({ ...state, pods: state.pods.without(key) })
-
-const rowWithId = (state: ClaimTableState, key: PodKey, id: ClaimId): ClaimRow | undefined => {
-  const row = state.rows.get(key)
-  return row !== undefined && row.record.id === id ? row : undefined
-}
+import {
+  adopted,
+  handedOut,
+  judged,
+  keptPod,
+  landedIn,
+  markedLost,
+  rowWithId,
+  withoutPod,
+  withoutRow,
+  withPod,
+  withRow
+} from "./ClaimTableRef/Transitions.ts"
 
 export const emptyClaimTableState: ClaimTableState = { pods: PersistentMap.empty(), rows: PersistentMap.empty() }
 
@@ -94,28 +70,7 @@ export const makeClaimTable = Effect.gen(function*() {
       Ref.update(ref, (s) => withPod(withRow(s, key, { record, state: claimStates.Tentative }), key, keptPod(pod))),
 
     adopt: (key, pod, now) =>
-      modify((s) => {
-        const row = s.rows.get(key)
-        if (row === undefined || row.state._tag !== "Durable") return [Option.none<Adoption>(), s]
-        const podUID = pod.metadata?.uid ?? ""
-        const previousPodUID = row.record.podUID
-        if (previousPodUID === podUID && Option.isSome(row.record.claimedAt) && row.record.owner === undefined) {
-          // Nothing in the record changes: it is kept (the claims writer reuses its encoding).
-          return [Option.some({ record: row.record, previousPodUID, changed: false }), withPod(s, key, keptPod(pod))]
-        }
-        // A Pod holds the row again: it no longer waits on the owner it was preserved for (AUTH-9 —
-        // a preserved VM is released once its owner goes).
-        const { owner: _preservedFor, ...held } = row.record
-        const record: ClaimRecord = {
-          ...held,
-          podUID,
-          claimedAt: Option.isSome(row.record.claimedAt) ? row.record.claimedAt : Option.some(now)
-        }
-        return [
-          Option.some({ record, previousPodUID, changed: true }),
-          withPod(withRow(s, key, { record, state: row.state }), key, keptPod(pod))
-        ]
-      }),
+      modify((s) => adopted(s, key, pod, now)),
 
     withdraw: (key, id) =>
       modify((s) => rowWithId(s, key, id) === undefined ? [false, s] : [true, withoutPod(withoutRow(s, key), key)]),
@@ -130,21 +85,7 @@ export const makeClaimTable = Effect.gen(function*() {
     dropClaim: (key, id) => modify((s) => rowWithId(s, key, id) === undefined ? [false, s] : [true, withoutRow(s, key)]),
 
     markLost: (key, id, podUID, at) =>
-      modify((s): readonly [Option.Option<LostRow>, ClaimTableState] => {
-        const row = rowWithId(s, key, id)
-        if (row === undefined || row.state._tag === "Tentative") return [Option.none(), s]
-        if (row.state._tag === "Lost" && row.record.podUID === podUID) {
-          return [Option.some({ record: row.record, leaseEnded: row.state.leaseEnded }), s]
-        }
-        const record = row.record.podUID === podUID ? row.record : { ...row.record, podUID }
-        // LEASE-10 — a lease that ran out while the daemon was down ends the Pod as lease-expired:
-        // decided when the VM was first found gone, and kept.
-        const state = row.state._tag === "Lost" ? row.state : lostStateAt(row.record, at)
-        return [
-          Option.some({ record, leaseEnded: state._tag === "Lost" && state.leaseEnded }),
-          withRow(s, key, { record, state })
-        ]
-      }),
+      modify((s) => markedLost(s, key, id, podUID, at)),
 
     lost: (key) =>
       read((s): Option.Option<LostRow> => {
@@ -172,32 +113,7 @@ export const makeClaimTable = Effect.gen(function*() {
     }),
 
     judgeQuarantined: (snapshot, listed, listedAt) =>
-      modify((s): readonly [QuarantineJudgement, ClaimTableState] => {
-        const lifted: Array<PodKey> = []
-        const lost: Array<{ key: PodKey; id: ClaimId }> = []
-        const rows = s.rows.withChanges((rows) => {
-          // forEach, not for…of: no entry array per row (a startup pass judges every loaded row).
-          snapshot.forEach((id, key) => {
-            const row = rows.get(key)
-            // Replaced, removed, or already judged by a concurrent pass: this listing cannot judge it.
-            if (row === undefined || row.record.id !== id || row.state._tag !== "Quarantined") return
-            const listedDeadline = listed.get(id)
-            if (listedDeadline !== undefined) {
-              // The record object is kept when nothing in it changes: the claims writer reuses the
-              // encoding of an unchanged record (and the startup write the loaded file's own bytes).
-              const record = Option.isNone(row.record.deadline) ? { ...row.record, deadline: listedDeadline } : row.record
-              rows.set(key, { record, state: claimStates.Durable })
-              lifted.push(key)
-            } else {
-              // VER-7 — a lost sandbox's row outlives restarts until its Pod is settled: kept,
-              // written as it was, so its Pod generation is never claimed for again.
-              rows.set(key, { record: row.record, state: lostStateAt(row.record, listedAt) })
-              lost.push({ key, id })
-            }
-          })
-        }, snapshot.size)
-        return [{ lifted, lost }, { ...s, rows }]
-      }),
+      modify((s) => judged(s, snapshot, listed, listedAt)),
 
     storePod: (key, pod) =>
       modify((s): readonly [StorePodOutcome, ClaimTableState] =>
@@ -219,17 +135,7 @@ export const makeClaimTable = Effect.gen(function*() {
         )
       ),
     landed: (written) =>
-      Ref.update(ref, (s) => {
-        const rows = s.rows.withChanges((rows) => {
-          for (const [key, id] of written) {
-            const row = rows.get(key)
-            if (row !== undefined && row.state._tag === "Tentative" && row.record.id === id) {
-              rows.set(key, { record: row.record, state: claimStates.Durable })
-            }
-          }
-        })
-        return rows === s.rows ? s : { ...s, rows }
-      })
+      Ref.update(ref, (s) => landedIn(s, written))
   })
 
   const secrets = KnownSecrets.of({
