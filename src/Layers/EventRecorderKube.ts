@@ -60,6 +60,64 @@ export interface EventRecorderOptions {
   readonly normalPodEvents?: EventBudget
 }
 
+const component = "vk-sandbox"
+
+/** The Event written for `agg` under `name`, from this node's recorder. */
+const eventBody = (agg: Aggregate, name: string, nodeName: string): Event => ({
+  metadata: { name, namespace: eventNamespace(agg.involved) },
+  involvedObject: {
+    kind: agg.involved.kind,
+    apiVersion: agg.involved.apiVersion ?? "v1",
+    name: agg.involved.name,
+    uid: agg.involved.uid,
+    ...(agg.involved.namespace !== "" ? { namespace: agg.involved.namespace } : {})
+  },
+  reason: agg.reason,
+  message: agg.message,
+  type: agg.type,
+  count: agg.count,
+  firstTimestamp: DateTime.toDateUtc(agg.first),
+  lastTimestamp: DateTime.toDateUtc(agg.last),
+  source: { component, host: nodeName },
+  reportingComponent: component,
+  reportingInstance: nodeName
+})
+
+/**
+ * The budget of new Normal Pod events (EV-06), a token bucket refilled on each record from the time
+ * since the last one: what `budgeted` returns is the event as written, the Pod's own, or the Node's
+ * summary (`nodeSummary`) when over the budget.
+ */
+const normalPodBudget = (budget: EventBudget, nodeSummary: InvolvedObject) => {
+  let tokens = budget.burst
+  let refilledAt: number | undefined
+  const budgeted = (
+    current: ReadonlyMap<string, Aggregate>,
+    involved: InvolvedObject,
+    type: EventType,
+    reason: string,
+    message: string,
+    nowMillis: number
+  ): { readonly involved: InvolvedObject; readonly message: string; readonly folded: boolean } => {
+    if (involved.kind !== "Pod" || type !== "Normal" || current.has(keyOf(involved, type, reason))) {
+      return { involved, message, folded: false }
+    }
+    tokens = Math.min(budget.burst, tokens + (Math.max(0, nowMillis - (refilledAt ?? nowMillis)) * budget.perSecond) / 1000)
+    refilledAt = nowMillis
+    if (tokens >= 1) {
+      tokens -= 1
+      return { involved, message, folded: false }
+    }
+    return {
+      involved: nodeSummary,
+      message: `Pod ${involved.namespace}/${involved.name}: ${message} (Normal Pod events beyond ${budget.burst} at once, ` +
+        `then ${budget.perSecond} per second, are counted here instead of on each Pod)`,
+      folded: true
+    }
+  }
+  return budgeted
+}
+
 export const make = (options: EventRecorderOptions = { flushInterval: Duration.seconds(1) }) =>
   Effect.gen(function*() {
     const kube = yield* KubeApi
@@ -67,38 +125,10 @@ export const make = (options: EventRecorderOptions = { flushInterval: Duration.s
     // One map, updated in place inside Ref.update (its function runs synchronously, and the flush
     // works on an array it copies out first): an event costs the same with 4,000 aggregates as with 4.
     const state = yield* Ref.make(new Map<string, Aggregate>())
-    const component = "vk-sandbox"
     const budget = options.normalPodEvents ?? defaultNormalPodEvents
-    // the budget's token bucket, refilled on each record from the time since the last one
-    let tokens = budget.burst
-    let refilledAt: number | undefined
     const nodeSummary: InvolvedObject = { kind: "Node", namespace: "", name: config.nodeName, uid: "" }
 
-    /** EV-06: the event as written (the Pod's own, or the Node's summary when over the budget). */
-    const budgeted = (
-      current: ReadonlyMap<string, Aggregate>,
-      involved: InvolvedObject,
-      type: EventType,
-      reason: string,
-      message: string,
-      nowMillis: number
-    ): { readonly involved: InvolvedObject; readonly message: string; readonly folded: boolean } => {
-      if (involved.kind !== "Pod" || type !== "Normal" || current.has(keyOf(involved, type, reason))) {
-        return { involved, message, folded: false }
-      }
-      tokens = Math.min(budget.burst, tokens + (Math.max(0, nowMillis - (refilledAt ?? nowMillis)) * budget.perSecond) / 1000)
-      refilledAt = nowMillis
-      if (tokens >= 1) {
-        tokens -= 1
-        return { involved, message, folded: false }
-      }
-      return {
-        involved: nodeSummary,
-        message: `Pod ${involved.namespace}/${involved.name}: ${message} (Normal Pod events beyond ${budget.burst} at once, ` +
-          `then ${budget.perSecond} per second, are counted here instead of on each Pod)`,
-        folded: true
-      }
-    }
+    const budgeted = normalPodBudget(budget, nodeSummary)
 
     const record = (involved: InvolvedObject, type: EventType, reason: string, message: string) =>
       Effect.gen(function*() {
@@ -124,26 +154,6 @@ export const make = (options: EventRecorderOptions = { flushInterval: Duration.s
         if (folded) yield* count(eventsFolded, { reason })
       })
 
-    const eventBody = (agg: Aggregate, name: string): Event => ({
-      metadata: { name, namespace: eventNamespace(agg.involved) },
-      involvedObject: {
-        kind: agg.involved.kind,
-        apiVersion: agg.involved.apiVersion ?? "v1",
-        name: agg.involved.name,
-        uid: agg.involved.uid,
-        ...(agg.involved.namespace !== "" ? { namespace: agg.involved.namespace } : {})
-      },
-      reason: agg.reason,
-      message: agg.message,
-      type: agg.type,
-      count: agg.count,
-      firstTimestamp: DateTime.toDateUtc(agg.first),
-      lastTimestamp: DateTime.toDateUtc(agg.last),
-      source: { component, host: config.nodeName },
-      reportingComponent: component,
-      reportingInstance: config.nodeName
-    })
-
     // Names are `<object>.<hex nanoseconds>`. The clock has millisecond resolution, so the sub-millisecond
     // part is a per-recorder sequence: two keys of one object created in the same millisecond (with the
     // same count) would otherwise share a name, and the second create would fail AlreadyExists.
@@ -153,7 +163,7 @@ export const make = (options: EventRecorderOptions = { flushInterval: Duration.s
         const millis = DateTime.toEpochMillis(agg.last)
         const serial = yield* Ref.getAndUpdate(sequence, (n) => (n + 1) % 1_000_000)
         const name = `${agg.involved.name}.${(BigInt(millis) * 1_000_000n + BigInt(serial)).toString(16)}`
-        yield* kube.createEvent(eventBody(agg, name))
+        yield* kube.createEvent(eventBody(agg, name, config.nodeName))
         return { name, namespace: eventNamespace(agg.involved), count: agg.count }
       })
 
