@@ -57,11 +57,15 @@ const figures = (events: ReadonlyArray<{ readonly src: string; readonly kind: st
     if (event.src === "nemesis" && event.kind === "start" && event.fault !== undefined) faults.set(event.fault, (faults.get(event.fault) ?? 0) + 1)
   }
   const count = (src: string, kind: string) => events.filter((e) => e.src === src && e.kind === kind).length
-  // One row per resource the plan keeps faults apart on, each kind with its count (none left out).
+  // One row per resource the plan keeps faults apart on, each kind with its count (none left out);
+  // the nemesis' own steps that are no fault kind (the backup a restore goes back to) last.
   const rows = new Map<string, Array<string>>()
   for (const kind of faultKinds) rows.set(resourceOf(kind), [...(rows.get(resourceOf(kind)) ?? []), `${kind} ${faults.get(kind) ?? 0}`])
+  const known = new Set<string>(faultKinds)
+  const steps = [...faults].filter(([kind]) => !known.has(kind)).map(([kind, n]) => `${kind} ${n}`)
+  if (steps.length > 0) rows.set("nemesis steps", steps)
   return [
-    `faults injected: ${[...faults.values()].reduce((a, b) => a + b, 0)}`,
+    `faults injected: ${faultKinds.reduce((sum, kind) => sum + (faults.get(kind) ?? 0), 0)}`,
     ...[...rows].map(([resource, kinds]) => `  ${resource.padEnd(17)}${kinds.join(", ")}`),
     `workload requests: ${count("workload", "request")}; VMs claimed: ${count("sandboxd", "claimed")}; ended: ${count("sandboxd", "ended")}; ` +
     `daemon starts: ${events.filter((e) => e.src === "daemon" && e.kind === "process" && (e as { what?: string }).what === "started").length}; ` +
