@@ -106,6 +106,50 @@ export interface Reconciler {
   readonly retainedKeys: Effect.Effect<ReadonlySet<PodKey>>
 }
 
+/**
+ * The status a create failure leaves on the Pod, where it is visible (Pending, or Failed with
+ * restartPolicy Never). A lost sandbox ends the Pod whatever its restart policy: it is never given
+ * another. A claim in doubt ends no Pod (CU-05 — provider failure status): its VM may exist and is adopted once
+ * the doubt is settled. Either way the Pod is not ready: a Ready=True the status held before is
+ * turned False, or Services would keep sending traffic to a Pod with no sandbox.
+ */
+const providerFailedStatus = (failure: CreatePodError) => (current: Pod, time: number): Pod | undefined => {
+  const phase = failure._tag === "SandboxLost" ||
+      (current.spec?.restartPolicy === "Never" && failure._tag !== "ClaimInDoubt")
+    ? "Failed"
+    : "Pending"
+  const reason = failureReason(failure)
+  const now = current.status
+  // Terminal is final; the same failure already shown needs no write (a resync retry).
+  if (isTerminal(current)) return undefined
+  const status = withoutReadiness({ ...now, phase, reason, message: failure.message }, reason, time)
+  if (now?.phase === phase && now.reason === reason && now.message === failure.message && status.conditions === now.conditions) {
+    return undefined
+  }
+  return { ...current, status }
+}
+
+/** The final delete; 404 and 409 (the UID precondition) mean done. */
+const finalDelete = (kube: Pick<KubeApi["Service"], "deletePod">, key: PodKey, uid: string) =>
+  kube.deletePod(...splitPodKey(key), uid).pipe(
+    Effect.tap(() => Effect.logInfo("pod removed from the apiserver")),
+    Effect.catchTag("KubeNotFound", () => Effect.void),
+    Effect.catchTag("KubeConflict", () =>
+      Effect.logWarning("final delete skipped: the pod was recreated under the same name").pipe(
+        Effect.annotateLogs({ uid })
+      )),
+    Effect.as<RunOutcome>("Done"),
+    Effect.catch((error: KubeError) =>
+      Effect.logWarning("final pod delete failed; retrying").pipe(
+        Effect.annotateLogs({ error }),
+        Effect.as<RunOutcome>("Retry")
+      )
+    )
+  )
+
+const releaseFailed = (what: string) => (failure: DeletePodError) =>
+  Effect.logWarning(what).pipe(Effect.annotateLogs({ error: failure }), Effect.as<RunOutcome>("Retry"))
+
 export const make = (
   informer: Informer,
   status: StatusWriter
@@ -124,55 +168,13 @@ export const make = (
      */
     const createFailed = new Set<PodKey>()
 
-    /**
-     * The create failure is visible on the Pod (Pending, or Failed with restartPolicy Never). A
-     * lost sandbox ends the Pod whatever its restart policy: it is never given another. A claim
-     * in doubt ends no Pod (CU-05 — provider failure status): its VM may exist and is adopted once
-     * the doubt is settled. Either way the Pod is not ready: a Ready=True the status held before is
-     * turned False, or Services would keep sending traffic to a Pod with no sandbox.
-     */
     const writeProviderFailed = (key: PodKey, uid: string, failure: CreatePodError) =>
-      status.write(key, uid, (current, time) => {
-        const phase = failure._tag === "SandboxLost" ||
-            (current.spec?.restartPolicy === "Never" && failure._tag !== "ClaimInDoubt")
-          ? "Failed"
-          : "Pending"
-        const reason = failureReason(failure)
-        const now = current.status
-        // Terminal is final; the same failure already shown needs no write (a resync retry).
-        if (isTerminal(current)) return undefined
-        const status = withoutReadiness({ ...now, phase, reason, message: failure.message }, reason, time)
-        if (now?.phase === phase && now.reason === reason && now.message === failure.message && status.conditions === now.conditions) {
-          return undefined
-        }
-        return { ...current, status }
-      }).pipe(
+      status.write(key, uid, providerFailedStatus(failure)).pipe(
         Effect.catch((error: KubeError) =>
           Effect.logWarning("could not record the create failure on the pod").pipe(Effect.annotateLogs({ error }))
         ),
         Effect.asVoid
       )
-
-    /** The final delete; 404 and 409 (the UID precondition) mean done. */
-    const finalDelete = (key: PodKey, uid: string) =>
-      kube.deletePod(...splitPodKey(key), uid).pipe(
-        Effect.tap(() => Effect.logInfo("pod removed from the apiserver")),
-        Effect.catchTag("KubeNotFound", () => Effect.void),
-        Effect.catchTag("KubeConflict", () =>
-          Effect.logWarning("final delete skipped: the pod was recreated under the same name").pipe(
-            Effect.annotateLogs({ uid })
-          )),
-        Effect.as<RunOutcome>("Done"),
-        Effect.catch((error: KubeError) =>
-          Effect.logWarning("final pod delete failed; retrying").pipe(
-            Effect.annotateLogs({ error }),
-            Effect.as<RunOutcome>("Retry")
-          )
-        )
-      )
-
-    const releaseFailed = (what: string) => (failure: DeletePodError) =>
-      Effect.logWarning(what).pipe(Effect.annotateLogs({ error: failure }), Effect.as<RunOutcome>("Retry"))
 
     const onCreateFailure = (key: PodKey, pod: Pod, failure: CreatePodError) =>
       Effect.gen(function*() {
@@ -239,7 +241,7 @@ export const make = (
           return provider.deletePod(action.pod).pipe(
             Effect.matchEffect({
               onFailure: releaseFailed("delete in provider failed; the pod object stays"),
-              onSuccess: () => finalDelete(key, uidOf(action.pod))
+              onSuccess: () => finalDelete(kube, key, uidOf(action.pod))
             })
           )
         case "LeaveAlone":
