@@ -126,6 +126,40 @@ const danglingSweep = (
       ), { concurrency: 8, discard: true })
   })
 
+/**
+ * HZ-1 — a stopped part fails liveness: the parts that run for as long as the controller does.
+ * One that ends (a defect, a stream that completes) is logged with its cause and named by
+ * `stopped`, which /healthz reports, so the kubelet's liveness probe restarts a daemon whose
+ * cache froze instead of it looking healthy.
+ */
+const runForever = (book: ControllerBook, name: string) => <E, R>(self: Effect.Effect<unknown, E, R>) =>
+  self.pipe(
+    Effect.onExit((exit) =>
+      Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
+        ? Effect.void
+        : Effect.logError("pod controller part stopped; /healthz fails from now on", ...(Exit.isFailure(exit) ? [exit.cause] : [])).pipe(
+          Effect.annotateLogs({ part: name })
+        )
+    ),
+    Effect.forkScoped,
+    Effect.tap((fiber) => Effect.sync(() => book.addPart(name, fiber)))
+  )
+
+/**
+ * INF-1: a Pod held as it was (a Pending one given no VM) shows why where its owner looks, once
+ * per version the daemon cannot read (a restart's list meets it once more).
+ */
+const undecodableEvent = (events: EventRecorder["Service"]) => (pod: UndecodablePod, lastGoodKept: boolean) =>
+  events.record(
+    { kind: "Pod", namespace: pod.namespace, name: pod.name, uid: pod.uid },
+    "Warning",
+    "Undecodable",
+    `the daemon cannot decode this pod at resourceVersion ${pod.resourceVersion} (${pod.error}); ` +
+      (lastGoodKept
+        ? "it is kept as its last readable version was: no sandbox is claimed or released for it, and only an ending status is written, until a readable version"
+        : "it is left out: no sandbox is claimed for it until a readable version")
+  )
+
 export const make = (
   options: PodControllerOptions = defaultOptions
 ): Effect.Effect<PodControllerHandle, never, AppConfig | KubeApi | PodLifecycle | EventRecorder | Scope.Scope> =>
@@ -180,25 +214,8 @@ export const make = (
       }
     )
 
-    // HZ-1 — a stopped part fails liveness: the parts that run for as long as the controller does.
-    // One that ends (a defect, a stream that completes) is logged with its cause and named by
-    // `stopped`, which /healthz reports, so the kubelet's liveness probe restarts a daemon whose
-    // cache froze instead of it looking healthy.
-    const runForever = (name: string) => <E, R>(self: Effect.Effect<unknown, E, R>) =>
-      self.pipe(
-        Effect.onExit((exit) =>
-          Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
-            ? Effect.void
-            : Effect.logError("pod controller part stopped; /healthz fails from now on", ...(Exit.isFailure(exit) ? [exit.cause] : [])).pipe(
-              Effect.annotateLogs({ part: name })
-            )
-        ),
-        Effect.forkScoped,
-        Effect.tap((fiber) => Effect.sync(() => book.addPart(name, fiber)))
-      )
-
-    yield* provider.statusPushes.pipe(Stream.runForEach(status.push), runForever("status-pushes"))
-    yield* provider.retryNow.pipe(Stream.runForEach((key) => podQueue.enqueue(key, "now")), runForever("retry-now"))
+    yield* provider.statusPushes.pipe(Stream.runForEach(status.push), runForever(book, "status-pushes"))
+    yield* provider.retryNow.pipe(Stream.runForEach((key) => podQueue.enqueue(key, "now")), runForever(book, "retry-now"))
 
     // sandboxd accepts the node token again (a rotation, or a refusing proxy gone): the creates
     // that failed meanwhile wait on the slow schedule, so they go now instead.
@@ -210,7 +227,7 @@ export const make = (
             for (const key of yield* reconciler.retainedKeys) yield* podQueue.enqueue(key, "now")
           })
         ),
-        runForever("token-accepted")
+        runForever(book, "token-accepted")
       )
     }
 
@@ -231,31 +248,18 @@ export const make = (
             Effect.andThen(Effect.sleep(options.backoff.initial))
           )
         ),
-        runForever("dependency-recovered")
+        runForever(book, "dependency-recovered")
       )
     }
 
     const events = yield* EventRecorder
-    // INF-1: a Pod held as it was (a Pending one given no VM) shows why where its owner looks,
-    // once per version the daemon cannot read (a restart's list meets it once more).
-    const undecodable = (pod: UndecodablePod, lastGoodKept: boolean) =>
-      events.record(
-        { kind: "Pod", namespace: pod.namespace, name: pod.name, uid: pod.uid },
-        "Warning",
-        "Undecodable",
-        `the daemon cannot decode this pod at resourceVersion ${pod.resourceVersion} (${pod.error}); ` +
-          (lastGoodKept
-            ? "it is kept as its last readable version was: no sandbox is claimed or released for it, and only an ending status is written, until a readable version"
-            : "it is left out: no sandbox is claimed for it until a readable version")
-      )
-
     yield* informer.run({
       changed,
       observed: status.repair,
       removed: status.forget,
       firstSync: danglingSweep(provider, informer, (key) => podQueue.enqueue(key, "change")),
-      undecodable
-    }).pipe(runForever("informer"))
+      undecodable: undecodableEvent(events)
+    }).pipe(runForever(book, "informer"))
 
     // Resync: re-examine every known Pod; also the status repair check.
     const resync = Effect.gen(function*() {
@@ -264,7 +268,7 @@ export const make = (
         yield* status.repair(pod)
       }
     })
-    yield* every(options.resyncInterval, resync).pipe(runForever("resync"))
+    yield* every(options.resyncInterval, resync).pipe(runForever(book, "resync"))
 
     const started = yield* Clock.currentTimeMillis
     yield* Effect.logDebug("pod controller started").pipe(Effect.annotateLogs({ node: nodeName, at: started }))
