@@ -7,36 +7,20 @@
  * Node gets the NoSchedule `sandboxd-unavailable` taint, removed by the next good probe: new Pods
  * go elsewhere, running ones stay. Shutdown leaves the Node and the Lease in place.
  */
-import { Clock, Duration, Effect, Layer, Metric, Option, Queue, Ref, Schedule, Semaphore } from "effect"
-import { encodeTaints, type Node } from "../../Schemas/Node.ts"
+import { Clock, Duration, Effect, Layer, Metric, Option, Queue, Ref, Semaphore } from "effect"
 import { redactUrlUserinfo } from "../../Schemas/UrlRedaction.ts"
 import { AppConfig } from "../../Services/Config.ts"
 import { EventRecorder, type EventType } from "../../Services/EventRecorder.ts"
 import { every } from "../../Services/Loops.ts"
-import { type KubeError, KubeApi, KubeInvalid } from "../../Services/KubeApi.ts"
+import { type KubeError, KubeApi } from "../../Services/KubeApi.ts"
 import { SandboxdClient } from "../../Services/SandboxdClient.ts"
-import { nodeTainted, sandboxdUp } from "../../Services/Metrics.ts"
-import {
-  NodeController,
-  NodeHealth,
-  type NodeIdentity,
-  type SandboxdReachability,
-  type UnavailableReason
-} from "../../Services/NodeController.ts"
+import { sandboxdUp } from "../../Services/Metrics.ts"
+import { NodeController, NodeHealth, type NodeIdentity, type SandboxdReachability } from "../../Services/NodeController.ts"
 import * as Backoff from "../PodController/Backoff.ts"
 import { makeLeaseRenewer } from "./NodeLease.ts"
-import {
-  advanceConditions,
-  buildNode,
-  daemonVersion,
-  desiredConditions,
-  type NodeSnapshot,
-  retaint,
-  sandboxdTaintOn,
-  statusPatch,
-  type TrackedConditions,
-  trackedFromServer
-} from "./NodeObject.ts"
+import { advanceConditions, daemonVersion, desiredConditions, type NodeSnapshot, type TrackedConditions } from "./NodeObject.ts"
+import { makeNodeRegistration } from "./NodeRegistration.ts"
+import { makeNodeTaint } from "./NodeTaint.ts"
 import { probeSandboxd } from "./SandboxdProbe.ts"
 
 export interface NodeControllerOptions {
@@ -73,16 +57,24 @@ export const layer = (
 ): Layer.Layer<NodeController, KubeError, AppConfig | KubeApi | SandboxdClient> =>
   Layer.effect(NodeController, make(options))
 
-/** Our condition types, for reading transition times back from an existing Node. */
-const ownConditionTypes = desiredConditions({ _tag: "NotProbed" }).map((c) => c.type)
-
-const identityOf = (node: Node, fallbackName: string): NodeIdentity => ({
-  name: node.metadata?.name ?? fallbackName,
-  uid: node.metadata?.uid ?? ""
-})
-
-/** A taint write met a 409 (someone else wrote the Node): re-read and try again at once, up to 4 times. */
-const taintConflictRetry = Schedule.recurs(4)
+/** An Event on the Node once it is known (a log line before, or without a recorder). */
+const nodeEventOf = (
+  identity: Ref.Ref<Option.Option<NodeIdentity>>,
+  recorder: Option.Option<EventRecorder["Service"]>
+) =>
+(type: EventType, reason: string, message: string) =>
+  Effect.gen(function*() {
+    const current = yield* Ref.get(identity)
+    if (Option.isNone(current) || Option.isNone(recorder)) {
+      return yield* Effect.logInfo("node event").pipe(Effect.annotateLogs({ type, reason, message }))
+    }
+    yield* recorder.value.record(
+      { kind: "Node", namespace: "", name: current.value.name, uid: current.value.uid },
+      type,
+      reason,
+      message
+    )
+  })
 
 const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) {
   const config = yield* AppConfig
@@ -110,19 +102,15 @@ const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) 
 
   const annotate = Effect.annotateLogs({ node: nodeName })
 
-  const nodeEvent = (type: EventType, reason: string, message: string) =>
-    Effect.gen(function*() {
-      const current = yield* Ref.get(identity)
-      if (Option.isNone(current) || Option.isNone(recorder)) {
-        return yield* Effect.logInfo("node event").pipe(Effect.annotateLogs({ type, reason, message }))
-      }
-      yield* recorder.value.record(
-        { kind: "Node", namespace: "", name: current.value.name, uid: current.value.uid },
-        type,
-        reason,
-        message
-      )
-    })
+  const nodeEvent = nodeEventOf(identity, recorder)
+
+  const { noteTaint, syncTaint, wantedTaint } = makeNodeTaint(
+    kube,
+    nodeName,
+    options.probeGrace,
+    { reachability, failedInARow, taintOnNode, nodeLock },
+    nodeEvent
+  )
 
   /** The desired status now; a status change moves that condition's transition time. */
   const snapshot = Effect.gen(function*() {
@@ -135,139 +123,19 @@ const make = Effect.fnUntraced(function*(given: Partial<NodeControllerOptions>) 
     return { config, version: options.version, arch: options.arch, conditions, now } satisfies NodeSnapshot
   })
 
-  const remember = (node: Node) => Ref.set(identity, Option.some(identityOf(node, nodeName)))
-
-  /** The taint the Node should carry now: the reason once `probeGrace` probes in a row failed. */
-  const wantedTaint = Effect.gen(function*() {
-    const result = yield* Ref.get(reachability)
-    const failures = yield* Ref.get(failedInARow)
-    return result._tag === "Unavailable" && failures >= options.probeGrace ? result.reason : undefined
-  })
-
-  const noteTaint = (reason: string | undefined) =>
-    Ref.set(taintOnNode, Option.some(reason)).pipe(Effect.andThen(Metric.update(nodeTainted, reason === undefined ? 0 : 1)))
-
-  // The writers below run under nodeLock (taken by their public callers only).
-
-  const patchExisting = Effect.gen(function*() {
-    const patched = yield* kube.patchNodeStatus(nodeName, statusPatch(yield* snapshot))
-    yield* remember(patched)
-    return identityOf(patched, nodeName)
-  })
-
-  const createNode: Effect.Effect<NodeIdentity, KubeError> = Effect.gen(function*() {
-    const unavailable = yield* wantedTaint
-    const created = yield* kube.createNode(buildNode(yield* snapshot, unavailable)).pipe(
-      Effect.catchTag("KubeConflict", () => Effect.succeed(undefined))
-    )
-    // Someone created it between our GET and POST: patch theirs instead (once; a 404 now fails).
-    if (created === undefined) return yield* patchExisting
-    yield* remember(created)
-    yield* noteTaint(sandboxdTaintOn(created))
-    const registered = identityOf(created, nodeName)
-    yield* Effect.logInfo("node registered").pipe(Effect.annotateLogs({ uid: registered.uid }))
-    yield* nodeEvent("Normal", "Registered", `Node ${nodeName} registered by vk-sandbox ${options.version}`)
-    return registered
-  })
-
-  /**
-   * The status patch; a Node deleted while we run is registered again (unlike the Go library;
-   * PIT-19 — a deleted Node).
-   */
-  const patchStatus: Effect.Effect<NodeIdentity, KubeError> = patchExisting.pipe(
-    Effect.catchTag("KubeNotFound", () =>
-      Effect.logWarning("node is gone; registering it again").pipe(Effect.andThen(createNode)))
-  )
-
-  /** GET; present → keep its transition times and patch; missing → POST the whole Node. */
-  const ensureNode = Effect.gen(function*() {
-    const existing = yield* kube.getNode(nodeName).pipe(
-      Effect.map(Option.some),
-      Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<Node>()))
-    )
-    if (Option.isNone(existing)) return yield* createNode
-    yield* Ref.set(tracked, trackedFromServer(existing.value, ownConditionTypes))
-    const leftover = sandboxdTaintOn(existing.value)
-    yield* noteTaint(leftover)
-    // Tainted by an earlier run and sandboxd still failing: keep the taint rather than lift it
-    // for the length of a new grace.
-    const first = yield* Ref.get(reachability)
-    if (leftover !== undefined && first._tag === "Unavailable") {
-      yield* Ref.update(failedInARow, (n) => Math.max(n, options.probeGrace))
-    }
-    return yield* patchStatus
-  }).pipe(nodeLock.withPermits(1))
-
-  /** For the lease when it is missing: is the Node still there (and with which UID)? */
-  const confirmNode = Effect.gen(function*() {
-    const existing = yield* kube.getNode(nodeName).pipe(
-      Effect.map(Option.some),
-      Effect.catchTag("KubeNotFound", () => Effect.succeed(Option.none<Node>()))
-    )
-    if (Option.isNone(existing)) {
-      yield* Effect.logWarning("node is gone; registering it again")
-      return yield* createNode
-    }
-    yield* remember(existing.value)
-    return identityOf(existing.value, nodeName)
-  }).pipe(nodeLock.withPermits(1))
-
-  const currentNode = Effect.gen(function*() {
-    const current = yield* Ref.get(identity)
-    return Option.isSome(current) ? current.value : yield* confirmNode
+  const { confirmNode, currentNode, ensureNode, patchStatus } = makeNodeRegistration({
+    kube,
+    nodeName,
+    version: options.version,
+    probeGrace: options.probeGrace,
+    state: { identity, tracked, reachability, failedInARow, nodeLock },
+    snapshot,
+    wantedTaint,
+    noteTaint,
+    nodeEvent
   })
 
   const lease = yield* makeLeaseRenewer({ currentNode, confirmNode })
-
-  /**
-   * Sets or clears the taint on the Node, changing no other taint: GET, then a strategic-merge
-   * patch of the whole taint list guarded by the resourceVersion read, so a concurrent writer
-   * makes it a 409 and it is read again. Returns the reason before and after.
-   */
-  const writeTaint = (reason: UnavailableReason | undefined) =>
-    Effect.gen(function*() {
-      const node = yield* kube.getNode(nodeName)
-      const before = sandboxdTaintOn(node)
-      const taints = retaint(node.spec?.taints ?? [], reason)
-      if (taints === undefined) return { before, after: before }
-      // Every taint as read (a NoExecute taint's timeAdded included): the patch replaces the list.
-      const encoded = encodeTaints(taints)
-      if (Option.isNone(encoded)) {
-        return yield* new KubeInvalid({ operation: "patchNode", message: "node taints that cannot be encoded" })
-      }
-      const patched = yield* kube.patchNode(nodeName, {
-        metadata: { resourceVersion: node.metadata?.resourceVersion },
-        spec: { taints: encoded.value }
-      })
-      return { before, after: sandboxdTaintOn(patched) }
-    }).pipe(Effect.retry({ schedule: taintConflictRetry, while: (e) => e._tag === "KubeConflict" }))
-
-  const syncTaint = Effect.gen(function*() {
-    const wanted = yield* wantedTaint
-    const known = yield* Ref.get(taintOnNode)
-    if (Option.isSome(known) && known.value === wanted) return
-    const { before, after } = yield* writeTaint(wanted).pipe(nodeLock.withPermits(1))
-    yield* noteTaint(after)
-    if (before === after) return
-    if (after === undefined) {
-      yield* Effect.logInfo("sandboxd taint removed")
-      yield* nodeEvent("Normal", "SandboxdTaintRemoved", "sandboxd answers again: new Pods may be placed on this node")
-    } else {
-      yield* Effect.logWarning("node tainted NoSchedule: sandboxd cannot serve").pipe(Effect.annotateLogs({ reason: after }))
-      yield* nodeEvent(
-        "Warning",
-        "SandboxdTainted",
-        `sandboxd cannot serve (${after}): no new Pods are placed on this node; running Pods stay`
-      )
-    }
-  }).pipe(
-    Effect.catch((e: KubeError) =>
-      Ref.set(taintOnNode, Option.none()).pipe(
-        Effect.andThen(Effect.logWarning("node taint update failed; retried after the next probe")),
-        Effect.annotateLogs({ error: e })
-      )
-    )
-  )
 
   const probeOnce = Effect.gen(function*() {
     const result = yield* probeSandboxd(options.probeTimeout).pipe(Effect.provideService(SandboxdClient, sandboxdClient))
