@@ -232,7 +232,7 @@ const firstOfEach = <A>(rows: ReadonlyArray<A>, keyOf: (row: A) => string): Read
 const listedOf = (row: ListedSandboxWire): ListedSandbox => {
   const claimedAt = parseDeadline(row.claimed_at)
   return {
-    id: row.id as ClaimId,
+    id: row.id,
     claimRef: row.claim_ref ?? "",
     deadline: parseDeadline(row.deadline),
     hibernated: row.hibernated ?? false,

@@ -74,7 +74,7 @@ export type ClaimResponseWire = typeof ClaimResponseWire.Type
 // ---- GET /v1/sandboxes -------------------------------------------------------------------------
 
 export const ListedSandboxWire = Schema.Struct({
-  id: Schema.NonEmptyString,
+  id: Schema.NonEmptyString.pipe(Schema.brand("ClaimId")),
   key: Schema.optionalKey(Schema.NullOr(PoolKeyWire)),
   deadline: OptionalText,
   hibernated: OptionalFlag,

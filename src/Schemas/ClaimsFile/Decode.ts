@@ -7,7 +7,7 @@
 import { invalidJsonMessage } from "../Json.ts"
 import { DateTime, Effect, Option, Redacted, Result, Schema } from "effect"
 import type { ClaimIntent, ClaimRecord } from "../Claims.ts"
-import type { ClaimId, PodKey } from "../Ids.ts"
+import type { PodKey } from "../Ids.ts"
 import { membersOf, memberText, positionOf, repeated, skipSpace } from "./RawText.ts"
 import { readWrittenText } from "./Reader.ts"
 import { type ClaimsDocument, ClaimsFileDecodeError, ClaimsFileShape, printableToken } from "./Schema.ts"
@@ -47,7 +47,7 @@ export const decodeClaimsValue = (
     const deadline = parseOptionalTimestamp(key, "deadline", entry.deadline)
     if (Result.isFailure(deadline)) return Result.fail(new ClaimsFileDecodeError({ message: deadline.failure }))
     rows.set(key as PodKey, {
-      id: entry.id as ClaimId,
+      id: entry.id,
       token: Redacted.make(entry.token),
       address: entry.address ?? "",
       podUID: entry.podUID ?? "",

@@ -10,7 +10,7 @@
  */
 import { Schema } from "effect"
 import type { ClaimIntent, ClaimRecord } from "../Claims.ts"
-import type { PodKey } from "../Ids.ts"
+import { ClaimId, type PodKey } from "../Ids.ts"
 
 /** The file's text is not a claims table (bad JSON, wrong shape, bad timestamp). */
 export class ClaimsFileDecodeError extends Schema.TaggedError<ClaimsFileDecodeError>()("ClaimsFileDecodeError", {
@@ -21,7 +21,7 @@ const OptionalText = Schema.optionalKey(Schema.NullOr(Schema.String))
 
 /** One row as found on disk (before timestamp parsing). */
 export const ClaimsFileEntry = Schema.Struct({
-  id: Schema.String,
+  id: ClaimId,
   token: Schema.String,
   address: OptionalText,
   podUID: OptionalText,
