@@ -101,9 +101,16 @@ export class StatusBook {
     return true
   }
 
-  /** The last push is written again (status repair), unless a newer one waits. */
-  queueRepair(key: PodKey, pushed: Pushed): void {
+  /**
+   * `pushed`, read by `lastPush` before the repair check, is written again (status repair), unless
+   * a newer push waits: only while it is still the key's last push. A write that landed meanwhile
+   * (the check yields) made a newer push the last, which must not be overwritten by this older
+   * one; a Pod forgotten meanwhile has none. False when it is no longer the last push.
+   */
+  queueRepair(key: PodKey, pushed: Pushed): boolean {
+    if (this.lastPushed.get(key) !== pushed) return false
     if (!this.pending.has(key)) this.pending.set(key, pushed)
+    return true
   }
 
   /** `push` is written or dropped: it leaves, unless a newer push took its place meanwhile. */

@@ -188,8 +188,7 @@ export const make = (
         // the clock's time lands only in a body that differs anyway (`withTransitionTimes`)
         const now = yield* Clock.currentTimeMillis
         if (statusWriteIsNoop(pod, pushedBody(pushed, pod, book.baseFor(key, pushed), now))) return
-        book.queueRepair(key, pushed)
-        yield* queue.enqueue(key, "resync")
+        if (book.queueRepair(key, pushed)) yield* queue.enqueue(key, "resync")
       })
 
     return {
