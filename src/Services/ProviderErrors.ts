@@ -163,11 +163,7 @@ export class PreserveNotPersisted extends Schema.TaggedError<PreserveNotPersiste
   claim: Schema.String,
   cause: ClaimsWriteError,
   message: Schema.String
-}) {
-  get retryable(): true {
-    return true
-  }
-}
+}) {}
 
 /** What a deletePod call ended in, for callers that report it (metrics, tests). */
 export type DeleteOutcome =
