@@ -11,6 +11,7 @@ import type { PreservedOwner } from "../../Schemas/Claims.ts"
 import { controllerRefsOf } from "../Authorization/OwnerGvr.ts"
 import { ClaimInDoubt, PreserveNotPersisted } from "../../Services/ProviderErrors.ts"
 import { dropLostRow } from "./LostRows.ts"
+import { saveState } from "./SaveState.ts"
 import { resolveDoubt } from "../ClaimDoubt.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
@@ -75,7 +76,6 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
   const table = yield* ClaimTable
   const owners = yield* OwnerResolver
   const sandboxd = yield* SandboxdClient
-  const store = yield* ClaimsStore
   const events = yield* EventRecorder
   const key = podKeyOfPod(pod)
   const uid = pod.metadata?.uid ?? ""
@@ -169,12 +169,9 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
           const rows = row !== undefined && row.record.id === claimId ? state.rows.without(key) : state.rows
           return [undefined, withoutPod({ ...state, rows }, key)] as const
         })
-        yield* store.commit(Option.none()).pipe(
-          Effect.catchTag("ClaimsWriteError", (error) =>
-            // DEL-2 — a failed save after release: the released row may stay on disk; the next
-            // start quarantines and then drops it.
-            Effect.logError("persist claims state").pipe(Effect.annotateLogs({ error })))
-        )
+        // DEL-2 — a failed save after release: the released row may stay on disk; the next start
+        // quarantines and then drops it.
+        yield* saveState
         yield* events.record(
           involvedPod(pod),
           "Normal",
