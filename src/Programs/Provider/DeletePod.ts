@@ -83,7 +83,7 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
   // 1. ST-4 — stale-UID guard: a previous generation's request touches nothing.
   if (!podUidIsCurrent(yield* table.state, key, uid)) {
     yield* Effect.logInfo("ignoring stale DeletePod for previous pod generation").pipe(Effect.annotateLogs({ uid }))
-    return { _tag: "StaleUid" } as DeleteOutcome
+    return { _tag: "StaleUid" } satisfies DeleteOutcome
   }
   // 1b. A key in doubt (a claim that may have made a VM no row records, from before a crash or a
   // lost reply) is resolved first: its sandbox adopted, so the owner's verdict below releases or
@@ -113,11 +113,11 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
     // is deleted.
     yield* table.modify((state) => [undefined, withoutPod(state, key)] as const)
     yield* dropLostRow(key)
-    return { _tag: "LostDropped" } as DeleteOutcome
+    return { _tag: "LostDropped" } satisfies DeleteOutcome
   }
   if (Option.isNone(held)) {
     yield* table.modify((state) => [undefined, withoutPod(state, key)] as const)
-    return { _tag: "NoClaim" } as DeleteOutcome
+    return { _tag: "NoClaim" } satisfies DeleteOutcome
   }
   const claim = held.value.record
   const claimId = claim.id
@@ -136,7 +136,7 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
         yield* rememberOwner(key, claimId, preservedOwnerOf(pod))
         yield* table.modify((state) => [undefined, withoutPod(state, key)] as const)
         yield* events.record(involvedPod(pod), "Normal", "Preserved", `sandbox ${claimId} preserved: ${verdict.detail}`)
-        return { _tag: "Preserved", verdict } as DeleteOutcome
+        return { _tag: "Preserved", verdict } satisfies DeleteOutcome
       }),
     Release: () =>
       Effect.gen(function*() {
@@ -178,7 +178,7 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
           "Released",
           `sandbox ${claimId} released (${verdict.detail})${outcome === "AlreadyGone" ? "; it was already gone" : ""}`
         )
-        return { _tag: "Released", verdict, alreadyGone: outcome === "AlreadyGone" } as DeleteOutcome
+        return { _tag: "Released", verdict, alreadyGone: outcome === "AlreadyGone" } satisfies DeleteOutcome
       })
   })
 }, (effect, pod) => Effect.annotateLogs(effect, { pod: `${pod.metadata?.namespace ?? ""}/${pod.metadata?.name ?? ""}` }))
