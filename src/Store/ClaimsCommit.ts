@@ -7,7 +7,7 @@
  * snapshots its rows only once taken, and reports its landed keys to `ClaimsSnapshot.landed`
  * before the next batch snapshots anything; a failed write never calls `landed`.
  */
-import { Effect, Metric, Option, type Scope } from "effect"
+import { Cause, Effect, Metric, Option, type Scope } from "effect"
 import { commitBatchSize } from "../Services/Metrics.ts"
 import type { ClaimIntent, ClaimRecord } from "../Schemas/Claims.ts"
 import type { ClaimId, PodKey } from "../Schemas/Ids.ts"
@@ -90,7 +90,12 @@ export const makeClaimsCommit = (
             Effect.logError("persist claims state at shutdown: settled claim intents stay in the file").pipe(
               Effect.annotateLogs({ error })
             )),
-          Effect.ignoreCause
+          // A defect (a bug in the write) is logged with its cause; the shutdown goes on either way.
+          Effect.catchCause((cause) =>
+            Cause.hasInterruptsOnly(cause)
+              ? Effect.void
+              : Effect.logError("persist claims state at shutdown: settled claim intents stay in the file", cause)
+          )
         )
       })
     )

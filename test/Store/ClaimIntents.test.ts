@@ -13,8 +13,10 @@ import type { ClaimIntent } from "../../src/Schemas/Claims.ts"
 import { decodeClaimsDocument, decodeClaimsFile } from "../../src/Schemas/ClaimsFile/Decode.ts"
 import { encodeClaimsFile, membersAfterClaims } from "../../src/Schemas/ClaimsFile/Encode.ts"
 import { ClaimsStore } from "../../src/Services/ClaimsStore.ts"
+import { makeClaimsCommit } from "../../src/Store/ClaimsCommit.ts"
 import * as ClaimsStoreMemory from "../../testkit/Layers/ClaimsStoreMemory.ts"
 import { key, record } from "../support/Claims.ts"
+import { makeLogCapture } from "../support/Logs.ts"
 
 const intent = (n: number): ClaimIntent => ({
   key: key(n),
@@ -211,5 +213,23 @@ describe("claim intents: the group commit", () => {
       }))
       assert.strictEqual(yield* control.writeCount, 2)
       assert.deepStrictEqual([...(yield* control.diskIntents).keys()], [key(1)])
+    }))
+})
+
+describe("claim intents: the shutdown write", () => {
+  it.effect("a defect in the shutdown write is logged with its cause, and the shutdown goes on", () =>
+    Effect.gen(function*() {
+      const logs = makeLogCapture()
+      let writes = 0
+      yield* Effect.scoped(Effect.gen(function*() {
+        const commits = yield* makeClaimsCommit(() =>
+          Effect.suspend(() => ++writes === 1 ? Effect.void : Effect.die(new Error("encoder bug")))
+        )
+        yield* commits.intend(intent(1))
+        yield* commits.settleIntent(key(1))
+      })).pipe(Effect.provide(ClaimsStoreMemory.testSnapshotLayer), Effect.provide(logs.layer))
+      assert.strictEqual(writes, 2, "the shutdown made its write")
+      const lines = logs.lines.filter((line) => line.message.startsWith("persist claims state at shutdown"))
+      assert.strictEqual(lines.length, 1, "the defect reached a log line")
     }))
 })
