@@ -5,6 +5,7 @@
  * maps its replies with the same functions, so both layers fail alike.
  */
 import { Duration, Effect, Option, Schema } from "effect"
+import { scrubText } from "../Schemas/Scrub.ts"
 import { redactCause, redactUrlUserinfo } from "../Schemas/UrlRedaction.ts"
 import {
   KubeConflict,
@@ -63,7 +64,11 @@ const isTooLargeResourceVersion = (code: number, status: K8sStatus | undefined):
   ((status?.details?.causes ?? []).some((cause) => cause.reason === "ResourceVersionTooLarge") ||
     (status?.message ?? "").includes("Too large resource version"))
 
-export const firstLine = (text: string): string => text.trim().split("\n")[0]!.slice(0, 300)
+/**
+ * The first line of a reply that is not a Status, for an error message: scrubbed before it is cut
+ * (a proxy may echo the request's bearer token; a list or watch body quotes Pods' annotations).
+ */
+export const firstLine = (text: string): string => scrubText(text.trim().split("\n")[0]!).slice(0, 300)
 
 /** Maps an HTTP failure. `body` is the response text (or a decoded Status from a watch ERROR event). */
 export const errorFromResponse = (operation: string, code: number, body: unknown): KubeError => {

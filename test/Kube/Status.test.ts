@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { errorFromResponse, notJson } from "../../src/Kube/Status.ts"
 import { json, setup } from "../support/KubeRecorder.ts"
 
 describe("Kube status mapping on the wire", () => {
@@ -42,4 +43,22 @@ describe("Kube status mapping on the wire", () => {
         if (error._tag === "KubeConflict") assert.strictEqual(error.reason, "AlreadyExists")
       }
     }))
+})
+
+describe("Kube error text from outside", () => {
+  const token = "eyJhbGciOiJSUzI1NiIsImtpZCI6IjEyMyJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dmsifQ.c2lnbmF0dXJlc2lnbmF0dXJl"
+
+  it("a proxy's error page echoing the request's bearer token: the message quotes it scrubbed", () => {
+    const error = errorFromResponse("getPod", 502, `bad gateway: upstream refused (Authorization: Bearer ${token})\n<html>`)
+    assert.notInclude(error.message, token)
+    assert.include(error.message, "bad gateway: upstream refused")
+  })
+
+  it("a list or watch body that is not one: the quoted head carries no credential-shaped field", () => {
+    const head = `{"kind":"PodList","items":[{"metadata":{"name":"p","annotations":{"example.com/api_token":"tok-${"a".repeat(12)}","sig":"${token}"}}}],"metadata":7}`
+    const error = notJson("listPods", 200, head)
+    assert.notInclude(error.message, token)
+    assert.notInclude(error.message, `tok-${"a".repeat(12)}`)
+    assert.include(error.message, `"kind":"PodList"`)
+  })
 })
