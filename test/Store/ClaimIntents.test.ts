@@ -27,6 +27,18 @@ const intent = (n: number): ClaimIntent => ({
 const MemoryLayer = (options?: ClaimsStoreMemory.ClaimsStoreMemoryOptions) =>
   ClaimsStoreMemory.layer(options).pipe(Layer.provideMerge(ClaimsStoreMemory.testSnapshotLayer))
 
+/** Runs `effect` against a file store on `statePath`, opened for it and closed after (a start and a clean stop). */
+const withFileStore = (statePath: string) =>
+<A, E>(effect: Effect.Effect<A, E, ClaimsStore | ClaimsStoreMemory.TestClaimsTable>) =>
+  Effect.scoped(
+    Effect.gen(function*() {
+      const context = yield* Layer.build(
+        Layer.effect(ClaimsStore, ClaimsStoreFile.make(statePath)).pipe(Layer.provideMerge(ClaimsStoreMemory.testSnapshotLayer))
+      )
+      return yield* effect.pipe(Effect.provide(context))
+    })
+  )
+
 describe("claim intents: the file", () => {
   it("no intents: the reference's bytes; with intents: a second top-level member, sorted, second precision", () => {
     const rows = new Map([[key(1), record(1)]])
@@ -139,15 +151,7 @@ describe("claim intents: the group commit", () => {
     Effect.gen(function*() {
       const dir = NFS.mkdtempSync(NPath.join(NOS.tmpdir(), "vk-intents-"))
       const statePath = NPath.join(dir, "claims.json")
-      const withStore = <A, E>(effect: Effect.Effect<A, E, ClaimsStore | ClaimsStoreMemory.TestClaimsTable>) =>
-        Effect.scoped(
-          Effect.gen(function*() {
-            const context = yield* Layer.build(
-              Layer.effect(ClaimsStore, ClaimsStoreFile.make(statePath)).pipe(Layer.provideMerge(ClaimsStoreMemory.testSnapshotLayer))
-            )
-            return yield* effect.pipe(Effect.provide(context))
-          })
-        )
+      const withStore = withFileStore(statePath)
       yield* withStore(Effect.gen(function*() {
         const store = yield* ClaimsStore
         yield* store.load
@@ -173,15 +177,7 @@ describe("claim intents: the group commit", () => {
     Effect.gen(function*() {
       const dir = NFS.mkdtempSync(NPath.join(NOS.tmpdir(), "vk-intents-"))
       const statePath = NPath.join(dir, "claims.json")
-      const withStore = <A, E>(effect: Effect.Effect<A, E, ClaimsStore | ClaimsStoreMemory.TestClaimsTable>) =>
-        Effect.scoped(
-          Effect.gen(function*() {
-            const context = yield* Layer.build(
-              Layer.effect(ClaimsStore, ClaimsStoreFile.make(statePath)).pipe(Layer.provideMerge(ClaimsStoreMemory.testSnapshotLayer))
-            )
-            return yield* effect.pipe(Effect.provide(context))
-          })
-        )
+      const withStore = withFileStore(statePath)
       const onDisk = () => Object.keys((JSON.parse(NFS.readFileSync(statePath, "utf8")) as { intents?: object }).intents ?? {})
       yield* withStore(Effect.gen(function*() {
         const store = yield* ClaimsStore
