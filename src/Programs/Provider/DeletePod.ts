@@ -9,10 +9,10 @@ import { Effect, Option } from "effect"
 import { DeleteVerdict } from "../../Schemas/DeleteVerdict.ts"
 import type { PreservedOwner } from "../../Schemas/Claims.ts"
 import { controllerRefsOf } from "../Authorization/OwnerGvr.ts"
-import { ClaimInDoubt, PreserveNotPersisted } from "../../Services/ProviderErrors.ts"
+import { PreserveNotPersisted } from "../../Services/ProviderErrors.ts"
 import { dropLostRow } from "./LostRows.ts"
 import { saveState } from "./SaveState.ts"
-import { resolveDoubt } from "../ClaimDoubt.ts"
+import { settleDoubt } from "./PreClaim.ts"
 import { type PodKey, podKeyOfPod } from "../../Schemas/Ids.ts"
 import { ClaimsStore } from "../../Services/ClaimsStore.ts"
 import { ClaimTable, type ClaimTableState, podUidIsCurrent } from "../../Services/ClaimTable.ts"
@@ -88,23 +88,7 @@ export const deletePod = Effect.fn("Provider.deletePod")(function*(pod: V1Pod) {
   // 1b. A key in doubt (a claim that may have made a VM no row records, from before a crash or a
   // lost reply) is resolved first: its sandbox adopted, so the owner's verdict below releases or
   // keeps it like any held claim, or shown absent. Until then the Pod is not let go.
-  const resolution = yield* resolveDoubt(key).pipe(
-    Effect.mapError((cause) =>
-      new ClaimInDoubt({
-        pod: key,
-        strays: [],
-        cause,
-        message: `pod ${key}: a claim whose outcome is unknown cannot be settled yet (${cause.message}); the Pod is kept until it is`
-      })
-    )
-  )
-  if (resolution._tag === "Pending") {
-    return yield* new ClaimInDoubt({
-      pod: key,
-      strays: resolution.strays,
-      message: `pod ${key}: a claim whose outcome is unknown is not settled: ${resolution.reason}`
-    })
-  }
+  yield* settleDoubt(key, "the Pod is kept until it is")
   // 2–3. The held lookup: tentative and quarantined claims still hold live microVMs.
   const held = yield* table.held(key)
   if (Option.isSome(held) && held.value.state._tag === "Lost") {

@@ -127,18 +127,18 @@ export const clearStrandedClaim = Effect.fnUntraced(function*(key: PodKey) {
 })
 
 /**
- * A key in doubt is settled before anything else is claimed for it. Adopted: the row is now
- * Durable and step 4 adopts it. Absent: the key may claim. Anything else keeps the Pod waiting
- * with reason ClaimInDoubt.
+ * A key in doubt is settled before anything else is done for it (a claim, or a delete's
+ * verdict). Adopted: the row is now Durable. Absent: the key may go on. Anything else keeps the
+ * Pod waiting with reason ClaimInDoubt; `until` says what waits (it ends the error's message).
  */
-export const settleDoubt = Effect.fnUntraced(function*(key: PodKey) {
+export const settleDoubt = Effect.fnUntraced(function*(key: PodKey, until = "no new claim until it is") {
   const resolution = yield* resolveDoubt(key).pipe(
     Effect.mapError((cause) =>
       new ClaimInDoubt({
         pod: key,
         strays: [],
         cause,
-        message: `pod ${key}: a claim whose outcome is unknown cannot be settled yet (${cause.message}); no new claim until it is`
+        message: `pod ${key}: a claim whose outcome is unknown cannot be settled yet (${cause.message}); ${until}`
       })
     )
   )
