@@ -39,6 +39,13 @@ const withFileStore = (statePath: string) =>
     })
   )
 
+/** A store's intents as its load finds them on disk. */
+const loadedIntents = Effect.gen(function*() {
+  const store = yield* ClaimsStore
+  yield* store.load
+  return yield* store.intents
+})
+
 describe("claim intents: the file", () => {
   it("no intents: the reference's bytes; with intents: a second top-level member, sorted, second precision", () => {
     const rows = new Map([[key(1), record(1)]])
@@ -164,11 +171,7 @@ describe("claim intents: the group commit", () => {
       const onDisk = JSON.parse(NFS.readFileSync(statePath, "utf8")) as { claims: object; intents: object }
       assert.deepStrictEqual(Object.keys(onDisk.claims), [key(2)])
       assert.deepStrictEqual(Object.keys(onDisk.intents), [key(1)])
-      const loaded = yield* withStore(Effect.gen(function*() {
-        const store = yield* ClaimsStore
-        yield* store.load
-        return yield* store.intents
-      }))
+      const loaded = yield* withStore(loadedIntents)
       assert.deepStrictEqual([...loaded.keys()], [key(1)])
       NFS.rmSync(dir, { recursive: true, force: true })
     }))
@@ -189,11 +192,7 @@ describe("claim intents: the group commit", () => {
         assert.deepStrictEqual(onDisk(), [key(1), key(2)], "settling writes nothing by itself")
       }))
       assert.deepStrictEqual(onDisk(), [key(2)], "the shutdown wrote the settled one out; the other stays")
-      const loaded = yield* withStore(Effect.gen(function*() {
-        const store = yield* ClaimsStore
-        yield* store.load
-        return yield* store.intents
-      }))
+      const loaded = yield* withStore(loadedIntents)
       assert.deepStrictEqual([...loaded.keys()], [key(2)])
       NFS.rmSync(dir, { recursive: true, force: true })
     }))
