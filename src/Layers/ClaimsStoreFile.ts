@@ -88,7 +88,7 @@ export const make = (statePath: string, options: ClaimsStoreFileOptions = {}) =>
       if (bytes === undefined) {
         // The file was there when the store started (a link's target, say) and is gone now.
         if (path !== given) return yield* new ClaimsLoadError({ path: given, message: `the state file ${path} vanished` })
-        return new Map<PodKey, ClaimRecord>() as ReadonlyMap<PodKey, ClaimRecord>
+        return new Map<PodKey, ClaimRecord>()
       }
       const text = bytes.toString("utf8")
       const document = yield* Effect.fromResult(decodeClaimsDocument(text)).pipe(

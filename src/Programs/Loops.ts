@@ -62,10 +62,10 @@ export const InventoryPublisherLayer = Layer.unwrap(
     const config = yield* AppConfig
     if (!config.publishInventory) return idleLayer(InventoryPublisherLoop, "inventory-publisher")
     const table = yield* ClaimTable
-    const addressById = Effect.map(table.state, (state) => {
+    const addressById = Effect.map(table.state, (state): ReadonlyMap<ClaimId, string> => {
       const byId = new Map<ClaimId, string>()
       for (const row of state.rows.values()) if (row.record.address !== "") byId.set(row.record.id, row.record.address)
-      return byId as ReadonlyMap<ClaimId, string>
+      return byId
     })
     return loopLayer(InventoryPublisherLoop, "inventory-publisher", true, runPublisher({ addressById }))
   })

@@ -5,7 +5,7 @@
  * secrets the caller names; a claim reply that cannot be kept is an unknown outcome, never a no.
  */
 import { Option, Redacted, Result, Schema } from "effect"
-import type { ClaimId } from "../Schemas/Ids.ts"
+import { type ClaimId, claimIdOfText } from "../Schemas/Ids.ts"
 import { parseJsonQuietly } from "../Schemas/Json.ts"
 import {
   ClaimResponseWire,
@@ -189,7 +189,7 @@ export const interpretClaim = (
     return Result.fail(invalidClaimReply("an owner_addr that is not a bounded address"))
   }
   return Result.succeed({
-    id: id as ClaimId,
+    id: claimIdOfText(id),
     token: Redacted.make(body?.token ?? ""),
     ownerAddr,
     deadline: parseDeadline(deadlineText)

@@ -8,6 +8,7 @@
  */
 import { DateTime, Option, Schema } from "effect"
 import { civilSecondsAt, daysInMonth, digitsAt } from "./CivilTime.ts"
+import { ClaimId } from "./Ids.ts"
 
 // ---- shared pieces -----------------------------------------------------------------------------
 
@@ -74,7 +75,7 @@ export type ClaimResponseWire = typeof ClaimResponseWire.Type
 // ---- GET /v1/sandboxes -------------------------------------------------------------------------
 
 export const ListedSandboxWire = Schema.Struct({
-  id: Schema.NonEmptyString.pipe(Schema.brand("ClaimId")),
+  id: ClaimId.check(Schema.isNonEmpty()),
   key: Schema.optionalKey(Schema.NullOr(PoolKeyWire)),
   deadline: OptionalText,
   hibernated: OptionalFlag,

@@ -108,7 +108,7 @@ export const makeClaimsCommit = (
           return submit({ _tag: "Intend", key: intent.key })
         }),
       settleIntent: (key) => Effect.sync(() => void held.delete(key)),
-      intents: Effect.sync(() => new Map(held) as ReadonlyMap<PodKey, ClaimIntent>),
+      intents: Effect.sync((): ReadonlyMap<PodKey, ClaimIntent> => new Map(held)),
       holdLoaded: (intents) =>
         Effect.sync(() => {
           for (const [key, intent] of intents) if (!held.has(key)) held.set(key, intent)

@@ -7,7 +7,7 @@
 import { invalidJsonMessage } from "../Json.ts"
 import { DateTime, Effect, Option, Redacted, Result, Schema } from "effect"
 import type { ClaimIntent, ClaimRecord } from "../Claims.ts"
-import type { PodKey } from "../Ids.ts"
+import { type PodKey, podKeyOfText } from "../Ids.ts"
 import { membersOf, memberText, positionOf, repeated, skipSpace } from "./RawText.ts"
 import { readWrittenText } from "./Reader.ts"
 import { type ClaimsDocument, ClaimsFileDecodeError, ClaimsFileShape, printableToken } from "./Schema.ts"
@@ -46,7 +46,7 @@ export const decodeClaimsValue = (
     if (Result.isFailure(claimedAt)) return Result.fail(new ClaimsFileDecodeError({ message: claimedAt.failure }))
     const deadline = parseOptionalTimestamp(key, "deadline", entry.deadline)
     if (Result.isFailure(deadline)) return Result.fail(new ClaimsFileDecodeError({ message: deadline.failure }))
-    rows.set(key as PodKey, {
+    rows.set(podKeyOfText(key), {
       id: entry.id,
       token: Redacted.make(entry.token),
       address: entry.address ?? "",
@@ -76,7 +76,8 @@ const decodeIntents = (value: unknown): Result.Result<ReadonlyMap<PodKey, ClaimI
       const why = Result.isFailure(sentAt) ? sentAt.failure : "the zero time"
       return Result.fail(new ClaimsFileDecodeError({ message: `intents[${JSON.stringify(key)}].sentAt: ${why}` }))
     }
-    out.set(key as PodKey, { key: key as PodKey, podUID: intents[key]!.podUID ?? "", sentAt: sentAt.success.value })
+    const intentKey = podKeyOfText(key)
+    out.set(intentKey, { key: intentKey, podUID: intents[key]!.podUID ?? "", sentAt: sentAt.success.value })
   }
   return Result.succeed(out)
 }
@@ -129,7 +130,7 @@ const decodeInFull = (text: string, value: unknown): Result.Result<ClaimsDocumen
     if (fieldTwice !== undefined) {
       return fail(`${row()}: field ${fieldTwice.keyText} written twice (${positionOf(text, fieldTwice.at)})`)
     }
-    const record = decoded.success.get(member.key as PodKey)!
+    const record = decoded.success.get(podKeyOfText(member.key))!
     const token = Redacted.value(record.token)
     if (token === "") return fail(`${row()}: empty token`)
     if (!printableToken.test(token)) return fail(`${row()}: the token holds characters other than visible ASCII`)
@@ -140,7 +141,7 @@ const decodeInFull = (text: string, value: unknown): Result.Result<ClaimsDocumen
     keyOfId.set(record.id, member.key)
     const unknown = fields.filter((f) => !knownRowFields.has(f.key))
     rows.set(
-      member.key as PodKey,
+      podKeyOfText(member.key),
       unknown.length === 0 ? record : { ...record, unknownFields: unknown.map((f) => memberText(text, f)).join(",") }
     )
   }

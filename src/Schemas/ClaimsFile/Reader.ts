@@ -8,7 +8,7 @@
  */
 import { DateTime, Option, Redacted } from "effect"
 import type { ClaimIntent, ClaimRecord } from "../Claims.ts"
-import type { ClaimId, PodKey } from "../Ids.ts"
+import { claimIdOfText, type PodKey, podKeyOfText } from "../Ids.ts"
 import { type ClaimsDocument, printableToken } from "./Schema.ts"
 import { goZeroTimeMillis, writtenTimeAt } from "./Time.ts"
 
@@ -129,7 +129,7 @@ export const readWrittenText = (text: string): ClaimsDocument | undefined => {
       if (!next("}")) return undefined
       starts.push(start)
       ends.push(at)
-      rows.set(key as PodKey, { id: id as ClaimId, token: Redacted.make(token), address, podUID, claimedAt, deadline })
+      rows.set(podKeyOfText(key), { id: claimIdOfText(id), token: Redacted.make(token), address, podUID, claimedAt, deadline })
       if (!next(",")) break
     }
   }
@@ -149,7 +149,8 @@ export const readWrittenText = (text: string): ClaimsDocument | undefined => {
       if (podUID === undefined || !next(`,"sentAt":`)) return undefined
       const sentAt = time()
       if (sentAt === undefined || !next("}")) return undefined
-      intents.set(key as PodKey, { key: key as PodKey, podUID, sentAt: sentAt.value })
+      const intentKey = podKeyOfText(key)
+      intents.set(intentKey, { key: intentKey, podUID, sentAt: sentAt.value })
     } while (next(","))
     if (!next("}")) return undefined
   }
