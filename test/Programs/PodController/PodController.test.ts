@@ -23,6 +23,7 @@ import {
   eventually,
   eventuallyEffect,
   fastOptions,
+  handedOnRun,
   keyOf,
   makeWorld,
   NS,
@@ -33,7 +34,6 @@ import {
   releaseRequests,
   running,
   backoffOnly,
-  ioTurns,
   secondsUntil,
   stopOnTestClock,
   witnessRunning,
@@ -734,8 +734,9 @@ describe("PodController: a lost sandbox across restarts (VER-7)", () => {
       // The VM goes after the startup pass vouched for it; the lease watch confirms it gone and
       // publishes the key for a run, which comes before any Pod list.
       yield* world.sim.forget(vm)
+      const published = yield* second.runs.next(keyOf("web"))
       assert.deepStrictEqual((yield* second.leaseTick).podless, [keyOf("web")])
-      yield* ioTurns
+      yield* published
       assert.isFalse(yield* second.handle.synced)
       assert.deepStrictEqual(claimsOnDisk(world.statePath), [vm], "the Lost row stays: its Pod may well exist")
       world.model.faults.failures.length = 0
@@ -762,7 +763,8 @@ describe("PodController: rows whose Pod is gone (LEASE-9)", () => {
       // AUTH-6 — doubt preserves: treated as preserved. The VM lives on for a replacement Pod;
       // nothing is released.
       assert.strictEqual((yield* second.leaseTick).podless.length, 0)
-      yield* ioTurns
+      // Whatever the tick handed on for a run (a preserved row's owner asked again) has run.
+      yield* handedOnRun(second)
       assert.deepStrictEqual(yield* releaseRequests(world.sim), [])
       assert.deepStrictEqual(claimsOnDisk(world.statePath), [vm])
       // Its deadline passes: sandboxd reaps it (the daemon never renews a lease).

@@ -28,8 +28,7 @@ import {
   podBody,
   pushReceipt,
   releaseRequests,
-  running,
-  sleepReal
+  running
 } from "./harness.ts"
 
 /** `podBody(name)` with a label value of a type the slim Pod refuses (the apiserver keeps strings only). */
@@ -167,10 +166,13 @@ describe("PodController: a Pod the decoder refuses (INF-1)", () => {
         world.model.put(Pods, spoiled(world.model.peek(Pods, NS, "p")!))
         yield* eventually("the bad update logged", () => logs.lines.some((line) => line.message === WARNING))
         const attempts = daemon.calls.create.get(keyOf("p")) ?? 0
+        // The key waits out its backoff: its next run must come, and it is the one that would
+        // create (counted) or, once the faults are cleared, claim.
+        const nextRun = yield* daemon.runs.next(keyOf("p"))
         assert.strictEqual(yield* unreadableNow, 1, "held: counted in the gauge")
-        // Claims could be had now; the retries that come find the key unreadable and claim nothing.
+        // Claims could be had now; the retry that comes finds the key unreadable and claims nothing.
         yield* world.sim.clearFaults
-        yield* sleepReal(1_000)
+        yield* nextRun
         assert.deepStrictEqual(yield* world.sim.claims, [], "no VM claimed from the last good version")
         assert.strictEqual(daemon.calls.create.get(keyOf("p")) ?? 0, attempts, "no create")
         assert.strictEqual(peekPod(world.model, "p")?.status?.phase, "Pending")

@@ -31,6 +31,7 @@ import { make as makeSandboxdSim, type SandboxdSimOptions } from "../../../testk
 import { serve as serveSandboxd } from "../../../testkit/Simulators/Sandboxd/Server.ts"
 import { sandboxBody, sandboxOwnerRef } from "../../../testkit/Demo/Harness.ts"
 import { podHalfLayer } from "../../support/PodHalf.ts"
+import { makeRunLog, type RunLog } from "../../support/RunLog.ts"
 import { serveModel } from "../../support/Apiserver.ts"
 
 export const NODE = "vk-sandboxd"
@@ -111,11 +112,15 @@ export interface Daemon {
   readonly startController: (options?: PodController.PodControllerOptions) => Effect.Effect<Controller>
   /** The provider's own status channel: a test can push as the provider would. */
   readonly pushStatus: (pod: V1Pod) => Effect.Effect<void>
+  /** The provider's channel of keys to run now (the lease watch's): a test can hand keys on as it does. */
+  readonly publishRetry: (keys: ReadonlyArray<PodKey>) => Effect.Effect<void>
   readonly lifecycle: PodLifecycle["Service"]
   readonly table: ClaimTable["Service"]
   /** The daemon's own sandboxd client (an exchange of it is one the node's probe would make). */
   readonly sandboxd: SandboxdClient["Service"]
   readonly calls: Calls
+  /** The reconcile runs of this start's controllers, per key: a run's end is a receipt. */
+  readonly runs: RunLog
   /** One tick of the daemon's lease watch on this provider (the loop itself is not run here). */
   readonly leaseTick: Effect.Effect<LeaseWatchOutcome>
   /** Closes the controller and provider (drain first, as the daemon's finalizer does). */
@@ -153,6 +158,7 @@ export const makeWorld = (worldOptions: WorldOptions = {}) =>
       Effect.gen(function*() {
         const scope = yield* Scope.make()
         const calls: Calls = { create: new Map(), update: new Map(), delete: new Map() }
+        const runs = makeRunLog()
         const context = yield* Layer.buildWithScope(podHalfLayer(config, countingLifecycle(calls)), scope).pipe(Effect.orDie)
 
         /** A controller in a scope of its own, on this provider (closing it drains first). */
@@ -160,6 +166,7 @@ export const makeWorld = (worldOptions: WorldOptions = {}) =>
           Effect.gen(function*() {
             const controllerScope = yield* Scope.fork(scope)
             const handle = yield* PodController.make(controllerOptions).pipe(
+              Effect.withTracer(runs.tracer),
               Effect.provideContext(context),
               Scope.provide(controllerScope)
             )
@@ -178,8 +185,10 @@ export const makeWorld = (worldOptions: WorldOptions = {}) =>
           table: Context.get(context, ClaimTable),
           sandboxd: Context.get(context, SandboxdClient),
           pushStatus: Context.get(context, ProviderEvents).pushStatus,
+          publishRetry: Context.get(context, ProviderEvents).publishRetry,
           leaseTick: publishExpiredLeases.pipe(Effect.provideContext(context)),
           calls,
+          runs,
           stop
         }
         return daemon
@@ -320,6 +329,21 @@ export const pushReceipt = (world: World, daemon: Daemon, witness: string) => {
     yield* daemon.handle.idle
   })
 }
+
+/**
+ * The receipt that every key handed to the controller so far on the provider's channel of keys to
+ * run now (the lease watch's Pod-less and preserved rows, lifted quarantines) has had its run: a
+ * witness key (no Pod, no row: its run forgets it) handed on after them has been run, the channel
+ * being taken in order, and then no run is in flight.
+ */
+export const handedOnRun = (daemon: Daemon) =>
+  Effect.gen(function*() {
+    const witness = keyOf("handed-on-receipt")
+    const ran = yield* daemon.runs.next(witness)
+    yield* daemon.publishRetry([witness])
+    yield* ran
+    yield* daemon.handle.idle
+  })
 
 export const running = (model: ClusterModel, name: string) => {
   const pod = peekPod(model, name)
