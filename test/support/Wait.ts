@@ -16,6 +16,12 @@ export const flushIO = Effect.promise(() => new Promise<void>((resolve) => setTi
 export { sleepReal }
 
 /**
+ * The end of the current job (a macrotask later): a WeakRef's target made or read during a job
+ * stays alive until that job ends (KeepDuringJob), so only a collection after it can free it.
+ */
+export const nextMacrotask = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+
+/**
  * Polls `check` every `everyMs` of real time (one real turn by default) until it yields a value
  * other than `undefined` or `false`, and returns that value; after `limitMs` of real time the
  * test fails naming `what`.

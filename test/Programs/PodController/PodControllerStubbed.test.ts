@@ -30,6 +30,7 @@ import { PodLifecycle } from "../../../src/Services/PodLifecycle.ts"
 import * as V8 from "node:v8"
 import * as Vm from "node:vm"
 import { manualScheduler } from "../../support/ManualScheduler.ts"
+import { nextMacrotask } from "../../support/Wait.ts"
 import * as KubeApiMemory from "../../../testkit/Layers/KubeApiMemory.ts"
 import { Pods } from "../../../testkit/Simulators/Apiserver/Resources.ts"
 import type { PatchType } from "../../../testkit/Simulators/Apiserver/Model.ts"
@@ -613,8 +614,7 @@ describe("PodController (stubbed)", () => {
       const { handle } = yield* start(pods, () => Stream.never, {}, { ...PodController.defaultOptions, firstList })
       yield* advance(20)
       assert.isTrue(yield* handle.synced, "watching from the list's resourceVersion")
-      // A WeakRef's target stays alive until the current job ends: collect on a later turn.
-      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      yield* nextMacrotask
       collectGarbage()
       assert.isUndefined(listed?.deref(), "the list's items are unreachable")
     })).pipe(quiet))
