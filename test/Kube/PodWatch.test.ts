@@ -5,9 +5,10 @@
  * ends.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Stream } from "effect"
+import { Clock, Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { flushIO, json, served, setup, slim } from "../support/KubeRecorder.ts"
+import { sleepReceipts } from "../support/Receipts.ts"
 
 describe("Kube Pod watch on the wire", () => {
   it.effect("a watch event carrying the apiserver's nulls reads them as absent; a Pod that is not one is named and the watch goes on (INF-1)", () =>
@@ -125,16 +126,17 @@ describe("Kube Pod watch on the wire", () => {
     Effect.gen(function*() {
       const { kube, rec } = yield* setup
       rec.setHandler(() => ({ status: 200, hold: true, body: "" }))
-      const done = yield* Deferred.make<void>()
+      // The watch's Clock notes each sleep it begins: its idle timer (330 s) begun is the receipt
+      // that the headers are in and the watch waits for a line, before the clock moves.
+      const sleeps = yield* sleepReceipts
       const fiber = yield* Effect.forkChild(
-        Stream.runCollect(kube.watchPods("vk", "5")).pipe(Effect.ensuring(Deferred.succeed(done, undefined)))
+        Stream.runCollect(kube.watchPods("vk", "5")).pipe(Effect.provideService(Clock.Clock, sleeps.clock))
       )
-      while (rec.requests.length === 0) yield* flushIO
-      for (let i = 0; i < 5; i++) yield* flushIO
+      yield* sleeps.asleep("330 seconds", 1)
       yield* TestClock.adjust("331 seconds")
-      yield* Deferred.await(done)
       const error = yield* Effect.flip(Fiber.join(fiber))
       assert.strictEqual(error._tag, "KubeUnavailable")
+      assert.strictEqual(error.message, "watch idle for 5m 30s")
       while (rec.closed.length === 0) yield* flushIO
     }))
 })

@@ -5,11 +5,13 @@
  * renew interval: 10 s on the liveness lane), and the limiter's burst.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Stream } from "effect"
+import { Clock, Effect, Exit, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import type { Lease } from "../../src/Schemas/Lease.ts"
 import { flushIO, json, kubeConfigFor, recorder, setup } from "../support/KubeRecorder.ts"
+import { sleepReceipts } from "../support/Receipts.ts"
+import { eventually } from "../support/Wait.ts"
 
 describe("Kube transport on the wire", () => {
   it.effect("a refused connection is KubeUnavailable with status 0", () =>
@@ -119,8 +121,8 @@ describe("Kube transport on the wire", () => {
       assert.isUndefined(node.pollUnsafe())
       assert.isUndefined(renewal.pollUnsafe())
       yield* TestClock.adjust("1 millis")
-      yield* flushIO
-      assert.isDefined(node.pollUnsafe(), "the Node call was not given up at 10 s")
+      // The clock stays at 10 s from here: the Node call ends only if it was given up at 10 s.
+      yield* eventually("the Node call given up at 10 s", () => node.pollUnsafe() !== undefined)
       for (const fiber of [node, renewal]) {
         const error = yield* Effect.flip(Fiber.join(fiber))
         assert.strictEqual(error._tag, "KubeUnavailable")
@@ -141,11 +143,14 @@ describe("Kube transport on the wire", () => {
       const kube = yield* KubeApiClientNode.make(kubeConfigFor(rec.port), { ...KubeApiClientNode.defaultOptions, qps: 1, burst: 2 })
       rec.setHandler(() => json(200, { kind: "Pod", metadata: { name: "p", namespace: "ns", resourceVersion: "7" } }))
       // Pod calls: the Node's and Lease's take no token (NODE-5 — heartbeats do not wait behind Pod
-      // work, shown in KubeApiClientNode.test.ts)
-      const fibers = yield* Effect.forEach([1, 2, 3], () => Effect.forkChild(kube.getPod("ns", "p")))
-      for (let i = 0; i < 20 && rec.requests.length < 2; i++) yield* flushIO
-      for (let i = 0; i < 5; i++) yield* flushIO
-      assert.strictEqual(rec.requests.length, 2, "the burst went out")
+      // work, shown in KubeApiClientNode.test.ts). The calls' Clock notes each sleep they begin: the
+      // third asleep for one token period (1 s) is the receipt that it is held, not merely slow.
+      const sleeps = yield* sleepReceipts
+      const getPod = kube.getPod("ns", "p").pipe(Effect.provideService(Clock.Clock, sleeps.clock))
+      const fibers = yield* Effect.forEach([1, 2, 3], () => Effect.forkChild(getPod))
+      yield* eventually("the third call held by the limiter, or sent", () => sleeps.sleeps("1 second") === 1 || rec.requests.length === 3)
+      while (rec.requests.length < 2) yield* flushIO
+      assert.strictEqual(rec.requests.length, 2, "the burst went out, and only the burst")
       yield* TestClock.adjust("1 second")
       yield* Effect.forEach(fibers, Fiber.join)
       assert.strictEqual(rec.requests.length, 3, "the third after one token period")

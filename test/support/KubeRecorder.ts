@@ -1,11 +1,13 @@
 /**
  * A tiny recording HTTP server of our own for the live KubeApi client's wire tests (`test/Kube/`):
  * it records what the client really sends (content types, query parameters, bodies) and answers
- * with the test's handler, raw and odd replies included. The behaviour against a faithful server
- * is in test/Layers/KubeApiClientNode.test.ts.
+ * with the test's handler, raw and odd replies included; from undici's diagnostics channel it also
+ * notes each piece of a reply's body that reached the client. The behaviour against a faithful
+ * server is in test/Layers/KubeApiClientNode.test.ts.
  */
 import { KubeConfig } from "@kubernetes/client-node"
 import { Effect } from "effect"
+import * as DiagnosticsChannel from "node:diagnostics_channel"
 import * as NodeHttp from "node:http"
 import * as Zlib from "node:zlib"
 import type { AddressInfo } from "node:net"
@@ -42,17 +44,33 @@ export type Handler = (request: Recorded) => Reply | "never"
 export interface Recorder {
   readonly requests: Array<Recorded>
   readonly closed: Array<string>
+  /**
+   * The path of each piece of a reply's body that reached the client (undici reports each chunk
+   * it reads): the receipt that a reply is being read, headers in and body begun.
+   */
+  readonly bodyChunks: Array<string>
   setHandler(handler: Handler): void
   readonly port: number
 }
 
 export const json = (status: number, value: unknown): Reply => ({ status, body: JSON.stringify(value) })
 
+/** undici's report of a body chunk it read: the origin and path of its request, if it is one. */
+const chunkOf = (message: unknown): { readonly origin: string; readonly path: string } | undefined => {
+  if (typeof message !== "object" || message === null || !("request" in message)) return undefined
+  const request = message.request
+  if (typeof request !== "object" || request === null || !("origin" in request) || !("path" in request)) return undefined
+  return { origin: String(request.origin), path: String(request.path) }
+}
+
+const bodyChunkReceived = "undici:request:bodyChunkReceived"
+
 /** A loopback server that records every request and answers with the current handler. */
 export const recorder = Effect.acquireRelease(
-  Effect.callback<{ recorder: Recorder; server: NodeHttp.Server }>((resume) => {
+  Effect.callback<{ recorder: Recorder; server: NodeHttp.Server; unsubscribe: () => void }>((resume) => {
     const requests: Array<Recorded> = []
     const closed: Array<string> = []
+    const bodyChunks: Array<string> = []
     let handler: Handler = () => json(200, {})
     const server = NodeHttp.createServer((req, res) => {
       const chunks: Array<Buffer> = []
@@ -108,14 +126,23 @@ export const recorder = Effect.acquireRelease(
     })
     server.listen(0, "127.0.0.1", () => {
       const port = (server.address() as AddressInfo).port
+      const onChunk = (message: unknown) => {
+        const chunk = chunkOf(message)
+        if (chunk !== undefined && URL.canParse(chunk.origin) && new URL(chunk.origin).port === String(port)) {
+          bodyChunks.push(new URL(chunk.path, chunk.origin).pathname)
+        }
+      }
+      DiagnosticsChannel.subscribe(bodyChunkReceived, onChunk)
       resume(Effect.succeed({
         server,
-        recorder: { requests, closed, port, setHandler: (next) => (handler = next) }
+        unsubscribe: () => void DiagnosticsChannel.unsubscribe(bodyChunkReceived, onChunk),
+        recorder: { requests, closed, bodyChunks, port, setHandler: (next) => (handler = next) }
       }))
     })
   }),
-  ({ server }) =>
+  ({ server, unsubscribe }) =>
     Effect.callback<void>((resume) => {
+      unsubscribe()
       server.closeAllConnections()
       server.close(() => resume(Effect.void))
     })

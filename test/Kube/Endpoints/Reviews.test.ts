@@ -6,7 +6,7 @@
  * test/k8s/ScenariosKubeletAuth.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Redacted } from "effect"
+import { Clock, Effect, Fiber, Layer, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import * as KubeApiClientNode from "../../../src/Layers/KubeApiClientNode.ts"
 import * as Transport from "../../../src/Kube/Transport.ts"
@@ -16,7 +16,8 @@ import { KubeApi } from "../../../src/Services/KubeApi.ts"
 import { ClusterModel } from "../../../testkit/Simulators/Apiserver/Model.ts"
 import { serveModel } from "../../support/Apiserver.ts"
 import { user } from "../../support/KubeletReviews.ts"
-import { flushIO } from "../../support/Wait.ts"
+import { sleepReceipts } from "../../support/Receipts.ts"
+import { eventually } from "../../support/Wait.ts"
 
 const liveKube = (limits: { readonly kubeApiQps: number; readonly kubeApiBurst: number } = { kubeApiQps: 200, kubeApiBurst: 400 }) =>
   Effect.gen(function*() {
@@ -27,8 +28,6 @@ const liveKube = (limits: { readonly kubeApiQps: number; readonly kubeApiBurst: 
   })
 
 const access = (name: string, groups: ReadonlyArray<string>) => ({ user: user(name, groups), verb: "get", node: "vk-a", subresource: "stats" })
-
-/** Lets real sockets make progress while the TestClock stands still. */
 
 describe("KubeApi reviews on the wire", () => {
   it.effect("a TokenReview names the token's holder or rejects it; a SubjectAccessReview answers per user", () =>
@@ -53,10 +52,14 @@ describe("KubeApi reviews on the wire", () => {
       const blockedPod = yield* Effect.forkChild(Effect.ignore(kube.getPod("default", "absent")))
       // The review limiter's burst goes out while the Pods' limiter waits for the clock.
       for (let i = 0; i < Transport.reviewBurst; i++) yield* kube.reviewToken(Redacted.make("sim-token"))
-      const beyond = yield* Effect.forkChild(kube.reviewToken(Redacted.make("sim-token")))
-      for (let i = 0; i < 10; i++) yield* flushIO
+      // Its Clock notes each sleep it begins: asleep for one review token period is the receipt that
+      // the review beyond the burst is held; were it not, it would be answered.
+      const sleeps = yield* sleepReceipts
+      const period = `${1000 / Transport.reviewQps} millis` as const
+      const beyond = yield* Effect.forkChild(kube.reviewToken(Redacted.make("sim-token")).pipe(Effect.provideService(Clock.Clock, sleeps.clock)))
+      yield* eventually("the review beyond the burst held, or answered", () => sleeps.sleeps(period) === 1 || beyond.pollUnsafe() !== undefined)
       assert.isUndefined(beyond.pollUnsafe(), "the review beyond the burst waits")
-      yield* TestClock.adjust(`${1000 / Transport.reviewQps} millis`)
+      yield* TestClock.adjust(period)
       assert.strictEqual((yield* Fiber.join(beyond))._tag, "Authenticated")
       assert.isUndefined(blockedPod.pollUnsafe(), "the Pods' limiter is still empty")
       yield* TestClock.adjust("1 second")
