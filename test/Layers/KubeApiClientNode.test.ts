@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { V1Pod } from "@kubernetes/client-node"
-import { Effect, Fiber, Layer, Option, Ref, Stream } from "effect"
+import { Clock, Effect, Fiber, Layer, Option, Ref, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import * as KubeApiMemory from "../../testkit/Layers/KubeApiMemory.ts"
@@ -14,10 +14,11 @@ import { testConfig } from "../../testkit/Config.ts"
 import type { Lease } from "../../src/Schemas/Lease.ts"
 import { decodePod } from "../../src/Schemas/Pod/Decode.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
-import { KubeApi } from "../../src/Services/KubeApi.ts"
+import { KubeApi, type PodWatchEvent } from "../../src/Services/KubeApi.ts"
 import { ClusterModel, type ModelOptions } from "../../testkit/Simulators/Apiserver/Model.ts"
 import { CoreEvents, Leases, NodeInventories, Nodes, Pods, Sandboxes } from "../../testkit/Simulators/Apiserver/Resources.ts"
-import { eventually, flushIO } from "../support/Wait.ts"
+import { sleepReceipts } from "../support/Receipts.ts"
+import { eventually } from "../support/Wait.ts"
 import { serveModel } from "../support/Apiserver.ts"
 
 const nodeName = "vk-sandboxd"
@@ -309,15 +310,20 @@ for (const { cluster, name } of backends) describe(`KubeApi against the in-memor
       addPod(model, "other", "elsewhere")
       const a = model.peek(Pods, "default", "a")!
       model.put(Pods, { ...a, metadata: { ...(a["metadata"] as object), labels: { x: "1" } } })
-      const fiber = yield* Effect.forkChild(Stream.runCollect(kube.watchPods(nodeName, list.resourceVersion)))
+      const events: Array<PodWatchEvent> = []
+      const fiber = yield* Effect.forkChild(
+        Stream.runForEach(kube.watchPods(nodeName, list.resourceVersion), (event) => Effect.sync(() => events.push(event)))
+      )
       yield* waitFor(() => model.openWatches() === 1)
       const uid = String((a["metadata"] as { uid: string }).uid)
       yield* kube.deletePod("default", "a", uid)
-      yield* flushIO
+      // Each server-side step once the watch has delivered the one before (the receipt): the events
+      // read are those of each step, in order.
+      yield* eventually("the delete's two events read by the watch", () => events.length >= 4)
       model.bookmark()
-      yield* flushIO
+      yield* eventually("the bookmark read by the watch", () => events.length >= 5)
       model.dropWatches()
-      const events = yield* Fiber.join(fiber)
+      yield* Fiber.join(fiber)
       assert.deepStrictEqual(
         events.map((e) => (e.type === "BOOKMARK" ? "BOOKMARK" : e.type === "UNDECODABLE" ? `UNDECODABLE ${e.pod.name}` : `${e.type} ${e.object.metadata?.name}`)),
         // a grace-0 delete of a bound pod is two writes on the real server: deletionTimestamp, then removal
@@ -416,10 +422,16 @@ describe("NODE-5: the node's liveness calls do not wait in the limiter of the Po
       assert.strictEqual((model.peek(Leases, "kube-node-lease", nodeName)?.["spec"] as { renewTime: string }).renewTime, "2026-11-29T09:00:10.250000Z")
 
       // The Pod work's limiter is as it was: a Pod write queued now is the 101st, served at 18.2 s.
-      const last = yield* Effect.forkChild(kube.getPod("default", "p0"))
+      // Its Clock notes each sleep it begins: asleep for 18.2 s in the limiter is the receipt of its
+      // turn; were it not held, it would be answered.
+      const sleeps = yield* sleepReceipts
+      const last = yield* Effect.forkChild(kube.getPod("default", "p0").pipe(Effect.provideService(Clock.Clock, sleeps.clock)))
+      yield* eventually(
+        "the 101st Pod call held until 18.2 s, or answered",
+        () => sleeps.sleeps("18200 millis") === 1 || last.pollUnsafe() !== undefined
+      )
       yield* TestClock.adjust("18100 millis")
       yield* writes(100)
-      yield* flushIO
       assert.isUndefined(last.pollUnsafe(), "the 101st Pod call went before its turn")
       yield* TestClock.adjust("100 millis")
       yield* waitFor(() => last.pollUnsafe() !== undefined)
