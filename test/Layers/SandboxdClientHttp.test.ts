@@ -13,7 +13,7 @@ import { KnownSecrets } from "../../src/Services/KnownSecrets.ts"
 import { claimFailureKind, type SandboxdListError } from "../../src/Services/SandboxdClient.ts"
 import { SimFault } from "../../testkit/Simulators/Sandboxd/Model.ts"
 import { claimSpec, clientFor, ROOT_TOKEN, startSim, TEMPLATE } from "../support/Sandboxd.ts"
-import { flushIO } from "../support/Wait.ts"
+import { eventually, flushIO } from "../support/Wait.ts"
 
 const epochMillis = (deadline: Option.Option<DateTime.Utc>): number =>
   Option.match(deadline, { onNone: () => -1, onSome: DateTime.toEpochMillis })
@@ -27,12 +27,15 @@ const clientClock = (sim: { readonly audit: Effect.Effect<ReadonlyArray<unknown>
   Effect.gen(function*() {
     const clock = yield* TestClock.make()
     const run = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Clock.Clock, clock)
+    /** Returns once the simulator has received `count` requests in all (the receipt). */
+    const received = (count: number) =>
+      eventually(`request ${count} at the simulator`, Effect.map(sim.audit, (audit) => audit.length >= count))
     /** Forks `call` on the TestClock and returns once the simulator has received its request. */
     const sent = <A, E, R>(call: Effect.Effect<A, E, R>) =>
       Effect.gen(function*() {
         const seen = (yield* sim.audit).length
         const fiber = yield* Effect.forkChild(run(call))
-        while ((yield* sim.audit).length === seen) yield* flushIO
+        yield* received(seen + 1)
         return fiber
       })
     /** `call`'s failure once the clock has moved `after` past the simulator receiving it. */
@@ -42,7 +45,7 @@ const clientClock = (sim: { readonly audit: Effect.Effect<ReadonlyArray<unknown>
         yield* clock.adjust(after)
         return yield* Fiber.join(fiber)
       })
-    return { clock, run, sent, failsAfter }
+    return { clock, run, received, sent, failsAfter }
   })
 
 describe("claim", () => {
@@ -673,8 +676,8 @@ describe("transport", () => {
       // moves 150 ms as each arrives: by the last, the callers have waited 600 ms in all, yet a
       // request's own time (at most two such moves, if the one before it returned first) stays
       // inside 400 ms.
-      for (let received = 1; received <= 4; received++) {
-        while ((yield* sim.audit).length < received) yield* flushIO
+      for (let request = 1; request <= 4; request++) {
+        yield* clock.received(request)
         yield* clock.clock.adjust("150 millis")
       }
       const results = yield* Fiber.join(calls)
