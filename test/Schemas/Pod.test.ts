@@ -9,7 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
 import fc from "fast-check"
-import { decodePod, decodePodBySchema, UNDECODABLE_ERROR_LIMIT, undecodablePod } from "../../src/Schemas/Pod/Decode.ts"
+import { decodePod, decodePodBySchema, dropNulls, UNDECODABLE_ERROR_LIMIT, undecodablePod } from "../../src/Schemas/Pod/Decode.ts"
 import { Pod } from "../../src/Schemas/Pod/Schema.ts"
 import { changedOf, sentOf } from "../support/Generated.ts"
 
@@ -28,6 +28,11 @@ const assertSame = (input: unknown) => {
   assert.strictEqual(JSON.stringify(fast), JSON.stringify(schema))
   return Option.isSome(schema)
 }
+
+/** Whether an object anywhere in `value` has a member that is `null` (what `dropNulls` drops). */
+const holdsNullMember = (value: unknown): boolean =>
+  typeof value === "object" && value !== null &&
+  (Array.isArray(value) ? value.some(holdsNullMember) : Object.values(value).some((v) => v === null || holdsNullMember(v)))
 
 describe("decodePod", () => {
   it("gives what the Schema decode gives, on Pods as served, changed, and on any JSON", () => {
@@ -139,6 +144,25 @@ describe("decodePod", () => {
       assert.isTrue(Option.isNone(decodePod(bad)), JSON.stringify(bad))
       assertSame(bad)
     }
+  })
+
+  it("leaves the value it reads as it was, nulls, __proto__ keys and all", () => {
+    let copied = 0
+    fc.assert(
+      fc.property(fc.oneof(servedPod, changedPod, fc.jsonValue()), (input) => {
+        const before = structuredClone(input)
+        decodePod(input)
+        undecodablePod(input)
+        const slim = dropNulls(input)
+        assert.deepStrictEqual(input, before)
+        // Only what holds a null is copied: a value without one comes back itself.
+        if (slim !== input) copied++
+        else assert.isFalse(holdsNullMember(input))
+      }),
+      { numRuns: 500 }
+    )
+    // The inputs reach the copying path (`changedPod` puts nulls in about half the time).
+    assert.isAbove(copied, 50)
   })
 })
 

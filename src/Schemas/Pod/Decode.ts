@@ -9,25 +9,34 @@ import { giveUp, isPlainRecord, readPod } from "./Reader.ts"
 import { Pod, PodStatus } from "./Schema.ts"
 
 /**
- * The apiserver writes `null` for an unset time or list; the slim Pod leaves such a key out.
- * In place, on a value just parsed from JSON that nothing else holds (returned for chaining):
- * a copy of the whole served Pod (managedFields and all) per event was as costly as the parse
- * itself, and a `JSON.parse` reviver is slower still (it calls back for every value). `null`
- * items of an array stay, as they were parsed.
+ * The apiserver writes `null` for an unset time or list; the slim Pod leaves such a key out. The
+ * value given is left as it is: an object or array holding a `null` somewhere below is copied,
+ * everything else is shared, so a value without `null`s comes back itself. `null` items of an
+ * array stay, as they were parsed.
  */
 export const dropNulls = (value: unknown): unknown => {
   if (value === null || typeof value !== "object") return value
   if (Array.isArray(value)) {
-    for (const item of value) dropNulls(item)
-    return value
+    let copy: Array<unknown> | undefined
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i]
+      const kept = dropNulls(item)
+      if (kept !== item) (copy ??= value.slice())[i] = kept
+    }
+    return copy ?? value
   }
   const record = value as Record<string, unknown>
+  // The copy is a spread, so a parsed `__proto__` key is an own property of it and is set as one.
+  let copy: Record<string, unknown> | undefined
   for (const key in record) {
     const field = record[key]
-    if (field === null) delete record[key]
-    else if (typeof field === "object") dropNulls(field)
+    if (field === null) delete (copy ??= { ...record })[key]
+    else if (typeof field === "object") {
+      const kept = dropNulls(field)
+      if (kept !== field) (copy ??= { ...record })[key] = kept
+    }
   }
-  return value
+  return copy ?? value
 }
 
 const decodePodOption = Schema.decodeUnknownOption(Pod)
@@ -35,8 +44,8 @@ const decodeStatusType = Schema.decodeUnknownOption(Schema.toType(PodStatus))
 
 /**
  * A served Pod (parsed JSON; the apiserver's `null`s may be left in, they read as absent) → the
- * slim Pod; None when it is not one. A Pod of another shape goes to the Schema after `dropNulls`,
- * which drops its `null`s in place: pass only a value just parsed that nothing else holds.
+ * slim Pod; None when it is not one. A Pod of another shape goes to the Schema after `dropNulls`.
+ * Neither changes `json`.
  */
 export const decodePod = (json: unknown): Option.Option<Pod> => {
   const pod = readPod(json)
