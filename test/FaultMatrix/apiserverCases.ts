@@ -6,12 +6,13 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, Option, Result } from "effect"
-import { createPod, httpGet, readClaimsFile, type StepFailed, waitFor } from "../../testkit/Demo/Harness.ts"
+import { createPod, readClaimsFile, type StepFailed, waitFor } from "../../testkit/Demo/Harness.ts"
 import type { ModelSnapshot } from "../../testkit/Simulators/Apiserver/Model.ts"
 import { Pods, Sandboxes } from "../../testkit/Simulators/Apiserver/Resources.ts"
 import type { FaultAction, ProxiedRequest } from "../support/FaultProxy.ts"
 import { Pass } from "../support/FaultProxy.ts"
-import { describeState, type FaultCase, heldIds, invariants, podsNow, prepare, running, type World } from "./world.ts"
+import { allOf, counted, faulted, having, metric } from "./receipts.ts"
+import { describeState, type FaultCase, heldIds, invariants, podsNow, prepare, type Receipt, running, type World } from "./world.ts"
 
 const isWatch = (request: ProxiedRequest) => /[?&]watch=(true|1)/.test(request.url)
 const isStatusWrite = (request: ProxiedRequest) => request.method === "PUT" && /\/pods\/[^/]+\/status$/.test(request.url.split("?")[0] ?? "")
@@ -20,7 +21,7 @@ const status = (code: number, reason: string, message: string) =>
   JSON.stringify({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, code })
 
 /** A rule for some requests; existing connections (the open watch) are cut when it is armed and cleared. */
-const onRequests = (matches: (request: ProxiedRequest) => boolean, action: FaultAction): FaultCase => ({
+const onRequests = (matches: (request: ProxiedRequest) => boolean, action: FaultAction, met: Receipt): FaultCase => ({
   arm: (world) =>
     Effect.sync(() => {
       world.apiserver.setRule((request) => (matches(request) ? action : Pass))
@@ -30,37 +31,67 @@ const onRequests = (matches: (request: ProxiedRequest) => boolean, action: Fault
     Effect.sync(() => {
       world.apiserver.clear()
       world.apiserver.resetAll()
-    })
+    }),
+  met
 })
 
 const every = () => true
 
+const requests = "vk_sandbox_apiserver_requests_total"
+const restarts = "vk_sandbox_watch_restarts_total"
+/** The proxy answered the daemon's re-established watch with the fault. */
+const watchFaulted = faulted("its watch met the fault", "apiserver", isWatch)
+/** The daemon counted a request answered with `code`. */
+const answered = (code: number) => counted(`it counted a request answered ${code}`, requests, having(`code="${code}"`))
+
 export const apiserverCases: ReadonlyArray<readonly [string, FaultCase]> = [
   ["connection refused", {
     arm: (world) => world.apiserver.refuse(),
-    disarm: (world) => world.apiserver.accept()
+    disarm: (world) => world.apiserver.accept(),
+    // refused connections reach no proxy: the daemon's own counts. Two failed watches: the one
+    // the refusal cut, and one begun after it.
+    met: allOf(
+      counted("it counted a request with no answer", requests, having(`code="error"`)),
+      counted("two of its watches failed", restarts, having(`reason="failed"`), 2)
+    )
   }],
-  ["black-holed (requests read, never answered)", onRequests(every, { _tag: "Hang" })],
-  ["a 409 storm on status writes", onRequests(isStatusWrite, { _tag: "Reply", status: 409, body: status(409, "Conflict", "the object has been modified; please apply your changes to the latest version and try again") })],
-  ["410 Gone on every watch", onRequests(isWatch, { _tag: "Reply", status: 410, body: status(410, "Expired", "too old resource version: 1 (2)") })],
+  ["black-holed (requests read, never answered)", onRequests(every, { _tag: "Hang" }, allOf(
+    watchFaulted,
+    // no reply, so nothing the daemon counts before its own timeouts (10 s and more)
+    faulted("a request other than its watch went unanswered", "apiserver", (request) => !isWatch(request))
+  ))],
+  ["a 409 storm on status writes", onRequests(
+    isStatusWrite,
+    { _tag: "Reply", status: 409, body: status(409, "Conflict", "the object has been modified; please apply your changes to the latest version and try again") },
+    counted("it counted a status write answered 409", requests, having(`resource="pods/status"`, `code="409"`))
+  )],
+  ["410 Gone on every watch", onRequests(
+    isWatch,
+    { _tag: "Reply", status: 410, body: status(410, "Expired", "too old resource version: 1 (2)") },
+    counted("it restarted a watch answered 410", restarts, having(`reason="gone"`))
+  )],
   ["429 with Retry-After on every request", onRequests(every, {
     _tag: "Reply",
     status: 429,
     body: status(429, "TooManyRequests", "too many requests"),
     headers: { "retry-after": "1" }
-  })],
-  ["500 on every request", onRequests(every, { _tag: "Reply", status: 500, body: status(500, "InternalError", "etcdserver: request timed out") })],
-  ["503 with a non-Status body on every request", onRequests(every, { _tag: "Reply", status: 503, body: "upstream connect error", headers: { "content-type": "text/plain" } })],
-  ["every watch closed at once, with no events", onRequests(isWatch, { _tag: "Reply", status: 200, body: "" })]
+  }, allOf(watchFaulted, answered(429)))],
+  ["500 on every request", onRequests(
+    every,
+    { _tag: "Reply", status: 500, body: status(500, "InternalError", "etcdserver: request timed out") },
+    allOf(watchFaulted, answered(500))
+  )],
+  ["503 with a non-Status body on every request", onRequests(
+    every,
+    { _tag: "Reply", status: 503, body: "upstream connect error", headers: { "content-type": "text/plain" } },
+    allOf(watchFaulted, answered(503))
+  )],
+  ["every watch closed at once, with no events", onRequests(
+    isWatch,
+    { _tag: "Reply", status: 200, body: "" },
+    counted("it restarted a watch that closed with no events", restarts, having(`reason="closed"`))
+  )]
 ]
-
-/** The value of one sample of /metrics (0 when absent): `name{labels}` exactly as rendered. */
-const metric = (world: World, sample: string) =>
-  Effect.map(httpGet(`${world.metricsUrl}/metrics`), (reply) => {
-    const body = Option.getOrElse(Option.map(reply, (r) => r.body), () => "")
-    const line = body.split("\n").find((l) => l.startsWith(`${sample} `))
-    return line === undefined ? 0 : Number(line.slice(sample.length + 1))
-  })
 
 const backwards = `vk_sandbox_watch_restarts_total{reason="backwards"}`
 

@@ -15,24 +15,40 @@ import { Effect, Option } from "effect"
 import { nodeInventory } from "../../testkit/Demo/Harness.ts"
 import type { FaultAction, ProxiedRequest } from "../support/FaultProxy.ts"
 import { Pass } from "../support/FaultProxy.ts"
-import type { FaultCase } from "./world.ts"
+import { allOf, counted, having, pathOf } from "./receipts.ts"
+import type { FaultCase, Receipt } from "./world.ts"
 
 const isRead = (request: ProxiedRequest) => request.method === "GET" && (request.url.startsWith("/v1/sandboxes") || request.url.startsWith("/v1/info"))
 const isListing = (request: ProxiedRequest) => request.method === "GET" && request.url.startsWith("/v1/sandboxes")
 
+/** The daemon counted a failed sandboxd call of `operation` (a label value of the metric). */
+const failed = (operation: string, what: string): Receipt =>
+  counted(`${what} failed`, "vk_sandbox_sandboxd_errors_total", having(`operation="${operation}"`))
+
+/** The fresh Pod's claim and the bare Pod's release, both made while the fault lasts. */
+const claimFailed = failed("claim", "a claim")
+const claimAndRelease = allOf(claimFailed, failed("release", "a release"))
+
 const onEveryRequest = (action: FaultAction): FaultCase => ({
   arm: (world) => Effect.sync(() => world.sandboxd.setRule(() => action)),
-  disarm: (world) => Effect.sync(() => world.sandboxd.clear())
+  disarm: (world) => Effect.sync(() => world.sandboxd.clear()),
+  met: claimAndRelease
 })
 
-const onReads = (action: FaultAction, millis?: number): FaultCase => ({
+const onReads = (action: FaultAction): FaultCase => ({
   arm: (world) => Effect.sync(() => world.sandboxd.setRule((request) => (isRead(request) ? action : Pass))),
   // a reply held open ends only with its connection
   disarm: (world) => Effect.sync(() => {
     world.sandboxd.clear()
     world.sandboxd.resetAll()
   }),
-  ...(millis === undefined ? {} : { millis })
+  met: counted("a read (listing, sandbox, info) failed", "vk_sandbox_sandboxd_errors_total", (labels) => /operation="(list|get|info)"/.test(labels))
+})
+
+/** Only claims are faulted. */
+const onClaims = (action: FaultAction): Pick<FaultCase, "arm" | "met"> => ({
+  arm: (world) => Effect.sync(() => world.sandboxd.setRule((request) => (request.url.startsWith("/v1/claim") ? action : Pass))),
+  met: claimFailed
 })
 
 const errorBody = (message: string) => JSON.stringify({ error: message })
@@ -46,8 +62,50 @@ const parseOr = (body: string): { sandboxes?: unknown } | undefined => {
   }
 }
 
+const isWholeListing = (request: ProxiedRequest) => pathOf(request) === "/v1/sandboxes"
+
+/**
+ * A listing left out the held claims; after it, the daemon asked sandboxd for one sandbox by id
+ * (the claim verifier looking up a claim the listing lacked).
+ */
+const askedAfterListing: Receipt = {
+  expectation: "after a listing without its claims, the daemon asked sandboxd for a sandbox by id",
+  start: (world) =>
+    Effect.sync(() => {
+      const from = world.sandboxd.faulted.length
+      return Effect.sync(() => {
+        const listing = world.sandboxd.faulted.slice(from).find(isWholeListing)
+        if (listing === undefined) return false
+        const seen = world.sandboxd.seen
+        return seen.slice(seen.indexOf(listing) + 1).some((r) => r.method === "GET" && pathOf(r).startsWith("/v1/sandboxes/"))
+      })
+    })
+}
+
+/**
+ * The daemon published its NodeInventory twice after a rewritten listing went out: the second
+ * publish listed after the first one ended, so after the fault was armed (the first may have
+ * listed before it).
+ */
+const publishedAfterListing: Receipt = {
+  expectation: "the daemon published its NodeInventory twice after a rewritten listing",
+  start: (world) =>
+    Effect.sync(() => {
+      const from = world.sandboxd.faulted.length
+      let after: number | undefined
+      return Effect.sync(() => {
+        if (after === undefined) {
+          if (!world.sandboxd.faulted.slice(from).some(isWholeListing)) return false
+          after = world.apiserver.seen.length
+        }
+        const publishes = world.apiserver.seen.slice(after).filter((r) => r.method === "PATCH" && pathOf(r).includes("/nodeinventories"))
+        return publishes.length >= 2
+      })
+    })
+}
+
 /** The listing as sandboxd sent it, rows rewritten. */
-const rewriteListing = (rows: (rows: Array<unknown>) => Array<unknown>): FaultCase => ({
+const rewriteListing = (rows: (rows: Array<unknown>) => Array<unknown>, met: Receipt): FaultCase => ({
   arm: (world) =>
     Effect.sync(() =>
       world.sandboxd.setRule((request) =>
@@ -64,7 +122,8 @@ const rewriteListing = (rows: (rows: Array<unknown>) => Array<unknown>): FaultCa
           : Pass
       )
     ),
-  disarm: (world) => Effect.sync(() => world.sandboxd.clear())
+  disarm: (world) => Effect.sync(() => world.sandboxd.clear()),
+  met
 })
 
 export const sandboxdCases: ReadonlyArray<readonly [string, FaultCase]> = [
@@ -79,14 +138,7 @@ export const sandboxdCases: ReadonlyArray<readonly [string, FaultCase]> = [
       Effect.sync(() => assert.isFalse(world.sandboxd.seen.some((r) => r.url.startsWith("/elsewhere")), "the redirect was not followed"))
   }],
   ["a claim answered with a redirect body (no sandbox handed over)", {
-    arm: (world) =>
-      Effect.sync(() =>
-        world.sandboxd.setRule((request) =>
-          request.url.startsWith("/v1/claim")
-            ? { _tag: "Reply", status: 200, body: JSON.stringify({ redirect: ["10.0.0.6:7777"], require_promoted: true }) }
-            : Pass
-        )
-      ),
+    ...onClaims({ _tag: "Reply", status: 200, body: JSON.stringify({ redirect: ["10.0.0.6:7777"], require_promoted: true }) }),
     disarm: (world) => Effect.sync(() => world.sandboxd.clear())
   }],
   ["no answer within --sandboxd-timeout (black hole before the reply)", { ...onEveryRequest({ _tag: "Hang" }), disarm: (world) => Effect.sync(() => {
@@ -101,37 +153,28 @@ export const sandboxdCases: ReadonlyArray<readonly [string, FaultCase]> = [
   ["reads: a body over 16 MiB", onReads({ _tag: "Reply", status: 200, body: Buffer.alloc(17 * 1024 * 1024, 0x20) })],
   ["listing: {} (no sandboxes array)", {
     arm: (world) => Effect.sync(() => world.sandboxd.setRule((request) => (isListing(request) ? { _tag: "Reply", status: 200, body: "{}" } : Pass))),
-    disarm: (world) => Effect.sync(() => world.sandboxd.clear())
+    disarm: (world) => Effect.sync(() => world.sandboxd.clear()),
+    met: failed("list", "a listing")
   }],
   ["claims: the whole reply, then it never ends (a timeout after the body: the VM exists, the daemon never read its token)", {
-    arm: (world) =>
-      Effect.sync(() => world.sandboxd.setRule((request) => (request.url.startsWith("/v1/claim") ? { _tag: "HangAfterBody" } : Pass))),
+    ...onClaims({ _tag: "HangAfterBody" }),
     disarm: (world) =>
       Effect.sync(() => {
         world.sandboxd.clear()
         world.sandboxd.resetAll()
-      }),
-    millis: 1_500
+      })
   }],
   ["claims: the reply cut short after sandboxd made the VM", {
-    arm: (world) =>
-      Effect.sync(() => world.sandboxd.setRule((request) => (request.url.startsWith("/v1/claim") ? { _tag: "Truncate", bytes: 20 } : Pass))),
+    ...onClaims({ _tag: "Truncate", bytes: 20 }),
     disarm: (world) => Effect.sync(() => world.sandboxd.clear())
   }],
   ["claims: sandboxd made the VM, a proxy answered 503 for it (an upstream reset after forwarding: CRT-23)", {
-    arm: (world) =>
-      Effect.sync(() =>
-        world.sandboxd.setRule((request) =>
-          request.url.startsWith("/v1/claim")
-            ? { _tag: "Rewrite", rewrite: () => ({ status: 503, body: "upstream connect error or disconnect/reset before headers" }) }
-            : Pass
-        )
-      ),
+    ...onClaims({ _tag: "Rewrite", rewrite: () => ({ status: 503, body: "upstream connect error or disconnect/reset before headers" }) }),
     disarm: (world) => Effect.sync(() => world.sandboxd.clear())
   }],
-  ["listing: every held claim missing", rewriteListing(() => [])],
+  ["listing: every held claim missing", rewriteListing(() => [], askedAfterListing)],
   ["listing: every row twice", {
-    ...rewriteListing((rows) => [...rows, ...rows]),
+    ...rewriteListing((rows) => [...rows, ...rows], publishedAfterListing),
     check: (world) =>
       Effect.gen(function*() {
         // the inventory published from such a listing has one entry per id

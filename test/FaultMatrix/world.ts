@@ -137,31 +137,46 @@ export const prepare = (world: World) =>
     return { n, bare, owned, bareClaim, ownedClaim }
   })
 
+/** What shows that the daemon met a fault (./receipts.ts). */
+export interface Receipt {
+  /** What the daemon did, for the message when it never does. */
+  readonly expectation: string
+  /** Started just before the fault is armed; the probe says whether the daemon has met it since. */
+  readonly start: (world: World) => Effect.Effect<Effect.Effect<boolean>>
+}
+
 export interface FaultCase {
   readonly arm: (world: World) => Effect.Effect<void>
   readonly disarm: (world: World) => Effect.Effect<void>
-  /** How long the fault lasts; 1 s unless said otherwise. */
-  readonly millis?: number
+  /** The fault lasts until the daemon has met it: this receipt, never a span of time. */
+  readonly met: Receipt
   /** Checks of its own once converged. */
   readonly check?: (world: World) => Effect.Effect<void>
 }
 
 /**
  * One case: prepare two Pods, arm the fault, create one Pod and delete the two prepared ones,
- * hold the fault, clear it; then everything must converge and the invariants hold.
+ * hold the fault until the daemon has met it, clear it; then everything must converge and the
+ * invariants hold.
  */
 export const runCase = (world: World, fault: FaultCase) =>
   Effect.gen(function*() {
     const { n, bare, owned, bareClaim, ownedClaim } = yield* prepare(world)
     const fresh = `fresh-${n}`
+    const met = yield* fault.met.start(world)
     yield* fault.arm(world)
     yield* createPod(world.cluster, "during the fault", fresh)
     yield* deletePod(world.cluster, "during the fault", bare)
     yield* deletePod(world.cluster, "during the fault", owned)
     world.bareDeleted.count++
     world.preserved.set(ownedClaim, `owner-${n}`)
-    yield* Effect.sleep(fault.millis ?? 1_000)
-    yield* fault.disarm(world)
+    yield* waitFor(
+      "fault",
+      `the daemon met the fault: ${fault.met.expectation}`,
+      Effect.map(met, (yes) => (yes ? Option.some(true) : Option.none())),
+      { timeout: "25 seconds", describe: describeState(world) }
+      // cleared even when it never met the daemon: the next case starts without it
+    ).pipe(Effect.ensuring(fault.disarm(world)))
 
     // convergence: the new Pod runs, both deleted Pods leave, the bare one's claim is released
     yield* running(world, fresh)

@@ -49,6 +49,8 @@ export interface FaultProxy {
   clear(): void
   /** requests seen (all of them, whatever the rule did) */
   readonly seen: ReadonlyArray<ProxiedRequest>
+  /** the requests of `seen` the rule did not pass through: a test's receipt that the fault met its client */
+  readonly faulted: ReadonlyArray<ProxiedRequest>
   /** stop listening and drop every open connection: new connections are refused */
   refuse(): Effect.Effect<void>
   /** listen again on the same port */
@@ -73,6 +75,7 @@ export const make = (upstream: string): Effect.Effect<FaultProxy, never, Scope.S
     const target = new URL(upstream)
     const sockets = new Set<Socket>()
     const seen: Array<ProxiedRequest> = []
+    const faulted: Array<ProxiedRequest> = []
     let rule: (request: ProxiedRequest) => FaultAction = () => Pass
     const agent = new http.Agent({ keepAlive: false })
 
@@ -99,6 +102,7 @@ export const make = (upstream: string): Effect.Effect<FaultProxy, never, Scope.S
       const request: ProxiedRequest = { method: req.method ?? "GET", url: req.url ?? "/", headers: req.headers }
       seen.push(request)
       const action = rule(request)
+      if (action._tag !== "Pass") faulted.push(request)
       switch (action._tag) {
         case "Reset":
           return void req.socket.destroy()
@@ -190,6 +194,7 @@ export const make = (upstream: string): Effect.Effect<FaultProxy, never, Scope.S
         rule = () => Pass
       },
       seen,
+      faulted,
       refuse: () => stop,
       accept: () => Effect.asVoid(listen(port)),
       resetAll
