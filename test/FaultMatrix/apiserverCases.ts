@@ -11,7 +11,7 @@ import type { ModelSnapshot } from "../../testkit/Simulators/Apiserver/Model.ts"
 import { Pods, Sandboxes } from "../../testkit/Simulators/Apiserver/Resources.ts"
 import type { FaultAction, ProxiedRequest } from "../support/FaultProxy.ts"
 import { Pass } from "../support/FaultProxy.ts"
-import { allOf, counted, faulted, having, metric } from "./receipts.ts"
+import { allOf, counted, faulted, having, metric, samples, total } from "./receipts.ts"
 import { describeState, type FaultCase, heldIds, invariants, podsNow, prepare, type Receipt, running, type World } from "./world.ts"
 
 const isWatch = (request: ProxiedRequest) => /[?&]watch=(true|1)/.test(request.url)
@@ -112,7 +112,21 @@ const restoreFlow = (world: World, snapshotOf: () => ModelSnapshot) =>
   Effect.gen(function*() {
     const { cluster } = world
     const snapshot = snapshotOf()
-    const { bare } = yield* prepare(world)
+    const { n, bare } = yield* prepare(world)
+    // The cluster moves on after the backup, in what the daemon watches: 100 label changes of a
+    // Pod on its node. The daemon then holds a resourceVersion 100 writes past the backup's, more
+    // than it writes itself in the seconds before its check, so the restored server stays behind
+    // it until then. (A check that comes after the restored server's version has passed the
+    // daemon's cannot see that it went backwards; restoring with etcdutl --bump-revision
+    // --mark-compacted closes that gap: the old versions answer 410 and the daemon relists.)
+    for (let i = 0; i < 100; i++) {
+      const patched = cluster.model.patch(Pods, cluster.namespace, bare, "merge", { metadata: { labels: { churn: String(i) } } })
+      assert.isTrue(Result.isSuccess(patched), "churn")
+    }
+    // The receipt that the daemon has them: a Pod made after them goes Running (the watch
+    // delivers in order). It is gone with the restore too.
+    yield* createPod(cluster, "after the churn", `churned-${n}`)
+    yield* running(world, `churned-${n}`)
     const stored = snapshot.store.get(`${Pods.group}/${Pods.plural}`)
     const inSnapshot = new Set([...(stored?.keys() ?? [])].map((key) => key.split("/").at(-1)))
     const vanished = podsNow(cluster).filter((pod) => !inSnapshot.has(pod.name)).map((pod) => pod.name)
@@ -130,18 +144,6 @@ const restoreFlow = (world: World, snapshotOf: () => ModelSnapshot) =>
     // the relist releases them on the restored server's word (Pod gone, owner gone)
     world.bareDeleted.count += vanished.length
     world.ownersDropped.value = true
-    // The cluster moves on after the backup, in what the daemon watches: 100 label changes of a
-    // Pod on its node. The daemon then holds a resourceVersion 100 writes past the backup's, more
-    // than it writes itself in the seconds before its check, so the restored server stays behind
-    // it until then. (A check that comes after the restored server's version has passed the
-    // daemon's cannot see that it went backwards; restoring with etcdutl --bump-revision
-    // --mark-compacted closes that gap: the old versions answer 410 and the daemon relists.)
-    for (let i = 0; i < 100; i++) {
-      const patched = cluster.model.patch(Pods, cluster.namespace, bare, "merge", { metadata: { labels: { churn: String(i) } } })
-      assert.isTrue(Result.isSuccess(patched), "churn")
-    }
-    // the daemon's watch delivers them in milliseconds; this is ample on a loaded machine
-    yield* Effect.sleep("2 seconds")
     const heldBefore = yield* heldIds(world)
     const backwardsBefore = yield* metric(world, backwards)
     cluster.model.restore(snapshot)
@@ -160,9 +162,20 @@ const restoreFlow = (world: World, snapshotOf: () => ModelSnapshot) =>
       }),
       { timeout: "25 seconds", describe: describeState(world) }
     )
-    // the vanished Pods are out of the daemon's cache: nothing asks the apiserver about them
+    // the vanished Pods are out of the daemon's cache: nothing asks the apiserver about them, up
+    // to a receipt of the daemon's later work: its cache holds just the apiserver's Pods (no
+    // status write can be built for a Pod it lacks), and a Pod made after the mark goes Running
+    // (a whole round of watch, claim and status writes)
     const mark = world.apiserver.seen.length
-    yield* Effect.sleep("3 seconds")
+    yield* waitFor(
+      "convergence",
+      "the daemon's cache (vk_sandbox_pods) holds just the apiserver's Pods",
+      Effect.map(samples(world), (values) => (total(values, "vk_sandbox_pods") === podsNow(cluster).length ? Option.some(true) : Option.none())),
+      { timeout: "25 seconds", describe: describeState(world) }
+    )
+    const marker = `marker-${world.next()}`
+    yield* createPod(cluster, "after the relist", marker)
+    yield* running(world, marker)
     const naming = world.apiserver.seen.slice(mark).filter((request) =>
       vanished.some((name) => new RegExp(`/pods/${name}(/|$)`).test(request.url.split("?")[0] ?? ""))
     )
