@@ -6,17 +6,8 @@
  * gives it back wrapped) lives with its concern and is not counted.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { readdirSync, readFileSync } from "node:fs"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
-
-const root = fileURLToPath(new URL("../..", import.meta.url))
-
-const sources = (dir: string): ReadonlyArray<string> =>
-  readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((entry) => {
-    const relative = `${dir}/${entry.name}`
-    return entry.isDirectory() ? sources(relative) : entry.name.endsWith(".ts") ? [relative] : []
-  })
+import { readSource, sourceFiles } from "../support/Sources.ts"
 
 /** The relative imports of `file` (as `src/...` paths) and the names it imports from src/Services/. */
 const importsOf = (file: string, text: string) => {
@@ -51,14 +42,14 @@ export const misplaced = (file: string, text: string): ReadonlyArray<string> => 
 
 describe("where a layer lives", () => {
   it("a layer of a service in src/Programs/ is built from a Program it imports", () => {
-    const found = sources("src/Programs").flatMap((file) => misplaced(file, readFileSync(path.join(root, file), "utf8")))
+    const found = sourceFiles("src/Programs").flatMap((file) => misplaced(file, readSource(file)))
     assert.deepStrictEqual(found, [])
   })
 
   it("the scan sees the Programs layers there are, and no decorator", () => {
     // The check above passes trivially if the scan finds no layer: show it finds these.
-    const layers = sources("src/Programs").flatMap((file) => {
-      const text = readFileSync(path.join(root, file), "utf8")
+    const layers = sourceFiles("src/Programs").flatMap((file) => {
+      const text = readSource(file)
       return serviceLayersIn(text, importsOf(file, text).services).map((service) => `${file}: ${service}`)
     })
     for (

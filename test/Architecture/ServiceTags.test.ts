@@ -5,17 +5,7 @@
  * its layer as a function (`layer`), never as a static on the tag, so the tag needs nothing from it.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { readdirSync, readFileSync } from "node:fs"
-import * as path from "node:path"
-import { fileURLToPath } from "node:url"
-
-const root = fileURLToPath(new URL("../..", import.meta.url))
-
-const sources = (dir: string): ReadonlyArray<string> =>
-  readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((entry) => {
-    const relative = `${dir}/${entry.name}`
-    return entry.isDirectory() ? sources(relative) : entry.name.endsWith(".ts") ? [relative] : []
-  })
+import { readSource, sourceFiles } from "../support/Sources.ts"
 
 /** `file: Name` for every tag declared in `text`. */
 export const tagsIn = (file: string, text: string): ReadonlyArray<string> => [
@@ -25,16 +15,16 @@ export const tagsIn = (file: string, text: string): ReadonlyArray<string> => [
 
 describe("service tags", () => {
   it("are declared in src/Services/ and nowhere else in src/", () => {
-    const outside = sources("src")
+    const outside = sourceFiles("src")
       .filter((file) => !file.startsWith("src/Services/"))
-      .flatMap((file) => tagsIn(file, readFileSync(path.join(root, file), "utf8")))
+      .flatMap((file) => tagsIn(file, readSource(file)))
     assert.deepStrictEqual(outside, [])
   })
 
   it("src/Services/ declares the kubelet server's and the node controller's tags", () => {
     // The scan above passes trivially if it finds nothing anywhere: show it finds these.
-    const inServices = sources("src/Services")
-      .flatMap((file) => tagsIn(file, readFileSync(path.join(root, file), "utf8")))
+    const inServices = sourceFiles("src/Services")
+      .flatMap((file) => tagsIn(file, readSource(file)))
     for (
       const tag of [
         "src/Services/KubeletServer.ts: KubeletPods",

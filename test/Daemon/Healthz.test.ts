@@ -1,13 +1,9 @@
 /**
- * HZ-1 — a stopped part fails liveness at the composition root: `src/Daemon.ts` wires the pod
- * controller's `stopped` parts and the background loops' into `/healthz`. The controller's
- * `stopped` and the loops' have tests of their own; these fail if the wiring goes. The whole
- * `daemonLayer` runs in this process (this worktree's code, not the installed binary) against the
- * in-memory apiserver and the sandboxd simulator over loopback HTTP.
- *
- * A part is stopped the way a bug stops it: a defect in its fiber. The defect is thrown by the
- * test's logger on one line only that part logs (a logger runs in the fiber that logs), so no
- * seam is added to the daemon for it.
+ * HZ-1 — a stopped part fails liveness at the composition root: these fail if `src/Daemon.ts`
+ * stops wiring the pod controller's and the loops' `stopped` parts into `/healthz`. The whole
+ * `daemonLayer` runs in this process against both simulators over loopback. A part is stopped
+ * as a bug stops it, by a defect in its fiber, thrown by the test's logger on a line only that
+ * part logs, so no seam is added to the daemon.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Logger } from "effect"

@@ -1,25 +1,14 @@
 /**
- * Prose in src/ stays short and readable: a module's header (its leading doc comment) is at most
- * `headerLimit` lines, delimiters included, and the first comment in a file that cites a rule id
- * gives the rule's short name beside it, as docs/rules.md heads it: `CFG-3 — an empty env var is
- * unset` (case aside). History and figures belong in docs/ and commit bodies.
+ * Prose stays short and readable in src/, testkit/ and test/: a module's header (its leading doc
+ * comment) is at most `headerLimit` lines, delimiters included; and in src/, testkit/ and the
+ * modules under test/ that are not test files, the first comment citing a rule id gives the
+ * rule's short name beside it, as docs/rules.md heads it: `CFG-3 — an empty env var is unset`
+ * (case aside). History and figures belong in docs/ and commit bodies.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { readdirSync, readFileSync } from "node:fs"
-import * as path from "node:path"
-import { fileURLToPath } from "node:url"
-
-const root = fileURLToPath(new URL("../..", import.meta.url))
+import { readSource, sourceFiles } from "../support/Sources.ts"
 
 export const headerLimit = 10
-
-/** Every .ts file under `dir`, relative to the repository root. */
-const sources = (dir: string): ReadonlyArray<string> =>
-  readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((entry) => {
-    const relative = `${dir}/${entry.name}`
-    if (entry.isDirectory()) return sources(relative)
-    return entry.name.endsWith(".ts") ? [relative] : []
-  })
 
 /** Rule id → short name, from the catalogue's headings `### CFG-3 — An empty env var is unset`. */
 export const ruleNames = (markdown: string): ReadonlyMap<string, string> =>
@@ -56,17 +45,19 @@ export const unnamedCitations = (text: string, names: ReadonlyMap<string, string
   return unnamed
 }
 
-const names = ruleNames(readFileSync(path.join(root, "docs/rules.md"), "utf8"))
-const files = sources("src").map((file) => ({ file, text: readFileSync(path.join(root, file), "utf8") }))
+const names = ruleNames(readSource("docs/rules.md"))
+const files = sourceFiles("src", "testkit", "test").map((file) => ({ file, text: readSource(file) }))
+/** Test files may cite an id bare in their names and asserts; every other module names it. */
+const modules = files.filter(({ file }) => !file.endsWith(".test.ts"))
 
-describe("module headers and rule names in src/", () => {
+describe("module headers and rule names in src/, testkit/ and test/", () => {
   it(`every module header is at most ${headerLimit} lines`, () => {
     const long = files.flatMap(({ file, text }) => headerLines(text) > headerLimit ? [`${file}: ${headerLines(text)} lines`] : [])
     assert.deepStrictEqual(long, [])
   })
 
-  it("the first citation of each rule id in a file gives its short name", () => {
-    const unnamed = files.flatMap(({ file, text }) =>
+  it("the first citation of each rule id in a module gives its short name", () => {
+    const unnamed = modules.flatMap(({ file, text }) =>
       unnamedCitations(text, names).map((id) => `${file}: ${id} — ${names.get(id)}`)
     )
     assert.deepStrictEqual(unnamed, [])

@@ -7,24 +7,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
+import { repoRoot, sourceFiles } from "../support/Sources.ts"
 
-const root = fileURLToPath(new URL("../..", import.meta.url))
+const root = repoRoot
 const catalogue = readFileSync(path.join(root, "docs/rules.md"), "utf8")
 
-/** Every .ts file under the given top-level folders (test/k8s/tools holds Go, not ours to cite). */
-const sources = (...folders: ReadonlyArray<string>): ReadonlyArray<string> => {
-  const walk = (dir: string): ReadonlyArray<string> =>
-    readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((entry) => {
-      const relative = `${dir}/${entry.name}`
-      if (entry.isDirectory()) return entry.name === "node_modules" ? [] : walk(relative)
-      return entry.name.endsWith(".ts") ? [relative] : []
-    })
-  return folders.flatMap(walk)
-}
 /** This file is left out: its self-checks hold examples of what the checks reject. */
 const self = "test/Docs/Rules.test.ts"
-const files = sources("src", "testkit", "test")
+const files = sourceFiles("src", "testkit", "test")
   .filter((file) => file !== self)
   .map((file) => ({ file, text: readFileSync(path.join(root, file), "utf8") }))
 

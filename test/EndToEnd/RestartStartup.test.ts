@@ -1,14 +1,9 @@
 /**
  * A restart on a claims file (CFG-11 — start order): the first pod list is asked for while the
- * claims are still being verified (the apiserver's answer, tens of MB with 10,000 Pods, no longer
- * waits for the claims load, verification, write and node registration), and readiness still waits
- * for all of them.
- *
- * Real time (`it.live`): the daemon is another process. The verification's sandboxd listing is
- * held unanswered (the request timeout is raised to five minutes), so the order is not a race: a
- * daemon that listed Pods only after its claims were verified would send no pod list for five
- * minutes, and this one may send it even before the claims file is read. The waits are long only
- * for a loaded machine, where starting the daemon from source can take tens of seconds.
+ * claims are still being verified, and readiness still waits for all of it. The verification's
+ * listing is held unanswered (a five-minute request timeout), so the order is not a race.
+ * Real time (`it.live`): the daemon is another process; the waits are long only for a loaded
+ * machine, where starting the daemon from source takes tens of seconds.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Option } from "effect"

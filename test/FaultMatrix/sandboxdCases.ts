@@ -1,14 +1,10 @@
 /**
- * The fault matrix, sandboxd side: each fault between the daemon and sandboxd, over the wire
- * (a proxy in front of the simulator), then convergence and the invariants of ./world.ts.
- *
- * A fault that answers on the proxy's own (a status, a body) never reaches sandboxd, so a claim
- * it answers was never made. Faults that let the request through and break the reply (a cut
- * body, a reply that never ends) leave a claim whose outcome the daemon cannot know: sandboxd
- * made the VM, the token never arrived. The invariants then say the daemon found it again
- * (adopted with its token, or released), and never claimed a second VM beside it. So does a
- * gateway's 5xx in front of sandboxd after the request went through (CRT-23 — what a failed claim
- * says about its VM).
+ * The fault matrix, sandboxd side: each fault between the daemon and sandboxd, over the wire (a
+ * proxy in front of the simulator), then convergence and the invariants of ./world.ts. A fault
+ * the proxy answers itself never reaches sandboxd; one that breaks the reply after the request
+ * went through (a cut body, a reply that never ends, a gateway's 5xx) leaves a VM whose token
+ * never arrived, which the daemon must find again (adopt or release) and never claim twice
+ * (CRT-23 — what a failed claim says about its VM).
  */
 import { assert } from "@effect/vitest"
 import { Effect, Option } from "effect"

@@ -1,18 +1,8 @@
 /**
  * The fault-matrix world: the real daemon (a child process) against both simulators, each behind
  * a fault-injecting proxy (test/support/FaultProxy.ts). A case arms a fault, does what users do
- * while it lasts (a new Pod, a bare Pod deleted, an owned Pod deleted), clears it, then waits for
- * convergence and checks the invariants on apiserver state, sandboxd state, the claims file and
- * /metrics — never on log text:
- *
- * - no Running Pod without a durable row: every Running Pod's claim id is in the claims file and
- *   held by sandboxd;
- * - no lost token: every claim sandboxd holds is in the claims file with the same token;
- * - no release without owner authority: the claim of every owned Pod deleted so far (its owner
- *   alive) is still held, and every Release verdict counted is BarePod (or OwnerGone, once a
- *   restore dropped owners: their preserved VMs are then released, AUTH-9 — a preserved VM is
- *   released once its owner goes).
- *
+ * while it lasts, clears it, waits for convergence and checks `invariants` on apiserver state,
+ * sandboxd state, the claims file and /metrics, never on log text.
  * Real time (`it.live`): the daemon is another process with its own clock.
  */
 import { assert } from "@effect/vitest"
@@ -44,7 +34,10 @@ export interface World {
   readonly apiserver: FaultProxy.FaultProxy
   readonly metricsUrl: string
   readonly output: () => string
-  /** Claims of owned Pods deleted while their owner lived, with that owner's name: held while it lives (AUTH-9). */
+  /**
+   * Claims of owned Pods deleted while their owner lived, with that owner's name: held while it
+   * lives (AUTH-9 — a preserved VM is released once its owner goes).
+   */
   readonly preserved: Map<string, string>
   /** Bare Pods deleted so far: the upper bound of Release verdicts. */
   readonly bareDeleted: { count: number }
@@ -192,7 +185,15 @@ export const runCase = (world: World, fault: FaultCase) =>
     if (fault.check !== undefined) yield* fault.check(world)
   })
 
-/** The three invariants, on the state of the world right now (after convergence). */
+/**
+ * The three invariants, on the state of the world right now (after convergence):
+ * - no Running Pod without a durable row: every Running Pod's claim id is in the claims file and
+ *   held by sandboxd;
+ * - no lost token: every claim sandboxd holds is in the claims file with the same token;
+ * - no release without owner authority: the claim of every owned Pod deleted so far (its owner
+ *   alive) is still held, and every Release verdict counted is BarePod (or OwnerGone, once a
+ *   restore dropped owners: their preserved VMs are then released, AUTH-9).
+ */
 export const invariants = (world: World) =>
   Effect.gen(function*() {
     const { cluster } = world

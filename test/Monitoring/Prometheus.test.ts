@@ -1,21 +1,10 @@
 /**
- * The monitoring files against a running daemon (the real executable, against both simulators on
- * loopback), once it has created a Pod and seen sandboxd fail:
- *
- * - every metric name the rules and the dashboard read is in its live `/metrics`;
- * - a real Prometheus (Debian's package; `.ci/run` installs it) with its own config and data
- *   directory scrapes it every second, labelled by the relabeling docs/installation.md gives, and
- *   evaluates the rule file every second, each alert's
- *   `for` cut to 2 s: stopping sandboxd fires VkSandboxSandboxdUnreachable for that node, starting
- *   it again on the same port resolves it; a sandboxd slower than `--sandboxd-timeout` fires
- *   VkSandboxClaimsInDoubt, and once it is fast again the doubt settles and the alert resolves.
- *   Every rule evaluates without error, and so does every query of the dashboard.
- *
- * Each transition is waited for through Prometheus' HTTP API; a wait's limit only ends a hung
- * test. Without Prometheus the scenario is skipped with one line, except under CI.
- *
- * Rules: MON-2 — what the rules and the dashboard read is served; MON-3 — every scrape is labelled
- * job and node.
+ * The monitoring files against the running daemon (MON-2 — what the rules and the dashboard read
+ * is served; MON-3 — every scrape is labelled job and node): every metric they read is served,
+ * and a real Prometheus scraping it every second with the rule file (each `for` cut to 2 s) fires
+ * and resolves VkSandboxSandboxdUnreachable and VkSandboxClaimsInDoubt as sandboxd stops, slows
+ * and recovers; every rule and dashboard query evaluates. Transitions are waited for through
+ * Prometheus' API. Without Prometheus the scenario is skipped with one line, except under CI.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Option, Scope } from "effect"

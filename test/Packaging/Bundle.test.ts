@@ -1,14 +1,10 @@
 /**
- * The production bundle (rolldown.config.mjs):
- * - its output options, applied to a small module by rolldown itself: the daemon's source text
- *   stays in memory for as long as it runs (V8 keeps it to compile functions lazily), so its size
- *   is part of the daemon's RSS;
- * - the daemon's whole bundle, built in memory as `npm run build` makes it: it holds none of
- *   client-node's generated API classes, model classes or model serializer. The daemon talks to
- *   the apiserver through requests it builds and Schemas it decodes (`src/Schemas`) and keeps
- *   client-node for kubeconfig, auth and TLS. A generated client used again (its request factory
- *   and response processor come with it), or the build's side-effect setting for client-node
- *   dropped (every model class then stays for its static fields), fails here.
+ * The production bundle (rolldown.config.mjs): its output options, applied by rolldown to a small
+ * module (the source text stays in the daemon's memory, so its size is RSS); and the daemon's
+ * whole bundle, built in memory as `npm run build` makes it, holds none of client-node's
+ * generated API classes, models or serializer (the daemon builds its requests and decodes by
+ * `src/Schemas`). A generated client used again, or client-node's side-effect setting dropped,
+ * fails here.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Option } from "effect"

@@ -4,18 +4,7 @@
  * (`as X`, `as unknown as X`, `as ReadonlyMap<X, …>`), which would make an X the Schema never saw.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { readdirSync, readFileSync } from "node:fs"
-import * as path from "node:path"
-import { fileURLToPath } from "node:url"
-
-const root = fileURLToPath(new URL("../..", import.meta.url))
-
-const sources = (dir: string): ReadonlyArray<string> =>
-  readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((entry) => {
-    const relative = `${dir}/${entry.name}`
-    if (entry.isDirectory()) return sources(relative)
-    return entry.name.endsWith(".ts") ? [relative] : []
-  })
+import { readSource, sourceFiles } from "../support/Sources.ts"
 
 /** The text without its comments (a `//` inside a string is rare enough in src/ to cut a line short). */
 const code = (text: string): string => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/\/\/.*$/gm, "")
@@ -33,7 +22,7 @@ export const brandCasts = (text: string, brands: ReadonlyArray<string>): Readonl
     .filter((type) => named.test(type))
 }
 
-const files = [...sources("src")].map((file) => ({ file, text: readFileSync(path.join(root, file), "utf8") }))
+const files = sourceFiles("src").map((file) => ({ file, text: readSource(file) }))
 const owners = files.flatMap(({ file, text }) => declaredBrands(text).map((brand) => ({ brand, file })))
 const brands = [...new Set(owners.map((owner) => owner.brand))]
 

@@ -1,22 +1,7 @@
 /**
- * The liveness properties, judged on the state at the end (once the run settled, or its bound
- * passed) with the history behind it:
- *
- * - L1 every Pod that should run is Running on a VM sandboxd has: it exists, is not being
- *   deleted, is bound to the node, and was not ended by the daemon with a reason the history
- *   justifies (SandboxLeaseExpired with its VM reaped at sandboxd, SandboxLost with its VM's end
- *   recorded there); and no Pod of the node is still being deleted;
- * - L2 every VM whose owner the daemon may read (a Sandbox, or the Pod itself when bare) and that
- *   is gone or being deleted is released; but a daemon started after the Pod had left knows only
- *   its claims file: a row there that names no owner is a row with no Pod, which L3 judges, if no
- *   daemon removed that Pod after preserving its VM (a restore took it, or a force delete): AUTH-9
- *   — a preserved VM is released once its owner goes — writes the owner before the Pod goes;
- * - L3 a VM whose owner the daemon may not read (a ReplicaSet under the shipped RBAC), or whose
- *   row has no Pod, stays held with its token and no longer than its lease plus one lease-watch
- *   interval (and a reaper pass); no row outlives its VM by more than a lease-watch interval and a
- *   resync (a Lost row goes at its terminal Pod's next run, VER-7 — a lost sandbox's row outlives
- *   restarts until its Pod is settled) past the bound;
- * - L4 no key stays in doubt (no claim intent left in the file).
+ * The liveness properties L1-L4 of the chaos run, judged on the state at the end (once the run
+ * settled, or its bound passed) with the history behind it; each property's function says what
+ * it holds to.
  */
 import type { FinalState } from "./History.ts"
 import type { HistoryIndex } from "./HistoryIndex.ts"
@@ -24,6 +9,12 @@ import type { Bounds, PropertyResult, Violation } from "./Safety.ts"
 
 const endedReasons = new Set(["SandboxLeaseExpired", "SandboxLost"])
 
+/**
+ * L1 every Pod that should run is Running on a VM sandboxd has: it exists, is not being deleted,
+ * is bound to the node, and was not ended by the daemon with a reason the history justifies
+ * (SandboxLeaseExpired with its VM reaped at sandboxd, SandboxLost with its VM's end recorded
+ * there); and no Pod of the node is still being deleted.
+ */
 export const podsRun = (index: HistoryIndex, final: FinalState, node: string): PropertyResult => {
   const live = new Set(final.vms.map((vm) => vm.id))
   const violations: Array<Violation> = []
@@ -53,6 +44,13 @@ export const podsRun = (index: HistoryIndex, final: FinalState, node: string): P
   return { id: "L1", kind: "liveness", title: "every Pod that should run is Running (and no deletion is left unfinished)", checked, violations }
 }
 
+/**
+ * L2 every VM whose owner the daemon may read (a Sandbox, or the Pod itself when bare) and that is
+ * gone or being deleted is released; but a daemon started after the Pod had left knows only its
+ * claims file: a row there that names no owner is a row with no Pod, which L3 judges, if no
+ * daemon removed that Pod after preserving its VM (a restore took it, or a force delete): AUTH-9
+ * — a preserved VM is released once its owner goes — writes the owner before the Pod goes.
+ */
 export const goneOwnersReleased = (index: HistoryIndex, final: FinalState): PropertyResult => {
   const ownersAlive = new Set(final.owners.filter((o) => !o.deleting).map((o) => o.uid))
   const podsAlive = new Map(final.pods.filter((p) => !p.deleting).map((p) => [p.uid, p]))
@@ -94,6 +92,13 @@ export const goneOwnersReleased = (index: HistoryIndex, final: FinalState): Prop
   return { id: "L2", kind: "liveness", title, checked, violations }
 }
 
+/**
+ * L3 a VM whose owner the daemon may not read (a ReplicaSet under the shipped RBAC), or whose row
+ * has no Pod, stays held with its token and no longer than its lease plus one lease-watch
+ * interval (and a reaper pass); no row outlives its VM by more than a lease-watch interval and a
+ * resync past the bound (a Lost row goes at its terminal Pod's next run, VER-7 — a lost sandbox's
+ * row outlives restarts until its Pod is settled).
+ */
 export const heldWithinLease = (index: HistoryIndex, final: FinalState, bounds: Bounds): PropertyResult => {
   const violations: Array<Violation> = []
   let checked = 0
@@ -125,6 +130,7 @@ export const heldWithinLease = (index: HistoryIndex, final: FinalState, bounds: 
   return { id: "L3", kind: "liveness", title: "a VM held without a readable owner or a Pod ends with its lease; no row outlives its VM", checked, violations }
 }
 
+/** L4 no key stays in doubt (no claim intent left in the file). */
 export const noDoubtLeft = (final: FinalState): PropertyResult => ({
   id: "L4",
   kind: "liveness",

@@ -1,20 +1,7 @@
 /**
- * The safety properties, judged from the history alone. Each holds at every moment (or, where a
- * doubt may be resolving, within the settle bound), not only at the end:
- *
- * - S1 no VM without a holder: at every read of the claims file, each VM sandboxd had made
- *   before the read began and had not ended when it finished is in the file, as a row with its id
- *   and token or as the intent of its key (a claim in doubt); at the end, as a row;
- * - S2 no key with two VMs for longer than the bound;
- * - S3 no Pod Running without a durable row: whenever the daemon was down or stopped, and at the
- *   end, each Pod the apiserver showed Running (not being deleted) had the row of its claim id;
- *   but from a restore until the daemon's first list after it, the Pods show the backup's
- *   statuses, which only that list lets the daemon see (judged from then on);
- * - S4 no release while the owner lived: a release the daemon decided while the owner of the
- *   Pod — the controller reference's UID, or the Pod itself when bare — was certainly alive and
- *   not being deleted (created, and nothing yet asked to delete it); and no VM released at
- *   sandboxd without a decision of the daemon naming it;
- * - S5 no token in any Pod, Event, log line or metric.
+ * The safety properties S1-S5 of the chaos run, judged from the history alone. Each holds at
+ * every moment (or, where a doubt may be resolving, within the settle bound), not only at the
+ * end; each property's function says what it holds to.
  */
 import type { HistoryEvent } from "./History.ts"
 import type { HistoryIndex } from "./HistoryIndex.ts"
@@ -52,6 +39,11 @@ export interface Bounds {
 
 const time = (at: number) => new Date(at).toISOString().slice(11, 23)
 
+/**
+ * S1 no VM without a holder: at every read of the claims file, each VM sandboxd had made before
+ * the read began and had not ended when it finished is in the file, as a row with its id and
+ * token or as the intent of its key (a claim in doubt); at the end, as a row.
+ */
 export const noVmWithoutHolder = (events: ReadonlyArray<HistoryEvent>, index: HistoryIndex): PropertyResult => {
   const rows = new Map<string, { id: string; token: string }>()
   const tokenOf = new Map<string, string>()
@@ -99,6 +91,7 @@ export const noVmWithoutHolder = (events: ReadonlyArray<HistoryEvent>, index: Hi
   return { id: "S1", kind: "safety", title: "no VM without a holder (a row with its token, or its key's intent while in doubt)", checked, violations }
 }
 
+/** S2 no key with two VMs for longer than the bound. */
 export const noKeyWithTwoVms = (index: HistoryIndex, bounds: Bounds): PropertyResult => {
   const byKey = new Map<string, Array<{ id: string; from: number; to: number }>>()
   const end = index.final?.at ?? Number.POSITIVE_INFINITY
@@ -125,6 +118,12 @@ export const noKeyWithTwoVms = (index: HistoryIndex, bounds: Bounds): PropertyRe
   return { id: "S2", kind: "safety", title: `no key with two VMs (for longer than ${grace / 1000} s, or at the end)`, checked: byKey.size, violations }
 }
 
+/**
+ * S3 no Pod Running without a durable row: whenever the daemon was down or stopped, and at the
+ * end, each Pod the apiserver showed Running (not being deleted) had the row of its claim id; but
+ * from a restore until the daemon's first list after it, the Pods show the backup's statuses,
+ * which only that list lets the daemon see (judged from then on).
+ */
 export const noRunningWithoutRow = (events: ReadonlyArray<HistoryEvent>, index: HistoryIndex, node: string): PropertyResult => {
   const violations: Array<Violation> = []
   let checked = 0
@@ -163,6 +162,12 @@ const podOfDecision = (index: HistoryIndex, claim: string, key: string, at: numb
   return [...index.pods.values()].filter((gen) => gen.key === key && gen.firstSeen <= at).sort((a, b) => a.firstSeen - b.firstSeen).at(-1)
 }
 
+/**
+ * S4 no release while the owner lived: none the daemon decided while the owner of the Pod (the
+ * controller reference's UID, or the Pod itself when bare) was certainly alive and not being
+ * deleted (created, and nothing yet asked to delete it); and no VM released at sandboxd without a
+ * decision of the daemon naming it.
+ */
 export const noReleaseWhileOwnerAlive = (index: HistoryIndex): PropertyResult => {
   const violations: Array<Violation> = []
   let checked = 0
@@ -197,6 +202,7 @@ export const noReleaseWhileOwnerAlive = (index: HistoryIndex): PropertyResult =>
   return { id: "S4", kind: "safety", title: "no release of a VM whose owner (by controller UID) was alive and not terminating when it was decided", checked, violations }
 }
 
+/** S5 no token in any Pod, Event, log line or metric. */
 export const noTokenShown = (events: ReadonlyArray<HistoryEvent>): PropertyResult => {
   const violations: Array<Violation> = []
   let checked = 0

@@ -1,22 +1,21 @@
 /**
  * A fault proxy at the TCP level, on loopback: it copies bytes between a client and an upstream
- * without reading them, so a TLS stream (the apiserver's) passes through as it is, and breaks the
- * path the ways a network does:
- *
- * - blackhole: nothing moves either way; the sockets stop reading, so a sender's window fills as
- *   it would against a dead path, and a new connection is accepted but gets no upstream; when it
- *   ends, everything held flows again (TCP would have retransmitted it) unless a side gave up;
- * - delay: every chunk, each way, waits this long (in order);
- * - reset: every open connection is reset (RST to the client), and so is each new one while it lasts;
- * - half-close: every open connection gets a FIN toward the client (the server seems to have
- *   closed) and nothing more from upstream; each new one too, before any byte.
- *
- * One fault at a time per proxy. The upstream may move (`setUpstream`): a restarted server on
- * another port is the same path for the client.
+ * without reading them (so TLS passes) and breaks the path the ways a network does: `Fault` lists
+ * them. One fault at a time per proxy; the upstream may move (`setUpstream`), as a restarted
+ * server on another port is the same path for the client.
  */
 import { Effect, type Scope } from "effect"
 import * as net from "node:net"
 
+/**
+ * - Blackhole: nothing moves either way; the sockets stop reading, so a sender's window fills as
+ *   against a dead path, and a new connection is accepted but gets no upstream; when it ends,
+ *   everything held flows again (TCP would have retransmitted it) unless a side gave up;
+ * - Delay: every chunk, each way, waits this long (in order);
+ * - Reset: every open connection is reset (RST to the client), and each new one while it lasts;
+ * - HalfClose: every open connection gets a FIN toward the client and nothing more from
+ *   upstream; each new one too, before any byte.
+ */
 export type TcpFault =
   | { readonly _tag: "Blackhole" }
   | { readonly _tag: "Delay"; readonly millis: number }

@@ -1,14 +1,9 @@
 /**
- * The crash suite (`npm run test:crash`): the real daemon binary against both simulators, killed
- * at every failpoint and at random moments of 300-Pod bursts, restarted, and judged by three
- * invariants read from the apiserver's objects, the claims file and the sandboxd simulator:
- *
- * - no Running Pod without a durable row (checked right after every kill, and at the end);
- * - no live sandbox without a token holder once the restarted daemon has settled;
- * - no Pod key with two live sandboxes.
- *
- * Sizes are parameters (VK_CRASH_BURSTS, VK_CRASH_KILLS_PER_BURST, VK_CRASH_PODS,
- * VK_CRASH_SEED); the defaults are what CI runs. The figures are printed in one summary line.
+ * The crash suite (`npm run test:crash`): the real daemon against both simulators, killed at every
+ * failpoint and at random moments of 300-Pod bursts, restarted, and judged by three invariants
+ * (no Running Pod without a durable row, right after every kill and at the end; no live sandbox
+ * without a token holder once settled; no Pod key with two live sandboxes). Sizes are
+ * VK_CRASH_BURSTS, VK_CRASH_KILLS_PER_BURST, VK_CRASH_PODS, VK_CRASH_SEED; defaults are CI's.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as path from "node:path"

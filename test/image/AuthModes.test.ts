@@ -1,16 +1,9 @@
 /**
- * Every kubeconfig authentication the daemon takes, in the image (which has no node_modules and
- * no shell), under the chart's security context: a kubeconfig mounted read-only and passed with
- * --kubeconfig, against the apiserver simulator behind TLS; the daemon must register its node and
- * turn ready. The service account's token file (in-cluster) is ./ChartRun.test.ts's way in.
- * - token, token file (`token-file`): the simulator asks for that bearer token;
- * - client certificate: the simulator asks for nothing, the TLS front for a certificate the test
- *   CA signed;
- * - exec plugin: the plugin is `node` on a mounted script (the image has no shell for a script
- *   plugin; a plugin that is a binary is mounted the same way);
- * - OIDC auth-provider: an id-token that has not expired is sent as it is.
- * Each under the chart's security context (IMG-3 — the image runs as the chart runs it), with no
- * node_modules in the image (IMG-1 — the image holds only what runs).
+ * Every kubeconfig authentication the daemon takes, in the image under the chart's security
+ * context (IMG-3 — the image runs as the chart runs it; IMG-1 — the image holds only what runs):
+ * token, token file, client certificate, exec plugin (`node` on a mounted script: the image has
+ * no shell) and OIDC auth-provider, each against the apiserver simulator behind TLS; the daemon
+ * must register its node and turn ready. In-cluster is ./ChartRun.test.ts's way in.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"

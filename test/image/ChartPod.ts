@@ -1,19 +1,9 @@
 /**
  * The chart's DaemonSet as the container tests run it: rendered by helm with the test's values,
- * and each container translated to `docker run` flags the way the kubelet would run it. The
- * security context is read from the render, never written here a second time: a field this
- * translation does not know fails the test, so a chart change cannot pass unseen.
- *
- * - pod: runAsUser/runAsGroup (--user), fsGroup and supplementalGroups (--group-add),
- *   seccompProfile RuntimeDefault (Docker's default profile), hostNetwork (the tests always use
- *   the host network, so it must be true);
- * - container: the pod's user overridden by its own, runAsNonRoot (checked), readOnlyRootFilesystem
- *   (--read-only), allowPrivilegeEscalation false (no-new-privileges), capabilities drop/add;
- * - volumes: every volumeMount is a bind mount of a host directory the test gives for that volume
- *   (read-only where the mount is); the service account's token, CA and namespace at the kubelet's
- *   path with KUBERNETES_SERVICE_HOST/PORT, when automountServiceAccountToken is on;
- * - env: values and downward-API fieldRefs, `$(VAR)` expanded as the kubelet does; command, args;
- *   the memory limit (--memory).
+ * each container translated to `docker run` flags the way the kubelet would run it (security
+ * context, volumes as bind mounts, the service account's files, env with fieldRefs and `$(VAR)`,
+ * the memory limit). The security context is read from the render, never written here a second
+ * time: a field the translation does not know fails the test, so a chart change cannot pass unseen.
  */
 import { Effect, Schema } from "effect"
 import { join, resolve } from "node:path"
@@ -79,7 +69,19 @@ const known = (what: string, value: unknown, keys: ReadonlyArray<string>): Effec
     : Effect.fail(new ChartError({ message: `the chart sets ${what}.${unknownKeys.join(", ")}, which the container tests cannot run: teach test/image/ChartPod.ts` }))
 }
 
-/** The `docker run` flags (before the image) and arguments (after it) of one rendered container. */
+/**
+ * The `docker run` flags (before the image) and arguments (after it) of one rendered container:
+ * - pod: runAsUser/runAsGroup (--user), fsGroup and supplementalGroups (--group-add),
+ *   seccompProfile RuntimeDefault (Docker's default profile), hostNetwork (must be true: the tests
+ *   always use the host network);
+ * - container: its own user over the pod's, runAsNonRoot (checked), readOnlyRootFilesystem
+ *   (--read-only), allowPrivilegeEscalation false (no-new-privileges), capabilities drop/add;
+ * - volumes: each volumeMount a bind mount of the host directory the test gives for that volume
+ *   (read-only where the mount is); the service account's token, CA and namespace at the
+ *   kubelet's path with KUBERNETES_SERVICE_HOST/PORT, when automountServiceAccountToken is on;
+ * - env: values and downward-API fieldRefs, `$(VAR)` expanded as the kubelet does; command, args;
+ *   the memory limit (--memory).
+ */
 export const dockerRun = (pod: RenderedPod, name: string, binding: Binding): Effect.Effect<DockerRun, ChartError> =>
   Effect.gen(function*() {
     const container = pod.container(name)

@@ -1,15 +1,10 @@
 /**
- * The control plane restarted on an empty etcd under a running daemon: same address, same
- * certificates, and the namespace, RBAC and CRDs installed again, as an operator rebuilding a lost
- * control plane would. The store's resourceVersions start over below the daemon's: the real
- * apiserver answers a watch from the daemon's old resourceVersion with silence (no event, no
- * bookmark, not even for a Pod created afterwards) and a list at it with 504 "Too large resource
- * version". The daemon relists either way the timing falls: its watches fail through the outage
- * and three fruitless ones in a row relist, or a re-watch the new server accepts stays silent and
- * the silent-watch check (`watchCheckInterval`, 2 s here) finds the server's resourceVersion older
- * than the cache's. Both count the restart as "backwards". The control
- * plane here is the test's own (`restartable`), since a restart empties everything the other test
- * files keep in the shared one.
+ * The control plane restarted on an empty etcd under a running daemon (same address and
+ * certificates, namespace, RBAC and CRDs installed again): resourceVersions start over below the
+ * daemon's, and the real apiserver answers the old one with a silent watch or a 504 list. The
+ * daemon relists either way (three fruitless watches, or the silent-watch check finding the
+ * server older than its cache) and counts the restart "backwards". The control plane is this
+ * test's own (`restartable`): an empty etcd would wipe what the other files keep in the shared one.
  */
 import * as k8s from "@kubernetes/client-node"
 import { assert, describe, it } from "@effect/vitest"

@@ -1,17 +1,10 @@
 /**
  * The kubelet port's authentication and authorization on the real kube-apiserver (KAPI-1 — who a
- * kubelet API request comes from..3): the whole daemon runs under deploy/rbac's role (which must
- * grant the two reviews) with a client CA of this test's own, and each identity below asks for the
- * paths a metrics scraper, a stranger, another node and the apiserver's kubelet client would:
- *
- *   anonymous                                   → 401 everywhere but /healthz
- *   a token of a service account with no rights → 403
- *   metrics-server's role (nodes/metrics, and nodes/stats as its releases before 0.6 had it)
- *                                               → 200 on /metrics/resource and /stats/summary, 403 on /pods
- *   a certificate for system:node:<another node> → 403 on /pods
- *   a certificate bound to system:kubelet-api-admin → 200 on /pods
- *
- * and the review is about this node: a role limited by resourceNames to another node opens nothing.
+ * kubelet API request comes from..3): the daemon under deploy/rbac's role with a client CA of
+ * this test's own; anonymous, a token with no rights, metrics-server's role, another node's
+ * certificate and kubelet-api-admin each ask for what a scraper, a stranger, a node and the
+ * apiserver would, and get 401, 403 or 200 as each test says; a role limited to another node's
+ * name opens nothing.
  */
 import { assert, describe, it } from "@effect/vitest"
 import type * as k8s from "@kubernetes/client-node"
@@ -26,6 +19,13 @@ import { kubeletRequest, makeClientCa } from "../support/KubeletClient.ts"
 type Rules = ReadonlyArray<k8s.V1PolicyRule>
 
 describe("the kubelet port on the real kube-apiserver", () => {
+  // anonymous                                       → 401 everywhere but /healthz
+  // a token of a service account with no rights     → 403
+  // metrics-server's role (nodes/metrics, and nodes/stats as its releases before 0.6 had it)
+  //                                                 → 200 on /metrics/resource and /stats/summary, 403 on /pods
+  // a certificate for system:node:<another node>    → 403 on /pods
+  // a certificate bound to system:kubelet-api-admin → 200 on /pods
+  // and the review is about this node: a role limited by resourceNames to another node opens nothing.
   it.live("authenticates by certificate or TokenReview and authorizes each path by SubjectAccessReview", () =>
     Effect.scoped(Effect.gen(function*() {
       const { config: adminConfig, core, rbac, authz } = yield* admin

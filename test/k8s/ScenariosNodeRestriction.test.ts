@@ -1,13 +1,10 @@
 /**
- * Node-scoped authorization on the real kube-apiserver: the node-restriction policy as the chart
- * renders it (deploy/admission/node-restriction.yaml is the same, compared by test/helm) and the
- * roles of deploy/rbac, bound to a service account of this test's own (./restrictedIdentity.ts).
- * ScenariosNodeRestrictionNode.test.ts holds the rules of the daemon's own Node. The daemon's token is bound to a
- * Pod on a host node (TokenRequest with a boundObjectRef), so the apiserver names that node in the
- * user's extra; the daemon runs whole under that token and does its work on `<host>-sandboxd`,
- * and the same identity is refused (403, from the policy or from RBAC) for another node's Pod
- * status, Pod delete, Node, Node status, Lease and NodeInventory, for Events reported as another
- * node, for a Lease in kube-system, and for everything when its token is not bound to a Pod.
+ * Node-scoped authorization on the real kube-apiserver: the chart's node-restriction policy and
+ * deploy/rbac's roles, bound to a service account of this test's own whose token is bound to a
+ * Pod on a host node. The daemon runs whole under it on `<host>-sandboxd`, and the same identity
+ * is refused (403) for another node's Pods, Node, Lease and NodeInventory, Events as another
+ * node, a Lease in kube-system, and everything when its token is not bound to a Pod.
+ * ScenariosNodeRestrictionNode.test.ts holds the rules of the daemon's own Node.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as k8s from "@kubernetes/client-node"

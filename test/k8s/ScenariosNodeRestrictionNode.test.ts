@@ -1,14 +1,9 @@
 /**
  * The node-restriction policy as strict as NodeRestriction for the daemon's own Node (DEP-1 — the
- * node restriction is as strict as NodeRestriction for what it covers), on the real kube-apiserver,
- * with the policy the chart renders: at create and update the daemon may set, change or remove only
- * its own labels (its defaults and node.labels) and its two taints; other writers' labels,
- * annotations and taints stay as they were; nothing under node-role.kubernetes.io/ or
- * node-restriction.kubernetes.io/. Its parameters live in the cluster-scoped policy itself (no
- * ConfigMap to delete or edit), and node.names gives one host a full node name (DEP-3 — a full node
- * name per host, in the daemon and in the policy): host A's token may write that Node, host B's may
- * not. Refusals are dry runs where nothing else would change, so a pass never depends on a stored
- * write.
+ * node restriction is as strict as NodeRestriction for what it covers), on the real apiserver:
+ * the daemon may set only its own labels and its two taints, other writers' stay, and node.names
+ * gives one host a full node name (DEP-3 — a full node name per host, in the daemon and in the
+ * policy). Refusals are dry runs, so a pass never depends on a stored write.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"

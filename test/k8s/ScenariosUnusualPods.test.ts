@@ -1,19 +1,10 @@
 /**
- * INF-1 — a Pod the daemon cannot decode is left out on the real kube-apiserver: what can a Pod
- * hold that the slim Pod might refuse?
- *
- * The real server decodes every write into its typed Pod, so a field of another type (a label
- * whose value is a number, an image that is not a string) is refused with a 400 and can never be
- * stored: the undecodable Pod of INF-1 is shown with the simulator only
- * (`test/Programs/PodController/Undecodable.test.ts`). What the real server does accept, and
- * serves back, is checked here to decode: unknown fields (dropped by the server), `null` for
- * lists and maps, empty strings, int64 extremes, times at the edges of what it parses, and a
- * status written by another client. Each Pod is listed and watched by the daemon's client with
- * nothing left out, and goes Running under the pod controller. The last found a bug: an int64
- * past 2^53 (a toleration's `tolerationSeconds` of int64's largest) read into a double went back
- * in the status PUT's spec as a number the server refuses (400), so that Pod never went Running;
- * the PUT now carries no spec (ST-06 — status write shape). A delete's grace is int64 too, and in
- * the metadata the PUT does carry: a terminating Pod with a grace past 2^53 is the second case.
+ * INF-1 — a Pod the daemon cannot decode is left out, on the real kube-apiserver: the real server
+ * refuses a field of another type at write, so an undecodable Pod is the simulator's test
+ * (`test/Programs/PodController/Undecodable.test.ts`). What it does accept and serve back
+ * (unknown fields, `null` lists and maps, empty strings, int64 extremes, edge times, another
+ * client's status) must be listed, watched and go Running; an int64 past 2^53 once broke the
+ * status PUT (ST-06 — status write shape), so the PUT carries no spec.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"

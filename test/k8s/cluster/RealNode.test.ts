@@ -1,13 +1,9 @@
 /**
- * The chart on a real node: `helm install` of deploy/helm onto a real kubelet (containerd, runc,
- * a loopback-only CNI), then Pods, `helm upgrade`, faults through the kubelet and `helm
- * uninstall`, in that order on one world (./node/World.ts). What each step must keep: no VM lost,
- * none released, none claimed twice, the claims file on the hostPath the same table. Install,
- * upgrade and uninstall follow the runbooks of docs/operations.md step by step (with this suite's
- * release, namespace and host paths).
- *
- * A new scenario that needs the installed chart goes between "upgrade" and "uninstall" (the
- * tests of this file run in order on one installation).
+ * The chart on a real node: `helm install` onto a real kubelet, then Pods, `helm upgrade`, faults
+ * through the kubelet and `helm uninstall`, in that order on one world (./node/World.ts), each
+ * step following docs/operations.md's runbook. What each must keep: no VM lost, released or
+ * claimed twice, and the claims file the same table. A scenario that needs the installed chart
+ * goes between "upgrade" and "uninstall".
  */
 import { assert, layer } from "@effect/vitest"
 import { rmSync, statSync, writeFileSync } from "node:fs"

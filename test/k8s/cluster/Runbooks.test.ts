@@ -1,19 +1,9 @@
 /**
  * The runbooks of docs/operations.md that the cluster suite can run, step by step as written
- * (the real scheduler, controller-manager and eviction API; the daemon binary; the sandboxd
- * simulator standing in for the host's sandboxd). Install, upgrade and uninstall need a real
- * kubelet node and `helm install`: they are the real-node suite's.
- *
- * - Host maintenance: cordon the virtual node (new sandbox Pods wait, Running ones stay); drain it
- *   with evictions (a bare Pod's VM released, a Sandbox-owned one's kept for its replacement); the
- *   reboot ends the VMs (the kept row is dropped once sandboxd confirms its VM gone); uncordon
- *   (the waiting Pod runs, the replacement gets a new VM). A reboot without the drain ends the
- *   node's Pods Failed/SandboxLost.
- * - Rotating the sandboxd token (DEP-2 — each host's own sandboxd token by default): the host file
- * first, then sandboxd, then the daemon's Pod
- *   replaced (its init copies the new token): a Pod bound in the 401 window waits and is claimed
- *   once; nothing Running is touched, nothing released. A token file the daemon follows (a Secret)
- *   needs no restart.
+ * (real scheduler, controller-manager and eviction API; the daemon binary; the sandboxd
+ * simulator): host maintenance (cordon, drain, reboot, uncordon) and rotating the sandboxd token
+ * (DEP-2 — each host's own sandboxd token by default). Each test says what its steps must keep.
+ * Install, upgrade and uninstall need a real kubelet: they are the real-node suite's.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
@@ -85,6 +75,11 @@ const reboot = (node: VirtualNode) =>
   })
 
 describe("runbooks in a real cluster", () => {
+  // Cordon the virtual node (new sandbox Pods wait, Running ones stay); drain it with evictions (a
+  // bare Pod's VM released, a Sandbox-owned one's kept for its replacement); the reboot ends the
+  // VMs (the kept row is dropped once sandboxd confirms its VM gone); uncordon (the waiting Pod
+  // runs, the replacement gets a new VM). A reboot without the drain ends the node's Pods
+  // Failed/SandboxLost.
   it.live("host maintenance: cordon, drain, reboot, uncordon; and a reboot without the drain", () =>
     Effect.scoped(Effect.gen(function*() {
       const node = yield* startVirtualNode()
@@ -139,6 +134,9 @@ describe("runbooks in a real cluster", () => {
       assert.strictEqual(lost.status?.reason, "SandboxLost")
     }).pipe(quiet)), { timeout: 240_000 })
 
+  // The host file first, then sandboxd, then the daemon's Pod replaced (its init copies the new
+  // token): a Pod bound in the 401 window waits and is claimed once; nothing Running is touched,
+  // nothing released. A token file the daemon follows (a Secret) needs no restart.
   it.live("rotating the sandboxd token: host file, sandboxd, then the daemon's Pod; a Pod of the 401 window waits and is claimed once", () =>
     Effect.scoped(Effect.gen(function*() {
       const node = yield* startVirtualNode()

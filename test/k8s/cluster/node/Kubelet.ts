@@ -1,14 +1,9 @@
 /**
- * The real node's kubelet (built from the pinned module by test/k8s/build.sh), on loopback: its
- * API and health ports bind 127.0.0.1, its node IP is 127.0.0.1 (which the kubelet keeps out of
- * its Node status: "nodeIP can't be loopback address"), every directory it writes is under the
- * node's own directory. The settings that let it run on this kind of machine: the cgroup v1
- * hierarchy accepted (`failCgroupV1: false`), the cgroupfs driver with no QoS cgroup tree, no swap
- * check. Its API authenticates bearer tokens through TokenReview and authorizes through
- * SubjectAccessReview, as a cluster's kubelets do.
- *
- * It is started in a scope of its own, so a scenario can stop it and start it again (`restart`)
- * on the same directories, as a host's service manager would.
+ * The real node's kubelet (built by test/k8s/build.sh) on loopback: API and health ports and node
+ * IP 127.0.0.1, every directory under the node's own. It runs here by accepting cgroup v1, using
+ * cgroupfs without QoS cgroups and skipping the swap check; its API authenticates by TokenReview
+ * and authorizes by SubjectAccessReview, as a cluster's kubelets do. It has a scope of its own,
+ * so a scenario can `restart` it on the same directories.
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"

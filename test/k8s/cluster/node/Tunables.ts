@@ -1,13 +1,8 @@
 /**
- * The kernel settings a starting kubelet sets for the whole machine (unless protectKernelDefaults
- * makes it refuse to start instead): overcommit, panic on oops, reboot after a panic, the root
- * user's key quotas. The machine's own values are put back once the last kubelet has stopped.
- *
- * Several suites may run a real node on one machine at once (a developer's run beside CI's), so
- * the machine's values cannot be read when a node starts: another node's kubelet may have set
- * them already. The first node to start while no kubelet runs records them in a file; every node
- * restores from that record, and only when no other kubelet runs, which then removes the record.
- * A record left by a killed run is still the machine's values, and the next run restores them.
+ * The kernel settings a starting kubelet sets for the whole machine, put back once the last
+ * kubelet has stopped. Several suites may run a node at once, so the first node to start while
+ * no kubelet runs records the machine's values in a file; a node restores from that record only
+ * when no other kubelet runs, and then removes it (a record a killed run left is restored next).
  */
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"

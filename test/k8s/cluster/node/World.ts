@@ -1,15 +1,9 @@
 /**
  * The real-node scenarios' shared world (test/k8s/cluster/RealNode.test.ts): the cluster plane,
- * one real host node (./RealNode.ts) with the chart's opt-in label, the sandboxd simulator on the
- * host's loopback (as sandboxd runs on a real node), helm and kubectl, and the chart's values for
- * this node. Installing, upgrading and uninstalling are the scenarios' own steps; the world only
- * reads what they need (the daemon's Pod, its container's process, the claims file on the
- * hostPath, the kubelet's view of the Pod's memory).
- *
- * Everything reaches everything else on loopback: the daemon reaches the apiserver through the
- * chart's extraEnv (KUBERNETES_SERVICE_HOST/PORT), never the Service's ClusterIP; the host node has
- * no address in its status (the kubelet refuses a loopback one), so where the chart would use the
- * host IP (the virtual node's IP, the advertised sandboxd address) the values say 127.0.0.1.
+ * one real host node with the chart's opt-in label, the sandboxd simulator on the host's
+ * loopback, helm and kubectl, and the chart's values for this node; installing and uninstalling
+ * are the scenarios' own steps. Everything is on loopback: the daemon reaches the apiserver
+ * through the chart's extraEnv, and the values say 127.0.0.1 where the chart would use a host IP.
  */
 import { readFileSync } from "node:fs"
 import { request } from "node:https"
