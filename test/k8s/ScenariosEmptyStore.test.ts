@@ -77,8 +77,11 @@ describe("the daemon on a control plane restarted on an empty etcd", () => {
             body: [{ op: "add", path: "/metadata/labels", value: { churn: String(i) } }]
           }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch)))
       }
-      // the watch delivers them in milliseconds; ample on a loaded machine
-      yield* Effect.sleep("2 seconds")
+      // the receipt that the daemon holds them: its cache has the last one
+      yield* eventually(
+        "the daemon's cache holds the last label write",
+        Effect.map(daemon.handle.cachedPods, (pods) => pods.some((pod) => pod.metadata?.name === "before" && pod.metadata.labels?.["churn"] === "99"))
+      )
 
       const backwards = Metric.value(Metric.withAttributes(Metrics.watchRestarts, { reason: "backwards" }))
       const backwardsBefore = (yield* backwards).count
