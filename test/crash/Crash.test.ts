@@ -9,6 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as path from "node:path"
 import { Deferred, Duration, Effect, Option } from "effect"
 import { type Cluster, startCluster } from "../../testkit/Demo/Harness.ts"
+import { poll } from "../../testkit/Poll.ts"
 import { failpointNames } from "../../src/Services/Failpoints.ts"
 import {
   createPods,
@@ -42,13 +43,12 @@ const cluster = (label: string) =>
 
 /** Waits (at most 30 s) until sandboxd has had a request (of `route`) since the audit log held `mark` entries. */
 const sandboxdActivity = (c: Cluster, mark: number, route: "claim" | undefined) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 300; i++) {
-      const audit = yield* c.sandboxd.audit
-      if (audit.slice(mark).some((entry) => route === undefined || entry.route === route)) return
-      yield* Effect.sleep("100 millis")
-    }
-  })
+  poll(
+    Effect.map(c.sandboxd.audit, (audit) => audit.slice(mark).some((entry) => route === undefined || entry.route === route)),
+    30_000,
+    100,
+    () => Effect.fail("quiet" as const)
+  ).pipe(Effect.ignore)
 
 /** The daemon's log tail, for a failure message. */
 const tail = (output: string) => output.split("\n").slice(-15).join("\n")

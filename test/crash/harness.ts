@@ -16,6 +16,7 @@ import {
   spawnDaemon,
   type StepFailed
 } from "../../testkit/Demo/Harness.ts"
+import { poll } from "../../testkit/Poll.ts"
 
 /** The crash suite's timing: every loop at 1 s, short timeouts, an apiserver budget no test waits on. */
 const crashFlags = [
@@ -105,18 +106,18 @@ export const settle = (
   timeout: Duration.Input
 ): Effect.Effect<{ readonly settled: boolean; readonly violations: Violations; readonly pending: ReadonlyArray<string> }> =>
   Effect.gen(function*() {
-    const deadline = Date.now() + Duration.toMillis(Duration.fromInputUnsafe(timeout))
     const names = [...running, ...gone]
-    while (true) {
+    const look = Effect.gen(function*() {
       const pending = [
         ...running.filter((name) => Option.getOrUndefined(getPod(cluster, name))?.phase !== "Running"),
         ...gone.filter((name) => Option.isSome(getPod(cluster, name)))
       ]
       const violations = yield* judge(cluster, names)
-      if (pending.length === 0 && violationCount(violations) === 0) return { settled: true, violations, pending }
-      if (Date.now() > deadline) return { settled: false, violations, pending }
-      yield* Effect.sleep("200 millis")
-    }
+      return { settled: pending.length === 0 && violationCount(violations) === 0, violations, pending }
+    })
+    // not settled by the limit: what it looks like then, for the report
+    return yield* poll(Effect.map(look, (now) => now.settled && now), Duration.toMillis(Duration.fromInputUnsafe(timeout)), 200, () =>
+      Effect.fail("unsettled" as const)).pipe(Effect.catch(() => look))
   })
 
 export const createPods = (cluster: Cluster, names: ReadonlyArray<string>): Effect.Effect<void, StepFailed> =>
