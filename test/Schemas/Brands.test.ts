@@ -4,6 +4,9 @@
  * (`as X`, `as unknown as X`, `as ReadonlyMap<X, …>`), which would make an X the Schema never saw.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Option, Schema } from "effect"
+import fc from "fast-check"
+import { ClaimId, claimIdOfText, PodKey, podKeyOfText } from "../../src/Schemas/Ids.ts"
 import { readSource, sourceFiles } from "../support/Sources.ts"
 
 /** The text without its comments (a `//` inside a string is rare enough in src/ to cut a line short). */
@@ -38,6 +41,18 @@ describe("brands are made only by their Schema or their owner's constructor", ()
       return brandCasts(text, others).map((type) => `${file}: as ${type}`)
     })
     assert.deepStrictEqual(casts, [])
+  })
+
+  it("each constructor takes exactly what its Schema decodes, and gives the same value", () => {
+    // A check added to a brand's Schema and not to its constructor fails here.
+    const decodeKey = Schema.decodeUnknownOption(PodKey)
+    const decodeId = Schema.decodeUnknownOption(ClaimId)
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: "binary" }), fc.constantFrom("", "ns/name", "sb_0123456789abcdef")), (text) => {
+        assert.deepStrictEqual(decodeKey(text), Option.some(podKeyOfText(text)))
+        assert.deepStrictEqual(decodeId(text), Option.some(claimIdOfText(text)))
+      })
+    )
   })
 
   it("the scan catches what it is for", () => {
