@@ -1,31 +1,9 @@
 /**
- * The `daemon` section: the real daemon process, started as the container image starts it
- * (`node dist/main.js` when the production build exists, else `bin/vk-sandbox`), against both
- * simulators in this process on loopback. Memory is read from /proc (RSS, peak RSS) and from the
- * daemon's own /metrics (V8 heap, apiserver requests by verb, claim/commit latencies).
- *
- * Sizes are parameters (environment):
- *   VK_BENCH_BURST_N   Pods bound at once in the burst (2000)
- *   VK_BENCH_SCALE_N   the same burst at this size, with the pod capacity raised, then a restart
- *                      on its 10,000-row claims file (10000; 0 skips both)
- *   VK_BENCH_STEADY_S  seconds of nothing changing after the burst (130: over two 60 s resyncs)
- *   VK_BENCH_SINGLE_N  single Pods created one after the other for create→Running (25)
- *   VK_BENCH_NODE_FLAGS node flags for the daemon (default: the image's own, read from the
- *                      Dockerfile's ENTRYPOINT; "" runs node without flags)
- *   VK_BENCH_COMPILE_CACHE 0 starts the daemons without the compile cache the image ships (1: one
- *                      is made first as the Dockerfile's step makes it, with the daemon's flags)
- *   VK_BENCH_MODULE_LOAD 0 skips the module-load figures (1)
- *   VK_BENCH_DAEMON_BUNDLE another build's dist/main.js to run instead of this checkout's
- *   VK_BENCH_RESTART_LIMIT_S how long the restart may take to /readyz 200 before it is reported as not ready (180)
- *   VK_BENCH_RESTARTS  restarts on the 10,000-row claims file; the ready time and the CPU at ready are their medians (3)
- *   VK_BENCH_RESTART_VARIANTS "|"-separated node flag sets: each is restarted as often again, with
- *                      ready s / CPU s / RSS MB per run in restart_variant_<i> (to compare flags)
- *   VK_BENCH_RESTART_HOLD a file: after the restarts the bench writes there a script that starts one
- *                      more daemon on the same cluster, and keeps the cluster up until the file is gone
- *   VK_BENCH_RESTART_PROF a directory: the restarted daemons write CPU profiles there (--cpu-prof)
- *   VK_BENCH_DAEMON_LOG a file the daemons' log lines are appended to (none); VK_BENCH_LOG_LEVEL their level (warn)
- * The bench reports; it does not assert. Everything here is one run per size on whatever
- * machine runs it: say which machine (and what else ran on it) next to the figures.
+ * The `daemon` section: the real daemon process, started as the image starts it (`node
+ * dist/main.js` when built, else `bin/vk-sandbox`), against both simulators in this process on
+ * loopback; memory from /proc and from the daemon's own /metrics. Sizes and switches are
+ * `VK_BENCH_*` environment variables, listed in docs/development.md ("Benchmarks").
+ * It reports; it does not assert: say which machine (and what else ran on it) next to figures.
  */
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"

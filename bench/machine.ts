@@ -1,17 +1,8 @@
 /**
- * What the machine was like while the bench ran, printed with every run as its `machine` section.
- * On one 2-core VM the figures moved by up to 2× between the start and the end of a busy day with
- * no code change on their path (all of them at once, the daemon's 0-Pod start included), so a
- * figure says little without these next to it.
- *
- * - `cpu_reference_ms_start` / `_end`: a fixed workload (integer arithmetic, then small JSON
- *   parses) in a fresh Node process, median of 5, taken before and after the sections. It moves
- *   with the CPU the machine gives one thread, not with this repository's code.
- * - `fresh_memory_ms`: touching 256 MB the process has not used before (1 MB buffers), median of
- *   5: what page faults cost here; a restart touches ~150 MB of fresh memory.
- * - `cpu_steal_pct`: of the CPU time that passed during the run, the share the hypervisor gave to
- *   someone else (Linux `/proc/stat`; 0 where it is not there).
- * - `load_1m_at_start` and `cores`.
+ * The `machine` section, printed with every run: what the machine was like while the bench ran
+ * (cores, load, hypervisor steal, the cost of fresh memory, a fixed CPU workload before and
+ * after). On one 2-core VM figures moved by up to 2× over a busy day with no code change on their
+ * path, so a figure says little without these beside it.
  */
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"

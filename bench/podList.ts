@@ -1,18 +1,10 @@
 /**
  * The `podList` section: the daemon's read of a 10,000-Pod list body (`ListBody.readList` with
- * `decodePod`, the reader `listPods` feeds chunk by chunk on a restart), timed apart from the rest
- * of a restart; warm, also fed in 64 KB chunks.
- * Each run is a fresh node (the image's node flags, so the young generation is the daemon's size)
- * that reads the body once cold, as a restart does, and then a few times warm; the figures are
- * the medians over the runs of the main thread's CPU (`process.threadCpuUsage`: what the other
- * helpers' load adds to wall time is left out, though not all of what it does to caches).
- *
- * The body is made here in the shape the in-memory apiserver serves a Running Pod of the daemon
- * section's burst (two managedFields entries, the spec the apiserver fills in, the Running status
- * the daemon writes), each Pod with its own name, uid, resourceVersion and claim id.
- *
- *   VK_BENCH_PODLIST_N    Pods in the list (10000)
- *   VK_BENCH_PODLIST_RUNS fresh processes (5)
+ * `decodePod`, as a restart's `listPods` feeds it), timed apart from the rest of a restart, cold
+ * then warm (also in 64 KB chunks), in fresh node processes with the image's flags. Figures are
+ * medians of main-thread CPU (`process.threadCpuUsage`), so other load adds little.
+ * The body has the shape the in-memory apiserver serves a burst's Running Pod.
+ * `VK_BENCH_PODLIST_N` (10000) and `VK_BENCH_PODLIST_RUNS` (5) size it.
  */
 import { spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"

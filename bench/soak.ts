@@ -1,21 +1,9 @@
 /**
- * The `soak` section: the whole daemon (its layer graph, in this process) against both simulators
- * on loopback, 300 Pods created, Running, deleted and gone, 20 times over. After each cycle, with
- * nothing left in flight: the heap after a forced GC, the open file descriptors and the per-Pod
- * keys the pod controller still holds. A leak shows as growth from cycle 2 (cycle 1 warms caches,
- * pools and connection pools) to the last (cycle 20); `flat` says whether each stayed within 10 %.
- *
- * The simulators run in a worker thread (`./soakWorld.ts`): its own V8 heap, so the heap figure
- * is the daemon's alone (they keep by design what the daemon must not: request logs, issued
- * tokens, watch history). File descriptors are the process's: the daemon's connections, and the
- * simulators' ends of them. They are counted once idle keep-alive connections have closed (the
- * simulators close them after 5 s), so the count is the connections in use, not the size of the
- * last burst's pool.
- *
- * VK_SOAK_PODS and VK_SOAK_CYCLES shrink it for a quick look; VK_SOAK_HEAP_SNAPSHOTS=<dir> writes
- * heap snapshots after cycle 2 and the last (open both in Chrome DevTools, Comparison view).
- *
- * `npm run bench -- --only=soak [--json]`. It reports; it does not assert.
+ * The `soak` section: the whole daemon in this process against both simulators (in a worker
+ * thread, so the heap figure is the daemon's alone), 300 Pods created, Running, deleted and gone,
+ * 20 times. After each cycle: heap after a forced GC, open descriptors, per-Pod keys still held.
+ * A leak shows as growth from cycle 2 to the last; `flat` says whether each stayed within 10 %.
+ * `VK_SOAK_PODS`, `VK_SOAK_CYCLES` and `VK_SOAK_HEAP_SNAPSHOTS=<dir>`: docs/development.md.
  */
 import * as fs from "node:fs"
 import * as v8 from "node:v8"

@@ -1,9 +1,9 @@
 /**
- * Prose stays short and readable in src/, testkit/ and test/: a module's header (its leading doc
- * comment) is at most `headerLimit` lines, delimiters included; and in src/, testkit/ and the
- * modules under test/ that are not test files, the first comment citing a rule id gives the
- * rule's short name beside it, as docs/rules.md heads it: `CFG-3 — an empty env var is unset`
- * (case aside). History and figures belong in docs/ and commit bodies.
+ * Prose stays short and readable in src/, testkit/, test/ and bench/: a module's header (its
+ * leading doc comment) is at most `headerLimit` lines, delimiters included; and in every module
+ * that is not a test file, the first comment citing a rule id gives the rule's short name beside
+ * it, as docs/rules.md heads it: `CFG-3 — an empty env var is unset` (case aside). History and
+ * figures belong in docs/ and commit bodies.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { readSource, sourceFiles } from "../support/Sources.ts"
@@ -46,11 +46,11 @@ export const unnamedCitations = (text: string, names: ReadonlyMap<string, string
 }
 
 const names = ruleNames(readSource("docs/rules.md"))
-const files = sourceFiles("src", "testkit", "test").map((file) => ({ file, text: readSource(file) }))
+const files = sourceFiles("src", "testkit", "test", "bench").map((file) => ({ file, text: readSource(file) }))
 /** Test files may cite an id bare in their names and asserts; every other module names it. */
 const modules = files.filter(({ file }) => !file.endsWith(".test.ts"))
 
-describe("module headers and rule names in src/, testkit/ and test/", () => {
+describe("module headers and rule names in src/, testkit/, test/ and bench/", () => {
   it(`every module header is at most ${headerLimit} lines`, () => {
     const long = files.flatMap(({ file, text }) => headerLines(text) > headerLimit ? [`${file}: ${headerLines(text)} lines`] : [])
     assert.deepStrictEqual(long, [])
