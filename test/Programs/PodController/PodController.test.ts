@@ -539,7 +539,9 @@ const intentsOnDisk = (statePath: string): ReadonlyArray<string> => {
 describe("PodController: claims in doubt whose Pod never comes back (DEL-3)", () => {
   // The claim's reply is lost after sandboxd made the VM: the key is in doubt, and the VM lives
   // on at sandboxd with no row for it. On the TestClock (the settle window and the backoff), with
-  // real I/O turns in between.
+  // real I/O turns in between. sandboxd's listing fails from the start, until the test clears the
+  // faults: TestClock seconds pass while real I/O runs (the more, the slower the machine), and a
+  // retry of the key would adopt the VM at its first listing, before the step the test is about.
   const lostReply = (name: string, spec: Parameters<typeof podBody>[1] = {}) =>
     Effect.gen(function*() {
       // A long request timeout: TestClock seconds pass while a request is on the wire, and under
@@ -550,6 +552,7 @@ describe("PodController: claims in doubt whose Pod never comes back (DEL-3)", ()
       })
       const daemon = yield* world.start(backoffOnly)
       yield* world.sim.injectFault("claim", SimFault.loseReply("drop"), { times: 1 })
+      yield* world.sim.injectFault("list", SimFault.status(503, "listing unavailable"))
       createPod(world.model, podBody(name, spec))
       yield* secondsUntil(() => peekPod(world.model, name)?.status?.reason === "ClaimInDoubt")
       assert.strictEqual((yield* world.sim.claims).length, 1, "the lost reply's VM lives")
@@ -569,6 +572,9 @@ describe("PodController: claims in doubt whose Pod never comes back (DEL-3)", ()
     Effect.gen(function*() {
       const { world, daemon } = yield* lostReply("web")
       world.model.delete(Pods, NS, "web", { gracePeriodSeconds: 0 })
+      // The key is settled with no Pod in the cache (DEL-3's path), not by a Pod it still sees.
+      yield* eventually("the Pod gone from the cache", Effect.map(daemon.handle.cachedPods, (pods) => pods.length === 0))
+      yield* world.sim.clearFaults
       yield* settled(world)
       yield* stopOnTestClock(daemon)
     }).pipe(quiet), { timeout: 60_000 })
@@ -578,6 +584,7 @@ describe("PodController: claims in doubt whose Pod never comes back (DEL-3)", ()
       const { world, daemon } = yield* lostReply("web")
       yield* stopOnTestClock(daemon)
       assert.deepStrictEqual(intentsOnDisk(world.statePath), [keyOf("web")], "the stopped daemon left the intent")
+      yield* world.sim.clearFaults
       world.model.delete(Pods, NS, "web", { gracePeriodSeconds: 0 })
       assert.isUndefined(peekPod(world.model, "web"))
       const second = yield* world.start(backoffOnly)
@@ -590,6 +597,7 @@ describe("PodController: claims in doubt whose Pod never comes back (DEL-3)", ()
       const { world, daemon } = yield* lostReply("job-1", { restartPolicy: "Never" })
       assert.strictEqual(peekPod(world.model, "job-1")?.status?.phase, "Pending")
       const [vm] = yield* world.sim.claims
+      yield* world.sim.clearFaults
       yield* secondsUntil(() => running(world.model, "job-1") !== undefined)
       const pod = running(world.model, "job-1")!
       assert.strictEqual(claimIdOf(pod), vm!.id, "the lost reply's VM, adopted")
