@@ -11,6 +11,7 @@ import * as path from "node:path"
 import { Deferred, Effect, Fiber, Scope } from "effect"
 import { imageNodeFlags, mallocArenaMax } from "../../bench/nodeFlags.ts"
 import { type Daemon, spawnDaemon } from "../../testkit/Demo/Harness.ts"
+import { recordForCleanup } from "../k8s/fixture/Processes.ts"
 import type { History } from "./History.ts"
 import type { World } from "./World.ts"
 
@@ -92,8 +93,7 @@ export const superviseDaemon = (
         current = daemon
         expected = false
         // run.sh kills what is left of every daemon if the run itself dies.
-        const state = process.env["VK_K8S_STATE"] ?? ""
-        if (state !== "") fs.appendFileSync(path.join(state, "pids"), `${daemon.pid}\n`)
+        recordForCleanup("pids", daemon.pid)
         history.record({ src: "daemon", kind: "process", at: Date.now(), incarnation: mine, what: "started", detail: failpoints })
         // Its lines, as they come; then its end, and a restart unless the nemesis ended it.
         let offset = 0

@@ -36,17 +36,13 @@ npm run --silent build >/dev/null || { echo "chaos run: npm run build failed" >&
 # Every process group the control plane starts is recorded here, and every daemon's pid, so none
 # outlives this script whatever way vitest ends.
 state=$(mktemp -d "${TMPDIR:-/tmp}/vk-chaos-state.XXXXXX")
+. test/k8s/kill-recorded.sh
 export VK_K8S_STATE="$state"
 vitest_pid=""
 cleanup() {
   if [ -n "$vitest_pid" ]; then kill -TERM "$vitest_pid" 2>/dev/null; fi
-  for file in pgids pids; do
-    [ -f "$state/$file" ] || continue
-    while read -r id; do
-      [ -z "$id" ] && continue
-      if [ "$file" = pgids ]; then kill -KILL -- "-$id" 2>/dev/null; else kill -KILL "$id" 2>/dev/null; fi
-    done < "$state/$file"
-  done
+  kill_recorded "$state/pgids" group
+  kill_recorded "$state/pids" pid
   rm -rf "$state"
 }
 trap cleanup EXIT

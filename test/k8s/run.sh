@@ -33,15 +33,12 @@ fi
 # The global setup records the process groups it starts here; whatever way vitest ends, none of
 # them outlives this script.
 state=$(mktemp -d "${TMPDIR:-/tmp}/vk-k8s.XXXXXX")
+. test/k8s/kill-recorded.sh
 export VK_K8S_STATE="$state"
 vitest_pid=""
 cleanup() {
   if [ -n "$vitest_pid" ]; then kill -TERM "$vitest_pid" 2>/dev/null; fi
-  if [ -f "$state/pgids" ]; then
-    while read -r pgid; do
-      [ -n "$pgid" ] && kill -KILL -- "-$pgid" 2>/dev/null
-    done < "$state/pgids"
-  fi
+  kill_recorded "$state/pgids" group
   # A real node's containers outlive a killed vitest: their shims (started by the node's
   # containerd, whose socket is under $state, in a process group of their own) and what they run;
   # then whatever stayed mounted there.
