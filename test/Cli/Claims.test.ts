@@ -28,6 +28,10 @@ const referenceFile = `{"claims":{` +
 
 const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "vk-sandbox-claims-"))
 
+// Each test starts real processes at once (up to eight), and a loaded machine starts each in
+// seconds: the limit only ends a hang, it measures nothing.
+const processes = { timeout: 120_000 }
+
 describe("vk-sandbox claims", () => {
   it.effect("the fixture is in the reference's exact format", () =>
     Effect.gen(function*() {
@@ -93,7 +97,7 @@ describe("vk-sandbox claims", () => {
       // A missing file is an empty table, as for the daemon (PER-8 — loading the file).
       assert.strictEqual(missing.code, 0, missing.stderr)
       assert.deepStrictEqual((JSON.parse(missing.stdout) as { claims: Array<unknown> }).claims, [])
-    }))
+    }), processes)
 
   it.effect("refuses a malformed or unreadable file with the daemon's own message, exit 1", () =>
     Effect.gen(function*() {
@@ -142,7 +146,7 @@ describe("vk-sandbox claims", () => {
         assert.strictEqual(cli.stderr, daemon.stderr, `${label}: the daemon's message`)
         for (const token of tokens) assert.notInclude(cli.stderr, token, label)
       }), { concurrency: "unbounded" })
-    }), { timeout: 60_000 })
+    }), processes)
 
   it.effect("a dangling symlink (a volume not mounted) is refused like the daemon refuses it, never \"no claims\"", () =>
     Effect.gen(function*() {
@@ -162,7 +166,7 @@ describe("vk-sandbox claims", () => {
             `which does not exist (a volume not mounted?): refusing to start with an empty claims table\n`
         )
       }
-    }))
+    }), processes)
 
   it.effect("usage errors exit 2", () =>
     Effect.gen(function*() {
@@ -173,7 +177,7 @@ describe("vk-sandbox claims", () => {
       assert.include(unknown.stderr, "--bogus")
       assert.strictEqual(noValue.code, 2)
       assert.include(noValue.stderr, "--state-path")
-    }))
+    }), processes)
 
   it("formats the time left", () => {
     assert.strictEqual(formatTimeLeft(null), "-")
