@@ -20,13 +20,20 @@ import { startClaims } from "../../src/Programs/Provider/Startup.ts"
 import type { AppConfigShape } from "../../src/Schemas/Config.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import type { PodLifecycle } from "../../src/Services/PodLifecycle.ts"
+import type { SandboxdClient } from "../../src/Services/SandboxdClient.ts"
 
 /**
  * The pod half on `config`, claims loaded and verified when it is built. `around` wraps the
- * PodLifecycle the controller calls (a test counts the calls with it).
+ * PodLifecycle the controller calls (a test counts the calls with it), `aroundSandboxd` the
+ * sandboxd client (a test sees which requests are in flight with it).
  */
-export const podHalfLayer = (config: AppConfigShape, around?: Layer.Layer<PodLifecycle, never, PodLifecycle>) => {
-  const wire = Layer.mergeAll(SandboxdClientHttp.layer, KubeApiClientNode.layer).pipe(Layer.provideMerge(DependencyRecoveryPubSub.layer))
+export const podHalfLayer = (
+  config: AppConfigShape,
+  around?: Layer.Layer<PodLifecycle, never, PodLifecycle>,
+  aroundSandboxd?: Layer.Layer<SandboxdClient, never, SandboxdClient>
+) => {
+  const sandboxd = aroundSandboxd === undefined ? SandboxdClientHttp.layer : aroundSandboxd.pipe(Layer.provide(SandboxdClientHttp.layer))
+  const wire = Layer.mergeAll(sandboxd, KubeApiClientNode.layer).pipe(Layer.provideMerge(DependencyRecoveryPubSub.layer))
   const lifecycle = around === undefined ? ProviderLive.layer : around.pipe(Layer.provide(ProviderLive.layer))
   const provider = lifecycle.pipe(
     Layer.provideMerge(Layer.mergeAll(ProviderEventsPubSubLayer, OwnerResolverKube.layer, EventRecorderKube.layer()))

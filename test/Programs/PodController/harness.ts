@@ -100,6 +100,28 @@ const countingLifecycle = (calls: Calls) =>
     })
   )
 
+/**
+ * The sandboxd client around the live one, counting per pod key the claims and listings in flight
+ * (a request that times out leaves at once, on the TestClock step that ends it).
+ */
+const countingSandboxd = (inFlight: Map<string, number>) =>
+  Layer.effect(
+    SandboxdClient,
+    Effect.gen(function*() {
+      const inner = yield* SandboxdClient
+      const counted = <A, E>(key: string, request: Effect.Effect<A, E>) =>
+        Effect.suspend(() => {
+          bump(inFlight, key)
+          return Effect.ensuring(request, Effect.sync(() => inFlight.set(key, (inFlight.get(key) ?? 1) - 1)))
+        })
+      return SandboxdClient.of({
+        ...inner,
+        claim: (spec) => counted(spec.claimRef, inner.claim(spec)),
+        listByClaimRef: (claimRef) => counted(claimRef, inner.listByClaimRef(claimRef))
+      })
+    })
+  )
+
 export interface Controller {
   readonly handle: PodController.PodControllerHandle
   /** Drains and closes this controller only (the provider stays). */
@@ -121,6 +143,8 @@ export interface Daemon {
   readonly calls: Calls
   /** The reconcile runs of this start's controllers, per key: a run's end is a receipt. */
   readonly runs: RunLog
+  /** Claims and listings in flight per pod key (zero once none is). */
+  readonly sandboxdInFlight: ReadonlyMap<string, number>
   /** One tick of the daemon's lease watch on this provider (the loop itself is not run here). */
   readonly leaseTick: Effect.Effect<LeaseWatchOutcome>
   /** Closes the controller and provider (drain first, as the daemon's finalizer does). */
@@ -159,7 +183,11 @@ export const makeWorld = (worldOptions: WorldOptions = {}) =>
         const scope = yield* Scope.make()
         const calls: Calls = { create: new Map(), update: new Map(), delete: new Map() }
         const runs = makeRunLog()
-        const context = yield* Layer.buildWithScope(podHalfLayer(config, countingLifecycle(calls)), scope).pipe(Effect.orDie)
+        const sandboxdInFlight = new Map<string, number>()
+        const context = yield* Layer.buildWithScope(
+          podHalfLayer(config, countingLifecycle(calls), countingSandboxd(sandboxdInFlight)),
+          scope
+        ).pipe(Effect.orDie)
 
         /** A controller in a scope of its own, on this provider (closing it drains first). */
         const startController = (controllerOptions: PodController.PodControllerOptions = options) =>
@@ -189,6 +217,7 @@ export const makeWorld = (worldOptions: WorldOptions = {}) =>
           leaseTick: publishExpiredLeases.pipe(Effect.provideContext(context)),
           calls,
           runs,
+          sandboxdInFlight,
           stop
         }
         return daemon

@@ -4,7 +4,7 @@
  */
 import { Effect, Option, Result } from "effect"
 import type { SimState } from "./State.ts"
-import type { SimResponse, SimRoute } from "./Wire.ts"
+import type { SimRequest, SimResponse, SimRoute } from "./Wire.ts"
 
 /**
  * What the route's faults make of a request: None, the model answers; `Some(Failure)`, this
@@ -13,7 +13,7 @@ import type { SimResponse, SimRoute } from "./Wire.ts"
  */
 export type FaultOutcome = Option.Option<Result.Result<SimResponse | "hang", SimResponse>>
 
-export const applyFaults = (state: SimState, route: SimRoute) =>
+export const applyFaults = (state: SimState, route: SimRoute, request: SimRequest) =>
   Effect.gen(function*(): Effect.fn.Return<FaultOutcome> {
     for (const entry of [...state.faults]) {
       if (entry.route !== route && entry.route !== "*") continue
@@ -24,7 +24,8 @@ export const applyFaults = (state: SimState, route: SimRoute) =>
       const fault = entry.fault
       switch (fault._tag) {
         case "Latency":
-          yield* Effect.sleep(fault.delay)
+          state.delayed.add(request)
+          yield* Effect.sleep(fault.delay).pipe(Effect.ensuring(Effect.sync(() => state.delayed.delete(request))))
           continue
         case "Reply":
           return Option.some(Result.fail<SimResponse>({ _tag: "Reply", status: fault.status, contentType: fault.contentType, body: fault.body }))

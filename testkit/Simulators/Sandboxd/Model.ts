@@ -94,6 +94,8 @@ export interface SandboxdSimShape {
   readonly audit: Effect.Effect<ReadonlyArray<AuditEntry>>
   readonly clearAudit: Effect.Effect<void>
   readonly stats: Effect.Effect<SimStats>
+  /** The requests held in a latency fault now: each ends when the TestClock reaches its end, or its client goes. */
+  readonly delayed: Effect.Effect<ReadonlyArray<SimRequest>>
   readonly resetStats: Effect.Effect<void>
   /** One reaper pass (the background reaper runs this every `reapInterval`). */
   readonly reapOnce: Effect.Effect<void>
@@ -144,7 +146,7 @@ const handle = (state: SimState, request: SimRequest): Effect.Effect<SimResponse
     const route = routed.route
     const answer = answerRoute(state, route, routed.id, request, caller)
     const work = Effect.gen(function*() {
-      const faulted = yield* applyFaults(state, route)
+      const faulted = yield* applyFaults(state, route, request)
       if (Option.isNone(faulted)) return Result.succeed<SimResponse>(yield* answer)
       const outcome = faulted.value
       if (Result.isFailure(outcome)) return Result.succeed<SimResponse>(outcome.failure)
@@ -260,6 +262,7 @@ const controls = (state: SimState): Omit<SandboxdSimShape, "handle"> => ({
     state.auditLog = []
   }),
   stats: Effect.sync(() => ({ inFlight: state.inFlight, maxInFlight: state.maxInFlight, requests: state.requests })),
+  delayed: Effect.sync(() => [...state.delayed]),
   resetStats: Effect.sync(() => {
     state.maxInFlight = state.inFlight
     state.requests = 0

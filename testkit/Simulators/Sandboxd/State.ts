@@ -10,7 +10,7 @@ import { Duration } from "effect"
 import type { Scope } from "effect"
 import { formatDeadline, ZERO_TIME } from "../../../src/Schemas/Sandboxd.ts"
 import { NEWEST_REVISION, type SandboxdSimOptions, type SimLifecycleEvent, type SimRevision } from "./Options.ts"
-import type { AuditEntry, SimFault, SimRoute } from "./Wire.ts"
+import type { AuditEntry, SimFault, SimRequest, SimRoute } from "./Wire.ts"
 
 export const hex = (bytes: number): string => randomBytes(bytes).toString("hex")
 
@@ -145,6 +145,8 @@ export interface SimState {
   faults: Array<FaultState>
   auditLog: Array<AuditEntry>
   inFlight: number
+  /** Requests sleeping in a latency fault (see `Faults.ts`). */
+  readonly delayed: Set<SimRequest>
   maxInFlight: number
   requests: number
 }
@@ -187,6 +189,7 @@ export const makeState = (options: SandboxdSimOptions, scope: Scope.Scope): SimS
     faults: [],
     auditLog: [],
     inFlight: 0,
+    delayed: new Set(),
     maxInFlight: 0,
     requests: 0
   }
