@@ -21,26 +21,17 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-bin=$(bash test/k8s/build.sh)
-status=$?
-last_line=$(printf '%s\n' "$bin" | tail -n 1)
-case $status in
-  0) ;;
-  2 | 3) echo "chaos run: SKIPPED ($last_line)"; exit 0 ;;
-  *) echo "chaos run: building the control-plane binaries failed (exit $status)" >&2; exit "$status" ;;
-esac
-export VK_K8S_BIN="$last_line"
+. test/k8s/run-lib.sh
+k8s_binaries "chaos run"
 
 npm run --silent build >/dev/null || { echo "chaos run: npm run build failed" >&2; exit 1; }
 
 # Every process group the control plane starts is recorded here, and every daemon's pid, so none
 # outlives this script whatever way vitest ends.
 state=$(mktemp -d "${TMPDIR:-/tmp}/vk-chaos-state.XXXXXX")
-. test/k8s/kill-recorded.sh
 export VK_K8S_STATE="$state"
-vitest_pid=""
 cleanup() {
-  if [ -n "$vitest_pid" ]; then kill -TERM "$vitest_pid" 2>/dev/null; fi
+  stop_vitest
   kill_recorded "$state/pgids" group
   kill_recorded "$state/pids" pid
   rm -rf "$state"
@@ -49,9 +40,4 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-vitest run --config vitest.chaos.config.ts "${passthrough[@]}" &
-vitest_pid=$!
-wait "$vitest_pid"
-status=$?
-vitest_pid=""
-exit "$status"
+vitest_awaited --config vitest.chaos.config.ts "${passthrough[@]}"

@@ -9,15 +9,9 @@ cd "$(dirname "$0")/../.."
 export PATH="$PWD/node_modules/.bin:$PATH"
 
 docker info >/dev/null 2>&1 || { echo "image tests: no Docker engine answers (bash .ci/docker.sh start starts one)"; exit 1; }
-bin=$(bash test/k8s/build.sh 2>/tmp/vk-image-helm-build.log)
-status=$?
-last_line=$(printf '%s\n' "$bin" | tail -n 1)
-case $status in
-  0) ;;
-  2 | 3) echo "image tests: SKIPPED (helm could not be built: $last_line)"; exit 0 ;;
-  *) echo "image tests: building helm failed (exit $status)"; tail -n 20 /tmp/vk-image-helm-build.log; exit "$status" ;;
-esac
-export VK_HELM_BIN="$last_line/helm"
+. test/k8s/run-lib.sh
+k8s_binaries "image tests" helm "${TMPDIR:-/tmp}/vk-image-helm-build.log"
+export VK_HELM_BIN="$VK_K8S_BIN/helm"
 
 if [ -z "${VK_IMAGE:-}" ]; then
   VK_IMAGE=$(bash packaging/image/build.sh | tail -n 1) || { echo "image tests: npm run image failed"; exit 1; }

@@ -7,15 +7,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PWD/node_modules/.bin:$PATH"
 
-bin=$(bash test/k8s/build.sh)
-status=$?
-last_line=$(printf '%s\n' "$bin" | tail -n 1)
-case $status in
-  0) ;;
-  2 | 3) echo "k8s suite: SKIPPED ($last_line)"; exit 0 ;;
-  *) echo "k8s suite: building the control-plane binaries failed (exit $status)" >&2; exit "$status" ;;
-esac
-export VK_K8S_BIN="$last_line"
+. test/k8s/run-lib.sh
+k8s_binaries "k8s suite"
 
 # The image the real-node scenarios install with the chart (test/k8s/cluster/RealNode.test.ts):
 # `npm run image` builds it (a Docker engine must answer) and prints its reference last. If that
@@ -33,11 +26,9 @@ fi
 # The global setup records the process groups it starts here; whatever way vitest ends, none of
 # them outlives this script.
 state=$(mktemp -d "${TMPDIR:-/tmp}/vk-k8s.XXXXXX")
-. test/k8s/kill-recorded.sh
 export VK_K8S_STATE="$state"
-vitest_pid=""
 cleanup() {
-  if [ -n "$vitest_pid" ]; then kill -TERM "$vitest_pid" 2>/dev/null; fi
+  stop_vitest
   kill_recorded "$state/pgids" group
   # A real node's containers outlive a killed vitest: their shims (started by the node's
   # containerd, whose socket is under $state, in a process group of their own) and what they run;
@@ -55,11 +46,4 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# In the background and waited for, so a signal to this script is handled at once (bash defers
-# traps until a foreground command ends).
-vitest run --config vitest.k8s.config.ts "$@" &
-vitest_pid=$!
-wait "$vitest_pid"
-status=$?
-vitest_pid=""
-exit "$status"
+vitest_awaited --config vitest.k8s.config.ts "$@"
