@@ -5,22 +5,30 @@
  * a daemon that never asked cannot produce).
  */
 import { Effect, Option } from "effect"
-import { httpGet } from "../../testkit/Demo/Harness.ts"
+import { httpGet, type StepFailed, waitFor } from "../../testkit/Demo/Harness.ts"
 import type { ProxiedRequest } from "../support/FaultProxy.ts"
 import type { Receipt, World } from "./world.ts"
 
-/** The daemon's /metrics samples, `name{labels}` to value; empty when it did not answer. */
-export const samples = (world: World): Effect.Effect<ReadonlyMap<string, number>> =>
-  Effect.map(httpGet(`${world.metricsUrl}/metrics`), (reply) => {
-    const body = Option.getOrElse(Option.map(reply, (r) => r.body), () => "")
-    const values = new Map<string, number>()
-    for (const line of body.split("\n")) {
-      if (line === "" || line.startsWith("#")) continue
-      const space = line.lastIndexOf(" ")
-      values.set(line.slice(0, space), Number(line.slice(space + 1)))
-    }
-    return values
-  })
+const parseSamples = (body: string): ReadonlyMap<string, number> => {
+  const values = new Map<string, number>()
+  for (const line of body.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue
+    const space = line.lastIndexOf(" ")
+    values.set(line.slice(0, space), Number(line.slice(space + 1)))
+  }
+  return values
+}
+
+/** One read of the daemon's /metrics, `name{labels}` to value; None when it did not answer 200. */
+export const scrape = (world: World): Effect.Effect<Option.Option<ReadonlyMap<string, number>>> =>
+  Effect.map(
+    httpGet(`${world.metricsUrl}/metrics`),
+    Option.flatMap((reply) => (reply.status === 200 ? Option.some(parseSamples(reply.body)) : Option.none()))
+  )
+
+/** The samples once the daemon answers; the step fails if it never does (no answer is not zeros). */
+export const samples = (world: World): Effect.Effect<ReadonlyMap<string, number>, StepFailed> =>
+  waitFor("metrics", "the daemon's /metrics answers 200", scrape(world), { timeout: "25 seconds" })
 
 /** The value of one sample (0 when absent): `name{labels}` exactly as rendered. */
 export const metric = (world: World, sample: string) => Effect.map(samples(world), (values) => values.get(sample) ?? 0)
@@ -40,7 +48,7 @@ export const counted = (expectation: string, name: string, labels: (rendered: st
   start: (world) =>
     Effect.map(samples(world), (before) => {
       const from = total(before, name, labels)
-      return Effect.map(samples(world), (now) => total(now, name, labels) - from >= times)
+      return Effect.map(scrape(world), Option.match({ onNone: () => false, onSome: (now) => total(now, name, labels) - from >= times }))
     })
 })
 

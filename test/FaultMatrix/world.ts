@@ -21,6 +21,7 @@ import {
   readClaimsFile,
   spawnDaemon,
   startCluster,
+  type StepFailed,
   viewPod,
   waitFor
 } from "../../testkit/Demo/Harness.ts"
@@ -135,7 +136,7 @@ export interface Receipt {
   /** What the daemon did, for the message when it never does. */
   readonly expectation: string
   /** Started just before the fault is armed; the probe says whether the daemon has met it since. */
-  readonly start: (world: World) => Effect.Effect<Effect.Effect<boolean>>
+  readonly start: (world: World) => Effect.Effect<Effect.Effect<boolean>, StepFailed>
 }
 
 export interface FaultCase {
