@@ -2,8 +2,8 @@
 # `k8s_binaries LABEL [WHAT LOG]` builds or reuses the pinned binaries (test/k8s/build.sh) and
 # exports VK_K8S_BIN, or ends the script: SKIPPED without a Go toolchain or proxy, failed else.
 # `vitest_awaited ARGS...` runs vitest in the background and waits, so a signal is handled at once.
-# `kill_recorded FILE group|pid` SIGKILLs only what is still the process recorded (a pid is reused
-# once its process has gone, and a bare recorded pid once killed a stranger).
+# `kill_recorded FILE group|pid` SIGKILLs only what is still the run's (a pid is reused once its
+# process has gone, and a bare recorded pid once killed a stranger).
 
 k8s_binaries() {
   local label=$1 what=${2:-the control-plane binaries} log=${3:-} out status last
@@ -36,18 +36,34 @@ stop_vitest() {
   if [ -n "$vitest_pid" ]; then kill -TERM "$vitest_pid" 2>/dev/null; fi
 }
 
-# Lines `id starttime`, as test/k8s/fixture/Processes.ts writes them.
+# Lines `id starttime`, as test/k8s/fixture/Processes.ts writes them in the state directory the
+# run exported as VK_K8S_STATE (every process the run starts carries it). Linux only (/proc).
 kill_recorded() {
-  local file=$1 kind=$2 id start now
+  local file=$1 kind=$2 state id start now member
   [ -f "$file" ] || return 0
+  state=$(dirname "$file")
   while read -r id start; do
     [ -z "$id" ] && continue
     now=$(sed 's/.*) //' "/proc/$id/stat" 2>/dev/null | cut -d ' ' -f 20)
-    if [ "$kind" = group ]; then
-      # No process has the id while the group lives on without its leader: the group is ours.
-      if [ -z "$now" ] || [ "$now" = "$start" ]; then kill -KILL -- "-$id" 2>/dev/null; fi
-    elif [ -n "$now" ] && [ "$now" = "$start" ]; then
-      kill -KILL "$id" 2>/dev/null
+    if [ -n "$now" ] && [ "$now" = "$start" ]; then
+      if [ "$kind" = group ]; then kill -KILL -- "-$id" 2>/dev/null; else kill -KILL "$id" 2>/dev/null; fi
+    elif [ "$kind" = group ] && [ -z "$now" ]; then
+      # The leader is gone. Once the whole group went too its id may be another's group now: only
+      # members that carry this run's state directory are killed.
+      for member in $(group_members "$id"); do
+        if tr '\0' '\n' < "/proc/$member/environ" 2>/dev/null | grep -qxF "VK_K8S_STATE=$state"; then
+          kill -KILL "$member" 2>/dev/null
+        fi
+      done
     fi
   done < "$file"
+}
+
+# The pids whose process group is $1 (field 5 of /proc/<pid>/stat, 3 after the command's ")").
+group_members() {
+  local stat pid
+  for stat in /proc/[0-9]*/stat; do
+    pid=${stat#/proc/}; pid=${pid%/stat}
+    [ "$(sed 's/.*) //' "$stat" 2>/dev/null | cut -d ' ' -f 3)" = "$1" ] && echo "$pid"
+  done
 }
