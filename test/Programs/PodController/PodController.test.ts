@@ -742,6 +742,8 @@ describe("PodController: a lost sandbox across restarts (VER-7)", () => {
       // The VM goes after the startup pass vouched for it; the lease watch confirms it gone and
       // publishes the key for a run, which comes before any Pod list.
       yield* world.sim.forget(vm)
+      // Whatever the start queued has run: the run awaited is the one the tick publishes.
+      yield* second.handle.idle
       const published = yield* second.runs.next(keyOf("web"))
       assert.deepStrictEqual((yield* second.leaseTick).podless, [keyOf("web")])
       yield* published
