@@ -1,7 +1,8 @@
 /**
  * A brand is made only by its Schema or by the one constructor beside it: each `Schema.brand("X")`
  * is declared in one module of src/, and no other module of src/ names X in a type assertion
- * (`as X`, `as unknown as X`, `as ReadonlyMap<X, …>`), which would make an X the Schema never saw.
+ * (`as X`, `as unknown as X`, `as ReadonlyMap<X, …>`, `<X>value`), which would make an X the
+ * Schema never saw.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Option, Schema } from "effect"
@@ -20,9 +21,13 @@ export const declaredBrands = (text: string): ReadonlyArray<string> =>
 export const brandCasts = (text: string, brands: ReadonlyArray<string>): ReadonlyArray<string> => {
   if (brands.length === 0) return []
   const named = new RegExp(`\\b(?:${brands.join("|")})\\b`)
-  return [...code(text).matchAll(/\bas\s+([A-Za-z_][\w.]*(?:\s*<[^;\n=]*>)?(?:\s*\[\])?(?:\s+as\s+[A-Za-z_][\w.]*(?:\s*<[^;\n=]*>)?)?)/g)]
+  const source = code(text)
+  const asCasts = [...source.matchAll(/\bas\s+([A-Za-z_][\w.]*(?:\s*<[^;\n=]*>)?(?:\s*\[\])?(?:\s+as\s+[A-Za-z_][\w.]*(?:\s*<[^;\n=]*>)?)?)/g)]
     .map((match) => match[1]!)
-    .filter((type) => named.test(type))
+  // `<X>value`: an angle bracket after an operator or keyword, not after a name (a generic call)
+  const angleCasts = [...source.matchAll(/(?:^|[=(,:?!&|{[;]|\breturn|\byield\*?)\s*<([^<>;\n]*(?:<[^<>;\n]*>[^<>;\n]*)*)>\s*[\w"'`([]/gm)]
+    .map((match) => `<${match[1]!}>`)
+  return [...asCasts, ...angleCasts].filter((type) => named.test(type))
 }
 
 const files = sourceFiles("src").map((file) => ({ file, text: readSource(file) }))
@@ -61,6 +66,8 @@ describe("brands are made only by their Schema or their owner's constructor", ()
     assert.deepStrictEqual(brandCasts("f(text as unknown as PodKey)\n", ids), ["unknown as PodKey"])
     assert.deepStrictEqual(brandCasts("return map as ReadonlyMap<PodKey, string>\n", ids), ["ReadonlyMap<PodKey, string>"])
     assert.deepStrictEqual(brandCasts("const keys = list as PodKey[]\n", ids), ["PodKey[]"])
+    assert.deepStrictEqual(brandCasts("const id = <ClaimId>text\nreturn <ReadonlyArray<PodKey>>(keys)\n", ids), ["<ClaimId>", "<ReadonlyArray<PodKey>>"])
+    assert.deepStrictEqual(brandCasts("const ids = new Set<ClaimId>()\nconst k = Option.some<PodKey>(key)\n", ids), [])
     // other casts, types named in annotations, comments and prose
     assert.deepStrictEqual(brandCasts("const n = value as number\nconst k: PodKey = key\n", ids), [])
     assert.deepStrictEqual(brandCasts("// read as PodKey\n/** kept as ClaimId */\n", ids), [])

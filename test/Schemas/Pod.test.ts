@@ -155,14 +155,27 @@ describe("decodePod", () => {
         undecodablePod(input)
         const slim = dropNulls(input)
         assert.deepStrictEqual(input, before)
-        // Only what holds a null is copied: a value without one comes back itself.
-        if (slim !== input) copied++
-        else assert.isFalse(holdsNullMember(input))
+        // Only what holds a null is copied, and the copy holds none: a value without one comes
+        // back itself.
+        if (slim !== input) {
+          copied++
+          assert.isTrue(holdsNullMember(input), "copied only for a null member")
+          assert.isFalse(holdsNullMember(slim), "the copy holds no null member")
+        } else assert.isFalse(holdsNullMember(input))
       }),
       { numRuns: 500 }
     )
     // The inputs reach the copying path (`changedPod` puts nulls in about half the time).
     assert.isAbove(copied, 50)
+    // A parsed `__proto__` key is a member like any other: kept as an own member, nulls dropped
+    // inside it, the prototype of neither value touched.
+    const text = `{"metadata":{"name":"p","__proto__":{"polluted":null,"kept":1}},"spec":null}`
+    const input = JSON.parse(text)
+    const slim = dropNulls(input)
+    assert.strictEqual(JSON.stringify(input), text)
+    assert.strictEqual(JSON.stringify(slim), `{"metadata":{"name":"p","__proto__":{"kept":1}}}`)
+    assert.strictEqual(Object.getPrototypeOf((slim as { metadata: object }).metadata), Object.prototype)
+    assert.isFalse("polluted" in {})
   })
 })
 

@@ -1,6 +1,6 @@
 /**
- * A dependency that comes back wakes the keys waiting on it (Q-08 — a dependency that comes back
- * wakes the keys waiting on it). sandboxd slower than the client's timeout for minutes puts every
+ * A dependency that comes back wakes the keys waiting on it (Q-08 — a returning dependency wakes
+ * waiting keys). sandboxd slower than the client's timeout for minutes puts every
  * create at the slow end of its backoff (24-36 s); once it answers again, the first exchange that
  * hears it (the node's probe, in the daemon) sends the waiting keys on at once, instead of each
  * waiting out what is left of its step; a key whose request was in flight then (sent to the slow
@@ -13,9 +13,18 @@ import { claimRefOf } from "../../../src/Sandboxd/Routes.ts"
 import { SimFault, type SimRequest } from "../../../testkit/Simulators/Sandboxd/Model.ts"
 import { backoffOnly, createPod, eventually, keyOf, makeWorld, podBody, quiet, running, secondsUntil, stopOnTestClock } from "./harness.ts"
 
+/** The claim_ref of a JSON body ("" for any other body). */
+const bodyClaimRef = (body: string): string => {
+  try {
+    const parsed: unknown = JSON.parse(body)
+    return typeof parsed === "object" && parsed !== null && "claim_ref" in parsed ? String(parsed.claim_ref) : ""
+  } catch {
+    return ""
+  }
+}
+
 /** The pod key a claim or listing request is for. */
-const keyAsked = (request: SimRequest): string =>
-  claimRefOf(request.path) ?? String((JSON.parse(request.body || "{}") as { claim_ref?: unknown }).claim_ref ?? "")
+const keyAsked = (request: SimRequest): string => claimRefOf(request.path) ?? bodyClaimRef(request.body)
 
 describe("PodController: a dependency that comes back (Q-08)", () => {
   it.effect("sandboxd slow for minutes, then back: every waiting Pod runs at once, one in flight then once its request times out", () =>
