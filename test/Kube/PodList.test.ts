@@ -7,7 +7,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { flushIO, json, setup } from "../support/KubeRecorder.ts"
+import { json, setup } from "../support/KubeRecorder.ts"
+import { eventually } from "../support/Wait.ts"
 
 describe("Kube Pod list on the wire", () => {
   it.effect("listPods selects the node across all namespaces and returns the list resourceVersion", () =>
@@ -115,7 +116,7 @@ describe("Kube Pod list on the wire", () => {
         assert.strictEqual(malformed._tag, "KubeUnavailable")
         assert.include(malformed.message, `response is not JSON: {"kind":"PodList"`)
       }
-      while (rec.closed.length < 2) yield* flushIO
+      yield* eventually("two connections closed at the server", () => rec.closed.length >= 2)
       assert.deepStrictEqual(rec.closed, ["/api/v1/pods", "/api/v1/pods"])
     }))
 
@@ -126,17 +127,17 @@ describe("Kube Pod list on the wire", () => {
       // The client has the headers and the start of the body (the receipt) before the clock moves
       // or the read is interrupted: what stops is the body, not the answer.
       const timed = yield* Effect.forkChild(kube.listPods("vk"))
-      while (rec.bodyChunks.length === 0) yield* flushIO
+      yield* eventually("the start of the body read", () => rec.bodyChunks.length > 0)
       yield* TestClock.adjust("30 seconds")
       const error = yield* Effect.flip(Fiber.join(timed))
       assert.strictEqual(error._tag, "KubeUnavailable")
       assert.strictEqual(error._tag === "KubeUnavailable" ? error.status : -1, 0)
-      while (rec.closed.length === 0) yield* flushIO
+      yield* eventually("the timed-out read's connection closed", () => rec.closed.length > 0)
       const readBefore = rec.bodyChunks.length
       const interrupted = yield* Effect.forkChild(kube.listPods("vk"))
-      while (rec.bodyChunks.length === readBefore) yield* flushIO
+      yield* eventually("the second read's body begun", () => rec.bodyChunks.length > readBefore)
       yield* Fiber.interrupt(interrupted)
-      while (rec.closed.length === 1) yield* flushIO
+      yield* eventually("the interrupted read's connection closed", () => rec.closed.length > 1)
       assert.deepStrictEqual(rec.closed, ["/api/v1/pods", "/api/v1/pods"])
     }))
 

@@ -7,7 +7,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { flushIO, json, served, setup, slim } from "../support/KubeRecorder.ts"
+import { json, served, setup, slim } from "../support/KubeRecorder.ts"
+import { eventually } from "../support/Wait.ts"
 import { sleepReceipts } from "../support/Receipts.ts"
 
 describe("Kube Pod watch on the wire", () => {
@@ -59,7 +60,7 @@ describe("Kube Pod watch on the wire", () => {
       const added = events[0]!
       assert.instanceOf(added.type === "ADDED" ? added.object.metadata?.creationTimestamp : undefined, Date)
       assert.deepStrictEqual(events[1], { type: "BOOKMARK", resourceVersion: "12" })
-      while (rec.closed.length === 0) yield* flushIO
+      yield* eventually("the connection closed at the server", () => rec.closed.length > 0)
       assert.deepStrictEqual(rec.closed, ["/api/v1/pods"])
     }))
 
@@ -116,9 +117,9 @@ describe("Kube Pod watch on the wire", () => {
       const { kube, rec } = yield* setup
       rec.setHandler(() => "never")
       const fiber = yield* Effect.forkChild(Stream.runCollect(kube.watchPods("vk", "5")))
-      while (rec.requests.length === 0) yield* flushIO
+      yield* eventually("the request at the server", () => rec.requests.length > 0)
       yield* Fiber.interrupt(fiber)
-      for (let i = 0; i < 100 && rec.closed.length === 0; i++) yield* flushIO
+      yield* eventually("the aborted request's connection closed", () => rec.closed.length > 0)
       assert.deepStrictEqual(rec.closed, ["/api/v1/pods"])
     }))
 
@@ -137,6 +138,6 @@ describe("Kube Pod watch on the wire", () => {
       const error = yield* Effect.flip(Fiber.join(fiber))
       assert.strictEqual(error._tag, "KubeUnavailable")
       assert.strictEqual(error.message, "watch idle for 5m 30s")
-      while (rec.closed.length === 0) yield* flushIO
+      yield* eventually("the connection closed at the server", () => rec.closed.length > 0)
     }))
 })

@@ -9,7 +9,7 @@ import { Clock, Effect, Exit, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import type { Lease } from "../../src/Schemas/Lease.ts"
-import { flushIO, json, kubeConfigFor, recorder, setup } from "../support/KubeRecorder.ts"
+import { json, kubeConfigFor, recorder, setup } from "../support/KubeRecorder.ts"
 import { sleepReceipts } from "../support/Receipts.ts"
 import { eventually } from "../support/Wait.ts"
 
@@ -94,12 +94,12 @@ describe("Kube transport on the wire", () => {
       const { kube, rec } = yield* setup
       rec.setHandler(() => "never")
       const fiber = yield* Effect.forkChild(kube.getPod("ns", "p"))
-      while (rec.requests.length === 0) yield* flushIO
+      yield* eventually("the request at the server", () => rec.requests.length > 0)
       yield* TestClock.adjust("30 seconds")
       const error = yield* Effect.flip(Fiber.join(fiber))
       assert.strictEqual(error._tag, "KubeUnavailable")
       assert.strictEqual(error._tag === "KubeUnavailable" ? error.status : -1, 0)
-      while (rec.closed.length === 0) yield* flushIO
+      yield* eventually("the connection closed at the server", () => rec.closed.length > 0)
       assert.deepStrictEqual(rec.closed, ["/api/v1/namespaces/ns/pods/p"])
     }))
 
@@ -116,7 +116,7 @@ describe("Kube transport on the wire", () => {
       const node = yield* Effect.forkChild(Effect.asVoid(kube.getNode("vk")))
       const renewal = yield* Effect.forkChild(Effect.asVoid(kube.replaceLease(lease)))
       const pod = yield* Effect.forkChild(kube.getPod("ns", "p"))
-      while (rec.requests.length < 3) yield* flushIO
+      yield* eventually("three requests at the server", () => rec.requests.length >= 3)
       yield* TestClock.adjust("9999 millis")
       assert.isUndefined(node.pollUnsafe())
       assert.isUndefined(renewal.pollUnsafe())
@@ -129,7 +129,7 @@ describe("Kube transport on the wire", () => {
         assert.strictEqual(error._tag === "KubeUnavailable" ? error.status : -1, 0)
         assert.strictEqual(error.message, "no response within 10s")
       }
-      while (rec.closed.length < 2) yield* flushIO
+      yield* eventually("two connections closed at the server", () => rec.closed.length >= 2)
       assert.sameMembers([...rec.closed], ["/api/v1/nodes/vk", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/vk"])
       assert.isUndefined(pod.pollUnsafe(), "a Pod call keeps the 30 s timeout")
       yield* TestClock.adjust("20 seconds")
@@ -149,7 +149,7 @@ describe("Kube transport on the wire", () => {
       const getPod = kube.getPod("ns", "p").pipe(Effect.provideService(Clock.Clock, sleeps.clock))
       const fibers = yield* Effect.forEach([1, 2, 3], () => Effect.forkChild(getPod))
       yield* eventually("the third call held by the limiter, or sent", () => sleeps.sleeps("1 second") === 1 || rec.requests.length === 3)
-      while (rec.requests.length < 2) yield* flushIO
+      yield* eventually("the burst's two requests", () => rec.requests.length >= 2)
       assert.strictEqual(rec.requests.length, 2, "the burst went out, and only the burst")
       yield* TestClock.adjust("1 second")
       yield* Effect.forEach(fibers, Fiber.join)

@@ -528,7 +528,7 @@ describe("transport", () => {
       const listError = yield* clock.failsAfter(client.listSandboxes, "150 millis")
       assert.strictEqual(listError.reason._tag, "SandboxdTimeout")
       // The hung exchange was abandoned: the simulator sees the client go away.
-      while ((yield* sim.stats).inFlight > 0) yield* flushIO
+      yield* eventually("no request in flight at the simulator", Effect.map(sim.stats, (stats) => stats.inFlight === 0))
       // And the client still works afterwards.
       yield* clock.run(client.claim(claimSpec()))
     }))
@@ -576,7 +576,7 @@ describe("transport", () => {
       for (const call of hanging) {
         const seen = (yield* sim.audit).length
         const caller = yield* Effect.forkChild(onTestClock(Effect.flip(Effect.timeout(call, "10 millis"))))
-        while ((yield* sim.audit).length === seen) yield* flushIO
+        yield* eventually("the next request at the simulator", Effect.map(sim.audit, (audit) => audit.length > seen))
         yield* clock.adjust(Duration.millis(10))
         const error = yield* Fiber.join(caller)
         assert.strictEqual(error._tag, "TimeoutError")

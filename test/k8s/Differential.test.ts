@@ -17,6 +17,7 @@ import type { KubeApi } from "../../src/Services/KubeApi.ts"
 import { resourceVersionOlder } from "../../src/Programs/PodController/Informer.ts"
 import { ClusterModel } from "../../testkit/Simulators/Apiserver/Model.ts"
 import { serve } from "../../testkit/Simulators/Apiserver/Server.ts"
+import { responseHeaders } from "../support/Receipts.ts"
 import { tempDir } from "../support/TempDir.ts"
 import { rawRequest, type RawReply } from "./scenarioHarness.ts"
 import { adminKubeconfig, compactEtcd, createSandboxAs, daemonKubeconfig, kube, nodeInventoryBody, uniqueName } from "./fixture/Kube.ts"
@@ -396,15 +397,17 @@ for (const { name, backend: acquire, knownDifferences } of backends) {
         const otherNode = uniqueName("vk-node")
         const list = yield* backend.shortWatch.listPods(nodeName)
         const otherList = yield* backend.daemon.listPods(otherNode)
+        const open = yield* responseHeaders("the quiet watch answered", (path) => path.includes(nodeName) && path.includes("watch=true"))
         // 20 s: only a guard against a watch the server never ends
         const quietWatch = yield* backend.shortWatch.watchPods(nodeName, list.resourceVersion).pipe(
           Stream.runCollect,
           Effect.timeout("20 seconds"),
           Effect.forkChild
         )
-        // The receipt that the quiet watch did not end at once: a write made after it started, to a
-        // Pod on another node (which its field selector leaves out), delivered by a watch of its own
-        // while the quiet watch is still open.
+        yield* open
+        // The receipt that the quiet watch did not end at once: once it is open at the server, a
+        // write to a Pod on another node (which its field selector leaves out), delivered by a
+        // watch of its own while the quiet watch is still open.
         const other = yield* createPod(backend, namespace, otherNode)
         const delivered = yield* backend.daemon.watchPods(otherNode, otherList.resourceVersion).pipe(
           Stream.filter((event) => event.type === "ADDED"),

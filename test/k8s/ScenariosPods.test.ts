@@ -7,6 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Stream } from "effect"
+import { within } from "../support/Wait.ts"
 import {
   admin,
   adminGet,
@@ -68,11 +69,11 @@ describe("the pod controller on the real kube-apiserver, as the daemon", () => {
       // SY-06 — the receipt of who removed it: the server removes a terminating Pod only for a
       // delete that shortens its grace to 0 (it stores that 0 in the object it deletes), and the
       // daemon's final delete is the only such delete here (no kubelet, no garbage collector)
-      const removal = yield* daemon.kube.watchPods(nodeName, before.metadata?.resourceVersion ?? "").pipe(
+      const removal = yield* within("the owned Pod's DELETED event", daemon.kube.watchPods(nodeName, before.metadata?.resourceVersion ?? "").pipe(
         Stream.filter((event) => event.type === "DELETED" && event.object.metadata?.name === "owned"),
         Stream.take(1),
         Stream.runCollect
-      )
+      ))
       const removed = removal[0]?.type === "DELETED" ? removal[0].object.metadata : undefined
       assert.strictEqual(removed?.uid, before.metadata?.uid, "the owned Pod's DELETED event")
       assert.strictEqual(removed?.deletionGracePeriodSeconds, 0, "removed by a grace-0 delete, not its grace running out")

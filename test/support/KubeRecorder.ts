@@ -13,6 +13,7 @@ import * as Zlib from "node:zlib"
 import type { AddressInfo } from "node:net"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import type { KubeApi } from "../../src/Services/KubeApi.ts"
+import { requestOf } from "./Receipts.ts"
 
 export interface Recorded {
   readonly method: string
@@ -54,14 +55,6 @@ export interface Recorder {
 }
 
 export const json = (status: number, value: unknown): Reply => ({ status, body: JSON.stringify(value) })
-
-/** undici's report of a body chunk it read: the origin and path of its request, if it is one. */
-const chunkOf = (message: unknown): { readonly origin: string; readonly path: string } | undefined => {
-  if (typeof message !== "object" || message === null || !("request" in message)) return undefined
-  const request = message.request
-  if (typeof request !== "object" || request === null || !("origin" in request) || !("path" in request)) return undefined
-  return { origin: String(request.origin), path: String(request.path) }
-}
 
 const bodyChunkReceived = "undici:request:bodyChunkReceived"
 
@@ -127,7 +120,7 @@ export const recorder = Effect.acquireRelease(
     server.listen(0, "127.0.0.1", () => {
       const port = (server.address() as AddressInfo).port
       const onChunk = (message: unknown) => {
-        const chunk = chunkOf(message)
+        const chunk = requestOf(message)
         if (chunk !== undefined && URL.canParse(chunk.origin) && new URL(chunk.origin).port === String(port)) {
           bodyChunks.push(new URL(chunk.path, chunk.origin).pathname)
         }

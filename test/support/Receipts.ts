@@ -3,9 +3,11 @@
  * call a service receives, with the Clock's time (TestClock's in a test) when it began, so "nothing
  * was sent before the interval" is read from the times of the calls that were sent. `sleepReceipts`
  * notes each sleep a fiber starts, so a test knows a loop is asleep again before it moves the
- * TestClock.
+ * TestClock. `responseHeaders` is undici's word that a request was answered (a watch is open).
  */
 import { Clock, Duration, Effect } from "effect"
+import * as DiagnosticsChannel from "node:diagnostics_channel"
+import { within } from "./Wait.ts"
 
 export interface Call {
   readonly name: string
@@ -124,13 +126,13 @@ export const sleepReceipts: Effect.Effect<SleepReceipts> = Effect.map(Clock.Cloc
     clock,
     sleeps: (duration) => count(millisOf(duration)),
     asleep: (duration, wanted) =>
-      Effect.callback<void>((resume) => {
+      within(`sleep ${wanted} of ${Duration.format(Duration.fromInputUnsafe(duration))} to begin`, Effect.callback<void>((resume) => {
         const millis = millisOf(duration)
         if (count(millis) >= wanted) return resume(Effect.void)
         const waiter = { millis, count: wanted, wake: () => resume(Effect.void) }
         waiting.add(waiter)
         return Effect.sync(() => void waiting.delete(waiter))
-      })
+      }))
   }
 })
 
@@ -165,3 +167,36 @@ export const manualTimers = (): ManualTimers => {
     }
   }
 }
+
+/** The origin and path of the request an undici diagnostics message is about, if it is one. */
+export const requestOf = (message: unknown): { readonly origin: string; readonly path: string } | undefined => {
+  if (typeof message !== "object" || message === null || !("request" in message)) return undefined
+  const request = message.request
+  if (typeof request !== "object" || request === null || !("origin" in request) || !("path" in request)) return undefined
+  return { origin: String(request.origin), path: String(request.path) }
+}
+
+const headersReceived = "undici:request:headers"
+
+/**
+ * Listens, from now, for the response headers of a request (in this process) whose path passes
+ * `matches`; the effect it gives waits for the first (failing after 20 s, naming `what`).
+ */
+export const responseHeaders = (what: string, matches: (path: string) => boolean): Effect.Effect<Effect.Effect<void>> =>
+  Effect.sync(() => {
+    let arrived = false
+    let wake: (() => void) | undefined
+    const listener = (message: unknown) => {
+      const request = requestOf(message)
+      if (request === undefined || !matches(request.path)) return
+      arrived = true
+      wake?.()
+    }
+    DiagnosticsChannel.subscribe(headersReceived, listener)
+    const arrival = Effect.callback<void>((resume) => {
+      if (arrived) return resume(Effect.void)
+      wake = () => resume(Effect.void)
+      return Effect.sync(() => void (wake = undefined))
+    })
+    return within(what, arrival).pipe(Effect.ensuring(Effect.sync(() => void DiagnosticsChannel.unsubscribe(headersReceived, listener))))
+  })

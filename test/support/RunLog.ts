@@ -4,6 +4,7 @@
  * claim, no release, a row kept), instead of a span of real time or a count of I/O turns.
  */
 import { Effect, type Exit, Tracer } from "effect"
+import { within } from "./Wait.ts"
 
 const runSpan = "PodController.reconcile"
 
@@ -13,7 +14,7 @@ export interface RunLog {
   /**
    * Notes how many runs of `key` have begun; the effect it gives waits until a run begun after
    * that has ended. Runs of one key are serial (Q-04 — one worker per key), so the runs end in
-   * the order they began. Bounded by the test's own timeout.
+   * the order they began. A run that never ends fails the test after 20 s, naming the key.
    */
   readonly next: (key: string) => Effect.Effect<Effect.Effect<void>>
 }
@@ -25,10 +26,12 @@ export const makeRunLog = (): RunLog => {
 
   class RunSpan extends Tracer.NativeSpan {
     override attribute(name: string, value: unknown): void {
+      if (this.status._tag === "Ended") return
       super.attribute(name, value)
       if (name === "pod") begun.set(String(value), (begun.get(String(value)) ?? 0) + 1)
     }
     override end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
+      if (this.status._tag === "Ended") return
       super.end(endTime, exit)
       const key = String(this.attributes.get("pod"))
       const count = (ended.get(key) ?? 0) + 1
@@ -56,6 +59,10 @@ export const makeRunLog = (): RunLog => {
 
   return {
     tracer,
-    next: (key) => Effect.sync(() => endedCount(key, (begun.get(key) ?? 0) + 1))
+    next: (key) =>
+      Effect.sync(() => {
+        const count = (begun.get(key) ?? 0) + 1
+        return within(`run ${count} of ${key} to end`, endedCount(key, count))
+      })
   }
 }

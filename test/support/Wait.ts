@@ -29,6 +29,19 @@ export const nextMacrotask = Effect.promise(() => new Promise<void>((resolve) =>
 export const eventually = <A, E = never, R = never>(what: string, check: Check<A, E, R>, limitMs = 15_000, everyMs = 2) =>
   poll(check, limitMs, everyMs, (limit) => Effect.die(new Error(`timed out after ${limit} ms waiting for ${what}`)))
 
+/**
+ * `effect`, or the test fails naming `what` after `limitMs` of real time: the hang limit of a
+ * wait on a receipt, so one that never comes says which it was (not the test's bare timeout).
+ */
+export const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, limitMs = 20_000) =>
+  Effect.raceFirst(
+    effect,
+    Effect.callback<never>((resume) => {
+      const timer = setTimeout(() => resume(Effect.die(new Error(`timed out after ${limitMs} ms waiting for ${what}`))), limitMs)
+      return Effect.sync(() => clearTimeout(timer))
+    })
+  )
+
 /** Logs off unless VK_TEST_LOGS is set (the daemon's parts log every step). */
 export const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   process.env["VK_TEST_LOGS"] === undefined && process.env["PODCTL_LOGS"] === undefined
