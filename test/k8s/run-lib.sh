@@ -39,19 +39,19 @@ stop_vitest() {
 # Lines `id starttime`, as test/k8s/fixture/Processes.ts writes them in the state directory the
 # run exported as VK_K8S_STATE (every process the run starts carries it). Linux only (/proc).
 kill_recorded() {
-  local file=$1 kind=$2 state id start now member
+  local file=$1 kind=$2 run_state id start now member
   [ -f "$file" ] || return 0
-  state=$(dirname "$file")
+  run_state=$(dirname "$file")
   while read -r id start; do
     [ -z "$id" ] && continue
     now=$(sed 's/.*) //' "/proc/$id/stat" 2>/dev/null | cut -d ' ' -f 20)
     if [ -n "$now" ] && [ "$now" = "$start" ]; then
       if [ "$kind" = group ]; then kill -KILL -- "-$id" 2>/dev/null; else kill -KILL "$id" 2>/dev/null; fi
-    elif [ "$kind" = group ] && [ -z "$now" ]; then
-      # The leader is gone. Once the whole group went too its id may be another's group now: only
-      # members that carry this run's state directory are killed.
+    elif [ "$kind" = group ] && [ -z "$now" ] && kill -0 -- "-$id" 2>/dev/null; then
+      # The leader is gone but the group is not. Once the whole group went too its id may be
+      # another's group now: only members that carry this run's state directory are killed.
       for member in $(group_members "$id"); do
-        if tr '\0' '\n' < "/proc/$member/environ" 2>/dev/null | grep -qxF "VK_K8S_STATE=$state"; then
+        if grep -qzxF "VK_K8S_STATE=$run_state" "/proc/$member/environ" 2>/dev/null; then
           kill -KILL "$member" 2>/dev/null
         fi
       done
