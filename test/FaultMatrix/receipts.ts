@@ -4,7 +4,7 @@
  * fault since: the daemon counted the failure on /metrics, or a proxy faulted its requests (what
  * a daemon that never asked cannot produce).
  */
-import { Effect, Option } from "effect"
+import { Effect, Option, Result } from "effect"
 import { httpGet, type StepFailed, waitFor } from "../../testkit/Demo/Harness.ts"
 import type { ProxiedRequest } from "../support/FaultProxy.ts"
 import type { Receipt, World } from "./world.ts"
@@ -67,6 +67,28 @@ export const faulted = (
     Effect.sync(() => {
       const from = world[side].faulted.length
       return Effect.sync(() => world[side].faulted.slice(from).filter(matches).length >= times)
+    })
+})
+
+/**
+ * `second`, started only once `first` is met: what it counts follows what `first` saw (a
+ * restart after a faulted watch, not one from before it).
+ */
+export const afterThat = (first: Receipt, second: Receipt): Receipt => ({
+  expectation: `${first.expectation}, then ${second.expectation}`,
+  start: (world) =>
+    Effect.map(first.start(world), (firstMet) => {
+      let secondMet: Effect.Effect<boolean> | undefined
+      return Effect.gen(function*() {
+        if (secondMet === undefined) {
+          if (!(yield* firstMet)) return false
+          // a /metrics that does not answer yet is "not yet": the next probe starts it again
+          const started = yield* Effect.result(second.start(world))
+          if (Result.isFailure(started)) return false
+          secondMet = started.success
+        }
+        return yield* secondMet
+      })
     })
 })
 
