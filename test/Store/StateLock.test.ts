@@ -7,7 +7,7 @@ import * as NPath from "node:path"
 import { pathToFileURL } from "node:url"
 import * as StateLock from "../../src/Store/StateLock.ts"
 import { tempDir as makeTempDir } from "../support/TempDir.ts"
-import { flushIO } from "../support/Wait.ts"
+import { eventually, flushIO } from "../support/Wait.ts"
 
 const repo = NPath.resolve(import.meta.dirname, "../..")
 const nodeBin = NPath.join(repo, "node_modules/.bin/node")
@@ -63,7 +63,8 @@ const parkingClock = Effect.gen(function*() {
   /** Waits (real time) until the fiber, if given, has ended or a sleep is pending on the clock. */
   const untilParked = <A, E>(fiber?: Fiber.Fiber<A, E>) =>
     Effect.gen(function*() {
-      while ((fiber === undefined || fiber.pollUnsafe() === undefined) && state.parked === 0) yield* flushIO
+      yield* eventually("a sleep pending on the clock, or the fiber ended", () =>
+        state.parked > 0 || (fiber !== undefined && fiber.pollUnsafe() !== undefined))
     })
   const use = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Clock.Clock, counting)
   return { state, untilParked, use }

@@ -39,6 +39,7 @@ import {
   witnessRunning,
   type World
 } from "./harness.ts"
+import { within } from "../../support/Wait.ts"
 
 const asPod = (value: unknown) => value as V1Pod
 
@@ -743,7 +744,7 @@ describe("PodController: a lost sandbox across restarts (VER-7)", () => {
       // publishes the key for a run, which comes before any Pod list.
       yield* world.sim.forget(vm)
       // Whatever the start queued has run: the run awaited is the one the tick publishes.
-      yield* second.handle.idle
+      yield* within("the restarted controller idle", second.handle.idle)
       const published = yield* second.runs.next(keyOf("web"))
       assert.deepStrictEqual((yield* second.leaseTick).podless, [keyOf("web")])
       yield* published
