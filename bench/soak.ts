@@ -14,7 +14,7 @@ import { daemonLayer } from "../src/Daemon.ts"
 import { BuildInfo } from "../src/Services/BuildInfo.ts"
 import { RunningPodController } from "../src/Services/Daemon.ts"
 import { testConfig } from "../testkit/Config.ts"
-import { freePort } from "../testkit/Demo/Harness.ts"
+import { freePorts } from "../testkit/Demo/Harness.ts"
 import type { BenchSection, Figures } from "./types.ts"
 import type { SoakAsk, SoakWorldInfo } from "./soakWorld.ts"
 
@@ -76,8 +76,7 @@ interface Sample {
 
 const soak = Effect.gen(function*() {
   const { worker, info } = yield* startWorld
-  const kubeletPort = yield* freePort
-  const metricsPort = yield* freePort
+  const [kubeletPort = 0, metricsPort = 0] = yield* freePorts(2)
   const config = testConfig({
     nodeName: info.nodeName,
     nodeIp: "127.0.0.1",

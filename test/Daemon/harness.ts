@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import type { AppConfigShape } from "../../src/Schemas/Config.ts"
-import { freePort } from "../../testkit/Demo/Harness.ts"
+import { freePorts } from "../../testkit/Demo/Harness.ts"
 import { makeWorld } from "../Programs/PodController/harness.ts"
 import * as InProcessDaemon from "../support/InProcessDaemon.ts"
 
@@ -24,7 +24,8 @@ export const startDaemon = (config: AppConfigShape) =>
 /** The simulators, with the kubelet and metrics ports free ones. */
 export const world = (config: Partial<AppConfigShape> = {}) =>
   Effect.gen(function*() {
-    const listenAddr = { host: "127.0.0.1", port: yield* freePort }
-    const metricsAddr = { host: "127.0.0.1", port: yield* freePort }
+    const [kubeletPort = 0, metricsPort = 0] = yield* freePorts(2)
+    const listenAddr = { host: "127.0.0.1", port: kubeletPort }
+    const metricsAddr = { host: "127.0.0.1", port: metricsPort }
     return yield* makeWorld({ config: { listenAddr, metricsAddr, ...config } })
   })

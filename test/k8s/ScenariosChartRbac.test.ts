@@ -23,7 +23,7 @@ import {
   deletePodGracefully,
   deleteOwnerThenPod,
   eventually,
-  freeLoopbackPort,
+  freeLoopbackPorts,
   getPod,
   quiet,
   releasePaths,
@@ -96,9 +96,9 @@ describe("the Helm chart's RBAC on the real kube-apiserver", () => {
 
       // ---- the daemon under that identity
       const sandboxd = yield* startSandboxd()
-      const metricsPort = yield* freeLoopbackPort
+      const [kubeletPort = 0, metricsPort = 0] = yield* freeLoopbackPorts(2)
       const config = scenarioConfig(kubeconfigFile, sandboxd.url, dir, {
-        listenAddr: { host: "127.0.0.1", port: yield* freeLoopbackPort },
+        listenAddr: { host: "127.0.0.1", port: kubeletPort },
         metricsAddr: { host: "127.0.0.1", port: metricsPort },
         publishInventory: true,
         publishInterval: Duration.millis(500),

@@ -19,7 +19,7 @@ import {
   createNamespace,
   daemonGround,
   eventually,
-  freeLoopbackPort,
+  freeLoopbackPorts,
   quiet,
   rawRequest,
   ScenarioFailed
@@ -47,7 +47,7 @@ describe("helm test on the real kube-apiserver", () => {
     Effect.scoped(Effect.gen(function*() {
       const { config: adminConfig, core, objects } = yield* admin
       const namespace = yield* createNamespace("helm-test")
-      const metricsPort = yield* freeLoopbackPort
+      const [metricsPort = 0, kubeletPort = 0] = yield* freeLoopbackPorts(2)
       const release = uniqueName("ht")
       const docs = yield* renderChart(release, namespace, ["sandboxd.token.source=none", `metrics.port=${metricsPort}`])
 
@@ -64,7 +64,7 @@ describe("helm test on the real kube-apiserver", () => {
       // ---- the test account's token and the cluster's CA, where a Pod finds them
       const { dir, config } = yield* daemonGround("vk-k8s-helm-test-", {}, {
         metricsAddr: { host: "127.0.0.1", port: metricsPort },
-        listenAddr: { host: "127.0.0.1", port: yield* freeLoopbackPort }
+        listenAddr: { host: "127.0.0.1", port: kubeletPort }
       })
       const token = yield* serviceAccountToken(core, namespace, testPod.spec?.serviceAccountName ?? "")
       writeFileSync(join(dir, "token"), token)

@@ -13,7 +13,7 @@ import * as NodePath from "node:path"
 import { writeFileSync } from "node:fs"
 import { serviceAccountToken, startDaemon } from "./daemonIdentity.ts"
 import { kube, uniqueName } from "./fixture/Kube.ts"
-import { admin, createNamespace, daemonGround, eventually, freeLoopbackPort, quiet, rawRequest } from "./scenarioHarness.ts"
+import { admin, createNamespace, daemonGround, eventually, freeLoopbackPorts, quiet, rawRequest } from "./scenarioHarness.ts"
 import { kubeletRequest, makeClientCa } from "../support/KubeletClient.ts"
 
 type Rules = ReadonlyArray<k8s.V1PolicyRule>
@@ -30,10 +30,10 @@ describe("the kubelet port on the real kube-apiserver", () => {
     Effect.scoped(Effect.gen(function*() {
       const { config: adminConfig, core, rbac, authz } = yield* admin
       const ca = yield* makeClientCa
-      const kubeletPort = yield* freeLoopbackPort
+      const [kubeletPort = 0, metricsPort = 0] = yield* freeLoopbackPorts(2)
       const ground = yield* daemonGround("vk-k8s-kubelet-", {}, {
         listenAddr: { host: "127.0.0.1", port: kubeletPort },
-        metricsAddr: { host: "127.0.0.1", port: yield* freeLoopbackPort }
+        metricsAddr: { host: "127.0.0.1", port: metricsPort }
       })
       const caFile = NodePath.join(ground.dir, "client-ca.crt")
       writeFileSync(caFile, ca.caPem)

@@ -20,7 +20,7 @@ import {
   createSandbox,
   deletePodGracefully,
   eventually,
-  freeLoopbackPort,
+  freeLoopbackPorts,
   getPod,
   quiet,
   rawRequest,
@@ -85,10 +85,11 @@ describe("node restriction on the real kube-apiserver", () => {
 
       // ---- its work on its own node: the whole daemon under the bound token
       const sandboxd = yield* startSandboxd()
+      const [kubeletPort = 0, metricsPort = 0] = yield* freeLoopbackPorts(2)
       const config = scenarioConfig(bound.file, sandboxd.url, dir, {
         nodeName: own,
-        listenAddr: { host: "127.0.0.1", port: yield* freeLoopbackPort },
-        metricsAddr: { host: "127.0.0.1", port: yield* freeLoopbackPort },
+        listenAddr: { host: "127.0.0.1", port: kubeletPort },
+        metricsAddr: { host: "127.0.0.1", port: metricsPort },
         publishInventory: true,
         publishInterval: Duration.millis(500),
         shutdownTimeout: Duration.seconds(3)

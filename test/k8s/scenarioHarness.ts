@@ -11,12 +11,12 @@ import * as k8s from "@kubernetes/client-node"
 import { Context, Duration, Effect, Layer, Schema } from "effect"
 import { type IncomingHttpHeaders, request as httpRequest } from "node:http"
 import { request as httpsRequest, type RequestOptions } from "node:https"
-import { createServer } from "node:net"
 import * as NodePath from "node:path"
 import * as KubeApiClientNode from "../../src/Layers/KubeApiClientNode.ts"
 import * as PodController from "../../src/Programs/PodController/PodController.ts"
 import type { AppConfigShape } from "../../src/Schemas/Config.ts"
 import { testConfig } from "../../testkit/Config.ts"
+import * as Ports from "../../testkit/Ports.ts"
 import { AppConfig } from "../../src/Services/Config.ts"
 import { ClaimTable } from "../../src/Services/ClaimTable.ts"
 import { KubeApi } from "../../src/Services/KubeApi.ts"
@@ -320,13 +320,6 @@ export const deleteOwnerThenPod = (sandboxd: Sandboxd, namespace: string, sandbo
     )
   })
 
-/** A free loopback port (listen on 0, read it, close): for the daemon's kubelet and metrics servers. */
-export const freeLoopbackPort = Effect.callback<number, ScenarioFailed>((resume) => {
-  const server = createServer()
-  server.once("error", (cause) => resume(Effect.fail(new ScenarioFailed({ message: `no free port: ${String(cause)}` }))))
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    const port = typeof address === "object" && address !== null ? address.port : 0
-    server.close(() => resume(port > 0 ? Effect.succeed(port) : Effect.fail(new ScenarioFailed({ message: "no free port" }))))
-  })
-})
+/** `count` distinct free loopback ports for the daemon's kubelet and metrics servers (testkit/Ports.ts). */
+export const freeLoopbackPorts = (count: number) =>
+  Ports.freePorts(count).pipe(Effect.mapError((e) => new ScenarioFailed({ message: e.message })))

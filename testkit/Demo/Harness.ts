@@ -5,13 +5,13 @@
  */
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { Deferred, Duration, Effect, Exit, Option, Result, Schema, type Scope } from "effect"
 import { PodAnnotation } from "../../src/Schemas/PodAnnotations.ts"
 import { poll } from "../Poll.ts"
+import * as Ports from "../Ports.ts"
 import { ClusterModel } from "../Simulators/Apiserver/Model.ts"
 import { Namespaces, NodeInventories, Pods, Sandboxes } from "../Simulators/Apiserver/Resources.ts"
 import { type RunningApiserver, serve as serveApiserver } from "../Simulators/Apiserver/Server.ts"
@@ -64,25 +64,9 @@ export interface ClusterOptions {
   readonly apiToken?: string
 }
 
-/**
- * `count` free loopback TCP ports, all different: each is bound, and all are held until every one
- * is, then released (the daemon binds them right after). Ports asked for one at a time can come
- * back equal, the first having been released before the second was chosen.
- */
+/** `count` free loopback TCP ports, all different, released for the daemon to bind (testkit/Ports.ts). */
 export const freePorts = (count: number): Effect.Effect<ReadonlyArray<number>, StepFailed> =>
-  Effect.scoped(Effect.forEach(Array.from({ length: count }), () =>
-    Effect.acquireRelease(bindLoopback, (server) => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))).pipe(
-      Effect.map((server) => {
-        const address = server.address()
-        return typeof address === "object" && address !== null ? address.port : 0
-      })
-    )))
-
-const bindLoopback: Effect.Effect<net.Server, StepFailed> = Effect.callback<net.Server, StepFailed>((resume) => {
-  const server = net.createServer()
-  server.once("error", (e) => resume(Effect.fail(new StepFailed({ step: "setup", message: `no free port: ${e.message}` }))))
-  server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
-})
+  Ports.freePorts(count).pipe(Effect.mapError((e) => new StepFailed({ step: "setup", message: e.message })))
 
 /** One free loopback TCP port (see `freePorts`). */
 export const freePort: Effect.Effect<number, StepFailed> = Effect.map(freePorts(1), (ports) => ports[0] ?? 0)
