@@ -168,6 +168,10 @@ describe("chaos: every fault at once", () => {
       if (url !== undefined) tokens.scan("metrics", url, yield* Effect.promise(() => fetch(`${url}/metrics`).then((r) => r.text(), () => "")))
       daemon.stopSupervising()
       yield* Fiber.interrupt(recorders)
+      // The daemon's last lines: a release the recorders saw just now was decided (and logged) just
+      // before it, and the 500 ms reader may not have read that line yet. Ended and read to its end,
+      // the daemon leaves no decision outside the history.
+      yield* daemon.end("SIGTERM")
       history.record({ src: "run", kind: "phase", at: Date.now(), phase: "scanned", detail: String(tokens.scanned()) })
       if (final !== undefined) history.record({ src: "snapshot", ...final, kind: "final" })
       history.close()

@@ -52,7 +52,7 @@ export interface DaemonSupervisor {
   readonly statePath: string
   readonly logFile: string
   readonly current: () => Daemon | undefined
-  /** SIGKILL or SIGTERM, and wait until it is gone (no restart: the caller starts the next). */
+  /** SIGKILL or SIGTERM, and wait until it is gone and its last line read (no restart: the caller starts the next). */
   readonly end: (signal: "SIGKILL" | "SIGTERM") => Effect.Effect<void>
   readonly signal: (signal: "SIGSTOP" | "SIGCONT") => Effect.Effect<void>
   /** A new incarnation, with failpoints armed (`VK_SANDBOX_FAILPOINTS`) or none (""). */
@@ -76,6 +76,8 @@ export const superviseDaemon = (
     const logFile = path.join(world.dir, "daemon.log")
     const scope = yield* Effect.scope
     let current: Daemon | undefined
+    /** Done once the current incarnation has ended and every line it wrote went to `onLine`. */
+    let currentRead: Deferred.Deferred<void> | undefined
     let incarnation = 0
     /** An exit the nemesis asked for (not restarted by the supervisor). */
     let expected = false
@@ -90,7 +92,9 @@ export const superviseDaemon = (
           { kubeconfigPath: world.daemonKubeconfig, sandboxdUrl: world.sandboxd.url, tokenFile: world.tokenFile, statePath, nodeName: NodeName },
           { command, flags, env, logFile, logHeader: `---- incarnation ${mine}${failpoints === "" ? "" : ` VK_SANDBOX_FAILPOINTS=${failpoints}`}` }
         ).pipe(Scope.provide(scope), Effect.orDie)
+        const read = yield* Deferred.make<void>()
         current = daemon
+        currentRead = read
         expected = false
         // run.sh kills what is left of every daemon if the run itself dies.
         recordForCleanup("pids", daemon.pid)
@@ -110,6 +114,7 @@ export const superviseDaemon = (
             Effect.gen(function*() {
               yield* Fiber.interrupt(reader)
               drain()
+              yield* Deferred.succeed(read, undefined)
               history.record({ src: "daemon", kind: "process", at: Date.now(), incarnation: mine, what: "exited", detail: String(code) })
               if (expected || !supervising || current !== daemon) return
               yield* Effect.sleep("2 seconds")
@@ -128,9 +133,10 @@ export const superviseDaemon = (
       end: (signal) =>
         Effect.suspend(() => {
           const daemon = current
-          if (daemon === undefined) return Effect.void
+          const read = currentRead
+          if (daemon === undefined || read === undefined) return Effect.void
           expected = true
-          return daemon.signal(signal).pipe(Effect.andThen(Deferred.await(daemon.exited)), Effect.asVoid)
+          return daemon.signal(signal).pipe(Effect.andThen(Deferred.await(read)))
         }),
       signal: (signal) => Effect.suspend(() => current?.signal(signal) ?? Effect.void),
       start,
