@@ -28,14 +28,14 @@ export const ephemeralLow = (): number => {
 }
 
 /** A server bound on loopback `port`, or none when the port is taken. */
-const bind = (port: number): Effect.Effect<Option.Option<net.Server>> =>
+export const bind = (port: number): Effect.Effect<Option.Option<net.Server>> =>
   Effect.callback<Option.Option<net.Server>>((resume) => {
     const server = net.createServer()
     server.once("error", () => resume(Effect.succeed(Option.none())))
     server.listen(port, "127.0.0.1", () => resume(Effect.succeed(Option.some(server))))
   })
 
-const release = (server: net.Server) => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
+export const release = (server: net.Server) => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
 
 const portOf = (server: net.Server): number => {
   const address = server.address()

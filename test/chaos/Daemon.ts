@@ -75,9 +75,8 @@ export const superviseDaemon = (
     const statePath = path.join(world.dir, "state", "claims.json")
     const logFile = path.join(world.dir, "daemon.log")
     const scope = yield* Effect.scope
-    let current: Daemon | undefined
-    /** Done once the current incarnation has ended and every line it wrote went to `onLine`. */
-    let currentRead: Deferred.Deferred<void> | undefined
+    /** The current incarnation; `read` is done once it has ended and every line it wrote went to `onLine`. */
+    let current: { readonly daemon: Daemon; readonly read: Deferred.Deferred<void> } | undefined
     let incarnation = 0
     /** An exit the nemesis asked for (not restarted by the supervisor). */
     let expected = false
@@ -93,8 +92,7 @@ export const superviseDaemon = (
           { command, flags, env, logFile, logHeader: `---- incarnation ${mine}${failpoints === "" ? "" : ` VK_SANDBOX_FAILPOINTS=${failpoints}`}` }
         ).pipe(Scope.provide(scope), Effect.orDie)
         const read = yield* Deferred.make<void>()
-        current = daemon
-        currentRead = read
+        current = { daemon, read }
         expected = false
         // run.sh kills what is left of every daemon if the run itself dies.
         recordForCleanup("pids", daemon.pid)
@@ -116,9 +114,9 @@ export const superviseDaemon = (
               drain()
               yield* Deferred.succeed(read, undefined)
               history.record({ src: "daemon", kind: "process", at: Date.now(), incarnation: mine, what: "exited", detail: String(code) })
-              if (expected || !supervising || current !== daemon) return
+              if (expected || !supervising || current?.daemon !== daemon) return
               yield* Effect.sleep("2 seconds")
-              if (current === daemon && supervising) yield* start("")
+              if (current?.daemon === daemon && supervising) yield* start("")
             })
           ),
           Effect.forkIn(scope)
@@ -129,16 +127,15 @@ export const superviseDaemon = (
     return {
       statePath,
       logFile,
-      current: () => current,
+      current: () => current?.daemon,
       end: (signal) =>
         Effect.suspend(() => {
-          const daemon = current
-          const read = currentRead
-          if (daemon === undefined || read === undefined) return Effect.void
+          const now = current
+          if (now === undefined) return Effect.void
           expected = true
-          return daemon.signal(signal).pipe(Effect.andThen(Deferred.await(read)))
+          return now.daemon.signal(signal).pipe(Effect.andThen(Deferred.await(now.read)))
         }),
-      signal: (signal) => Effect.suspend(() => current?.signal(signal) ?? Effect.void),
+      signal: (signal) => Effect.suspend(() => current?.daemon.signal(signal) ?? Effect.void),
       start,
       stopSupervising: () => {
         supervising = false

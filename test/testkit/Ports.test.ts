@@ -3,16 +3,12 @@
  * between the release and the daemon's bind), all different, each free when handed over.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
-import * as net from "node:net"
-import { ephemeralLow, freePorts } from "../../testkit/Ports.ts"
+import { Effect, Option } from "effect"
+import { bind, ephemeralLow, freePorts, release } from "../../testkit/Ports.ts"
 
+/** True when loopback `port` can be bound now (and is let go again). */
 const canBind = (port: number) =>
-  Effect.callback<boolean>((resume) => {
-    const server = net.createServer()
-    server.once("error", () => resume(Effect.succeed(false)))
-    server.listen(port, "127.0.0.1", () => server.close(() => resume(Effect.succeed(true))))
-  })
+  Effect.flatMap(bind(port), Option.match({ onNone: () => Effect.succeed(false), onSome: (server) => Effect.as(release(server), true) }))
 
 describe("freePorts", () => {
   it.live("hands over distinct ports below the ephemeral range, each one bindable", () =>
